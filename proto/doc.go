@@ -1,0 +1,30 @@
+// Package proto is the agent-sudo wire format: the request an agent sends and
+// the response the daemon answers, as fixed by docs/protocol.md.
+//
+// # Framing
+//
+// One JSON object on one line per connection, in each direction. A request
+// line is at most [MaxRequestBytes] bytes including its terminating '\n'. A
+// peer that closes before sending '\n' gets [ErrMissingNewline] even if what it
+// sent was valid JSON, because a truncated write must never be mistaken for a
+// complete request.
+//
+// # Strictness
+//
+// The decoder is stricter than encoding/json where leniency could let two
+// parsers disagree about what was asked:
+//
+//   - the line must be valid UTF-8 (encoding/json would silently replace bad
+//     bytes with U+FFFD, so the argv shown to a human could differ from the
+//     bytes the agent sent);
+//   - a key that appears twice in the same object is refused, because
+//     parsers differ on whether the first or the last one wins;
+//   - nothing but white space may follow the object on the line.
+//
+// Unknown fields are ignored for forward compatibility.
+//
+// # Policy
+//
+// This package decodes, applies defaults and validates shape; it does no I/O
+// policy. Whether a request may run is the daemon's and the approver's call.
+package proto

@@ -1,0 +1,205 @@
+package proto
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// WriteResponse writes r to w as one JSON line.
+//
+// It streams: output bytes are base64-encoded straight into a small buffer in
+// front of w, so a response carrying 16 MiB of stdout costs a few KiB of
+// allocation rather than the several copies that json.Marshal of a []byte
+// field would make (see BenchmarkWriteResponse).
+func WriteResponse(w io.Writer, r *Response) error {
+	bw := bufio.NewWriterSize(w, 32<<10)
+	e := encoder{w: bw}
+	e.raw(`{"id":`)
+	e.str(r.ID)
+	e.raw(`,"status":`)
+	e.str(string(r.Status))
+	if r.Message != "" {
+		e.raw(`,"message":`)
+		e.str(r.Message)
+	}
+	if r.Version != "" {
+		e.raw(`,"version":`)
+		e.str(r.Version)
+	}
+	if r.Stages != nil {
+		e.raw(`,"stages":[`)
+		for i, st := range r.Stages {
+			if i > 0 {
+				e.raw(",")
+			}
+			e.raw(`{"exit_code":`)
+			e.raw(strconv.Itoa(st.ExitCode))
+			e.raw(`,"stderr":`)
+			e.b64(st.Stderr)
+			if st.StderrTruncated {
+				e.raw(`,"stderr_truncated":true`)
+			}
+			e.raw("}")
+		}
+		e.raw(`],"stdout":`)
+		e.b64(r.Stdout)
+		if r.StdoutTruncated {
+			e.raw(`,"stdout_truncated":true`)
+		}
+	}
+	e.raw("}\n")
+	if e.err != nil {
+		return fmt.Errorf("write response: %w", e.err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write response: %w", err)
+	}
+	return nil
+}
+
+// encoder keeps the first write error so WriteResponse reads as the shape of
+// the line it writes.
+type encoder struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (e *encoder) raw(s string) {
+	if e.err == nil {
+		_, e.err = e.w.WriteString(s)
+	}
+}
+
+func (e *encoder) str(s string) {
+	if e.err != nil {
+		return
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		e.err = err
+		return
+	}
+	_, e.err = e.w.Write(b)
+}
+
+func (e *encoder) b64(p []byte) {
+	if e.err != nil {
+		return
+	}
+	e.raw(`"`)
+	enc := base64.NewEncoder(base64.StdEncoding, e.w)
+	if _, err := enc.Write(p); err != nil {
+		e.err = err
+		return
+	}
+	if err := enc.Close(); err != nil {
+		e.err = err
+		return
+	}
+	e.raw(`"`)
+}
+
+// ErrProtocol marks a response that breaks the protocol: a daemon bug or
+// something that is not an agent-sudo daemon.
+var ErrProtocol = errors.New("protocol violation")
+
+// MaxResponseBytes bounds a response line a client will read: every stream at
+// its cap, base64-encoded, plus room for the rest of the JSON.
+const MaxResponseBytes = (MaxStages+1)*((MaxOutputBytes+2)/3*4) + MaxRequestBytes
+
+// ReadResponse reads one response line of up to MaxResponseBytes from r and
+// decodes it. A response without its trailing '\n' is a protocol violation:
+// the daemon was cut off and the output may be incomplete.
+func ReadResponse(r io.Reader) (*Response, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > MaxResponseBytes {
+			return nil, fmt.Errorf("%w: response line longer than %d bytes", ErrProtocol, MaxResponseBytes)
+		}
+		if err == nil {
+			break
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err == io.EOF {
+			if len(line) == 0 {
+				return nil, fmt.Errorf("%w: the daemon closed the connection without answering", ErrProtocol)
+			}
+			return nil, fmt.Errorf("%w: the response ended after %d bytes without its trailing newline", ErrProtocol, len(line))
+		}
+		return nil, fmt.Errorf("read response: %w", err)
+	}
+	return DecodeResponse(line)
+}
+
+type responseWire struct {
+	ID              *string     `json:"id"`
+	Status          *Status     `json:"status"`
+	Message         string      `json:"message"`
+	Version         string      `json:"version"`
+	Stages          []stageWire `json:"stages"`
+	Stdout          *[]byte     `json:"stdout"`
+	StdoutTruncated bool        `json:"stdout_truncated"`
+}
+
+type stageWire struct {
+	ExitCode        *int    `json:"exit_code"`
+	Stderr          *[]byte `json:"stderr"`
+	StderrTruncated bool    `json:"stderr_truncated"`
+}
+
+// DecodeResponse decodes one response line. Unknown fields are ignored; a
+// missing id or status, an unknown status, or stages without exit codes are
+// protocol violations (errors wrapping ErrProtocol).
+func DecodeResponse(line []byte) (*Response, error) {
+	var w responseWire
+	if err := json.Unmarshal(bytes.TrimSpace(line), &w); err != nil {
+		return nil, fmt.Errorf("%w: response is not a valid JSON object: %v", ErrProtocol, err)
+	}
+	if w.ID == nil {
+		return nil, fmt.Errorf("%w: response has no id", ErrProtocol)
+	}
+	if w.Status == nil {
+		return nil, fmt.Errorf("%w: response has no status", ErrProtocol)
+	}
+	if !w.Status.Valid() {
+		return nil, fmt.Errorf("%w: unknown status %q", ErrProtocol, *w.Status)
+	}
+	resp := &Response{
+		ID: *w.ID, Status: *w.Status, Message: w.Message, Version: w.Version,
+		StdoutTruncated: w.StdoutTruncated,
+	}
+	if w.Stdout != nil {
+		resp.Stdout = *w.Stdout
+	}
+	if w.Stages != nil {
+		resp.Stages = make([]Stage, len(w.Stages))
+		for i, st := range w.Stages {
+			if st.ExitCode == nil {
+				return nil, fmt.Errorf("%w: stage %d has no exit_code", ErrProtocol, i)
+			}
+			resp.Stages[i].ExitCode = *st.ExitCode
+			if st.Stderr != nil {
+				resp.Stages[i].Stderr = *st.Stderr
+			}
+			resp.Stages[i].StderrTruncated = st.StderrTruncated
+		}
+	}
+	return resp, nil
+}
+
+// ErrorResponse builds the error response for err: the request's id when err
+// carries one, otherwise "" (see docs/protocol.md), and err's text.
+func ErrorResponse(err error) *Response {
+	return &Response{ID: IDOf(err), Status: StatusError, Message: err.Error()}
+}
