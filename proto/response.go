@@ -180,6 +180,9 @@ func DecodeResponse(line []byte) (*Response, error) {
 		StdoutTruncated: w.StdoutTruncated,
 	}
 	if w.Stdout != nil {
+		if w.Stages == nil {
+			return nil, fmt.Errorf("%w: response has stdout but no stages", ErrProtocol)
+		}
 		resp.Stdout = *w.Stdout
 	}
 	if w.Stages != nil {
