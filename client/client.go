@@ -1,0 +1,192 @@
+// Package client talks to agent-sudod, the agent-sudo daemon, over its Unix
+// socket.
+//
+// # Exchange
+//
+// Each call opens one connection, writes one request line (see package
+// proto), reads one response line of any size up to
+// [proto.MaxResponseBytes], and closes the connection. The write side is never
+// half-closed while the answer is awaited, so the daemon can take an EOF from
+// the client as "the client gave up".
+//
+// # Errors
+//
+// A response is returned, with a nil error, whatever its status: a denied,
+// timed-out or failed request is an answer, not a transport failure, and the
+// caller decides what it means. Errors are reserved for exchanges that did
+// not produce a trustworthy answer:
+//
+//   - the daemon could not be reached: errors.Is(err, [ErrUnreachable]), and
+//     errors.As gives an [*UnreachableError] naming the socket;
+//   - ctx ended first: errors.Is(err, context.Canceled) or
+//     errors.Is(err, context.DeadlineExceeded); the connection has been
+//     closed, but the daemon may already have acted on the request;
+//   - the request cannot be sent (not valid UTF-8, too large): a
+//     [*proto.RequestError] whose Kind is [proto.ErrInvalid] or
+//     [proto.ErrTooLarge]; nothing was sent;
+//   - the answer breaks the protocol (no trailing newline, bad JSON, unknown
+//     status, an id that does not match, a stage count that does not match
+//     the pipeline, ...): errors.Is(err, [proto.ErrProtocol]);
+//   - anything else is an I/O error on an established connection.
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/proto"
+	"github.com/google/uuid"
+)
+
+// DefaultSocket is where agent-sudod listens unless configured otherwise.
+const DefaultSocket = "/run/agent-sudo/agent-sudo.sock"
+
+// Client sends requests to the agent-sudod listening on Socket. It holds no
+// other state, so it is safe for concurrent use, and its zero value talks to
+// the daemon at DefaultSocket.
+type Client struct {
+	// Socket is the path of the daemon's Unix socket; empty means
+	// DefaultSocket.
+	Socket string
+}
+
+// New returns a Client for the daemon listening on socketPath.
+func New(socketPath string) *Client {
+	return &Client{Socket: socketPath}
+}
+
+// Run sends req to the daemon and returns its checked answer, which may take
+// minutes when a human has to approve the request. See the package
+// documentation for what the error can be.
+//
+// Run does not modify req. It sends a copy whose ID is a fresh UUID if
+// req.ID is empty and whose Time is the current time if req.Time is zero;
+// set ID yourself to know it before the answer arrives (the answer echoes
+// it in Response.ID).
+//
+// Cancelling ctx, or reaching its deadline, closes the connection promptly
+// at any step and returns an error wrapping ctx.Err().
+func (c *Client) Run(ctx context.Context, req *proto.Request) (*proto.Response, error) {
+	resp, _, err := c.exchange(ctx, req, false)
+	return resp, err
+}
+
+// RunRaw is Run that also returns the response line exactly as the daemon
+// sent it, including its trailing '\n', for callers that pass it on
+// verbatim. The line is returned only together with a checked response.
+// It costs a second copy of the response in memory.
+func (c *Client) RunRaw(ctx context.Context, req *proto.Request) (*proto.Response, []byte, error) {
+	return c.exchange(ctx, req, true)
+}
+
+// Ping asks the daemon whether it is up and the caller may use it. The
+// answer's Status says which (a daemon may deny a peer it does not serve)
+// and its Version names the daemon's version. Errors are as for Run.
+func (c *Client) Ping(ctx context.Context) (*proto.Response, error) {
+	return c.Run(ctx, &proto.Request{Action: proto.ActionPing})
+}
+
+// exchange is one connection's worth of Run: fill in defaults, check and
+// encode the request, dial, write, read, check the answer.
+func (c *Client) exchange(ctx context.Context, req *proto.Request, keepRaw bool) (*proto.Response, []byte, error) {
+	if req == nil {
+		return nil, nil, fmt.Errorf("encode request: %w", &proto.RequestError{Kind: proto.ErrInvalid, Detail: "the request is nil"})
+	}
+	r := *req
+	if r.ID == "" {
+		r.ID = uuid.NewString()
+	}
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	line, err := encodeRequest(&r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode request: %w", err)
+	}
+
+	socket := c.Socket
+	if socket == "" {
+		socket = DefaultSocket
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("connect to %s: %w", socket, ctx.Err())
+		}
+		return nil, nil, &UnreachableError{Socket: socket, Err: err}
+	}
+	defer conn.Close()
+	// Closing the connection is what unblocks a write or a read, and it also
+	// tells the daemon the client gave up. A second Close in the deferred
+	// call is harmless.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	if _, werr := conn.Write(line); werr != nil {
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("send request: %w", ctx.Err())
+		}
+		// A daemon may answer and close without reading the whole request
+		// (to refuse the peer, say). Its answer explains more than the
+		// "broken pipe" the write got, and it is still in our receive
+		// buffer.
+		if resp, raw, rerr := readResponse(ctx, conn, &r, keepRaw); rerr == nil {
+			return resp, raw, nil
+		}
+		return nil, nil, fmt.Errorf("send request: %w", werr)
+	}
+	return readResponse(ctx, conn, &r, keepRaw)
+}
+
+// encodeRequest refuses what the daemon would misread and returns the
+// request line, '\n' included.
+func encodeRequest(r *proto.Request) ([]byte, error) {
+	if err := checkRequest(r); err != nil {
+		return nil, err
+	}
+	line, err := r.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	line = append(line, '\n')
+	if len(line) > proto.MaxRequestBytes {
+		return nil, &proto.RequestError{Kind: proto.ErrTooLarge, Detail: fmt.Sprintf(
+			"the request line is %d bytes; at most %d are allowed", len(line), proto.MaxRequestBytes)}
+	}
+	return line, nil
+}
+
+// readResponse reads and checks the answer to req from conn. With keepRaw it
+// also returns the line as read.
+func readResponse(ctx context.Context, conn net.Conn, req *proto.Request, keepRaw bool) (*proto.Response, []byte, error) {
+	var src io.Reader = conn
+	var raw bytes.Buffer
+	if keepRaw {
+		src = io.TeeReader(conn, &raw)
+	}
+	resp, err := proto.ReadResponse(src)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("read response: %w", ctx.Err())
+		}
+		if errors.Is(err, proto.ErrProtocol) {
+			return nil, nil, fmt.Errorf("read response: %w", err)
+		}
+		return nil, nil, err // proto already says "read response"
+	}
+	if err := checkResponse(req, resp); err != nil {
+		return nil, nil, fmt.Errorf("read response: %w", err)
+	}
+	if !keepRaw {
+		return resp, nil, nil
+	}
+	line := raw.Bytes()
+	// The first '\n' ends the line: JSON escapes any newline inside a string.
+	return resp, line[:bytes.IndexByte(line, '\n')+1], nil
+}

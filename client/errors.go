@@ -1,0 +1,48 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// ErrUnreachable reports that no connection to the daemon could be opened:
+// the socket is missing, nothing listens on it, the caller may not open it,
+// or the daemon's backlog is full. Nothing was sent, so retrying is safe.
+// Errors that test true for it are of type [*UnreachableError].
+var ErrUnreachable = errors.New("agent-sudod unreachable")
+
+// UnreachableError is the error for a failed connection to the daemon.
+type UnreachableError struct {
+	// Socket is the path that was dialled.
+	Socket string
+	// Err is the dial error, usually a *net.OpError around a syscall.Errno
+	// such as ENOENT, ECONNREFUSED or EACCES.
+	Err error
+}
+
+// Error says which socket could not be reached and why, e.g.
+// "cannot reach agent-sudod at /run/agent-sudo/agent-sudo.sock: connection refused".
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach agent-sudod at %s: %v", e.Socket, e.reason())
+}
+
+// reason is the shortest description of why the dial failed: the system
+// error's text ("connection refused") when there is one, else Err's text.
+// The full *net.OpError would name the socket a second time.
+func (e *UnreachableError) reason() string {
+	var errno syscall.Errno
+	if errors.As(e.Err, &errno) {
+		return errno.Error()
+	}
+	if e.Err == nil {
+		return "unknown error"
+	}
+	return e.Err.Error()
+}
+
+// Is reports whether target is ErrUnreachable.
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
+// Unwrap returns the dial error.
+func (e *UnreachableError) Unwrap() error { return e.Err }

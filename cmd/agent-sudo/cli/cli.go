@@ -1,0 +1,164 @@
+// Package cli is the agent-sudo command line, the side of agent-sudo that an
+// agent runs. cmd/agent-sudo only calls [Main]; everything else is here so
+// that tests and other binaries can run it in-process.
+//
+// # Output rules
+//
+//   - stdout carries only what was asked for: the command's output, the
+//     response line with --json, or help that was asked for with "help" or
+//     -h.
+//   - A command's stderr is copied to stderr unchanged.
+//   - Everything agent-sudo itself says goes to stderr as ONE line, prefixed
+//     "agent-sudo: ", lower-case, saying what happened and what to do about
+//     it. Text that came from the daemon is untrusted: every such line goes
+//     through visible, which escapes control characters, before it is
+//     printed.
+//
+// # Exit status
+//
+// A command's own exit status passes through. agent-sudo's own outcomes use
+// the sysexits and timeout(1) conventions:
+//
+//	2    usage: a bad flag, flag value or pipeline; nothing was sent
+//	69   agent-sudod cannot be reached (EX_UNAVAILABLE)
+//	70   the daemon answered with an error, broke the protocol, or the
+//	     request could not be sent or answered (EX_SOFTWARE)
+//	74   writing the output failed (EX_IOERR)
+//	77   the request was denied (EX_NOPERM)
+//	124  the request timed out in the daemon, or --timeout expired
+//	130  interrupted
+//
+// These can collide with a command's own status; --json removes the
+// ambiguity.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit statuses of agent-sudo's own outcomes; see the package documentation.
+const (
+	exitUsage       = 2
+	exitUnavailable = 69
+	exitSoftware    = 70
+	exitIO          = 74
+	exitDenied      = 77
+	exitTimeout     = 124
+	exitInterrupted = 130
+)
+
+// invocation is what one run of Main sees of its process. Commands read the
+// environment only through getenv, so tests never touch the real one.
+type invocation struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// say writes one diagnostic line to stderr, with the program prefix and with
+// anything that could control the terminal escaped.
+func (inv *invocation) say(format string, args ...any) {
+	fmt.Fprintf(inv.stderr, "agent-sudo: %s\n", visible(fmt.Sprintf(format, args...)))
+}
+
+// fail says what went wrong and returns code, so that a command can end
+// with "return inv.fail(...)".
+func (inv *invocation) fail(code int, format string, args ...any) int {
+	inv.say(format, args...)
+	return code
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	// run runs the command with the arguments after its name and returns
+	// the exit status.
+	run func(ctx context.Context, inv *invocation, args []string) int
+	// help writes the command's full help to w.
+	help func(inv *invocation, w io.Writer) error
+}
+
+// commands is the table of subcommands, in the order help lists them. It is
+// a function rather than a variable so that "help" can list the table it
+// belongs to and nothing global can be changed.
+func commands() []command {
+	return []command{
+		{name: "run", summary: "ask agent-sudod to run a command or a pipeline", run: runMain, help: runHelp},
+		{name: "help", summary: "show help for agent-sudo or one of its commands", run: helpMain, help: mainHelp},
+	}
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// Main runs the agent-sudo command line and returns its exit status. args
+// excludes the program name (os.Args[1:]). The environment is read only
+// through getenv. Cancelling ctx abandons whatever is in progress, with
+// status 130.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	inv := &invocation{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	if len(args) == 0 {
+		return inv.fail(exitUsage, "no command given; run 'agent-sudo help' for usage")
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		name = "help"
+	}
+	cmd, ok := lookup(name)
+	if !ok {
+		return inv.fail(exitUsage, "unknown command %q; run 'agent-sudo help' for the list of commands", name)
+	}
+	return cmd.run(ctx, inv, args[1:])
+}
+
+// helpMain is "agent-sudo help [command]".
+func helpMain(_ context.Context, inv *invocation, args []string) int {
+	switch len(args) {
+	case 0:
+		return inv.showHelp(mainHelp)
+	case 1:
+		cmd, ok := lookup(args[0])
+		if !ok {
+			return inv.fail(exitUsage, "help: unknown command %q; run 'agent-sudo help' for the list of commands", args[0])
+		}
+		return inv.showHelp(cmd.help)
+	}
+	return inv.fail(exitUsage, "help: too many arguments; usage: agent-sudo help [command]")
+}
+
+// showHelp writes help that was asked for to stdout and returns the exit
+// status.
+func (inv *invocation) showHelp(help func(*invocation, io.Writer) error) int {
+	if err := help(inv, inv.stdout); err != nil {
+		return inv.fail(exitIO, "write help: %v", err)
+	}
+	return 0
+}
+
+func mainHelp(_ *invocation, w io.Writer) error {
+	var b strings.Builder
+	b.WriteString(`agent-sudo asks agent-sudod, the agent-sudo daemon, to run commands as root
+once a human has approved them.
+
+usage: agent-sudo <command> [arguments]
+
+commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-6s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\n'agent-sudo help <command>' shows a command's flags and exit statuses.\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

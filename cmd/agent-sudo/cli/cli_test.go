@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// result is what one run of Main produced.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runCLI runs Main with args and an environment that holds only env.
+func runCLI(ctx context.Context, env map[string]string, args ...string) result {
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, args, strings.NewReader(""), &stdout, &stderr, func(k string) string { return env[k] })
+	return result{code, stdout.String(), stderr.String()}
+}
+
+func TestMainUsage(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string // a line the output must contain; "" means no output
+		wantStderr string // exact
+	}{
+		{"no command", nil, 2, "", "agent-sudo: no command given; run 'agent-sudo help' for usage\n"},
+		{"unknown command", []string{"sudo"}, 2, "", "agent-sudo: unknown command \"sudo\"; run 'agent-sudo help' for the list of commands\n"},
+		{"unknown command is escaped", []string{"x\x1b[2J"}, 2, "", "agent-sudo: unknown command \"x\\x1b[2J\"; run 'agent-sudo help' for the list of commands\n"},
+		{"help", []string{"help"}, 0, "usage: agent-sudo <command> [arguments]\n", ""},
+		{"--help", []string{"--help"}, 0, "  run    ask agent-sudod to run a command or a pipeline\n", ""},
+		{"-h", []string{"-h"}, 0, "  help   show help for agent-sudo or one of its commands\n", ""},
+		{"help run", []string{"help", "run"}, 0, "usage: agent-sudo run [flags] [--] CMD [ARG...] ['|' CMD [ARG...]]...\n", ""},
+		{"help help", []string{"help", "help"}, 0, "usage: agent-sudo <command> [arguments]\n", ""},
+		{"help unknown", []string{"help", "nope"}, 2, "", "agent-sudo: help: unknown command \"nope\"; run 'agent-sudo help' for the list of commands\n"},
+		{"help too many", []string{"help", "run", "x"}, 2, "", "agent-sudo: help: too many arguments; usage: agent-sudo help [command]\n"},
+		{"run -h", []string{"run", "-h"}, 0, "  --socket path\n", ""},
+		{"run --help", []string{"run", "--help"}, 0, "  77     the request was denied\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runCLI(context.Background(), nil, tt.args...)
+			if got.code != tt.wantCode {
+				t.Errorf("Main(%q) = %d, want %d", tt.args, got.code, tt.wantCode)
+			}
+			if got.stderr != tt.wantStderr {
+				t.Errorf("Main(%q) stderr:\n got %q\nwant %q", tt.args, got.stderr, tt.wantStderr)
+			}
+			if tt.wantStdout == "" && got.stdout != "" || !strings.Contains(got.stdout, tt.wantStdout) {
+				t.Errorf("Main(%q) stdout:\n%s\nwant it to contain %q", tt.args, got.stdout, tt.wantStdout)
+			}
+		})
+	}
+}
+
+func TestHelpRunShowsEnvironmentDefaults(t *testing.T) {
+	got := runCLI(context.Background(), map[string]string{envSocket: "/tmp/x.sock", envSession: "s9"}, "help", "run")
+	for _, want := range []string{
+		"  --socket path\n    \tpath of agent-sudod's socket (env AGENT_SUDO_SOCKET) (default \"/tmp/x.sock\")\n",
+		"  --session name\n    \tsession name, shown to the approver and logged (env AGENT_SUDO_SESSION) (default \"s9\")\n",
+		"  --pipefail\n    \texit with the status of the first stage that failed, not the last stage's\n",
+	} {
+		if !strings.Contains(got.stdout, want) {
+			t.Errorf("help run:\n%s\nwant it to contain %q", got.stdout, want)
+		}
+	}
+}
+
+func TestVisible(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"plain text, with punctuation: ok!", "plain text, with punctuation: ok!"},
+		{"naïve café 日本語 ✓ 🙂", "naïve café 日本語 ✓ 🙂"},
+		{"a\nb\tc\rd", `a\x0ab\x09c\x0dd`},
+		{"\x00\x01\x1f\x7f", `\x00\x01\x1f\x7f`},
+		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{"bad \xff\xfe utf-8 \xe2\x82", `bad \xff\xfe utf-8 \xe2\x82`},
+		{"c1 \u0085 \u009b", `c1 \u0085 \u009b`},
+		{"bidi \u202eevil\u202c \u2066x\u2069 \u200f \u061c", `bidi \u202eevil\u202c \u2066x\u2069 \u200f \u061c`},
+		{"zero\u200bwidth\u200d\ufeff\u2060", `zero\u200bwidth\u200d\ufeff\u2060`},
+		{"line\u2028para\u2029", `line\u2028para\u2029`},
+		{"private \ue000 \U000f0000", `private \ue000 \U000f0000`},
+		{"tag \U000e0041", `tag \U000e0041`},
+		{"replacement char \ufffd stays", "replacement char \ufffd stays"},
+		{`backslash \x1b stays`, `backslash \x1b stays`},
+	}
+	for _, tt := range tests {
+		if got := visible(tt.in); got != tt.want {
+			t.Errorf("visible(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

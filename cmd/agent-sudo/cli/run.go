@@ -1,0 +1,341 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/proto"
+	"github.com/google/uuid"
+)
+
+// Environment variables that set defaults for run's flags.
+const (
+	envSocket  = "AGENT_SUDO_SOCKET"
+	envSession = "AGENT_SUDO_SESSION"
+)
+
+// runOptions are run's flags.
+type runOptions struct {
+	socket, session, host, reason, cwd string
+	env                                envFlag
+	unprivileged, forwardAgent         bool
+	pipefail, json                     bool
+	timeout                            time.Duration
+}
+
+// runFlags returns a fresh flag set for run, with defaults taken from the
+// invocation's environment.
+func runFlags(inv *invocation) (*flag.FlagSet, *runOptions) {
+	o := &runOptions{env: envFlag{}}
+	fset := flag.NewFlagSet("run", flag.ContinueOnError)
+	fset.SetOutput(io.Discard) // errors are reported in one line by runMain
+	socket := inv.getenv(envSocket)
+	if socket == "" {
+		socket = client.DefaultSocket
+	}
+	fset.StringVar(&o.socket, "socket", socket, "`path` of agent-sudod's socket (env "+envSocket+")")
+	fset.StringVar(&o.session, "session", inv.getenv(envSession), "session `name`, shown to the approver and logged (env "+envSession+")")
+	fset.StringVar(&o.host, "host", "", "host `name`, shown to the approver and logged (default: this machine's host name)")
+	fset.StringVar(&o.reason, "reason", "", "`text` saying why the command should run, shown to the approver")
+	fset.Var(&o.env, "env", "set `NAME=VALUE` in the command's environment; repeatable")
+	fset.BoolVar(&o.unprivileged, "unprivileged", false, "run the command without root privileges")
+	fset.BoolVar(&o.forwardAgent, "forward-agent", false, "give the command the approver's SSH agent; needs --unprivileged")
+	fset.StringVar(&o.cwd, "cwd", "", "working `directory` of the command, an absolute path (default: /)")
+	fset.BoolVar(&o.pipefail, "pipefail", false, "exit with the status of the first stage that failed, not the last stage's")
+	fset.BoolVar(&o.json, "json", false, "print the daemon's response line instead of the output; the exit status is the same")
+	fset.DurationVar(&o.timeout, "timeout", 0, "give up waiting for an answer after `duration`, e.g. 10m (default: wait as long as the daemon takes)")
+	return fset, o
+}
+
+func runHelp(inv *invocation, w io.Writer) error {
+	fset, _ := runFlags(inv)
+	var b strings.Builder
+	b.WriteString(`usage: agent-sudo run [flags] [--] CMD [ARG...] ['|' CMD [ARG...]]...
+
+Ask agent-sudod to run a command, or a pipeline of commands, once a human has
+approved it. It runs as root unless --unprivileged is given.
+
+A standalone '|' argument separates the stages of a pipeline; quote it so that
+the shell passes it on:
+
+    agent-sudo run --reason 'is nginx installed?' -- dpkg -l '|' grep nginx
+
+Use -- before the command: every argument after it belongs to the command.
+An argument that is exactly '|' always separates stages.
+
+The last stage's stdout is copied to stdout and every stage's stderr to
+stderr, unchanged and in stage order. agent-sudo exits with the last stage's
+status, or with --pipefail the status of the first stage that failed (bash
+reports the last one that failed).
+
+flags:
+`)
+	fset.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(&b, "  --%s", f.Name)
+		if arg != "" {
+			fmt.Fprintf(&b, " %s", arg)
+		}
+		fmt.Fprintf(&b, "\n    \t%s", usage)
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
+			fmt.Fprintf(&b, " (default %q)", f.DefValue)
+		}
+		b.WriteString("\n")
+	})
+	b.WriteString(`
+exit status:
+  0-255  the command's own exit status, when it ran
+  2      usage error: a bad flag or flag value (--env, --cwd, --timeout, ...)
+         or an empty stage; nothing was sent
+  69     agent-sudod cannot be reached; nothing was sent
+  70     agent-sudod answered with an error or broke the protocol, or the
+         request could not be sent or answered
+  74     the output could not be written
+  77     the request was denied
+  124    the request timed out in the daemon, or --timeout expired
+  130    interrupted
+These may collide with the command's own status; --json tells them apart.
+`)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// runMain is "agent-sudo run".
+func runMain(ctx context.Context, inv *invocation, args []string) int {
+	fset, o := runFlags(inv)
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return inv.showHelp(runHelp)
+		}
+		return inv.fail(exitUsage, "run: %v; see 'agent-sudo help run'", err)
+	}
+	pipeline, err := splitStages(fset.Args())
+	if err != nil {
+		return inv.fail(exitUsage, "run: %v; see 'agent-sudo help run'", err)
+	}
+	switch {
+	case o.forwardAgent && !o.unprivileged:
+		return inv.fail(exitUsage, "run: --forward-agent needs --unprivileged: the SSH agent is never given to privileged commands")
+	case o.cwd != "" && !filepath.IsAbs(o.cwd):
+		return inv.fail(exitUsage, "run: --cwd %q is not an absolute path", o.cwd)
+	case o.timeout < 0:
+		return inv.fail(exitUsage, "run: --timeout %v is negative", o.timeout)
+	}
+	if !flagSet(fset, "host") {
+		if o.host, err = os.Hostname(); err != nil {
+			return inv.fail(exitSoftware, "read this machine's host name: %v; pass --host", err)
+		}
+	}
+
+	req := &proto.Request{
+		// Chosen here rather than by the client so that every message can
+		// name the request, even when no answer came.
+		ID:           uuid.NewString(),
+		Host:         o.host,
+		Session:      o.session,
+		Pipeline:     pipeline,
+		Env:          o.env,
+		Reason:       o.reason,
+		Privileged:   !o.unprivileged,
+		ForwardAgent: o.forwardAgent,
+		Cwd:          o.cwd,
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	c := client.New(o.socket)
+	var resp *proto.Response
+	var raw []byte
+	if o.json {
+		resp, raw, err = c.RunRaw(ctx, req)
+	} else {
+		resp, err = c.Run(ctx, req)
+	}
+	if err != nil {
+		return inv.runFailed(err, o, req.ID)
+	}
+
+	code := exitStatus(resp, o.pipefail)
+	if o.json {
+		if _, err := inv.stdout.Write(raw); err != nil {
+			return inv.fail(exitIO, "write the response to stdout: %v", err)
+		}
+		return code
+	}
+	if resp.Stages != nil {
+		if err := inv.writeOutput(req, resp); err != nil {
+			return inv.fail(exitIO, "%v", err)
+		}
+	}
+	// The daemon's message is untrusted; say prints it through visible.
+	switch resp.Status {
+	case proto.StatusDenied:
+		inv.say("%s; change the request or ask the user before retrying", withMessage("request "+req.ID+" was denied", resp.Message))
+	case proto.StatusTimeout:
+		if resp.Stages == nil {
+			inv.say("%s; retry when someone can approve it", withMessage("request "+req.ID+" timed out before it started", resp.Message))
+		} else {
+			inv.say("%s; its output is incomplete", withMessage("request "+req.ID+" timed out while running", resp.Message))
+		}
+	case proto.StatusError:
+		inv.say("%s; fix the request, or see the daemon's log (journalctl -u agent-sudo)", withMessage("agent-sudod rejected request "+req.ID, resp.Message))
+	}
+	return code
+}
+
+// runFailed reports an exchange that produced no answer and returns the exit
+// status for it.
+func (inv *invocation) runFailed(err error, o *runOptions, id string) int {
+	var reqErr *proto.RequestError
+	switch {
+	case errors.Is(err, client.ErrUnreachable):
+		if errors.Is(err, fs.ErrPermission) {
+			return inv.fail(exitUnavailable, "%v; check that your user may open the socket (ls -l %s)", err, o.socket)
+		}
+		return inv.fail(exitUnavailable, "%v; is the daemon running? (systemctl status agent-sudo)", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		limit := "before the deadline"
+		if o.timeout > 0 {
+			limit = fmt.Sprintf("within --timeout %v", o.timeout)
+		}
+		return inv.fail(exitTimeout, "no answer to request %s %s; it may still be approved and run", id, limit)
+	case errors.Is(err, context.Canceled):
+		return inv.fail(exitInterrupted, "interrupted while waiting for agent-sudod; request %s may still be approved and run", id)
+	case errors.Is(err, proto.ErrProtocol):
+		return inv.fail(exitSoftware, "bad answer from agent-sudod at %s: %v; check that --socket names an agent-sudo daemon of this version, or report a daemon bug", o.socket, err)
+	case errors.As(err, &reqErr):
+		return inv.fail(exitSoftware, "%v; nothing was sent", err)
+	}
+	return inv.fail(exitSoftware, "lost the connection to agent-sudod at %s: %v; check the daemon (systemctl status agent-sudo)", o.socket, err)
+}
+
+// writeOutput copies the command's output, then notes any truncation.
+func (inv *invocation) writeOutput(req *proto.Request, resp *proto.Response) error {
+	if _, err := inv.stdout.Write(resp.Stdout); err != nil {
+		return fmt.Errorf("write the command's stdout: %w", err)
+	}
+	for i, st := range resp.Stages {
+		if _, err := inv.stderr.Write(st.Stderr); err != nil {
+			return fmt.Errorf("write the stderr of stage %d: %w", i+1, err)
+		}
+	}
+	const limit = proto.MaxOutputBytes >> 20
+	if resp.StdoutTruncated {
+		inv.say("stdout was truncated at %d MiB by the daemon", limit)
+	}
+	for i, st := range resp.Stages {
+		if st.StderrTruncated {
+			inv.say("stderr of stage %d (%s) was truncated at %d MiB by the daemon", i+1, req.Pipeline[i][0], limit)
+		}
+	}
+	return nil
+}
+
+// exitStatus maps an answer to agent-sudo's exit status. The client has
+// checked that an ok answer has one stage per pipeline stage, and the
+// pipeline is never empty.
+func exitStatus(resp *proto.Response, pipefail bool) int {
+	switch resp.Status {
+	case proto.StatusDenied:
+		return exitDenied
+	case proto.StatusTimeout:
+		return exitTimeout
+	case proto.StatusError:
+		return exitSoftware
+	}
+	if len(resp.Stages) == 0 {
+		return exitSoftware // unreachable: the client refuses such answers
+	}
+	if pipefail {
+		for _, st := range resp.Stages {
+			if st.ExitCode != 0 {
+				return st.ExitCode
+			}
+		}
+		return 0
+	}
+	return resp.Stages[len(resp.Stages)-1].ExitCode
+}
+
+// withMessage appends the daemon's message to what happened, if it sent one.
+func withMessage(what, msg string) string {
+	if msg == "" {
+		return what
+	}
+	return what + ": " + msg
+}
+
+// splitStages splits a command line at each standalone '|' argument.
+func splitStages(args []string) ([][]string, error) {
+	if len(args) == 0 {
+		return nil, errors.New("no command given")
+	}
+	var stages [][]string
+	start := 0
+	for i := 0; i <= len(args); i++ {
+		if i < len(args) && args[i] != "|" {
+			continue
+		}
+		if i == start {
+			switch {
+			case i == 0:
+				return nil, errors.New("the pipeline starts with '|': put a command before it")
+			case i == len(args):
+				return nil, errors.New("the pipeline ends with '|': put a command after it")
+			}
+			return nil, fmt.Errorf("stage %d is empty: two '|' in a row", len(stages)+1)
+		}
+		stages = append(stages, args[start:i:i])
+		start = i + 1
+	}
+	return stages, nil
+}
+
+// flagSet reports whether the flag called name was given on the command line.
+func flagSet(fset *flag.FlagSet, name string) bool {
+	found := false
+	fset.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// envFlag collects --env NAME=VALUE flags.
+type envFlag map[string]string
+
+// String lists the variables, for the flag package.
+func (e envFlag) String() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(e)) {
+		parts = append(parts, k+"="+e[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// Set adds one NAME=VALUE. A name given twice is refused rather than
+// silently overridden.
+func (e envFlag) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	switch {
+	case !ok:
+		return errors.New("want NAME=VALUE")
+	case !proto.ValidEnvName(name):
+		return fmt.Errorf("%q is not a valid variable name: names match [A-Za-z_][A-Za-z0-9_]*", name)
+	}
+	if _, dup := e[name]; dup {
+		return fmt.Errorf("%s is already set; give each variable once", name)
+	}
+	e[name] = value
+	return nil
+}
