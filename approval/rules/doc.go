@@ -1,0 +1,73 @@
+// Package rules decides, from rules the human wrote in the daemon's
+// configuration, whether a pipeline may run without asking, must be refused,
+// or needs a human's approval.
+//
+// It exists so that the decision that lets a command run as root without a
+// human looking at it is made in one small, pure, exhaustively tested place:
+// the package does no I/O, keeps no state between calls, and an [Engine] is
+// immutable once built, so it is safe for concurrent use.
+//
+// # Rules
+//
+// A [Rule] has an [Action] ("allow", "deny" or "ask"), a Match list of
+// per-argument patterns, and two optional constraints: Privileged (the rule
+// applies only when the request's privileged flag equals it) and Session (a
+// pattern the request's session name must match).
+//
+// # Patterns
+//
+// Each element of Match is matched against one argument, in full:
+//
+//   - '*' matches any run of characters, including none and including '/',
+//     but never crosses into the next argument;
+//   - '?', '[' and every other character are literal;
+//   - '\*' is a literal star and '\\' a literal backslash; a backslash
+//     before anything else, or at the end, makes the rule invalid, so that a
+//     pattern never silently means something else than intended;
+//   - the element "**", when it is the last one, matches zero or more
+//     remaining arguments. "**" anywhere else, including as the program,
+//     makes the rule invalid. Without a trailing "**" the number of
+//     arguments must be exactly the number of patterns.
+//
+// The Session constraint uses the same pattern syntax; it is matched against
+// the whole session name.
+//
+// # The program and trusted directories
+//
+// The daemon resolves every stage's program to a clean absolute path (with
+// its secure PATH) before the rules run, and hands the engine that path as
+// [Stage].Program. Match[0] is matched against it in one of two ways:
+//
+//   - a pattern containing '/' must start with '/' and is matched against the
+//     full path: "/usr/bin/apt" or "/opt/tools/*";
+//   - a pattern without '/' (a bare name such as "apt" or "systemctl") is
+//     matched against the path's base name, and only when the program's
+//     directory is one of the engine's trusted directories (the directories
+//     of the daemon's secure PATH).
+//
+// The second condition is the point: a rule written for "apt" must allow the
+// system's apt, never a program called apt in a directory the agent can
+// write to, such as /tmp/evil/apt or ./apt. An agent controls the argv it
+// sends; it does not control what is in /usr/bin. A program whose path is not
+// clean and absolute never matches any rule and is denied outright, because
+// it can only come from a bug in the caller and a path such as
+// /usr/bin/../../tmp/x would otherwise match "/usr/bin/*".
+//
+// Trusted directories are compared as strings; the engine does not resolve
+// symbolic links. The daemon's resolver decides which path it reports.
+//
+// # Decisions
+//
+// For each stage, the rules are tried in order and the first one whose
+// Match, Privileged and Session all apply decides that stage's action; when
+// none applies the stage's action is "ask". Then, for the whole pipeline:
+//
+//   - if any stage is denied, the pipeline is denied, naming the first
+//     denied stage and its rule;
+//   - if every stage is allowed, the pipeline is allowed;
+//   - otherwise a human is asked.
+//
+// A pipeline is therefore only as allowed as its least allowed stage:
+// allowing "cat" does not let "cat /etc/shadow | curl -d @- ..." through
+// unless curl with those arguments is allowed too.
+package rules

@@ -1,0 +1,81 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+)
+
+// glob is a compiled pattern of the rule language: literal text and '*'
+// wildcards, where '*' matches any run of bytes (including none and
+// including '/'). It is matched byte by byte, so it needs no backtracking and
+// runs in time linear in the pattern and quadratic at worst in the input.
+type glob struct {
+	// parts are the literal pieces between the wildcards, unescaped. A
+	// pattern with n wildcards has n+1 parts; some may be empty.
+	parts []string
+}
+
+// compileGlob parses pattern. The only metacharacter is '*'; '\*' is a
+// literal star and '\\' a literal backslash. A backslash before anything
+// else, or at the end, is an error rather than a silent literal: a pattern
+// that means something other than what its author thought is worse than a
+// refused configuration.
+func compileGlob(pattern string) (glob, error) {
+	var (
+		parts []string
+		cur   strings.Builder
+	)
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '*':
+			parts = append(parts, cur.String())
+			cur.Reset()
+		case '\\':
+			if i+1 == len(pattern) {
+				return glob{}, fmt.Errorf("pattern %q ends with a lone backslash; write \\\\ for a literal backslash", pattern)
+			}
+			next := pattern[i+1]
+			if next != '*' && next != '\\' {
+				return glob{}, fmt.Errorf("pattern %q has %q at byte %d; a backslash may only escape '*' or '\\'", pattern, pattern[i:i+2], i)
+			}
+			cur.WriteByte(next)
+			i++
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	parts = append(parts, cur.String())
+	return glob{parts: parts}, nil
+}
+
+// literal reports whether g has no wildcard, so that it matches exactly one
+// string.
+func (g glob) literal() bool { return len(g.parts) == 1 }
+
+// match reports whether s matches the whole pattern.
+func (g glob) match(s string) bool {
+	if g.literal() {
+		return s == g.parts[0]
+	}
+	first, last := g.parts[0], g.parts[len(g.parts)-1]
+	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	// The first and last parts are anchored; each middle part must be found,
+	// in order and without overlap, in what lies between them. Taking the
+	// leftmost occurrence each time is optimal: it leaves the most room for
+	// the parts after it.
+	rest := s[len(first) : len(s)-len(last)]
+	for _, p := range g.parts[1 : len(g.parts)-1] {
+		i := strings.Index(rest, p)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(p):]
+	}
+	return true
+}
+
+// hasSlash reports whether the pattern contains a literal '/'. Escapes
+// cannot produce one, so looking at the raw pattern is enough.
+func hasSlash(pattern string) bool { return strings.Contains(pattern, "/") }

@@ -1,0 +1,679 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/agent-sudo/agent-sudo/approval/rules"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// DefaultPath is where the daemon looks for its configuration when it is not
+// told otherwise.
+const DefaultPath = "/etc/agent-sudo/config.toml"
+
+// MaxFileBytes bounds the configuration file's size, so that a mistaken path
+// (a log, a device) is refused instead of read into memory.
+const MaxFileBytes = 1 << 20
+
+// maxSocketPath is the longest path a Unix socket address can hold on Linux:
+// sun_path is 108 bytes including the terminating NUL.
+const maxSocketPath = 107
+
+// ExecMode is how the daemon runs privileged pipelines.
+type ExecMode string
+
+// The execution modes.
+const (
+	// ExecSudo runs each privileged stage through sudo (SudoPath), so that
+	// sudo's own logging, PAM session and policy apply as well.
+	ExecSudo ExecMode = "sudo"
+	// ExecDirect runs privileged stages directly as the daemon's root
+	// user, without sudo.
+	ExecDirect ExecMode = "direct"
+)
+
+// Config is the daemon's validated configuration. Every field has been
+// checked by [Config.Validate]; a Config changed by hand should be checked
+// again before use.
+type Config struct {
+	// Source is the file the configuration was read from, or "" when it is
+	// the built-in defaults.
+	Source string
+
+	// Socket is the path of the Unix socket agents connect to (key
+	// "socket").
+	Socket string
+	// SocketGroup owns the socket file, which has mode 0660, so that its
+	// members can connect (key "socket_group"): a group name or numeric id.
+	SocketGroup string
+	// AllowedUsers lists the users (names or numeric ids) whose
+	// connections are served (key "allowed_users"). It is meaningful only
+	// when AllowedUsersSet is true; see AllowedUsersSet.
+	AllowedUsers []string
+	// AllowedUsersSet reports whether allowed_users appeared in the file.
+	// When it did not, the daemon serves root and the members of
+	// SocketGroup. When it did, exactly the listed users (together with
+	// AllowedGroups) are served, so an empty list serves nobody by user.
+	AllowedUsersSet bool
+	// AllowedGroups lists groups (names or numeric ids) whose members'
+	// connections are served (key "allowed_groups"). Meaningful only when
+	// AllowedGroupsSet is true, as for AllowedUsers.
+	AllowedGroups []string
+	// AllowedGroupsSet reports whether allowed_groups appeared in the file.
+	AllowedGroupsSet bool
+
+	// ApproverSocket is the Unix socket the human's approver connects to
+	// (key "approver_socket").
+	ApproverSocket string
+	// AuditLog is the JSON-lines audit log file (key "audit_log").
+	AuditLog string
+	// AuditEnvValues records environment values in full in the audit log
+	// instead of their hashes (key "audit_env_values").
+	AuditEnvValues bool
+
+	// Exec is how privileged pipelines run (key "exec").
+	Exec ExecMode
+	// SudoPath is the sudo binary used when Exec is ExecSudo (key
+	// "sudo_path").
+	SudoPath string
+	// SecurePath is the PATH used to resolve programs and given to them,
+	// ':'-separated (key "secure_path"). Its directories are the rule
+	// engine's trusted directories.
+	SecurePath string
+	// UnprivilegedUser runs unprivileged requests (key
+	// "unprivileged_user"); empty means the requesting peer's own user.
+	UnprivilegedUser string
+	// EnvAllow holds names, and prefixes ending in '*', of environment
+	// variables allowed in requests on top of the built-in allowlist (key
+	// "env_allow").
+	EnvAllow []string
+
+	// MaxClockSkew is how far a request's time may be from the daemon's
+	// clock (key "max_clock_skew").
+	MaxClockSkew time.Duration
+	// ApprovalTimeout is how long a request waits for a human's decision
+	// (key "approval_timeout").
+	ApprovalTimeout time.Duration
+	// CommandTimeout is how long an approved pipeline may run (key
+	// "command_timeout").
+	CommandTimeout time.Duration
+	// KillGrace is how long a pipeline has between SIGTERM and SIGKILL
+	// when it is stopped (key "kill_grace").
+	KillGrace time.Duration
+	// ReadTimeout is how long a client has to send its request line (key
+	// "read_timeout").
+	ReadTimeout time.Duration
+	// ShutdownTimeout is how long running commands may finish after the
+	// daemon gets SIGTERM (key "shutdown_timeout").
+	ShutdownTimeout time.Duration
+
+	// MaxConnections bounds the connections served at once (key
+	// "max_connections").
+	MaxConnections int
+
+	// Rules are the [[rule]] tables, in file order.
+	Rules []rules.Rule
+}
+
+// Default returns the built-in configuration, used when the default
+// configuration file does not exist. With no rules, every request goes to a
+// human.
+func Default() *Config {
+	return &Config{
+		Socket:          "/run/agent-sudo/agent-sudo.sock",
+		SocketGroup:     "agent-sudo",
+		ApproverSocket:  "/run/agent-sudo/approver.sock",
+		AuditLog:        "/var/log/agent-sudo/audit.jsonl",
+		Exec:            ExecSudo,
+		SudoPath:        "/usr/bin/sudo",
+		SecurePath:      "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		MaxClockSkew:    proto.DefaultMaxClockSkew,
+		ApprovalTimeout: 5 * time.Minute,
+		CommandTimeout:  10 * time.Minute,
+		KillGrace:       5 * time.Second,
+		ReadTimeout:     10 * time.Second,
+		ShutdownTimeout: 30 * time.Second,
+		MaxConnections:  64,
+	}
+}
+
+// TrustedDirs returns the directories of SecurePath, in order: the
+// directories in which a rule's bare program name may match.
+func (c *Config) TrustedDirs() []string {
+	return strings.Split(c.SecurePath, ":")
+}
+
+// Engine compiles the rules into an engine whose trusted directories are
+// [Config.TrustedDirs]. For a Config from [Load], [Parse] or [Default] it
+// does not fail.
+func (c *Config) Engine() (*rules.Engine, error) {
+	e, err := rules.New(c.Rules, c.TrustedDirs())
+	if err != nil {
+		return nil, fmt.Errorf("build rule engine: %w", err)
+	}
+	return e, nil
+}
+
+// Load reads and validates the configuration file at path. When explicit is
+// false and nothing exists at path, it returns [Default]. Every error names
+// path.
+//
+// The file must be a regular file owned by root or by the calling user, and
+// must not be writable by group or others.
+func Load(path string, explicit bool) (*Config, error) {
+	c, err := load(path, explicit)
+	if err != nil {
+		return nil, fmt.Errorf("load config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+func load(path string, explicit bool) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if !explicit && errors.Is(err, fs.ErrNotExist) {
+			// A dangling symbolic link is not "no file": it is a mistake
+			// worth reporting rather than falling back to defaults.
+			if _, lerr := os.Lstat(path); errors.Is(lerr, fs.ErrNotExist) {
+				return Default(), nil
+			}
+		}
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFile(fi); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("file is larger than %d bytes", MaxFileBytes)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	c.Source = path
+	return c, nil
+}
+
+// checkFile refuses a file that someone other than root (or the daemon's own
+// user) could have written.
+func checkFile(fi fs.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (mode %v)", fi.Mode())
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("file is writable by group or others (mode %04o); whoever can write it can grant themselves root, so run chmod go-w on it", perm)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if uid := int(st.Uid); uid != 0 && uid != os.Geteuid() {
+			return fmt.Errorf("file is owned by uid %d; it must be owned by root", uid)
+		}
+	}
+	return nil
+}
+
+// Parse decodes and validates a configuration from TOML text. Keys absent
+// from data keep their [Default] values.
+func Parse(data []byte) (*Config, error) {
+	raw := fromConfig(Default())
+	md, err := toml.Decode(string(data), &raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := unknownKeys(data, md); err != nil {
+		return nil, err
+	}
+	c := raw.toConfig()
+	c.AllowedUsersSet = md.IsDefined("allowed_users")
+	c.AllowedGroupsSet = md.IsDefined("allowed_groups")
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// file is the TOML shape of the configuration.
+type file struct {
+	Socket           string    `toml:"socket"`
+	SocketGroup      string    `toml:"socket_group"`
+	AllowedUsers     []string  `toml:"allowed_users"`
+	AllowedGroups    []string  `toml:"allowed_groups"`
+	ApproverSocket   string    `toml:"approver_socket"`
+	AuditLog         string    `toml:"audit_log"`
+	AuditEnvValues   bool      `toml:"audit_env_values"`
+	Exec             string    `toml:"exec"`
+	SudoPath         string    `toml:"sudo_path"`
+	SecurePath       string    `toml:"secure_path"`
+	UnprivilegedUser string    `toml:"unprivileged_user"`
+	EnvAllow         []string  `toml:"env_allow"`
+	MaxClockSkew     duration  `toml:"max_clock_skew"`
+	ApprovalTimeout  duration  `toml:"approval_timeout"`
+	CommandTimeout   duration  `toml:"command_timeout"`
+	KillGrace        duration  `toml:"kill_grace"`
+	ReadTimeout      duration  `toml:"read_timeout"`
+	ShutdownTimeout  duration  `toml:"shutdown_timeout"`
+	MaxConnections   int       `toml:"max_connections"`
+	Rule             []ruleRaw `toml:"rule"`
+}
+
+// ruleRaw is the TOML shape of one [[rule]] table.
+type ruleRaw struct {
+	Name       string   `toml:"name"`
+	Action     string   `toml:"action"`
+	Match      []string `toml:"match"`
+	Privileged *bool    `toml:"privileged"`
+	Session    string   `toml:"session"`
+}
+
+// duration is a time.Duration written in TOML as a string with a unit.
+type duration time.Duration
+
+// UnmarshalTOML implements toml.Unmarshaler. It accepts only strings, so
+// that "approval_timeout = 300" is refused rather than read as 300ns.
+func (d *duration) UnmarshalTOML(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("a duration must be a string with a unit, such as \"90s\" or \"5m\"; got %v (%T)", v, v)
+	}
+	p, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (use a number with a unit, such as \"90s\", \"5m\" or \"1h30m\"): %w", s, err)
+	}
+	*d = duration(p)
+	return nil
+}
+
+func fromConfig(c *Config) file {
+	return file{
+		Socket:           c.Socket,
+		SocketGroup:      c.SocketGroup,
+		AllowedUsers:     c.AllowedUsers,
+		AllowedGroups:    c.AllowedGroups,
+		ApproverSocket:   c.ApproverSocket,
+		AuditLog:         c.AuditLog,
+		AuditEnvValues:   c.AuditEnvValues,
+		Exec:             string(c.Exec),
+		SudoPath:         c.SudoPath,
+		SecurePath:       c.SecurePath,
+		UnprivilegedUser: c.UnprivilegedUser,
+		EnvAllow:         c.EnvAllow,
+		MaxClockSkew:     duration(c.MaxClockSkew),
+		ApprovalTimeout:  duration(c.ApprovalTimeout),
+		CommandTimeout:   duration(c.CommandTimeout),
+		KillGrace:        duration(c.KillGrace),
+		ReadTimeout:      duration(c.ReadTimeout),
+		ShutdownTimeout:  duration(c.ShutdownTimeout),
+		MaxConnections:   c.MaxConnections,
+	}
+}
+
+func (f file) toConfig() *Config {
+	c := &Config{
+		Socket:           f.Socket,
+		SocketGroup:      f.SocketGroup,
+		AllowedUsers:     f.AllowedUsers,
+		AllowedGroups:    f.AllowedGroups,
+		ApproverSocket:   f.ApproverSocket,
+		AuditLog:         f.AuditLog,
+		AuditEnvValues:   f.AuditEnvValues,
+		Exec:             ExecMode(f.Exec),
+		SudoPath:         f.SudoPath,
+		SecurePath:       f.SecurePath,
+		UnprivilegedUser: f.UnprivilegedUser,
+		EnvAllow:         f.EnvAllow,
+		MaxClockSkew:     time.Duration(f.MaxClockSkew),
+		ApprovalTimeout:  time.Duration(f.ApprovalTimeout),
+		CommandTimeout:   time.Duration(f.CommandTimeout),
+		KillGrace:        time.Duration(f.KillGrace),
+		ReadTimeout:      time.Duration(f.ReadTimeout),
+		ShutdownTimeout:  time.Duration(f.ShutdownTimeout),
+		MaxConnections:   f.MaxConnections,
+	}
+	for _, r := range f.Rule {
+		c.Rules = append(c.Rules, rules.Rule{
+			Name:       r.Name,
+			Action:     rules.Action(r.Action),
+			Match:      r.Match,
+			Privileged: r.Privileged,
+			Session:    r.Session,
+		})
+	}
+	return c
+}
+
+// topKeys and ruleKeys are the known keys, for suggestions.
+func topKeys() []string {
+	return []string{
+		"socket", "socket_group", "allowed_users", "allowed_groups", "approver_socket",
+		"audit_log", "audit_env_values", "exec", "sudo_path", "secure_path",
+		"unprivileged_user", "env_allow", "max_clock_skew", "approval_timeout",
+		"command_timeout", "kill_grace", "read_timeout", "shutdown_timeout",
+		"max_connections", "rule",
+	}
+}
+
+func ruleKeys() []string { return []string{"name", "action", "match", "privileged", "session"} }
+
+// unknownKeys reports every key of the file that the configuration does not
+// have. Keys inside [[rule]] tables are reported with the rule they are in.
+func unknownKeys(data []byte, md toml.MetaData) error {
+	undecoded := md.Undecoded()
+	if len(undecoded) == 0 {
+		return nil
+	}
+	reported := map[string]bool{}
+	var msgs []string
+	for _, k := range undecoded {
+		// Report a table, not also each key inside it.
+		if len(k) > 1 && reported[toml.Key(k[:len(k)-1]).String()] {
+			reported[k.String()] = true
+			continue
+		}
+		reported[k.String()] = true
+		if k[0] == "rule" && len(k) >= 2 {
+			msgs = append(msgs, unknownRuleKey(data, k[1:]))
+			continue
+		}
+		msg := fmt.Sprintf("unknown key %q", k.String())
+		if s := suggest(k.String(), topKeys()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		msgs = append(msgs, msg)
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// unknownRuleKey describes an unknown key inside [[rule]] tables, naming
+// the rules that have it. The key path from MetaData does not say which
+// array element it came from, so the file is decoded again generically.
+func unknownRuleKey(data []byte, key toml.Key) string {
+	var generic struct {
+		Rule []map[string]any `toml:"rule"`
+	}
+	var where []string
+	if _, err := toml.Decode(string(data), &generic); err == nil {
+		for i, r := range generic.Rule {
+			if _, ok := r[key[0]]; ok {
+				where = append(where, ruleLabel(i, r["name"]))
+			}
+		}
+	}
+	msg := fmt.Sprintf("unknown key %q in [[rule]]", key.String())
+	if len(where) > 0 {
+		msg = fmt.Sprintf("unknown key %q in %s", key.String(), strings.Join(where, ", "))
+	}
+	if s := suggest(key.String(), ruleKeys()); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return msg
+}
+
+func ruleLabel(i int, name any) string {
+	if s, ok := name.(string); ok && s != "" {
+		return fmt.Sprintf("rule %d (%q)", i+1, s)
+	}
+	return "rule " + strconv.Itoa(i+1)
+}
+
+// suggest returns the known key closest to key, if it is close enough to be
+// a plausible typo.
+func suggest(key string, known []string) string {
+	best, bestDist := "", 3
+	for _, k := range known {
+		if d := editDistance(key, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Validate checks every field and returns all problems found, each naming
+// its key, joined with errors.Join; nil means the configuration is usable.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+
+	checkSocket := func(key, p string) {
+		if err := checkPath(p); err != nil {
+			add(key, "%v", err)
+		} else if len(p) > maxSocketPath {
+			add(key, "%q is %d bytes long; a Unix socket path may be at most %d bytes", p, len(p), maxSocketPath)
+		}
+	}
+	checkSocket("socket", c.Socket)
+	checkSocket("approver_socket", c.ApproverSocket)
+	if c.Socket == c.ApproverSocket && c.Socket != "" {
+		add("approver_socket", "%q is also the agents' socket; the two must differ", c.ApproverSocket)
+	}
+	if err := checkAccount(c.SocketGroup, "group"); err != nil {
+		add("socket_group", "%v", err)
+	}
+	for i, u := range c.AllowedUsers {
+		if err := checkAccount(u, "user"); err != nil {
+			add(fmt.Sprintf("allowed_users[%d]", i), "%v", err)
+		}
+	}
+	for i, g := range c.AllowedGroups {
+		if err := checkAccount(g, "group"); err != nil {
+			add(fmt.Sprintf("allowed_groups[%d]", i), "%v", err)
+		}
+	}
+	if err := checkPath(c.AuditLog); err != nil {
+		add("audit_log", "%v", err)
+	}
+
+	switch c.Exec {
+	case ExecSudo, ExecDirect:
+	default:
+		add("exec", "%q is not valid; it must be %q or %q", string(c.Exec), ExecSudo, ExecDirect)
+	}
+	if err := checkPath(c.SudoPath); err != nil {
+		add("sudo_path", "%v", err)
+	}
+	if c.SecurePath == "" {
+		add("secure_path", "must not be empty")
+	} else {
+		for i, d := range c.TrustedDirs() {
+			if d == "" {
+				add("secure_path", "element %d is empty; an empty PATH element means the current directory, which an agent may control", i+1)
+			} else if err := checkPath(d); err != nil {
+				add("secure_path", "element %d: %v", i+1, err)
+			}
+		}
+	}
+	if u := c.UnprivilegedUser; u != "" {
+		if err := checkAccount(u, "user"); err != nil {
+			add("unprivileged_user", "%v", err)
+		} else if u == "root" || u == "0" {
+			add("unprivileged_user", "%q is root; unprivileged requests must not run as root", u)
+		}
+	}
+	for i, e := range c.EnvAllow {
+		if err := checkEnvPattern(e); err != nil {
+			add(fmt.Sprintf("env_allow[%d]", i), "%v", err)
+		}
+	}
+
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"max_clock_skew", c.MaxClockSkew},
+		{"approval_timeout", c.ApprovalTimeout},
+		{"command_timeout", c.CommandTimeout},
+		{"kill_grace", c.KillGrace},
+		{"read_timeout", c.ReadTimeout},
+		{"shutdown_timeout", c.ShutdownTimeout},
+	} {
+		if d.v <= 0 {
+			add(d.key, "%q must be greater than zero", d.v.String())
+		}
+	}
+	if c.MaxConnections <= 0 {
+		add("max_connections", "%d must be greater than zero", c.MaxConnections)
+	}
+
+	// Rules are checked against the trusted directories only when those
+	// are valid; otherwise the error would be about secure_path twice.
+	dirs := c.TrustedDirs()
+	if slices.ContainsFunc(dirs, func(d string) bool { return checkPath(d) != nil }) {
+		dirs = nil
+	}
+	if _, err := rules.New(c.Rules, dirs); err != nil {
+		errs = append(errs, err) // already names the rule: "rule 2 (\"x\"): ..."
+	}
+	return errors.Join(errs...)
+}
+
+// checkPath requires a clean absolute path.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("must not be empty")
+	case !filepath.IsAbs(p):
+		return fmt.Errorf("%q is not an absolute path", p)
+	case filepath.Clean(p) != p:
+		return fmt.Errorf("%q is not a clean path; write %q", p, filepath.Clean(p))
+	}
+	return nil
+}
+
+// maxAccountName is the longest user or group name accepted; Linux tools
+// limit names to 32 bytes, but some directories allow more.
+const maxAccountName = 256
+
+// checkAccount accepts a numeric id or a user or group name made of the
+// portable characters (letters, digits, '_', '.', '-', not starting with
+// '-' or '.'), optionally ending in '$' as Samba machine accounts do. kind
+// is "user" or "group", for the message.
+func checkAccount(s, kind string) error {
+	if s == "" {
+		return fmt.Errorf("an empty string is not a %s name or id", kind)
+	}
+	if isDigits(s) {
+		id, err := strconv.ParseUint(s, 10, 32)
+		if err != nil || id == 1<<32-1 {
+			return fmt.Errorf("%q is not a valid numeric %s id (0 to 4294967294)", s, kind)
+		}
+		return nil
+	}
+	if len(s) > maxAccountName {
+		return fmt.Errorf("%s name is %d bytes long; at most %d are allowed", kind, len(s), maxAccountName)
+	}
+	name := strings.TrimSuffix(s, "$")
+	ok := name != "" && name[0] != '-' && name[0] != '.'
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+	}
+	if !ok {
+		return fmt.Errorf("%q is not a valid %s name or numeric id (names use letters, digits, '_', '.' and '-', and do not start with '-' or '.')", s, kind)
+	}
+	return nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// forbiddenEnv returns the environment variables that env_allow may not
+// allow, by exact name and by prefix: those that make the dynamic loader,
+// the C library or a shell load code or files of the caller's choosing, and
+// sudo's own variables. The names are glibc's list of variables it removes
+// for set-user-id programs (sysdeps/generic/unsecvars.h) plus the shell's.
+func forbiddenEnv() (names, prefixes []string) {
+	names = []string{
+		// glibc
+		"GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN",
+		"LOCPATH", "MALLOC_TRACE", "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF",
+		"RES_OPTIONS", "TMPDIR", "TZDIR",
+		// shells
+		"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "IFS", "PATH",
+	}
+	prefixes = []string{"LD_", "BASH_FUNC_", "SUDO_"}
+	return names, prefixes
+}
+
+// checkEnvPattern accepts a variable name, or a name prefix followed by a
+// single trailing '*', that cannot cover a forbidden variable.
+func checkEnvPattern(p string) error {
+	prefix, glob := strings.CutSuffix(p, "*")
+	switch {
+	case p == "":
+		return errors.New("an empty string is not a variable name")
+	case p == "*":
+		return errors.New(`"*" would allow every variable, including LD_PRELOAD; list names or prefixes such as "LC_*"`)
+	case strings.Contains(prefix, "*"):
+		return fmt.Errorf("%q: '*' may only appear once, at the end, as in \"LC_*\"", p)
+	case !glob && !proto.ValidEnvName(p):
+		return fmt.Errorf("%q is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)", p)
+	case glob && !proto.ValidEnvName(prefix):
+		return fmt.Errorf("%q: the part before '*' is not a valid variable name prefix ([A-Za-z_][A-Za-z0-9_]*)", p)
+	}
+	names, prefixes := forbiddenEnv()
+	var hits []string
+	for _, n := range names {
+		if n == p || glob && strings.HasPrefix(n, prefix) {
+			hits = append(hits, n)
+		}
+	}
+	for _, fp := range prefixes {
+		if strings.HasPrefix(p, fp) || glob && strings.HasPrefix(fp, prefix) {
+			hits = append(hits, fp+"*")
+		}
+	}
+	if len(hits) > 0 {
+		sort.Strings(hits)
+		return fmt.Errorf("%q would allow %s, which can make a root process load code or files of the caller's choosing", p, strings.Join(hits, ", "))
+	}
+	return nil
+}

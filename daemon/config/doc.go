@@ -1,0 +1,30 @@
+// Package config loads and validates the daemon's TOML configuration file,
+// /etc/agent-sudo/config.toml by default (see docs/config.md for every key).
+//
+// The file decides who may ask the daemon for root and which commands run
+// without a human looking at them, so the package is deliberately strict:
+//
+//   - a key it does not know is an error, not a warning: a misspelt
+//     "alowed_users" or "privilegd" silently ignored would leave a security
+//     setting at a value the administrator did not choose;
+//   - every value is checked, and an error names the key (and, for a syntax
+//     error, the line), so a bad file is refused at start-up instead of
+//     misbehaving later;
+//   - durations are strings with a unit ("90s", "5m"); a bare number is
+//     refused rather than guessed to be seconds or nanoseconds;
+//   - the file must be a regular file owned by root (or by the user running
+//     the daemon) and not writable by group or others, as sshd and sudo
+//     require of theirs: whoever can write it can grant themselves root;
+//   - the rules are compiled with package rules at load time, so an invalid
+//     rule stops the daemon from starting rather than being skipped.
+//
+// A missing file is not an error when the path is the default one (the
+// caller passes explicit=false): the built-in defaults, from [Default], are
+// safe, asking a human about everything. A missing file that the
+// administrator named explicitly is an error, since running without the
+// configuration they meant would be a surprise.
+//
+// The package does no lookups of users or groups and opens no sockets; it
+// only describes. A [Config] is a plain value: nothing in the package keeps
+// state between calls.
+package config
