@@ -119,6 +119,10 @@ type Config struct {
 	// ShutdownTimeout is how long running commands may finish after the
 	// daemon gets SIGTERM (key "shutdown_timeout").
 	ShutdownTimeout time.Duration
+	// SessionGrantTTL is how long an "allow for this session" decision
+	// lasts (key "session_grant_ttl"); grants also end when the daemon
+	// restarts.
+	SessionGrantTTL time.Duration
 
 	// MaxConnections bounds the connections served at once (key
 	// "max_connections").
@@ -146,6 +150,7 @@ func Default() *Config {
 		KillGrace:       5 * time.Second,
 		ReadTimeout:     10 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
+		SessionGrantTTL: 8 * time.Hour,
 		MaxConnections:  64,
 	}
 }
@@ -273,6 +278,7 @@ type file struct {
 	KillGrace        duration  `toml:"kill_grace"`
 	ReadTimeout      duration  `toml:"read_timeout"`
 	ShutdownTimeout  duration  `toml:"shutdown_timeout"`
+	SessionGrantTTL  duration  `toml:"session_grant_ttl"`
 	MaxConnections   int       `toml:"max_connections"`
 	Rule             []ruleRaw `toml:"rule"`
 }
@@ -324,6 +330,7 @@ func fromConfig(c *Config) file {
 		KillGrace:        duration(c.KillGrace),
 		ReadTimeout:      duration(c.ReadTimeout),
 		ShutdownTimeout:  duration(c.ShutdownTimeout),
+		SessionGrantTTL:  duration(c.SessionGrantTTL),
 		MaxConnections:   c.MaxConnections,
 	}
 }
@@ -348,6 +355,7 @@ func (f file) toConfig() *Config {
 		KillGrace:        time.Duration(f.KillGrace),
 		ReadTimeout:      time.Duration(f.ReadTimeout),
 		ShutdownTimeout:  time.Duration(f.ShutdownTimeout),
+		SessionGrantTTL:  time.Duration(f.SessionGrantTTL),
 		MaxConnections:   f.MaxConnections,
 	}
 	for _, r := range f.Rule {
@@ -368,7 +376,7 @@ func topKeys() []string {
 		"socket", "socket_group", "allowed_users", "allowed_groups", "approver_socket",
 		"audit_log", "audit_env_values", "exec", "sudo_path", "secure_path",
 		"unprivileged_user", "env_allow", "max_clock_skew", "approval_timeout",
-		"command_timeout", "kill_grace", "read_timeout", "shutdown_timeout",
+		"command_timeout", "kill_grace", "read_timeout", "shutdown_timeout", "session_grant_ttl",
 		"max_connections", "rule",
 	}
 }
@@ -548,6 +556,7 @@ func (c *Config) Validate() error {
 		{"kill_grace", c.KillGrace},
 		{"read_timeout", c.ReadTimeout},
 		{"shutdown_timeout", c.ShutdownTimeout},
+		{"session_grant_ttl", c.SessionGrantTTL},
 	} {
 		if d.v <= 0 {
 			add(d.key, "%q must be greater than zero", d.v.String())

@@ -286,6 +286,7 @@ command_timeout = "2h"
 kill_grace = "500ms"
 read_timeout = "3s"
 shutdown_timeout = "45s"
+session_grant_ttl = "2h"
 max_connections = 7
 
 [[rule]]
@@ -317,6 +318,7 @@ session = "c-*"
 		KillGrace:        500 * time.Millisecond,
 		ReadTimeout:      3 * time.Second,
 		ShutdownTimeout:  45 * time.Second,
+		SessionGrantTTL:  2 * time.Hour,
 		MaxConnections:   7,
 		Rules: []rules.Rule{{Action: rules.Allow, Match: []string{"apt-get", "update"},
 			Privileged: &yes, Session: "c-*"}},
