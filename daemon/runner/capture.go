@@ -1,0 +1,129 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// capture collects one output stream, keeping at most max bytes.
+//
+// Its buffer is an anonymous private mapping of max bytes reserved up front
+// and read into directly. Pages become resident only as output arrives, so a
+// command that prints little costs little; nothing is ever copied to grow
+// the buffer; and the bytes live outside the Go heap, so a 16 MiB output
+// does not also cost the garbage collector's headroom. The mapping must be
+// released with release once the bytes have been used (Result.Release).
+type capture struct {
+	max       int
+	buf       []byte // the mapping, len max; nil before init
+	n         int    // bytes kept
+	truncated bool
+}
+
+// init maps the buffer.
+func (c *capture) init(max int) error {
+	b, err := unix.Mmap(-1, 0, max, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return fmt.Errorf("runner: reserving %d bytes for output: %w", max, err)
+	}
+	c.max, c.buf = max, b
+	return nil
+}
+
+// release unmaps the buffer; the bytes result returned are gone after it.
+func (c *capture) release() {
+	if c.buf != nil {
+		_ = unix.Munmap(c.buf)
+		c.buf = nil
+	}
+}
+
+// readFrom reads r until EOF, an error or the read deadline. Bytes past the
+// cap are read and discarded, so that the writer never blocks on a full pipe
+// nor dies of SIGPIPE because its output was long.
+func (c *capture) readFrom(r *os.File) {
+	var discard []byte
+	for {
+		dst := c.room()
+		if dst == nil {
+			if discard == nil {
+				discard = make([]byte, readChunk)
+			}
+			dst = discard
+		}
+		n, err := r.Read(dst)
+		c.account(dst, n)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// A writer escaped the process group and keeps the pipe open
+			// (see finishReading). A read past its deadline returns at once
+			// without looking at the pipe, so what the stages wrote before
+			// they exited may still be in it: take that, without waiting.
+			c.drainNow(r)
+			return
+		}
+		if err != nil {
+			return // io.EOF once every writer is gone
+		}
+	}
+}
+
+// room returns the unused part of the buffer, or nil when it is full.
+func (c *capture) room() []byte {
+	if c.n >= c.max {
+		return nil
+	}
+	return c.buf[c.n:c.max]
+}
+
+// account records n bytes read into dst.
+func (c *capture) account(dst []byte, n int) {
+	if n <= 0 {
+		return
+	}
+	if c.n < c.max && &dst[0] == &c.buf[c.n] {
+		c.n += n
+		return
+	}
+	c.truncated = true
+}
+
+// drainNow reads what is in the pipe right now, without blocking.
+func (c *capture) drainNow(r *os.File) {
+	raw, err := r.SyscallConn()
+	if err != nil {
+		return
+	}
+	discard := make([]byte, readChunk)
+	_ = raw.Control(func(fd uintptr) {
+		for {
+			dst := c.room()
+			if dst == nil {
+				dst = discard
+			}
+			n, err := unix.Read(int(fd), dst)
+			if err != nil || n <= 0 {
+				return // EAGAIN: nothing more buffered; 0: EOF
+			}
+			c.account(dst, n)
+		}
+	})
+}
+
+// add appends as much of b as the cap allows.
+func (c *capture) add(b []byte) {
+	room := c.room()
+	if len(b) > len(room) {
+		c.truncated = true
+		b = b[:len(room)]
+	}
+	c.n += copy(room, b)
+}
+
+// result returns the captured bytes and whether any were discarded. It is
+// only called after the reader has stopped.
+func (c *capture) result() ([]byte, bool) {
+	return c.buf[:c.n:c.n], c.truncated
+}

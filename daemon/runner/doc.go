@@ -1,0 +1,147 @@
+// Package runner executes an approved pipeline and owns the policy for the
+// environment and the program files it runs.
+//
+// The daemon runs as root and executes what a human approved, so everything
+// here is about making what runs exactly what was shown, and making sure it
+// stops when its time is up. The reasoning behind each rule follows.
+//
+// # No shell, ever
+//
+// Every stage is an argv array handed to execve(2) (through
+// [os.StartProcess]). Nothing is joined into a string and nothing is parsed
+// by a shell, so no argument can become a second command. Stage i's stdout is
+// a pipe to stage i+1's stdin; the first stage reads /dev/null and can never
+// reach the daemon's stdin or the operator's terminal.
+//
+// # What is approved is what runs: program resolution
+//
+// [Resolve] turns the agent's argv[0] into the file that will be executed.
+// A bare name is looked up in the configured secure path only, never in the
+// daemon's PATH. A name with a slash must be absolute. Symlinks are followed
+// and the real, symlink-free path ([Resolved.Path]) is what the approver sees
+// and what [Run] executes: if the agent names /tmp/x/ls -> /usr/bin/ls and then
+// repoints the link after approval, the approved /usr/bin/ls still runs.
+//
+// Multi-call binaries (busybox, /usr/sbin/iptables -> xtables-legacy-multi)
+// choose what to do from argv[0]. In direct mode argv[0] is independent of
+// the executed path, so the real path is executed while argv[0] stays the
+// name the agent gave ([Command.Args][0]). sudo offers no way to set argv[0]:
+// the command it is given is both the file it runs and argv[0]. In sudo mode
+// the pre-resolution path ([Command.Link]) is therefore given to sudo, but
+// only when [Run] verifies, just before starting the stage, that the link
+// still resolves to Path and that every directory on the way is owned by root
+// and not writable by group or others, so that nobody but root could repoint
+// it. Otherwise the real path is given and such a binary sees its real name.
+//
+// # Environment
+//
+// [BuildEnv] builds the complete environment; nothing is inherited from the
+// daemon. The base is PATH (the secure path), HOME, USER and LOGNAME of the
+// target user. A request variable must be on the allowlist (a small built-in
+// set plus the configured env_allow names and prefix globs); anything else is
+// refused with an error, never dropped silently, so the agent learns why its
+// command would behave differently. Variables that let the environment run
+// code or redirect what a program loads (LD_*, BASH_ENV, PYTHONPATH,
+// GIT_CONFIG_*, ...) are refused even when allowlisted. Values of the
+// locale and terminal variables must not name files (the same rule as sudo's
+// env_check), and TZ may only name a zone under /usr/share/zoneinfo.
+//
+// # Direct mode and sudo mode
+//
+// In [ModeDirect] the daemon starts each stage itself with the target's uid,
+// gid and supplementary groups (an empty group list clears root's groups).
+//
+// In [ModeSudo] every stage is SudoPath -n -u NAME --preserve-env=LIST --
+// PROGRAM ARGS..., so sudo's policy, PAM session and logging apply. sudo's
+// own environment is exactly Spec.Env and LIST names every variable in it.
+// This was chosen over VAR=value words on sudo's command line, which also
+// work, for three reasons: the values stay out of argv, which every local
+// user can read in /proc/PID/cmdline for as long as the command runs; sudo's
+// log shows the command rather than every variable; and the command can
+// follow "--", so a program path containing '=' can never be read as an
+// assignment. Both forms need the invoking user to be allowed to set any
+// variable, which sudo grants to a rule whose command is ALL (root's rule in
+// the default sudoers). The cost is that sudo itself, running as root, sees
+// these variables; the hard-denied set covers the ones that matter to it
+// (LD_*, GCONV_PATH, LOCPATH, NLSPATH, RES_OPTIONS, HOSTALIASES, ...).
+//
+// Verified with sudo 1.9.13p3 and Debian's default sudoers (env_reset,
+// secure_path, use_pty): every Spec.Env variable reaches the command with its
+// value, including PATH, HOME, USER and LOGNAME, which beat sudo's own. sudo
+// adds SUDO_COMMAND, SUDO_USER, SUDO_UID and SUDO_GID, and MAIL, SHELL and
+// TERM=unknown when Spec.Env does not set them; nothing else appears. A sudo
+// PAM stack that includes pam_env could add more; Debian's does not.
+//
+// # One process group, no terminal
+//
+// All stages join one new process group (the first stage's pid), so that the
+// daemon can signal the pipeline and everything it forked with one kill(2).
+// sudo without a pty forks the command but leaves it in sudo's own process
+// group, which is ours, and also relays the signals it gets; so the group
+// covers sudo's command too (verified: the command's pgrp is the stage's pid
+// and its tty_nr is 0).
+//
+// sudo's use_pty (on in Debian's sudoers) applies only when sudo has a
+// controlling terminal: sudo then runs the command in a new session on a pty,
+// out of our group, and a kill of the group would no longer reach it. Under
+// systemd the daemon has no controlling terminal. When it does (run from a
+// shell for debugging, or the tests run from a terminal), [Run] instead makes
+// every stage the leader of its own new session (setsid), which leaves it
+// without a terminal, and signals each stage's group. In both layouts no
+// stage inherits the operator's terminal: /dev/tty cannot be opened, and a
+// read from the terminal cannot stop a stage with SIGTTIN.
+//
+// # Timeouts, kills and reaping
+//
+// When Spec.Timeout elapses or ctx is cancelled, the group gets SIGTERM and,
+// after Spec.KillGrace, SIGKILL; Result.TimedOut is set and the output
+// captured so far is kept. When every stage has exited, normally or not,
+// whatever is still left in the group (a forgotten background job, a
+// grandchild that ignored SIGTERM) gets SIGKILL too: the approval covers the
+// pipeline's run, not processes it leaves behind, and such a process would
+// otherwise hold the output pipes open.
+//
+// Run returns only once no live process is left in the group (it waits up to
+// two seconds for the kernel to finish the processes it SIGKILLed), so a
+// following request does not race with a dying one for a lock such as dpkg's.
+//
+// Stages are not reaped until every signal has been sent: an unreaped zombie
+// leader keeps its pid, and thus the process group id, from being reused, so
+// kill(-pgid) can never hit an unrelated group. The daemon watches for exits
+// with waitid(WNOWAIT) and reaps at the end. Every started process is reaped
+// before [Run] returns, also when a later stage fails to start (then the
+// stages already running are killed at once).
+//
+// A process that leaves the group on purpose (setsid, a double fork into a
+// new session) cannot be reached by the group kill; only a cgroup could catch
+// it. If such a process keeps an output pipe open, [Run] stops reading one
+// second after the stages are gone. Processes started by the daemon lie in
+// its systemd unit's cgroup, which systemd kills when the daemon stops.
+//
+// # Output
+//
+// The last stage's stdout and each stage's stderr are read concurrently into
+// buffers that grow up to Spec.MaxOutput and no further. Past the cap the
+// reader keeps reading and discarding, so a command is never blocked on a
+// full pipe nor killed by SIGPIPE because its output was too long; the
+// stream's truncated flag is set. The daemon keeps no copy of the pipe ends it
+// handed to children, so a stage that exits early gives its writer EOF or
+// SIGPIPE exactly as in a shell pipeline.
+//
+// # Exit codes
+//
+// A stage that exits normally reports its exit status. A stage killed by
+// signal N reports 128+N, as shells do (143 for SIGTERM, 137 for SIGKILL, 141
+// for SIGPIPE). In sudo mode the stage is sudo, which exits with its command's
+// status and re-raises a signal that killed the command, so the same numbers
+// result; sudo's own failures (unknown user, command not found, permission
+// denied) are exit status 1 with sudo's message on the stage's stderr.
+//
+// # Working directory
+//
+// Spec.Dir ("" means "/") is entered by the child. In direct mode Go changes
+// directory after dropping privileges, so a directory the target user cannot
+// enter fails the start. sudo inherits the directory from the daemon and does
+// not enter it again as the target user, so in sudo mode such a directory is
+// accepted.
+package runner

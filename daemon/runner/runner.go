@@ -1,0 +1,646 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// Mode says how a pipeline gets the target user's identity.
+type Mode string
+
+const (
+	// ModeSudo runs every stage through the real sudo binary, so that sudo's
+	// policy, PAM session and logging apply.
+	ModeSudo Mode = "sudo"
+	// ModeDirect makes the daemon start every stage with the target's
+	// credentials itself.
+	ModeDirect Mode = "direct"
+)
+
+// drainTimeout is how long output is still read once every stage has exited
+// and the group has been killed. Only a process that left the process group
+// can keep a pipe open that long.
+const drainTimeout = time.Second
+
+// goneTimeout bounds how long Run waits, after reaping the stages, for the
+// processes it killed in their groups to be gone. SIGKILL cannot be caught,
+// so this only waits for the kernel to finish them (and for their new parent
+// to reap them).
+const goneTimeout = 2 * time.Second
+
+// readChunk is the size of one read from an output pipe: the default pipe
+// capacity, so that one read usually empties the pipe.
+const readChunk = 64 << 10
+
+// Target is the user a pipeline runs as.
+type Target struct {
+	// Name is the user name; sudo mode passes it to sudo -u.
+	Name string
+	// UID and GID are the user's ids; direct mode runs with them.
+	UID, GID uint32
+	// Groups are the supplementary groups direct mode sets; empty means none.
+	// sudo mode ignores them: sudo takes them from the group database.
+	Groups []uint32
+	// Home is the home directory, for HOME.
+	Home string
+}
+
+// Command is one stage of a pipeline.
+type Command struct {
+	// Path is the absolute, symlink-free path of the file to execute, as
+	// [Resolve] returned it in [Resolved.Path].
+	Path string
+	// Link is the absolute path the program was named by before symlinks
+	// were resolved ([Resolved.Link]). Only sudo mode uses it, to keep a
+	// multi-call binary's name (see the package documentation). Empty means
+	// Path.
+	Link string
+	// Args is the argument vector. Args[0] is the program's name as the
+	// agent gave it; in direct mode the program sees it as argv[0].
+	Args []string
+}
+
+// Spec is everything [Run] needs to execute one approved pipeline.
+type Spec struct {
+	// Stages are the commands, in pipeline order; at least one and at most
+	// [proto.MaxStages].
+	Stages []Command
+	// Env is the complete environment, from [BuildEnv]. Nothing else is
+	// added, apart from what sudo itself adds in sudo mode.
+	Env []string
+	// Dir is the working directory; it must be absolute, and "" means "/".
+	Dir string
+	// Mode selects direct execution or sudo.
+	Mode Mode
+	// SudoPath is the absolute path of sudo; required in sudo mode.
+	SudoPath string
+	// Target is the user the stages run as.
+	Target Target
+	// Timeout bounds the pipeline's run time; it must be positive.
+	Timeout time.Duration
+	// KillGrace is how long the stages get between SIGTERM and SIGKILL once
+	// the timeout has passed; zero means SIGKILL at once.
+	KillGrace time.Duration
+	// MaxOutput caps, in bytes, the captured stdout and each stage's captured
+	// stderr. It must be positive; production uses [proto.MaxOutputBytes].
+	MaxOutput int
+}
+
+// StageResult is the outcome of one stage.
+type StageResult struct {
+	// ExitCode is the exit status, or 128+N when signal N killed the stage.
+	ExitCode int
+	// Stderr is what the stage wrote to stderr, at most Spec.MaxOutput bytes.
+	Stderr []byte
+	// StderrTruncated is set when stderr was longer than Spec.MaxOutput.
+	StderrTruncated bool
+}
+
+// Result is the outcome of a pipeline that was started.
+type Result struct {
+	// Stages has one entry per stage, in pipeline order.
+	Stages []StageResult
+	// Stdout is what the last stage wrote to stdout, at most Spec.MaxOutput
+	// bytes.
+	Stdout []byte
+	// StdoutTruncated is set when stdout was longer than Spec.MaxOutput.
+	StdoutTruncated bool
+	// TimedOut is set when the timeout elapsed or the context was cancelled
+	// before every stage had exited; the stages were then killed. The caller
+	// tells the two apart with ctx.Err().
+	TimedOut bool
+	// Started is when the first stage was about to start; Ended is when the
+	// last process was reaped.
+	Started, Ended time.Time
+
+	release func()
+}
+
+// Release frees the memory that holds the output. Stdout and every Stderr
+// must not be used after it; the daemon calls it once the response is
+// written. Calling it more than once is harmless.
+func (r *Result) Release() {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+}
+
+func (p *pipeline) releaseCaptures() {
+	p.stdout.release()
+	for i := range p.stderrs {
+		p.stderrs[i].release()
+	}
+}
+
+// Run executes the pipeline s and waits until every process it started has
+// exited and been reaped.
+//
+// An error means the pipeline did not run: s is invalid, ctx was already
+// done, or a stage failed to start (stages already started are then killed
+// and reaped). Once every stage has started, Run returns a Result and no
+// error, also when stages fail or the pipeline times out.
+func Run(ctx context.Context, s Spec) (*Result, error) {
+	return run(ctx, s, hasControllingTerminal())
+}
+
+// run is Run with the process layout chosen by the caller: one process group
+// for the pipeline, or a session per stage (see the package documentation).
+func run(ctx context.Context, s Spec, sessionPerStage bool) (*Result, error) {
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("runner: invalid spec: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("runner: pipeline not started: %w", err)
+	}
+	p := &pipeline{spec: s, sessionPerStage: sessionPerStage}
+	return p.run(ctx)
+}
+
+// validate checks s without touching the file system.
+func (s *Spec) validate() error {
+	if len(s.Stages) == 0 {
+		return errors.New("no stages")
+	}
+	if len(s.Stages) > proto.MaxStages {
+		return fmt.Errorf("%d stages, at most %d allowed", len(s.Stages), proto.MaxStages)
+	}
+	for i, c := range s.Stages {
+		if err := c.validate(); err != nil {
+			return fmt.Errorf("stage %d: %w", i, err)
+		}
+	}
+	seen := make(map[string]bool, len(s.Env))
+	for _, kv := range s.Env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("environment entry %q has no '='", kv)
+		}
+		if !validEnvName(name) {
+			return fmt.Errorf("environment entry %q: invalid variable name", kv)
+		}
+		if strings.IndexByte(kv, 0) >= 0 {
+			return fmt.Errorf("environment variable %s contains a NUL byte", name)
+		}
+		if seen[name] {
+			return fmt.Errorf("environment variable %s is set twice", name)
+		}
+		seen[name] = true
+	}
+	if s.Dir != "" && !filepath.IsAbs(s.Dir) {
+		return fmt.Errorf("working directory %q is not absolute", s.Dir)
+	}
+	if strings.IndexByte(s.Dir, 0) >= 0 {
+		return errors.New("working directory contains a NUL byte")
+	}
+	switch s.Mode {
+	case ModeDirect:
+	case ModeSudo:
+		if !filepath.IsAbs(s.SudoPath) || strings.IndexByte(s.SudoPath, 0) >= 0 {
+			return fmt.Errorf("sudo path %q is not an absolute path", s.SudoPath)
+		}
+		if strings.HasPrefix(s.Target.Name, "-") || strings.ContainsAny(s.Target.Name, "\x00\n") {
+			return fmt.Errorf("target user name %q is not usable with sudo", s.Target.Name)
+		}
+	default:
+		return fmt.Errorf("unknown mode %q", s.Mode)
+	}
+	if s.Timeout <= 0 {
+		return fmt.Errorf("timeout %v is not positive", s.Timeout)
+	}
+	if s.KillGrace < 0 {
+		return fmt.Errorf("kill grace %v is negative", s.KillGrace)
+	}
+	if s.MaxOutput <= 0 {
+		return fmt.Errorf("output cap %d is not positive", s.MaxOutput)
+	}
+	return nil
+}
+
+func (c *Command) validate() error {
+	if !filepath.IsAbs(c.Path) {
+		return fmt.Errorf("program path %q is not absolute", c.Path)
+	}
+	if c.Link != "" && !filepath.IsAbs(c.Link) {
+		return fmt.Errorf("program link %q is not absolute", c.Link)
+	}
+	if len(c.Args) == 0 {
+		return errors.New("empty argument vector")
+	}
+	for _, a := range append([]string{c.Path, c.Link}, c.Args...) {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("argument %q contains a NUL byte", a)
+		}
+	}
+	return nil
+}
+
+// pipeline is the state of one Run.
+type pipeline struct {
+	spec            Spec
+	sessionPerStage bool
+
+	procs []*os.Process // started stages, in order
+	pgids []int         // distinct process groups to signal
+
+	stdout   capture
+	stderrs  []capture
+	readers  sync.WaitGroup
+	readEnds []*os.File // the daemon's ends of the output pipes
+
+	// toClose holds every file the daemon still has open; closeAll closes
+	// them all, whatever happened.
+	toClose []*os.File
+}
+
+func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
+	defer func() {
+		// Normally every reader has stopped by now; after a failure to
+		// set up, closing the pipes stops the readers that were started.
+		p.closeAll()
+		p.readers.Wait()
+		if err != nil {
+			p.releaseCaptures()
+		}
+	}()
+	n := len(p.spec.Stages)
+	res := &Result{Started: time.Now()}
+
+	files, err := p.plumb()
+	if err != nil {
+		return nil, err
+	}
+	for i := range n {
+		err := p.start(i, files[i])
+		// The child has its own copies now (or never will); the daemon must
+		// not keep any, or readers would not see EOF nor writers SIGPIPE.
+		for _, f := range files[i] {
+			p.closeFile(f)
+		}
+		if err != nil {
+			for _, later := range files[i+1:] {
+				for _, f := range later {
+					p.closeFile(f)
+				}
+			}
+			p.signal(syscall.SIGKILL)
+			p.finishReading()
+			for _, proc := range p.procs {
+				_, _ = proc.Wait() // killed; only reaping is left
+			}
+			p.awaitGroupsGone()
+			return nil, fmt.Errorf("runner: starting stage %d (%s): %w", i, p.spec.Stages[i].Path, err)
+		}
+	}
+
+	exited := p.watchExits()
+	timer := time.NewTimer(p.spec.Timeout - time.Since(res.Started))
+	defer timer.Stop()
+	select {
+	case <-exited:
+	case <-timer.C:
+		res.TimedOut = true
+	case <-ctx.Done():
+		res.TimedOut = true
+	}
+	select {
+	case <-exited:
+		res.TimedOut = false // finished as the time ran out: not killed
+	default:
+	}
+	if res.TimedOut {
+		p.signal(syscall.SIGTERM)
+		grace := time.NewTimer(p.spec.KillGrace)
+		select {
+		case <-exited:
+		case <-grace.C:
+		}
+		grace.Stop()
+	}
+	// Kill what is left of the group: the stages after the grace, or what
+	// they left behind after a normal exit. The zombie leader still pins the
+	// group id, so nothing else can be hit.
+	p.signal(syscall.SIGKILL)
+	<-exited
+	p.finishReading()
+
+	res.Stages = make([]StageResult, n)
+	for i, proc := range p.procs {
+		st, err := proc.Wait()
+		if err != nil {
+			// Cannot happen for our own unreaped child; report it as a kill
+			// rather than inventing an exit status.
+			res.Stages[i].ExitCode = 128 + int(syscall.SIGKILL)
+		} else {
+			res.Stages[i].ExitCode = exitCode(st)
+		}
+		res.Stages[i].Stderr, res.Stages[i].StderrTruncated = p.stderrs[i].result()
+	}
+	res.Stdout, res.StdoutTruncated = p.stdout.result()
+	res.release = p.releaseCaptures
+	p.awaitGroupsGone()
+	res.Ended = time.Now()
+	return res, nil
+}
+
+// plumb creates the pipes, starts a reader on each output pipe, and returns
+// the stdin, stdout and stderr of every stage.
+func (p *pipeline) plumb() ([][3]*os.File, error) {
+	n := len(p.spec.Stages)
+	files := make([][3]*os.File, n)
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, fmt.Errorf("runner: opening %s: %w", os.DevNull, err)
+	}
+	p.toClose = append(p.toClose, devNull)
+	files[0][0] = devNull
+	for i := range n - 1 {
+		r, w, err := p.pipe()
+		if err != nil {
+			return nil, err
+		}
+		files[i][1], files[i+1][0] = w, r
+	}
+	r, w, err := p.pipe()
+	if err != nil {
+		return nil, err
+	}
+	files[n-1][1] = w
+	if err := p.stdout.init(p.spec.MaxOutput); err != nil {
+		return nil, err
+	}
+	p.read(r, &p.stdout)
+
+	p.stderrs = make([]capture, n)
+	for i := range n {
+		r, w, err := p.pipe()
+		if err != nil {
+			return nil, err
+		}
+		files[i][2] = w
+		if err := p.stderrs[i].init(p.spec.MaxOutput); err != nil {
+			return nil, err
+		}
+		p.read(r, &p.stderrs[i])
+	}
+	return files, nil
+}
+
+// pipe returns a new pipe whose ends closeAll will close.
+func (p *pipeline) pipe() (r, w *os.File, err error) {
+	r, w, err = os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("runner: creating pipe: %w", err)
+	}
+	p.toClose = append(p.toClose, r, w)
+	return r, w, nil
+}
+
+// read starts a goroutine that fills c from r until EOF, an error, or the
+// read deadline that finishReading sets.
+func (p *pipeline) read(r *os.File, c *capture) {
+	p.readEnds = append(p.readEnds, r)
+	p.readers.Go(func() { c.readFrom(r) })
+}
+
+// finishReading lets the readers drain what the exited stages left in the
+// pipes, gives up on writers that escaped the process group after
+// drainTimeout, and waits for the readers to stop.
+func (p *pipeline) finishReading() {
+	deadline := time.Now().Add(drainTimeout)
+	for _, f := range p.readEnds {
+		_ = f.SetReadDeadline(deadline)
+	}
+	p.readers.Wait()
+}
+
+// closeFile closes f now and forgets it.
+func (p *pipeline) closeFile(f *os.File) {
+	if i := slices.Index(p.toClose, f); i >= 0 {
+		p.toClose[i] = nil
+		_ = f.Close()
+	}
+}
+
+func (p *pipeline) closeAll() {
+	for i, f := range p.toClose {
+		if f != nil {
+			_ = f.Close()
+			p.toClose[i] = nil
+		}
+	}
+}
+
+// start starts stage i with the given stdin, stdout and stderr.
+func (p *pipeline) start(i int, stdio [3]*os.File) error {
+	s := &p.spec
+	c := s.Stages[i]
+	sys := &syscall.SysProcAttr{}
+	if p.sessionPerStage {
+		sys.Setsid = true
+	} else {
+		sys.Setpgid = true
+		if i > 0 {
+			sys.Pgid = p.pgids[0]
+		}
+	}
+	var prog string
+	var argv []string
+	switch s.Mode {
+	case ModeDirect:
+		prog, argv = c.Path, c.Args
+		sys.Credential = &syscall.Credential{
+			Uid:    s.Target.UID,
+			Gid:    s.Target.GID,
+			Groups: slices.Clone(s.Target.Groups),
+		}
+		if sys.Credential.Groups == nil {
+			sys.Credential.Groups = []uint32{} // setgroups(0): drop root's groups
+		}
+	case ModeSudo:
+		prog, argv = s.SudoPath, sudoArgv(s, c)
+	}
+	dir := s.Dir
+	if dir == "" {
+		dir = "/"
+	}
+	env := make([]string, 0, len(s.Env)) // non-nil: nil would inherit ours
+	env = append(env, s.Env...)
+	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
+		Dir:   dir,
+		Env:   env,
+		Files: stdio[:],
+		Sys:   sys,
+	})
+	if err != nil {
+		return err
+	}
+	p.procs = append(p.procs, proc)
+	if p.sessionPerStage || i == 0 {
+		p.pgids = append(p.pgids, proc.Pid)
+	}
+	return nil
+}
+
+// sudoArgv is the argument vector of sudo running stage c of s.
+func sudoArgv(s *Spec, c Command) []string {
+	user := s.Target.Name
+	if user == "" {
+		user = "#" + strconv.FormatUint(uint64(s.Target.UID), 10)
+	}
+	argv := []string{s.SudoPath, "-n", "-u", user}
+	if len(s.Env) > 0 {
+		names := make([]string, len(s.Env))
+		for i, kv := range s.Env {
+			names[i], _, _ = strings.Cut(kv, "=")
+		}
+		argv = append(argv, "--preserve-env="+strings.Join(names, ","))
+	}
+	argv = append(argv, "--", sudoProgram(c))
+	return append(argv, c.Args[1:]...)
+}
+
+// sudoProgram is the path sudo is told to run for c: the link the agent named
+// when only root could have changed where it leads and it still leads to
+// c.Path, so that a multi-call binary sees its name; c.Path otherwise.
+func sudoProgram(c Command) string {
+	if c.Link == "" || c.Link == c.Path {
+		return c.Path
+	}
+	real, trusted, err := walkTrusted(c.Link)
+	if err != nil || !trusted || real != c.Path {
+		return c.Path
+	}
+	return c.Link
+}
+
+// watchExits returns a channel that is closed once every stage has exited.
+// The stages are left unreaped (waitid with WNOWAIT) so that their pids and
+// process group ids stay reserved until the final signals have been sent.
+func (p *pipeline) watchExits() <-chan struct{} {
+	var wg sync.WaitGroup
+	for _, proc := range p.procs {
+		wg.Go(func() { waitExitNoReap(proc.Pid) })
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
+}
+
+// waitExitNoReap blocks until the child pid has exited, leaving it a zombie.
+func waitExitNoReap(pid int) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			// nil, or ECHILD if the child is somehow gone already; either way
+			// there is nothing left to wait for.
+			return
+		}
+	}
+}
+
+// signal sends sig to every process group of the pipeline.
+func (p *pipeline) signal(sig syscall.Signal) {
+	for _, pgid := range p.pgids {
+		// ESRCH only means the group is already gone.
+		_ = syscall.Kill(-pgid, sig)
+	}
+}
+
+// awaitGroupsGone waits, at most goneTimeout, until no live process is left
+// in the pipeline's process groups, so that when Run returns nothing it
+// started still runs, holds files or holds locks. Zombies do not count: they
+// have released everything, and reaping them is their new parent's business.
+func (p *pipeline) awaitGroupsGone() {
+	deadline := time.Now().Add(goneTimeout)
+	for _, pgid := range p.pgids {
+		for liveInGroup(pgid) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// liveInGroup reports whether process group pgid has a member that is not a
+// zombie. It is only called once the stages are reaped, so the group id could
+// in theory have been reused; it therefore only observes, with signal 0 and
+// /proc, and never signals.
+func liveInGroup(pgid int) bool {
+	if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+		return false // the common case: nothing was left behind
+	}
+	dir, err := os.Open("/proc")
+	if err != nil {
+		return false // cannot tell; do not wait
+	}
+	names, err := dir.Readdirnames(-1)
+	_ = dir.Close()
+	if err != nil {
+		return false
+	}
+	want := strconv.Itoa(pgid)
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:])) // state ppid pgrp ...
+		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// exitCode maps a wait status to the protocol's exit code: the exit status, or
+// 128+N for death by signal N.
+func exitCode(st *os.ProcessState) int {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
+}
+
+// hasControllingTerminal reports whether the daemon has a controlling
+// terminal, from the tty_nr field of /proc/self/stat. When in doubt it says
+// yes, which selects the layout that is safe either way.
+func hasControllingTerminal() bool {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return true
+	}
+	// The command name, field 2, is in parentheses and may contain spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return true
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// state ppid pgrp session tty_nr
+	if len(f) < 5 {
+		return true
+	}
+	return f[4] != "0"
+}
