@@ -5,7 +5,7 @@ BIN          := bin
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME     ?= 10s
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS      := -X github.com/agent-sudo/agent-sudo/daemon.Version=$(VERSION)
+LDFLAGS      := -X github.com/agent-sudo/agent-sudo/daemon.version=$(VERSION)
 
 .PHONY: help build test vet staticcheck unit fuzz bench run clean
 
@@ -37,8 +37,8 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 bench: ## run the benchmarks (figures go in docs/performance.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-run: build ## build and start the daemon in the foreground with the terminal approver
-	@echo "agent-sudod is not built yet (issue 3); bin/agent-sudo is ready"
+run: build ## build and start the daemon in the foreground (dev config in a temp dir)
+	scripts/dev-run.sh
 
 clean: ## remove build output
 	rm -rf $(BIN)

@@ -143,11 +143,11 @@ func TestRunProtocolViolations(t *testing.T) {
 	}, {
 		name:    "garbage",
 		line:    "hello\n",
-		wantErr: "read response: protocol violation: response is not a valid JSON object: invalid character 'h' looking for beginning of value",
+		wantErr: "read response: protocol violation: response is not a valid JSON object: at byte offset 0: the response is not a JSON object",
 	}, {
 		name:    "not an object",
 		line:    "[1]\n",
-		wantErr: "read response: protocol violation: response is not a valid JSON object: json: cannot unmarshal array into Go value of type proto.responseWire",
+		wantErr: "read response: protocol violation: response is not a valid JSON object: at byte offset 0: the response is not a JSON object",
 	}, {
 		name:    "unknown status",
 		line:    `{"id":"%ID%","status":"maybe"}` + "\n",

@@ -2,6 +2,7 @@ package proto
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -106,6 +107,18 @@ func FuzzReadLine(f *testing.F) {
 	})
 }
 
+// hasOnlyExactKeys reports whether every key that case-insensitively names
+// a response field is spelled exactly, so encoding/json's case folding does
+// not change the meaning.
+func hasOnlyExactKeys(line []byte) bool {
+	for _, k := range []string{"id", "status", "message", "version", "stages", "stdout", "stdout_truncated", "exit_code", "stderr", "stderr_truncated"} {
+		if bytes.Count(bytes.ToLower(line), []byte(`"`+k+`"`)) != bytes.Count(line, []byte(`"`+k+`"`)) {
+			return false
+		}
+	}
+	return !bytes.Contains(line, []byte(`\u`)) // an escaped key could spell a field too
+}
+
 // FuzzDecodeResponse checks the client-side decoder: never a panic, and
 // whatever decodes re-encodes to a line that decodes to the same response.
 func FuzzDecodeResponse(f *testing.F) {
@@ -113,6 +126,8 @@ func FuzzDecodeResponse(f *testing.F) {
 		`{"id":"550e","status":"ok","stages":[{"exit_code":0,"stderr":"aGk="}],"stdout":"b2sK"}`,
 		`{"id":"550e","status":"ok","stages":[{"exit_code":0,"stderr":"","stderr_truncated":true}],"stdout":"","stdout_truncated":true}`,
 		`{"id":"","status":"error","message":"x"}`, `{"id":"1","status":"denied"}`, `{}`, `[]`,
+		"{\"id\":\"x\",\"status\":\"ok\",\"stages\":[],\"stdout\":\"AA\nAA\"}",
+		`{"id":"x","status":"ok","stages":[{"exit_code":-0,"stderr":"\/w==","x":[{"y":null}]}],"stdout":"AA\u003d="}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -123,6 +138,18 @@ func FuzzDecodeResponse(f *testing.F) {
 				t.Fatalf("error %v does not wrap ErrProtocol", err)
 			}
 			return
+		}
+		// The hand-written decoder must never accept what encoding/json
+		// calls invalid, and must agree with it on the values.
+		var ref responseWire
+		if err := json.Unmarshal(line, &ref); err != nil {
+			t.Fatalf("DecodeResponse accepted %q, which encoding/json rejects: %v", line, err)
+		}
+		if !bytes.Contains(bytes.ToLower(line), []byte(`"id"`)) || !hasOnlyExactKeys(line) {
+			return // encoding/json matches keys case-insensitively; compare only plain inputs
+		}
+		if *ref.ID != resp.ID || *ref.Status != resp.Status || (ref.Stdout != nil && !bytes.Equal(*ref.Stdout, resp.Stdout)) || len(ref.Stages) != len(resp.Stages) {
+			t.Fatalf("DecodeResponse(%q) = %+v; encoding/json says %+v", line, resp, ref)
 		}
 		var buf bytes.Buffer
 		if err := WriteResponse(&buf, resp); err != nil {

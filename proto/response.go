@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -117,31 +118,47 @@ const MaxResponseBytes = (MaxStages+1)*((MaxOutputBytes+2)/3*4) + MaxRequestByte
 // decodes it. A response without its trailing '\n' is a protocol violation:
 // the daemon was cut off and the output may be incomplete.
 func ReadResponse(r io.Reader) (*Response, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > MaxResponseBytes {
-			return nil, fmt.Errorf("%w: response line longer than %d bytes", ErrProtocol, MaxResponseBytes)
-		}
-		if err == nil {
-			break
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err == io.EOF {
-			if len(line) == 0 {
-				return nil, fmt.Errorf("%w: the daemon closed the connection without answering", ErrProtocol)
-			}
-			return nil, fmt.Errorf("%w: the response ended after %d bytes without its trailing newline", ErrProtocol, len(line))
-		}
-		return nil, fmt.Errorf("read response: %w", err)
+	line, err := ReadResponseLine(r)
+	if err != nil {
+		return nil, err
 	}
 	return DecodeResponse(line)
 }
 
+// ReadResponseLine reads one response line, including its '\n', of up to
+// MaxResponseBytes. It reads straight into one growing buffer: a response
+// can be hundreds of megabytes, and copying it through a bufio.Reader would
+// double the work.
+func ReadResponseLine(r io.Reader) ([]byte, error) {
+	buf := make([]byte, 0, 64<<10)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= MaxResponseBytes {
+				return nil, fmt.Errorf("%w: response line longer than %d bytes", ErrProtocol, MaxResponseBytes)
+			}
+			buf = slices.Grow(buf, min(len(buf), MaxResponseBytes-len(buf)))
+		}
+		start := len(buf)
+		n, err := r.Read(buf[start:cap(buf)])
+		buf = buf[:start+n]
+		if i := bytes.IndexByte(buf[start:], '\n'); i >= 0 {
+			return buf[:start+i+1], nil
+		}
+		if err == io.EOF {
+			if len(buf) == 0 {
+				return nil, fmt.Errorf("%w: the daemon closed the connection without answering", ErrProtocol)
+			}
+			return nil, fmt.Errorf("%w: the response ended after %d bytes without its trailing newline", ErrProtocol, len(buf))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read response: %w", err)
+		}
+	}
+}
+
+// responseWire is a response as decoded, before the protocol checks; the
+// pointers tell absent fields from zero values. The JSON tags document the
+// names and let the fuzz test compare with encoding/json.
 type responseWire struct {
 	ID              *string     `json:"id"`
 	Status          *Status     `json:"status"`
@@ -163,8 +180,8 @@ type stageWire struct {
 // protocol violations (errors wrapping ErrProtocol).
 func DecodeResponse(line []byte) (*Response, error) {
 	var w responseWire
-	if err := json.Unmarshal(bytes.TrimSpace(line), &w); err != nil {
-		return nil, fmt.Errorf("%w: response is not a valid JSON object: %v", ErrProtocol, err)
+	if err := decodeResponseWire(line, &w); err != nil {
+		return nil, err
 	}
 	if w.ID == nil {
 		return nil, fmt.Errorf("%w: response has no id", ErrProtocol)

@@ -104,7 +104,11 @@ func TestDecodeResponseReferenceExamples(t *testing.T) {
 
 func TestDecodeResponseViolations(t *testing.T) {
 	tests := []struct{ line, want string }{
-		{`nope`, "protocol violation: response is not a valid JSON object: invalid character 'o' in literal null (expecting 'u')"},
+		{`nope`, "protocol violation: response is not a valid JSON object: at byte offset 0: the response is not a JSON object"},
+		{`{"id":"x","status":"ok","stages":[{"exit_code":0,"stderr":""}],"stdout":"` + "\n" + `"}`, "protocol violation: response is not a valid JSON object: at byte offset 73: control character 0x0a in string"},
+		{`{"id":"x","id":"y","status":"ok"}`, `protocol violation: response is not a valid JSON object: at byte offset 14: key "id" appears more than once`},
+		{`{"id":"x","status":"ok"} x`, "protocol violation: response is not a valid JSON object: at byte offset 25: unexpected data after the JSON object"},
+		{`{"id":"x","status":"ok","stages":[{"exit_code":1.5,"stderr":""}],"stdout":""}`, `protocol violation: response is not a valid JSON object: at byte offset 47: "1.5" is not an integer`},
 		{`{"status":"ok"}`, "protocol violation: response has no id"},
 		{`{"id":"x"}`, "protocol violation: response has no status"},
 		{`{"id":"x","status":"maybe"}`, `protocol violation: unknown status "maybe"`},
@@ -117,6 +121,17 @@ func TestDecodeResponseViolations(t *testing.T) {
 		if !errors.Is(err, ErrProtocol) || err.Error() != tt.want {
 			t.Errorf("DecodeResponse(%s):\n got %v\nwant %s", tt.line, err, tt.want)
 		}
+	}
+}
+
+func TestDecodeResponseEscapedBase64(t *testing.T) {
+	// A JSON encoder may escape '/' and '=' in base64; the value is the same.
+	r, err := DecodeResponse([]byte(`{"id":"x","status":"ok","stages":[{"exit_code":0,"stderr":"\/w\u003d\u003d"}],"stdout":"AA\u003d="}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(r.Stdout, []byte{0}) || !bytes.Equal(r.Stages[0].Stderr, []byte{0xff}) {
+		t.Fatalf("got stdout %q stderr %q", r.Stdout, r.Stages[0].Stderr)
 	}
 }
 

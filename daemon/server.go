@@ -1,0 +1,385 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/approval/rules"
+	"github.com/agent-sudo/agent-sudo/daemon/config"
+	"github.com/agent-sudo/agent-sudo/daemon/peercred"
+	"github.com/agent-sudo/agent-sudo/daemon/runner"
+	"github.com/agent-sudo/agent-sudo/proto"
+	"golang.org/x/sys/unix"
+)
+
+// Server answers agent requests on a listener. Create it with New.
+type Server struct {
+	cfg      *config.Config
+	rules    *rules.Engine
+	approver approval.Approver
+	auth     *authorizer
+	log      *slog.Logger
+	now      func() time.Time
+	replay   *replayCache
+	slots    chan struct{}
+	// sshAuthSock is the approving human's agent socket, handed only to
+	// unprivileged forward_agent requests.
+	sshAuthSock string
+
+	conns sync.WaitGroup
+}
+
+// Options are the parts of a Server that are not configuration: what tests
+// and the foreground mode replace.
+type Options struct {
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// Approver decides requests no rule decides; nil means approval.Nobody.
+	Approver approval.Approver
+	// Now is the clock for freshness and replay checks; nil means time.Now.
+	Now func() time.Time
+	// SSHAuthSock is the socket forward_agent requests get; empty refuses them.
+	SSHAuthSock string
+	// Foreground, when set, runs a console on the daemon's own terminal
+	// (agent-sudod --tty). Run calls it with the approver socket once both
+	// sockets listen, and stops the daemon when it returns.
+	Foreground func(ctx context.Context, approverSocket string) error
+}
+
+// New builds a Server from a validated configuration.
+func New(cfg *config.Config, opts Options) (*Server, error) {
+	engine, err := cfg.Engine()
+	if err != nil {
+		return nil, err
+	}
+	auth, err := newAuthorizer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, rules: engine, approver: opts.Approver, auth: auth, log: opts.Logger,
+		now: opts.Now, sshAuthSock: opts.SSHAuthSock,
+		replay: newReplayCache(2 * cfg.MaxClockSkew),
+		slots:  make(chan struct{}, cfg.MaxConnections),
+	}
+	if s.approver == nil {
+		s.approver = approval.Nobody{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// Serve accepts connections on ln until ctx is cancelled, then shuts down:
+// it stops accepting, ends every request still waiting for approval with an
+// error (nothing runs), gives running commands up to shutdown_timeout to
+// finish before they are killed, answers every connection, and returns.
+// ctx is the base of every request. Serve closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// Commands outlive ctx by up to shutdown_timeout, so they get their own
+	// context that is cancelled only after that grace.
+	execCtx, stopExec := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopExec()
+	go func() {
+		<-ctx.Done()
+		_ = ln.Close()
+		t := time.NewTimer(s.cfg.ShutdownTimeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			stopExec()
+		case <-execCtx.Done():
+		}
+	}()
+
+	var acceptErr error
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() == nil {
+				acceptErr = fmt.Errorf("accept: %w", err)
+			}
+			break
+		}
+		conn, ok := c.(*net.UnixConn)
+		if !ok {
+			_ = c.Close()
+			continue
+		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			s.refuseBusy(conn)
+			continue
+		}
+		s.conns.Add(1)
+		go func() {
+			defer s.conns.Done()
+			defer func() { <-s.slots }()
+			s.handle(ctx, execCtx, conn)
+		}()
+	}
+	s.conns.Wait()
+	return acceptErr
+}
+
+func (s *Server) refuseBusy(conn *net.UnixConn) {
+	defer conn.Close()
+	_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = proto.WriteResponse(conn, &proto.Response{Status: proto.StatusError, Message: fmt.Sprintf(
+		"busy: the daemon is already serving %d connections (max_connections); try again shortly", cap(s.slots))})
+	s.log.Warn("refused connection: busy", "max_connections", cap(s.slots))
+}
+
+// handle serves one connection: one request, one response.
+func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
+	defer conn.Close()
+	peer, err := peercred.Get(conn)
+	if err != nil {
+		s.log.Error("cannot identify peer", "err", err)
+		s.respond(conn, &proto.Response{Status: proto.StatusError, Message: "cannot read the peer's credentials; refusing the connection"})
+		return
+	}
+	log := s.log.With("peer_uid", peer.UID, "peer_pid", peer.PID, "peer_exe", peer.Exe)
+	if reason := s.auth.check(peer); reason != "" {
+		log.Warn("refused unauthorised peer", "reason", reason)
+		s.respond(conn, &proto.Response{Status: proto.StatusError, Message: reason})
+		return
+	}
+
+	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
+	req, err := proto.ReadRequest(conn, proto.DecodeOptions{Now: s.now, MaxClockSkew: s.cfg.MaxClockSkew})
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("timed out after %s waiting for a complete request line", s.cfg.ReadTimeout)
+		}
+		log.Warn("refused request", "id", proto.IDOf(err), "err", err)
+		s.respond(conn, proto.ErrorResponse(err))
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	log = log.With("id", req.ID, "session", req.Session, "host", req.Host)
+
+	if req.Action == proto.ActionPing {
+		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusOK, Version: Version(),
+			Message: fmt.Sprintf("agent-sudod %s is up and user %s may use it", Version(), peer.User())})
+		return
+	}
+	if !s.replay.firstUse(req.ID, s.now()) {
+		log.Warn("refused replayed request")
+		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusError, Message: fmt.Sprintf(
+			"request id %q was already used within the last %s; refusing it as a replay (send a fresh id, or omit it)", req.ID, 2*s.cfg.MaxClockSkew)})
+		return
+	}
+
+	p, err := s.plan(req, peer)
+	if err != nil {
+		log.Warn("refused request", "err", err)
+		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusError, Message: err.Error()})
+		return
+	}
+	log.Info("request", "pipeline", p.display(), "run_as", p.target.Name, "reason", req.Reason)
+
+	d := s.decide(ctx, conn, p)
+	log.Info("decision", "verdict", d.Verdict, "by", d.By)
+	switch d.Verdict {
+	case approval.Allow:
+	case approval.Deny:
+		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusDenied, Message: d.Message})
+		return
+	case approval.Timeout:
+		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusTimeout, Message: d.Message})
+		return
+	case approval.Withdrawn:
+		return // nobody is left to answer
+	default:
+		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusError, Message: d.Message})
+		return
+	}
+
+	// The command runs to completion even if the client hangs up now: a
+	// package manager killed half-way leaves the system broken, and the
+	// human approved the whole command. The result is still logged.
+	res, err := runner.Run(execCtx, p.spec(s.cfg))
+	if err != nil {
+		log.Error("execution failed", "err", err)
+		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusError, Message: err.Error()})
+		return
+	}
+	defer res.Release() // after the response below is written
+	resp := response(req.ID, res)
+	if res.TimedOut {
+		resp.Status = proto.StatusTimeout
+		resp.Message = s.timeoutMessage(execCtx)
+	}
+	log.Info("result", "status", resp.Status, "exit_codes", exitCodes(res), "duration", res.Ended.Sub(res.Started))
+	s.respond(conn, resp)
+}
+
+func (s *Server) timeoutMessage(execCtx context.Context) string {
+	if execCtx.Err() != nil {
+		return fmt.Sprintf("the daemon is shutting down: the command was still running after shutdown_timeout (%s), so it was sent SIGTERM and, %s later, SIGKILL", s.cfg.ShutdownTimeout, s.cfg.KillGrace)
+	}
+	return fmt.Sprintf("command_timeout (%s) reached: the pipeline was sent SIGTERM and, %s later, SIGKILL", s.cfg.CommandTimeout, s.cfg.KillGrace)
+}
+
+func response(id string, res *runner.Result) *proto.Response {
+	resp := &proto.Response{ID: id, Status: proto.StatusOK, Stages: make([]proto.Stage, len(res.Stages)),
+		Stdout: res.Stdout, StdoutTruncated: res.StdoutTruncated}
+	for i, st := range res.Stages {
+		resp.Stages[i] = proto.Stage{ExitCode: st.ExitCode, Stderr: st.Stderr, StderrTruncated: st.StderrTruncated}
+	}
+	return resp
+}
+
+func exitCodes(res *runner.Result) []int {
+	codes := make([]int, len(res.Stages))
+	for i, st := range res.Stages {
+		codes[i] = st.ExitCode
+	}
+	return codes
+}
+
+// decide applies the rules and, when they do not settle it, asks the
+// approver until approval_timeout, the client hanging up, or shutdown.
+func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approval.Decision {
+	q := rules.Query{Privileged: p.req.Privileged, Session: p.req.Session}
+	for _, c := range p.stages {
+		// Rules see the program by the path it was found at in the secure
+		// path (before symlinks), which is what a rule writer names.
+		q.Stages = append(q.Stages, rules.Stage{Program: c.Link, Args: c.Args[1:]})
+	}
+	switch rd := s.rules.Decide(q); rd.Action {
+	case rules.Allow:
+		return approval.Decision{Verdict: approval.Allow, By: rd.Rule}
+	case rules.Deny:
+		return approval.Decision{Verdict: approval.Deny, By: rd.Rule, Message: rd.Reason}
+	}
+
+	deadline := s.now().Add(s.cfg.ApprovalTimeout)
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	actx, cancelTimeout := context.WithDeadline(actx, deadline)
+	defer cancelTimeout()
+	stopWatch := watchHangup(conn, cancel)
+	defer stopWatch()
+
+	d, err := s.approver.Ask(actx, &approval.Pending{
+		Request: p.req, Peer: p.peer, Programs: p.programs, RunAs: p.target.Name,
+		Received: p.received, Deadline: deadline,
+	})
+	switch {
+	case err == nil:
+		return d
+	case errors.Is(context.Cause(actx), approval.ErrWithdrawn):
+		return approval.Decision{Verdict: approval.Withdrawn, By: "client"}
+	case ctx.Err() != nil:
+		return approval.Decision{Verdict: "error", Message: "the daemon is shutting down; the request was not run"}
+	case errors.Is(err, context.DeadlineExceeded):
+		return approval.Decision{Verdict: approval.Timeout, By: "approval_timeout",
+			Message: fmt.Sprintf("nobody approved the request within approval_timeout (%s); it was not run", s.cfg.ApprovalTimeout)}
+	default:
+		return approval.Decision{Verdict: "error", Message: "approval failed, so the request was not run: " + err.Error()}
+	}
+}
+
+// watchHangup cancels with approval.ErrWithdrawn when the client goes away. A client
+// has nothing more to send after its request line, so the watch reads until
+// EOF. EOF alone is not enough: a client may half-close its sending side and
+// still wait for the answer, so after EOF the watch polls for POLLHUP, which
+// a Unix stream socket reports only once the peer has closed both ways. The
+// returned func stops the watch.
+func watchHangup(conn *net.UnixConn, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(done)
+		var b [512]byte
+		for {
+			_, err := conn.Read(b[:])
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return // stopped
+			}
+			if errors.Is(err, io.EOF) {
+				if waitPeerClosed(conn, stopped) {
+					cancel(approval.ErrWithdrawn)
+				}
+				return
+			}
+			if err != nil {
+				cancel(approval.ErrWithdrawn)
+				return
+			}
+		}
+	}()
+	return func() {
+		close(stopped)
+		_ = conn.SetReadDeadline(time.Unix(1, 0))
+		<-done
+		_ = conn.SetReadDeadline(time.Time{})
+	}
+}
+
+// waitPeerClosed polls conn until its peer has fully closed (true) or stop
+// is closed (false).
+func waitPeerClosed(conn *net.UnixConn, stop <-chan struct{}) bool {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return true
+	}
+	closed := false
+	_ = raw.Control(func(fd uintptr) {
+		// No events requested: POLLHUP and POLLERR are always reported, and
+		// asking for POLLIN would wake at once forever after EOF.
+		fds := []unix.PollFd{{Fd: int32(fd)}}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, err := unix.Poll(fds, 100)
+			if err != nil && !errors.Is(err, unix.EINTR) {
+				closed = true
+				return
+			}
+			if n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
+				closed = true
+				return
+			}
+		}
+	})
+	return closed
+}
+
+func (s *Server) respond(conn *net.UnixConn, resp *proto.Response) {
+	// A client that stops reading must not pin a connection slot forever.
+	_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.ReadTimeout + time.Duration(len(resp.Stdout))*time.Microsecond))
+	if err := proto.WriteResponse(conn, resp); err != nil {
+		s.log.Warn("could not deliver response", "id", resp.ID, "status", resp.Status, "err", err)
+	}
+}
+
+// Version is the daemon's version: set at link time by the Makefile, else
+// from the module's build information.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	return buildVersion()
+}
+
+// version is set with -ldflags "-X .../daemon.version=..." by `make build`.
+var version string
