@@ -288,7 +288,7 @@ func TestRunAnswers(t *testing.T) {
 		args:       []string{"x"},
 		handler:    clienttest.Reply(func(*proto.Request) string { return "{\"id\":\"\u202e\",\"status\":\"\x1b[2J\"}\n" }),
 		wantCode:   70,
-		wantStderr: "agent-sudo: bad answer from agent-sudod at %SOCK%: read response: protocol violation: response is not a valid JSON object: invalid character '\\x1b' in string literal; check that --socket names an agent-sudo daemon of this version, or report a daemon bug\n",
+		wantStderr: "agent-sudo: bad answer from agent-sudod at %SOCK%: read response: protocol violation: response is not a valid JSON object: at byte offset 22: control character 0x1b in string; check that --socket names an agent-sudo daemon of this version, or report a daemon bug\n",
 	}, {
 		name:       "closed without answering",
 		args:       []string{"x"},
