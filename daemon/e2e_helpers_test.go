@@ -123,6 +123,12 @@ type daemonConfig struct {
 	approvalTimeout string
 	commandTimeout  string
 	maxConnections  int
+	// env is added to the daemon's environment.
+	env []string
+	// activate, when set, is called with the socket path and returns a
+	// listening socket that is passed to the daemon as systemd would
+	// (fd 3, LISTEN_FDS=1, LISTEN_PID of the daemon).
+	activate func(socket string) *os.File
 }
 
 // allowAll allows any program from the secure path with any arguments.
@@ -187,9 +193,21 @@ max_connections = %d
 	}
 	d := &testDaemon{t: t, dir: dir, socket: socket, logs: &syncBuffer{}, done: make(chan error, 1)}
 	d.cmd = exec.Command(bin, "--config", cfgPath)
+	d.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "SSH_AUTH_SOCK=")
+	if c.activate != nil {
+		if err := os.MkdirAll(filepath.Dir(socket), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// LISTEN_PID must be the daemon's own pid, which is known only
+		// once it runs: a shell sets it to its pid and execs the daemon
+		// in place (a test harness, not something the product does).
+		d.cmd = exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"`, bin, "--config", cfgPath)
+		d.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "SSH_AUTH_SOCK=")
+		d.cmd.ExtraFiles = []*os.File{c.activate(socket)}
+	}
+	d.cmd.Env = append(d.cmd.Env, c.env...)
 	d.cmd.Stdout = d.logs
 	d.cmd.Stderr = d.logs
-	d.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "LISTEN_FDS=", "SSH_AUTH_SOCK=")
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -570,3 +570,107 @@ func TestE2ELoad(t *testing.T) {
 		t.Fatalf("%d of %d requests failed", n, clients*perClient)
 	}
 }
+
+func TestE2ESocketActivationAndNotify(t *testing.T) {
+	requireRoot(t)
+	notifyDir, err := os.MkdirTemp("", "ntf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(notifyDir)
+	notifyPath := notifyDir + "/notify"
+	notify, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notifyPath, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer notify.Close()
+
+	var activated *net.UnixListener
+	d := startDaemon(t, daemonConfig{
+		rules: allowAll,
+		env:   []string{"NOTIFY_SOCKET=" + notifyPath, "WATCHDOG_USEC=200000"},
+		activate: func(socket string) *os.File {
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln.SetUnlinkOnClose(false)
+			activated = ln
+			f, err := ln.File()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		},
+	})
+	defer activated.Close()
+	if !strings.Contains(d.logs.String(), "socket_activated=true") {
+		t.Errorf("daemon did not report using the passed socket:\n%s", d.logs.String())
+	}
+	if resp := d.run(&proto.Request{Pipeline: [][]string{{"echo", "activated"}}, Privileged: true}); string(resp.Stdout) != "activated\n" {
+		t.Fatalf("over the activated socket: %+v", resp)
+	}
+
+	got := map[string]bool{}
+	readNotify := func(want string) {
+		t.Helper()
+		buf := make([]byte, 256)
+		deadline := time.Now().Add(10 * time.Second)
+		for !got[want] {
+			_ = notify.SetReadDeadline(deadline)
+			n, err := notify.Read(buf)
+			if err != nil {
+				t.Fatalf("waiting for %s from sd_notify (got %v): %v", want, got, err)
+			}
+			got[string(buf[:n])] = true
+		}
+	}
+	readNotify("READY=1")
+	readNotify("WATCHDOG=1")
+	d.stop()
+	readNotify("STOPPING=1")
+}
+
+func TestE2EForwardAgent(t *testing.T) {
+	g, err := user.LookupGroup("nogroup")
+	if err != nil {
+		t.Skip("no group nogroup")
+	}
+	d := startDaemon(t, daemonConfig{rules: allowAll, socketGroup: g.Name, env: []string{"SSH_AUTH_SOCK=/run/approver-agent.sock"}})
+	out := d.sendAs(t, "nobody", line(map[string]any{"pipeline": [][]string{{"env"}}, "privileged": false, "forward_agent": true}))
+	resp, err := proto.DecodeResponse([]byte(out))
+	if err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if resp.Status != proto.StatusOK || !strings.Contains(string(resp.Stdout), "SSH_AUTH_SOCK=/run/approver-agent.sock\n") ||
+		!strings.Contains(string(resp.Stdout), "USER=nobody\n") {
+		t.Fatalf("forwarded agent: %s %q %q", resp.Status, resp.Stdout, resp.Message)
+	}
+	// Without forward_agent the command does not get it.
+	resp = d.run(&proto.Request{Pipeline: [][]string{{"env"}}, Privileged: true})
+	if strings.Contains(string(resp.Stdout), "SSH_AUTH_SOCK") {
+		t.Fatalf("privileged command got the agent:\n%s", resp.Stdout)
+	}
+}
+
+func TestE2EClientDisconnectDuringRunFinishes(t *testing.T) {
+	d := startDaemon(t, daemonConfig{rules: allowAll})
+	marker := d.dir + "/finished"
+	c, err := net.Dial("unix", d.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Write([]byte(line(map[string]any{"pipeline": [][]string{{"sh", "-c", "sleep 1; touch " + marker}}}) + "\n"))
+	time.Sleep(300 * time.Millisecond)
+	c.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the approved command was stopped when its client left:\n%s", d.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

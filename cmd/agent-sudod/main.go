@@ -25,6 +25,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", config.DefaultPath, "configuration file (TOML)")
 	socket := fs.String("socket", "", "agent socket path (overrides the config key socket)")
+	approverSocket := fs.String("approver-socket", "", "approver socket path (overrides the config key approver_socket)")
+	auditLog := fs.String("audit-log", "", "audit log path (overrides the config key audit_log)")
 	execMode := fs.String("exec", "", `how commands run: "sudo" or "direct" (overrides the config key exec)`)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +49,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if *socket != "" {
 		cfg.Socket = *socket
+	}
+	if *approverSocket != "" {
+		cfg.ApproverSocket = *approverSocket
+	}
+	if *auditLog != "" {
+		cfg.AuditLog = *auditLog
 	}
 	if *execMode != "" {
 		cfg.Exec = config.ExecMode(*execMode)
