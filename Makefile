@@ -37,7 +37,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 bench: ## run the benchmarks (figures go in docs/performance.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-run: build ## build and start the daemon in the foreground (dev config in a temp dir)
+run: build ## build and start the daemon in the foreground with the terminal approver (dev config in a temp dir)
 	scripts/dev-run.sh
 
 clean: ## remove build output

@@ -9,6 +9,7 @@ package approval
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/daemon/peercred"
@@ -62,8 +63,12 @@ func (p *Pending) Shown() *Shown {
 	return &Shown{
 		ID: r.ID, Session: r.Session, Host: r.Host, Reason: r.Reason, Time: r.Time,
 		Pipeline: r.Pipeline, Programs: p.Programs, Env: r.Env, Cwd: cwd,
-		Privileged: r.Privileged, RunAs: p.RunAs, ForwardAgent: r.ForwardAgent,
-		Peer:     PeerInfo{UID: p.Peer.UID, User: p.Peer.User(), PID: p.Peer.PID, Exe: p.Peer.Exe},
+		Privileged: r.Privileged, RunAs: strings.ToValidUTF8(p.RunAs, "\uFFFD"), ForwardAgent: r.ForwardAgent,
+		// The peer's name and exe come from the system, not the validated
+		// request, and may not be UTF-8; the hash must cover exactly what
+		// the console receives, so they are made valid first.
+		Peer: PeerInfo{UID: p.Peer.UID, User: strings.ToValidUTF8(p.Peer.User(), "\uFFFD"), PID: p.Peer.PID,
+			Exe: strings.ToValidUTF8(p.Peer.Exe, "\uFFFD")},
 		Received: p.Received, Deadline: p.Deadline,
 	}
 }

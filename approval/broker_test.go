@@ -2,6 +2,7 @@ package approval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -327,5 +328,26 @@ func TestShownHashCoversEveryField(t *testing.T) {
 		if p.Shown().Hash() == h {
 			t.Errorf("changing %s does not change the hash", name)
 		}
+	}
+}
+
+// TestShownHashSurvivesTheWire checks that a console, which hashes the
+// Shown it decoded from the daemon's JSON, gets the daemon's hash even when
+// the system gave the daemon strings that are not UTF-8.
+func TestShownHashSurvivesTheWire(t *testing.T) {
+	p := pending("w1")
+	p.Peer.Exe = "/tmp/bad\xff\xfeexe"
+	p.RunAs = "r\xc0ot"
+	s := p.Shown()
+	b, err := json.Marshal(Message{Type: MsgPending, Request: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Request.Hash(), s.Hash(); got != want {
+		t.Fatalf("hash after the wire %s, daemon's %s", got, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agent-sudo/agent-sudo/daemon/config"
 	"github.com/agent-sudo/agent-sudo/daemon/peercred"
@@ -38,6 +39,11 @@ func (s *Server) plan(req *proto.Request, peer peercred.Creds) (*plan, error) {
 		r, err := runner.Resolve(stage[0], s.cfg.SecurePath)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline[%d]: %w", i, err)
+		}
+		// A path that is not UTF-8 cannot be shown to the approver exactly
+		// (nor bound into the decision's hash), so it is not run.
+		if !utf8.ValidString(r.Path) || !utf8.ValidString(r.Link) {
+			return nil, fmt.Errorf("pipeline[%d]: the program resolves to %q, which is not valid UTF-8; refusing a path that cannot be shown exactly", i, r.Path)
 		}
 		p.stages = append(p.stages, runner.Command{Path: r.Path, Link: r.Link, Args: stage})
 		shown := r.Link

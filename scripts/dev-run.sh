@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts bin/agent-sudod in the foreground with a development configuration
-# in a fresh temporary directory: socket, audit log and config all live there,
-# and the user who ran `make run` may connect. Used by `make run`.
+# in a fresh temporary directory (socket, audit log, log file and config all
+# live there; the user who ran `make run` may connect) and approves requests
+# on this terminal (--tty). Used by `make run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,8 +43,11 @@ cat <<MSG
 agent-sudod (development) in $dir
   socket:  $dir/agent-sudo.sock   (group $dev_group, user $dev_user allowed)
   config:  $dir/config.toml
-Send a request from another terminal:
-  bin/agent-sudo run --socket $dir/agent-sudo.sock --reason "try it" -- id
-Stop with Ctrl-C.
+  log:     $dir/agent-sudod.log
+Send a request from another terminal, then approve it here:
+  bin/agent-sudo run --socket $dir/agent-sudo.sock --reason "try it" -- touch /tmp/agent-sudo-was-here
+  bin/agent-sudo run --socket $dir/agent-sudo.sock -- id        (allowed by a rule, no prompt)
+Quit the approver with q (the daemon stops with it).
 MSG
-exec bin/agent-sudod --config "$dir/config.toml" "$@"
+sleep 2
+exec bin/agent-sudod --config "$dir/config.toml" --tty "$@"

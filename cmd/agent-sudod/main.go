@@ -6,12 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
+	"github.com/agent-sudo/agent-sudo/approval/console"
 	"github.com/agent-sudo/agent-sudo/daemon"
 	"github.com/agent-sudo/agent-sudo/daemon/config"
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -28,6 +32,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	approverSocket := fs.String("approver-socket", "", "approver socket path (overrides the config key approver_socket)")
 	auditLog := fs.String("audit-log", "", "audit log path (overrides the config key audit_log)")
 	execMode := fs.String("exec", "", `how commands run: "sudo" or "direct" (overrides the config key exec)`)
+	tty := fs.Bool("tty", false, "approve requests on this terminal (foreground mode); logs go to --log-file")
+	logFile := fs.String("log-file", "", "write logs to this file instead of the journal or stderr (default with --tty: agent-sudod.log beside the socket)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -63,11 +69,44 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
 		return 1
 	}
+	if *tty && *logFile == "" {
+		// The console owns the terminal, so logs must go elsewhere.
+		*logFile = filepath.Join(filepath.Dir(cfg.Socket), "agent-sudod.log")
+	}
 	log := daemon.NewLogger(stderr)
+	if *logFile != "" {
+		if err := os.MkdirAll(filepath.Dir(*logFile), 0o755); err != nil {
+			fmt.Fprintf(stderr, "agent-sudod: log file: %v\n", err)
+			return 1
+		}
+		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-sudod: log file: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		log = slog.New(slog.NewTextHandler(f, nil))
+	}
 	opts := daemon.Options{Logger: log, SSHAuthSock: os.Getenv("SSH_AUTH_SOCK")}
+	if *tty {
+		if !isTerminal(os.Stdin) || !isTerminal(os.Stdout) {
+			fmt.Fprintln(stderr, "agent-sudod: --tty needs a terminal on stdin and stdout")
+			return 2
+		}
+		fmt.Fprintf(stderr, "agent-sudod: approving on this terminal; logs in %s\n", *logFile)
+		opts.Foreground = func(ctx context.Context, sock string) error {
+			return console.DialAndRun(ctx, sock, os.Stdin, os.Stdout, console.Options{})
+		}
+	}
 	if err := daemon.Run(ctx, cfg, opts); err != nil {
 		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

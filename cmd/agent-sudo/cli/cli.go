@@ -88,6 +88,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "run", summary: "ask agent-sudod to run a command or a pipeline", run: runMain, help: runHelp},
+		{name: "status", summary: "tell whether agent-sudod is up and you may use it", run: statusMain, help: statusHelp},
+		{name: "approve", summary: "as root, approve or deny the requests waiting for a human", run: approveMain, help: approveHelp},
 		{name: "help", summary: "show help for agent-sudo or one of its commands", run: helpMain, help: mainHelp},
 	}
 }
@@ -156,7 +158,7 @@ usage: agent-sudo <command> [arguments]
 commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-6s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\n'agent-sudo help <command>' shows a command's flags and exit statuses.\n")
 	_, err := io.WriteString(w, b.String())

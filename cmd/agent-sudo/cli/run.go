@@ -17,6 +17,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/proto"
 	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
 )
 
 // Environment variables that set defaults for run's flags.
@@ -159,11 +160,13 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 	c := client.New(o.socket)
 	var resp *proto.Response
 	var raw []byte
+	stopNotice := inv.waitNotice(req.ID, waitNoticeDelay)
 	if o.json {
 		resp, raw, err = c.RunRaw(ctx, req)
 	} else {
 		resp, err = c.Run(ctx, req)
 	}
+	stopNotice()
 	if err != nil {
 		return inv.runFailed(err, o, req.ID)
 	}
@@ -338,4 +341,63 @@ func (e envFlag) Set(s string) error {
 	}
 	e[name] = value
 	return nil
+}
+
+// waitNoticeDelay is how long run waits for an answer before it tells the
+// user it is still waiting: long enough that rule-allowed commands stay
+// silent, short enough that nobody wonders whether it hung.
+const waitNoticeDelay = time.Second
+
+// waitNotice tells the user on stderr, once delay has passed without an
+// answer, that the request is waiting: the protocol does not say whether for
+// a human or for the command, so the message names both. On a terminal a
+// spinner with the elapsed time runs until stop is called and is then
+// erased; elsewhere one line is written. stop must be called before anything
+// else is written to stderr.
+func (inv *invocation) waitNotice(id string, delay time.Duration) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		if !isTerminalWriter(inv.stderr) {
+			inv.say("waiting for agent-sudod to answer request %s: it may need a human's approval, or the command is still running", id)
+			<-done
+			return
+		}
+		start := time.Now().Add(-delay)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		const frames = `|/-\`
+		for i := 0; ; i++ {
+			fmt.Fprintf(inv.stderr, "\r\x1b[Kagent-sudo: %c waiting for approval of request %s, or for the command to finish (%ds)",
+				frames[i%len(frames)], visible(id), int(time.Since(start).Seconds()))
+			select {
+			case <-done:
+				fmt.Fprint(inv.stderr, "\r\x1b[K")
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// isTerminalWriter reports whether w is a terminal.
+func isTerminalWriter(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

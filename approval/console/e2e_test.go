@@ -1,0 +1,501 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// The end-to-end test runs the real binaries: agent-sudod with a temporary
+// configuration that has no rules (every request asks), and
+// "agent-sudo approve" in a detached tmux session of a private tmux server.
+// It sends requests with the client library, reads the screen with
+// capture-pane and types with send-keys, like a human at a terminal. It
+// needs root (the daemon and the approver channel are root only) and tmux.
+
+func TestE2EApproveInTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test; skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the end-to-end approve test needs root (agent-sudod and its approver socket are root only)")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("the end-to-end approve test needs tmux")
+	}
+	bin := buildBinaries(t)
+	d := startDaemon(t, filepath.Join(bin, "agent-sudod"))
+	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s",
+		filepath.Join(bin, "agent-sudo"), d.approverSocket))
+	tm.waitFor("waiting for requests…")
+	tm.waitFor("this console runs inside tmux: an agent that can type into this multiplexer could approve its own requests")
+
+	t.Run("allow once", func(t *testing.T) {
+		r := d.ask(t, &proto.Request{Pipeline: [][]string{{"echo", "hello from e2e"}}, Reason: "say hello", Session: "e2e"})
+		screen := tm.waitFor("command    echo 'hello from e2e'")
+		for _, want := range []string{
+			"REQUEST WAITING FOR YOUR DECISION",
+			"stage 1    /usr/bin/echo 'hello from e2e'",
+			"runs       as root",
+			"reason     say hello",
+			"session    e2e",
+			"id         " + r.id,
+			"requester  uid 0 (root)",
+			"> Deny",
+		} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("screen lacks %q:\n%s", want, screen)
+			}
+		}
+		t.Logf("the screen of a waiting request:\n%s", strings.TrimRight(screen, "\n"))
+		time.Sleep(600 * time.Millisecond) // past the guard
+		tm.keys("a")
+		resp := r.wait(t)
+		if resp.Status != proto.StatusOK || string(resp.Stdout) != "hello from e2e\n" {
+			t.Fatalf("allowed request: status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
+		}
+		tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=/dev/pts/")
+	})
+
+	t.Run("deny runs nothing", func(t *testing.T) {
+		marker := filepath.Join(d.dir, "must-not-exist")
+		r := d.ask(t, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
+		tm.waitFor("command    touch " + marker)
+		time.Sleep(600 * time.Millisecond)
+		tm.keys("d")
+		tm.waitFor("Note for the agent (optional)")
+		tm.keys("not today", "Enter")
+		resp := r.wait(t)
+		if resp.Status != proto.StatusDenied || !strings.Contains(resp.Message, "not today") {
+			t.Fatalf("denied request: status %q message %q", resp.Status, resp.Message)
+		}
+		if _, err := os.Stat(marker); !os.IsNotExist(err) {
+			t.Fatalf("a denied touch ran: stat %s: %v", marker, err)
+		}
+		tm.waitFor("request " + r.id + " was denied by console uid=0")
+	})
+
+	t.Run("hostile arguments are escaped", func(t *testing.T) {
+		r := d.ask(t, &proto.Request{
+			Pipeline: [][]string{{"echo", "\x1b[2J", "\x1b]0;title\x07", "\u202eevil"}},
+			Reason:   "clear\x1b[2Jthe screen", Session: "e2e",
+		})
+		screen := tm.waitFor(`command    echo $'\x1b[2J' $'\x1b]0;title\x07' $'\u202eevil'`)
+		for _, want := range []string{
+			`\x1b[2J`, `\u202e`,
+			"this request contains control or invisible characters; they are shown escaped",
+			`reason     clear\x1b[2Jthe screen`,
+			// The screen was not cleared: the header and banner are there.
+			"agent-sudo approve · 1 waiting",
+			"this console runs inside tmux",
+		} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("screen lacks %q:\n%s", want, screen)
+			}
+		}
+		if strings.ContainsAny(screen, "\u202e\x1b\x07") {
+			t.Errorf("a raw control character reached the screen:\n%q", screen)
+		}
+		if title := tm.run("display-message", "-p", "-t", tm.name, "#{pane_title}"); strings.TrimSpace(title) == "title" {
+			t.Errorf("the request set the pane title to %q", title)
+		}
+		t.Logf("the screen of a hostile request:\n%s", strings.TrimRight(screen, "\n"))
+		time.Sleep(600 * time.Millisecond)
+		tm.keys("d")
+		tm.waitFor("Note for the agent (optional)")
+		tm.keys("Escape")
+		if resp := r.wait(t); resp.Status != proto.StatusDenied {
+			t.Fatalf("status %q, want denied", resp.Status)
+		}
+	})
+
+	t.Run("keys within the guard are dropped", func(t *testing.T) {
+		// The key must reach the console within 500ms of the request
+		// appearing. The prompt appears after the request is sent, so a
+		// key sent less than 300ms after sending is inside the guard with
+		// room to spare; on a machine too slow for that, try again.
+		for attempt := 1; ; attempt++ {
+			marker := filepath.Join(d.dir, fmt.Sprintf("guard-%d", attempt))
+			sent := time.Now()
+			r := d.ask(t, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
+			tm.waitForFast("command    touch " + marker)
+			if time.Since(sent) > 300*time.Millisecond {
+				if attempt == 3 {
+					t.Skip("this machine is too slow to land a key inside the 500ms guard reliably")
+				}
+				t.Logf("attempt %d: the request took %v to show; trying again", attempt, time.Since(sent))
+				time.Sleep(600 * time.Millisecond)
+				tm.keys("d")
+				tm.waitFor("Note for the agent")
+				tm.keys("Escape")
+				r.wait(t)
+				continue
+			}
+			tm.keys("a")
+			screen := tm.waitFor("ignored a key pressed within 0.5s of the prompt appearing")
+			if !strings.Contains(screen, "command    touch "+marker) || strings.Contains(screen, "was sent") {
+				t.Fatalf("after an early key the request is not waiting any more:\n%s", screen)
+			}
+			// Still pending: the client has no answer and nothing ran.
+			select {
+			case resp := <-r.done:
+				t.Fatalf("a key inside the guard decided the request: %+v", resp)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if _, err := os.Stat(marker); !os.IsNotExist(err) {
+				t.Fatalf("the command ran: %v", err)
+			}
+			time.Sleep(600 * time.Millisecond)
+			tm.keys("a")
+			if resp := r.wait(t); resp.Status != proto.StatusOK {
+				t.Fatalf("after the guard: status %q message %q", resp.Status, resp.Message)
+			}
+			if _, err := os.Stat(marker); err != nil {
+				t.Fatalf("the approved touch did not run: %v", err)
+			}
+			return
+		}
+	})
+
+	t.Run("session grant and revoke", func(t *testing.T) {
+		req := func() *proto.Request {
+			return &proto.Request{Pipeline: [][]string{{"echo", "granted"}}, Session: "e2e-grant", Env: map[string]string{"LC_ALL": "C"}}
+		}
+		r := d.ask(t, req())
+		tm.waitFor("command    echo granted")
+		time.Sleep(600 * time.Millisecond)
+		tm.keys("s")
+		if resp := r.wait(t); resp.Status != proto.StatusOK {
+			t.Fatalf("status %q", resp.Status)
+		}
+		tm.waitFor("new session grant g")
+		// The same request again runs without asking.
+		if resp := d.ask(t, req()).wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "granted\n" {
+			t.Fatalf("granted repeat: status %q stdout %q", resp.Status, resp.Stdout)
+		}
+		tm.keys("g")
+		screen := tm.waitFor("SESSION GRANTS")
+		if !strings.Contains(screen, "session e2e-grant") || !strings.Contains(screen, "command    echo granted") ||
+			!strings.Contains(screen, "env keys   LC_ALL") {
+			t.Errorf("grants screen:\n%s", screen)
+		}
+		tm.keys("r")
+		tm.waitFor("session grant g")
+		tm.waitFor("revoked")
+		tm.waitFor("no session grants")
+		tm.keys("Escape")
+		tm.waitFor("waiting for requests…")
+		// Revoked: it asks again.
+		r = d.ask(t, req())
+		tm.waitFor("command    echo granted")
+		time.Sleep(600 * time.Millisecond)
+		tm.keys("Enter") // Deny is preselected
+		tm.waitFor("Note for the agent")
+		tm.keys("Enter")
+		if resp := r.wait(t); resp.Status != proto.StatusDenied {
+			t.Fatalf("after revoking: status %q", resp.Status)
+		}
+	})
+
+	t.Run("quit decides nothing", func(t *testing.T) {
+		r := d.ask(t, &proto.Request{Pipeline: [][]string{{"echo", "left alone"}}, Session: "e2e"})
+		tm.waitFor("command    echo 'left alone'")
+		time.Sleep(600 * time.Millisecond)
+		tm.keys("q")
+		tm.waitFor("exited with status 0")
+		select {
+		case resp := <-r.done:
+			t.Fatalf("quitting decided the request: %+v", resp)
+		case <-time.After(300 * time.Millisecond):
+		}
+		r.cancel()
+	})
+}
+
+// TestE2EForegroundTTY runs agent-sudod --tty in tmux: the daemon's own
+// terminal is the console.
+func TestE2EForegroundTTY(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test; skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the end-to-end foreground test needs root")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("the end-to-end foreground test needs tmux")
+	}
+	bin := buildBinaries(t)
+	d, cfgPath := newDaemonConfig(t)
+	logPath := filepath.Join(d.dir, "agent-sudod.log")
+	tm := startTmux(t, fmt.Sprintf("%s --tty --config %s --log-file %s", filepath.Join(bin, "agent-sudod"), cfgPath, logPath))
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := os.ReadFile(logPath)
+			t.Logf("agent-sudod's log:\n%s", logs)
+		}
+	})
+	tm.waitFor("waiting for requests…")
+	d.waitReady(t, nil)
+	r := d.ask(t, &proto.Request{Pipeline: [][]string{{"echo", "approved in the foreground"}}, Session: "e2e"})
+	tm.waitFor("command    echo 'approved in the foreground'")
+	time.Sleep(600 * time.Millisecond)
+	tm.keys("a")
+	if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "approved in the foreground\n" {
+		t.Fatalf("status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
+	}
+	tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=/dev/pts/")
+	// Quitting the console stops the daemon.
+	tm.keys("q")
+	tm.waitFor("exited with status 0")
+	if err := d.ping(); err == nil {
+		t.Errorf("agent-sudod still answers after its console quit")
+	}
+}
+
+// buildBinaries builds agent-sudod and agent-sudo into a temporary
+// directory.
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+"/",
+		"github.com/agent-sudo/agent-sudo/cmd/agent-sudod", "github.com/agent-sudo/agent-sudo/cmd/agent-sudo")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// daemon is a running agent-sudod.
+type daemon struct {
+	dir, socket, approverSocket string
+	logs                        *syncBuffer
+}
+
+// newDaemonConfig writes a configuration with no rules, so every request
+// asks, and returns the daemon it describes (not started) and its path.
+func newDaemonConfig(t *testing.T) (*daemon, string) {
+	t.Helper()
+	// Socket paths are limited to 107 bytes, so the daemon gets a short
+	// directory of its own.
+	dir, err := os.MkdirTemp("", "asa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{dir: dir, socket: filepath.Join(dir, "run", "agent-sudo.sock"),
+		approverSocket: filepath.Join(dir, "run", "approver.sock"), logs: &syncBuffer{}}
+	cfg := fmt.Sprintf(`
+socket = %q
+socket_group = "root"
+approver_socket = %q
+audit_log = %q
+exec = "direct"
+approval_timeout = "40s"
+command_timeout = "20s"
+kill_grace = "1s"
+read_timeout = "2s"
+shutdown_timeout = "5s"
+max_connections = 16
+`, d.socket, d.approverSocket, filepath.Join(dir, "audit.jsonl"))
+	cfgPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return d, cfgPath
+}
+
+// startDaemon starts agent-sudod in the background and waits until it
+// answers.
+func startDaemon(t *testing.T, bin string) *daemon {
+	t.Helper()
+	d, cfgPath := newDaemonConfig(t)
+	cmd := exec.Command(bin, "--config", cfgPath)
+	cmd.Stdout, cmd.Stderr = d.logs, d.logs
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "LISTEN_FDS=", "SSH_AUTH_SOCK=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("agent-sudod did not stop within 20s of SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("agent-sudod's log:\n%s", d.logs.String())
+		}
+	})
+	d.waitReady(t, exited)
+	return d
+}
+
+// waitReady waits until the daemon answers a ping; exited, when not nil,
+// reports the daemon ending early.
+func (d *daemon) waitReady(t *testing.T, exited <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := d.ping(); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("agent-sudod did not answer a ping within 30s: %v\n%s", err, d.logs.String())
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("agent-sudod exited during start-up: %v\n%s", err, d.logs.String())
+		default:
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (d *daemon) ping() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := client.New(d.socket).Ping(ctx)
+	return err
+}
+
+// pendingRun is a request on its way.
+type pendingRun struct {
+	id     string
+	done   chan *proto.Response
+	cancel context.CancelFunc
+}
+
+// ask sends req in the background.
+func (d *daemon) ask(t *testing.T, req *proto.Request) *pendingRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	req.ID = fmt.Sprintf("e2e-%d", time.Now().UnixNano())
+	req.Host = "e2e-host"
+	req.Privileged = true
+	r := &pendingRun{id: req.ID, done: make(chan *proto.Response, 1), cancel: cancel}
+	go func() {
+		resp, err := client.New(d.socket).Run(ctx, req)
+		if err != nil {
+			resp = &proto.Response{Status: "client error", Message: err.Error()}
+		}
+		r.done <- resp
+	}()
+	return r
+}
+
+func (r *pendingRun) wait(t *testing.T) *proto.Response {
+	t.Helper()
+	select {
+	case resp := <-r.done:
+		return resp
+	case <-time.After(30 * time.Second):
+		t.Fatalf("request %s got no answer within 30s", r.id)
+	}
+	return nil
+}
+
+// tmuxSession is a detached session on a tmux server of its own.
+type tmuxSession struct {
+	t            *testing.T
+	server, name string
+}
+
+func startTmux(t *testing.T, command string) *tmuxSession {
+	t.Helper()
+	tm := &tmuxSession{t: t, server: fmt.Sprintf("agent-sudo-e2e-%d-%s", os.Getpid(), t.Name()), name: "approve"}
+	// The pane keeps its last screen and says how the command ended.
+	shell := command + `; echo "exited with status $?"; sleep 600`
+	tm.run("-f", "/dev/null", "new-session", "-d", "-s", tm.name, "-x", "200", "-y", "50", shell)
+	t.Cleanup(func() { tm.run("kill-server") })
+	return tm
+}
+
+// run runs a tmux command on the session's server.
+func (tm *tmuxSession) run(args ...string) string {
+	tm.t.Helper()
+	cmd := exec.Command("tmux", append([]string{"-L", tm.server}, args...)...)
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TMUX=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil && args[0] != "kill-server" {
+		tm.t.Fatalf("tmux %q: %v: %s", args, err, stderr.String())
+	}
+	return out.String()
+}
+
+func (tm *tmuxSession) capture() string {
+	return tm.run("capture-pane", "-p", "-t", tm.name)
+}
+
+// keys types keys (tmux key names, or text) into the pane.
+func (tm *tmuxSession) keys(keys ...string) {
+	tm.t.Helper()
+	tm.run(append([]string{"send-keys", "-t", tm.name}, keys...)...)
+}
+
+// waitFor polls the screen until it shows want and returns it.
+func (tm *tmuxSession) waitFor(want string) string {
+	tm.t.Helper()
+	return tm.poll(want, 20*time.Millisecond)
+}
+
+// waitForFast is waitFor polling as fast as tmux answers.
+func (tm *tmuxSession) waitForFast(want string) string {
+	tm.t.Helper()
+	return tm.poll(want, 0)
+}
+
+func (tm *tmuxSession) poll(want string, every time.Duration) string {
+	tm.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		screen := tm.capture()
+		if strings.Contains(screen, want) {
+			return screen
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("the screen did not show %q within 20s; it shows:\n%s", want, screen)
+		}
+		time.Sleep(every)
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

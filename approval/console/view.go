@@ -1,0 +1,439 @@
+package console
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/approval/render"
+)
+
+// Texts the human must not miss; tests look for them.
+const (
+	escapedNotice = "⚠ this request contains control or invisible characters; they are shown escaped (\\x1b, \\u202e, ...)"
+	muxWarning    = "an agent that can type into this multiplexer could approve its own requests"
+	idleText      = "waiting for requests…"
+	sshWarning    = "⚠ SSH AGENT FORWARDED: the command gets the SSH agent of the daemon's operator and can use those keys while it runs"
+)
+
+// View renders the screen: a fixed top (header, warnings, notices), a body
+// that scrolls when it does not fit, and a fixed bottom (the prompt and the
+// keys).
+func (m *model) View() string {
+	if m.quitting {
+		return ""
+	}
+	top, body, bottom := m.layout()
+	avail := m.bodyHeight(len(top), len(bottom))
+	lines := make([]string, 0, len(top)+avail+len(bottom)+1)
+	lines = append(lines, top...)
+	if len(body) <= avail {
+		lines = append(lines, body...)
+	} else {
+		show := avail - 1 // the last line says where the view is
+		scroll := min(max(m.scroll, 0), len(body)-show)
+		lines = append(lines, body[scroll:scroll+show]...)
+		where := fmt.Sprintf("── lines %d-%d of %d · PgUp/PgDn scroll ──", scroll+1, scroll+show, len(body))
+		if utf8.RuneCountInString(where) > m.width-1 {
+			where = fmt.Sprintf("lines %d-%d of %d (PgUp/PgDn)", scroll+1, scroll+show, len(body))
+		}
+		if len(where) > m.width-1 {
+			where = fmt.Sprintf("%d-%d/%d", scroll+1, scroll+show, len(body))
+		}
+		lines = append(lines, m.st.dim.Render(where))
+	}
+	lines = append(lines, bottom...)
+	return strings.Join(lines, "\n")
+}
+
+// bodyHeight is how many lines the body gets: what the top and bottom
+// leave, but at least 3 (a terminal too small for that loses lines at the
+// top, never the prompt).
+func (m *model) bodyHeight(top, bottom int) int {
+	return max(m.height-top-bottom, 3)
+}
+
+// layout renders the screen's three parts at the current width.
+func (m *model) layout() (top, body, bottom []string) {
+	w := m.width
+	st := m.st
+	top = append(top, m.header()...)
+	if m.cfg.mux != "" {
+		top = append(top, styled(st.danger, wrapText(fmt.Sprintf("⚠ WARNING: this console runs inside %s: %s. Approve from a terminal outside any multiplexer.",
+			m.cfg.mux, muxWarning), w))...)
+	}
+	for _, n := range m.notices {
+		s := st.notice
+		prefix := "• "
+		if n.isErr {
+			s, prefix = st.warn, "✗ "
+		}
+		top = append(top, styled(s, wrapText(prefix+n.text, w))...)
+	}
+	switch {
+	case m.mode == modeGrants:
+		t, b, btm := m.grantsView()
+		return append(top, t...), b, btm
+	case m.current() == nil:
+		b, btm := m.idleView()
+		return top, b, btm
+	}
+	t, b, btm := m.requestView()
+	return append(top, t...), b, btm
+}
+
+func (m *model) header() []string {
+	n := len(m.queue)
+	waiting := "nothing waiting"
+	if n > 0 {
+		waiting = fmt.Sprintf("%d waiting", n)
+	}
+	h := fmt.Sprintf("agent-sudo approve · %s · %d session grant%s", waiting, len(m.grants), plural(len(m.grants)))
+	if m.cfg.version != "" {
+		h += " · agent-sudod " + esc(m.cfg.version)
+	}
+	return styled(m.st.header, wrapText(h, m.width))
+}
+
+func (m *model) separator() string {
+	return m.st.dim.Render(strings.Repeat("─", max(m.width-1, 1)))
+}
+
+func (m *model) idleView() (body, bottom []string) {
+	body = append(body, "", m.st.bold.Render(idleText), "")
+	if len(m.grants) > 0 {
+		body = append(body, wrapText(fmt.Sprintf("%d session grant%s in force; press g to list or revoke them.", len(m.grants), plural(len(m.grants))), m.width)...)
+	}
+	bottom = append(bottom, m.separator())
+	bottom = append(bottom, m.keyHelp([][2]string{{"g", "session grants"}, {"q", "quit (decides nothing)"}})...)
+	return body, bottom
+}
+
+// requestView renders the current request.
+func (m *model) requestView() (top, body, bottom []string) {
+	r := m.current()
+	st := m.st
+	more := len(m.queue) - 1
+	title := "REQUEST WAITING FOR YOUR DECISION"
+	if more > 0 {
+		title += fmt.Sprintf(" · %d more waiting after it", more)
+	}
+	title += " · " + m.countdown(r.shown.Deadline)
+	top = append(top, "")
+	top = append(top, styled(st.bold, wrapText(title, m.width))...)
+	if r.escaped {
+		top = append(top, styled(st.danger, wrapText(escapedNotice, m.width))...)
+	}
+	if r.hashMismatch {
+		top = append(top, styled(st.danger, wrapText("✗ the daemon's hash of this request does not match what it sent; the daemon will refuse any decision on it", m.width))...)
+	}
+	if r.cacheWidth != m.width || r.cache == nil {
+		r.cache, _ = details(st, r.shown, m.width)
+		r.cacheWidth = m.width
+	}
+	body = r.cache
+
+	bottom = append(bottom, m.separator())
+	switch {
+	case r.submitted != "":
+		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Your decision (%s) was sent; waiting for the daemon to confirm it…", choiceText(r.submitted)), m.width))...)
+		bottom = append(bottom, m.keyHelp([][2]string{{"g", "session grants"}, {"q", "quit"}})...)
+	case m.mode == modeNote:
+		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Deny request %s.", esc(r.id)), m.width))...)
+		if m.noteForm != nil {
+			bottom = append(bottom, strings.Split(m.noteForm.View(), "\n")...)
+		}
+		bottom = append(bottom, m.keyHelp([][2]string{{"enter", "deny with this note"}, {"esc", "deny without a note"}, {"ctrl+c", "quit (decides nothing)"}})...)
+	default:
+		if m.form != nil {
+			bottom = append(bottom, strings.Split(m.form.View(), "\n")...)
+		}
+		bottom = append(bottom, m.keyHelp([][2]string{
+			{"a", "allow once"}, {"s", "allow for this session"}, {"d", "deny"},
+			{"↑/↓ enter", "choose (Deny is preselected)"}, {"PgUp/PgDn", "scroll"},
+			{"g", "session grants"}, {"q", "quit (decides nothing)"},
+		})...)
+		hint := ""
+		if m.guarded() {
+			left := m.shownAt.Add(m.cfg.guard).Sub(m.cfg.now())
+			hint = st.warn.Render(fmt.Sprintf("(keys enabled in %s)", guardText(roundUp(left))))
+		}
+		bottom = append(bottom, hint)
+	}
+	return top, body, bottom
+}
+
+// roundUp rounds d up to a tenth of a second, so the hint never says 0.0s
+// while keys are still dropped.
+func roundUp(d time.Duration) time.Duration {
+	const tenth = 100 * time.Millisecond
+	return (d + tenth - 1) / tenth * tenth
+}
+
+func (m *model) countdown(deadline time.Time) string {
+	if deadline.IsZero() {
+		return "no deadline given"
+	}
+	left := deadline.Sub(m.cfg.now())
+	if left <= 0 {
+		return "timing out now"
+	}
+	return "times out in " + left.Round(time.Second).String()
+}
+
+func (m *model) keyHelp(keys [][2]string) []string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k[0] + " " + k[1]
+	}
+	return styled(m.st.dim, wrapText("keys: "+strings.Join(parts, " · "), m.width))
+}
+
+// grantsView renders the session grants and the highlighted one's details.
+func (m *model) grantsView() (top, body, bottom []string) {
+	st := m.st
+	top = append(top, "", st.bold.Render("SESSION GRANTS"))
+	top = append(top, wrapText("A grant lets the same request (pipeline, environment, directory, user, session and uid) run without asking until it expires.", m.width)...)
+	if m.grantForm == nil {
+		body = append(body, "", "no session grants")
+	} else {
+		body = append(body, strings.Split(m.grantForm.View(), "\n")...)
+		if g, ok := m.hoveredGrant(); ok {
+			body = append(body, "")
+			body = append(body, grantDetails(st, g, m.width, m.cfg.now())...)
+		}
+	}
+	bottom = append(bottom, m.separator())
+	bottom = append(bottom, m.keyHelp([][2]string{{"↑/↓", "choose"}, {"r", "revoke the highlighted grant"}, {"esc/g", "back"}, {"q", "quit"}})...)
+	return top, body, bottom
+}
+
+func grantDetails(st *styles, g approval.Grant, width int, now time.Time) []string {
+	l := newLines(st, width)
+	line, _ := render.CommandLine(g.Pipeline)
+	l.field("grant", esc(g.ID), nil)
+	l.field("command", line, &st.bold)
+	if g.Privileged {
+		l.field("runs", "as root", &st.danger)
+	} else {
+		l.field("runs", "unprivileged", nil)
+	}
+	l.field("cwd", esc(g.Cwd), nil)
+	keys := make([]string, len(g.EnvKeys))
+	for i, k := range g.EnvKeys {
+		keys[i] = esc(k)
+	}
+	if len(keys) > 0 {
+		l.field("env keys", strings.Join(keys, " "), nil)
+	}
+	l.field("session", esc(g.Session), nil)
+	l.field("uid", fmt.Sprint(g.UID), nil)
+	l.field("granted", fmt.Sprintf("%s by %s", g.Created.In(now.Location()).Format(time.DateTime), esc(g.By)), nil)
+	left := "expired"
+	if d := g.Expires.Sub(now); d > 0 {
+		left = "in " + d.Round(time.Second).String()
+	}
+	l.field("expires", fmt.Sprintf("%s (%s)", g.Expires.In(now.Location()).Format(time.DateTime), left), nil)
+	return l.out
+}
+
+// details renders everything the human is shown about s, wrapped to width,
+// and reports whether any of it had to be escaped. It is the one place that
+// turns a request into text, so the notice and the screen cannot disagree.
+func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
+	l := newLines(st, width)
+	escaped := false
+	note := func(e bool) {
+		escaped = escaped || e
+	}
+	e := func(s string) string {
+		out, x := render.Escape(s)
+		note(x)
+		return out
+	}
+	q := func(s string) string {
+		out, x := render.Quote(s)
+		note(x)
+		return out
+	}
+
+	line, x := render.CommandLine(s.Pipeline)
+	note(x)
+	l.field("command", line, &st.bold)
+	for i, stage := range s.Pipeline {
+		var b strings.Builder
+		if i < len(s.Programs) && s.Programs[i] != "" {
+			// "/usr/sbin/iptables -> /usr/sbin/xtables-legacy-multi"
+			for j, p := range strings.Split(s.Programs[i], " -> ") {
+				if j > 0 {
+					b.WriteString(" -> ")
+				}
+				b.WriteString(q(p))
+			}
+		} else if len(stage) > 0 {
+			b.WriteString(q(stage[0]) + " (the daemon did not say which program runs)")
+		}
+		for _, arg := range stage[min(1, len(stage)):] {
+			b.WriteString(" " + q(arg))
+		}
+		l.field(fmt.Sprintf("stage %d", i+1), b.String(), nil)
+	}
+	switch {
+	case s.Privileged:
+		l.field("runs", "as root", &st.danger)
+	case s.RunAs != "":
+		l.field("runs", "as "+e(s.RunAs)+" (unprivileged)", nil)
+	default:
+		l.field("runs", fmt.Sprintf("unprivileged, as uid %d", s.Peer.UID), nil)
+	}
+	if s.ForwardAgent {
+		l.field("ssh agent", sshWarning, &st.warn)
+	}
+	l.field("cwd", e(s.Cwd), nil)
+	for i, k := range slices.Sorted(maps.Keys(s.Env)) {
+		label := ""
+		if i == 0 {
+			label = "env"
+		}
+		l.field(label, e(k)+"="+q(s.Env[k]), nil)
+	}
+	// The reason is free text: each of its lines is shown on a line of its
+	// own rather than as \n.
+	for i, part := range strings.Split(s.Reason, "\n") {
+		label := ""
+		if i == 0 {
+			label = "reason"
+		}
+		l.field(label, e(part), nil)
+	}
+	l.field("session", e(s.Session), nil)
+	l.field("host", e(s.Host), nil)
+	l.field("id", e(s.ID), nil)
+	l.field("time", fmt.Sprintf("sent %s by the agent's clock · received %s · deadline %s",
+		fmtTime(s.Time), clock(s.Received), clock(s.Deadline)), nil)
+	peer := fmt.Sprintf("uid %d", s.Peer.UID)
+	if s.Peer.User != "" {
+		peer += " (" + e(s.Peer.User) + ")"
+	}
+	peer += fmt.Sprintf(" · pid %d · exe %s", s.Peer.PID, e(s.Peer.Exe))
+	l.field("requester", peer, nil)
+	return l.out, escaped
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.Local().Format("2006-01-02 15:04:05 MST")
+}
+
+// clock formats a daemon time of day, local.
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.Local().Format(time.TimeOnly)
+}
+
+// lines lays out labelled values: the label in a column of its own, the
+// value wrapped beside it, and every continuation line marked with ↪ in the
+// label column, where the request cannot write. On a narrow terminal the
+// label goes on a line of its own.
+type lines struct {
+	st     *styles
+	width  int
+	labelW int
+	out    []string
+}
+
+const labelWidth = 11
+
+func newLines(st *styles, width int) *lines {
+	l := &lines{st: st, width: width, labelW: labelWidth}
+	if width > 0 && width < 40 {
+		l.labelW = 0
+	}
+	return l
+}
+
+// field adds one value, already escaped (or our own text), under label.
+func (l *lines) field(label, value string, style *lipgloss.Style) {
+	indent := l.labelW
+	if indent == 0 {
+		if label != "" {
+			l.out = append(l.out, l.st.label.Render(label))
+		}
+		indent = 2
+	}
+	vw := 0 // width <= 0: one line, for requestEscapes
+	if l.width > 0 {
+		vw = max(l.width-indent-1, 8)
+	}
+	for i, part := range render.Wrap(value, vw) {
+		var prefix string
+		switch {
+		case i > 0:
+			prefix = strings.Repeat(" ", indent-2) + l.st.cont.Render("↪ ")
+		case l.labelW > 0:
+			prefix = l.st.label.Render(fmt.Sprintf("%-*s", l.labelW, label))
+		default:
+			prefix = strings.Repeat(" ", indent)
+		}
+		if style != nil {
+			part = style.Render(part)
+		}
+		l.out = append(l.out, prefix+part)
+	}
+}
+
+// wrapText wraps the console's own text (which may include escaped
+// strings) to the terminal, leaving the last column free.
+func wrapText(s string, width int) []string {
+	return render.Wrap(s, max(width-1, 10))
+}
+
+func styled(s lipgloss.Style, lines []string) []string {
+	for i, l := range lines {
+		lines[i] = s.Render(l)
+	}
+	return lines
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// clampScroll keeps the body's scroll position within the body.
+func (m *model) clampScroll() {
+	top, body, bottom := m.layout()
+	avail := m.bodyHeight(len(top), len(bottom))
+	maxScroll := 0
+	if len(body) > avail {
+		maxScroll = len(body) - (avail - 1)
+	}
+	m.scroll = min(max(m.scroll, 0), maxScroll)
+}
+
+// scrollBy scrolls the body by a page (±1) or to an end (±2).
+func (m *model) scrollBy(n int) {
+	top, _, bottom := m.layout()
+	page := max(m.bodyHeight(len(top), len(bottom))-2, 1)
+	switch n {
+	case -2:
+		m.scroll = 0
+	case 2:
+		m.scroll = 1 << 30
+	default:
+		m.scroll += n * page
+	}
+	m.clampScroll()
+}

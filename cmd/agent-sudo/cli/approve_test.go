@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-sudo/agent-sudo/approval/console"
+)
+
+// fakeApprove records what approve did with its dependencies.
+type fakeApprove struct {
+	euid     int
+	terminal bool
+	dialErr  error
+	runErr   error
+	dialed   string
+	ran      bool
+}
+
+func (f *fakeApprove) deps() approveDeps {
+	return approveDeps{
+		geteuid:  func() int { return f.euid },
+		terminal: func(io.Reader, io.Writer) bool { return f.terminal },
+		dial: func(_ context.Context, path string) (net.Conn, error) {
+			f.dialed = path
+			if f.dialErr != nil {
+				return nil, f.dialErr
+			}
+			a, b := net.Pipe()
+			b.Close()
+			return a, nil
+		},
+		run: func(_ context.Context, conn net.Conn, _ io.Reader, _ io.Writer) error {
+			f.ran = true
+			conn.Close()
+			return f.runErr
+		},
+	}
+}
+
+func runApprove(ctx context.Context, f *fakeApprove, env map[string]string, args ...string) result {
+	var stdout, stderr bytes.Buffer
+	inv := &invocation{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }}
+	code := approve(ctx, inv, args, f.deps())
+	return result{code, stdout.String(), stderr.String()}
+}
+
+func TestApprove(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name       string
+		ctx        context.Context
+		fake       fakeApprove
+		env        map[string]string
+		args       []string
+		wantCode   int
+		wantStderr string // exact
+		wantDialed string
+		wantRan    bool
+	}{
+		{name: "quit", fake: fakeApprove{terminal: true}, wantCode: 0,
+			wantDialed: "/run/agent-sudo/approver.sock", wantRan: true},
+		{name: "flag", fake: fakeApprove{terminal: true}, args: []string{"--approver-socket", "/tmp/a.sock"},
+			wantDialed: "/tmp/a.sock", wantRan: true},
+		{name: "env", fake: fakeApprove{terminal: true}, env: map[string]string{envApproverSocket: "/tmp/e.sock"},
+			wantDialed: "/tmp/e.sock", wantRan: true},
+		{name: "flag beats env", fake: fakeApprove{terminal: true}, env: map[string]string{envApproverSocket: "/tmp/e.sock"},
+			args: []string{"-approver-socket=/tmp/f.sock"}, wantDialed: "/tmp/f.sock", wantRan: true},
+		{name: "not root", fake: fakeApprove{euid: 1000, terminal: true}, wantCode: 77,
+			wantStderr: "agent-sudo: approve must run as root, e.g. sudo agent-sudo approve\n"},
+		{name: "not a terminal", fake: fakeApprove{}, wantCode: 2,
+			wantStderr: "agent-sudo: approve needs a terminal on stdin and stdout: run it in an interactive shell, not in a pipe or a script\n"},
+		{name: "unknown flag", fake: fakeApprove{terminal: true}, args: []string{"--socket", "x"}, wantCode: 2,
+			wantStderr: "agent-sudo: approve: flag provided but not defined: -socket; see 'agent-sudo help approve'\n"},
+		{name: "argument", fake: fakeApprove{terminal: true}, args: []string{"now"}, wantCode: 2,
+			wantStderr: "agent-sudo: approve: unexpected argument \"now\"; see 'agent-sudo help approve'\n"},
+		{name: "unreachable", fake: fakeApprove{terminal: true, dialErr: errors.New("connect to the approver socket /x: no such file or directory")},
+			wantCode: 69, wantDialed: "/run/agent-sudo/approver.sock",
+			wantStderr: "agent-sudo: approve: cannot reach agent-sudod: connect to the approver socket /x: no such file or directory; is the daemon running? (systemctl status agent-sudo)\n"},
+		{name: "daemon went away", fake: fakeApprove{terminal: true, runErr: fmt.Errorf("%w: EOF", console.ErrDisconnected)},
+			wantCode: 69, wantDialed: "/run/agent-sudo/approver.sock", wantRan: true,
+			wantStderr: "agent-sudo: approve: lost agent-sudod: agent-sudod closed the approver channel: EOF; is the daemon running? (systemctl status agent-sudo)\n"},
+		{name: "refused", fake: fakeApprove{terminal: true, runErr: errors.New("agent-sudod refused this console: no\x1b[2J")},
+			wantCode: 70, wantDialed: "/run/agent-sudo/approver.sock", wantRan: true,
+			wantStderr: "agent-sudo: approve: agent-sudod refused this console: no\\x1b[2J\n"},
+		{name: "interrupted", ctx: cancelled, fake: fakeApprove{terminal: true, runErr: context.Canceled},
+			wantCode: 130, wantDialed: "/run/agent-sudo/approver.sock", wantRan: true,
+			wantStderr: "agent-sudo: approve: interrupted; nothing was decided by quitting\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := tt.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			f := tt.fake
+			got := runApprove(ctx, &f, tt.env, tt.args...)
+			if got.code != tt.wantCode || got.stderr != tt.wantStderr || got.stdout != "" {
+				t.Errorf("approve %q = %d\nstdout %q\nstderr %q\nwant %d, stderr %q", tt.args, got.code, got.stdout, got.stderr, tt.wantCode, tt.wantStderr)
+			}
+			if f.dialed != tt.wantDialed || f.ran != tt.wantRan {
+				t.Errorf("dialed %q ran %v, want %q %v", f.dialed, f.ran, tt.wantDialed, tt.wantRan)
+			}
+		})
+	}
+}
+
+func TestApproveHelp(t *testing.T) {
+	got := runCLI(context.Background(), map[string]string{envApproverSocket: "/tmp/x.sock"}, "help", "approve")
+	for _, want := range []string{
+		"usage: sudo agent-sudo approve [--approver-socket PATH]\n",
+		"  --approver-socket path\n    \tpath of agent-sudod's approver socket (env AGENT_SUDO_APPROVER_SOCKET) (default \"/tmp/x.sock\")\n",
+		"  a          allow once\n",
+		"  77   not run as root\n",
+	} {
+		if !strings.Contains(got.stdout, want) {
+			t.Errorf("help approve:\n%s\nwant it to contain %q", got.stdout, want)
+		}
+	}
+	if got := runCLI(context.Background(), nil, "approve", "-h"); got.code != 0 || !strings.Contains(got.stdout, "usage: sudo agent-sudo approve") {
+		t.Errorf("approve -h = %d %q %q", got.code, got.stdout, got.stderr)
+	}
+	if got := runCLI(context.Background(), nil, "help"); !strings.Contains(got.stdout, "approve") {
+		t.Errorf("help does not list approve:\n%s", got.stdout)
+	}
+}
+
+// TestApproveNeedsATerminal runs the real dependencies: the test's stdin
+// is a string, not a terminal (or, for a non-root run, the root check
+// comes first).
+func TestApproveNeedsATerminal(t *testing.T) {
+	got := runCLI(context.Background(), nil, "approve")
+	want := "agent-sudo: approve needs a terminal on stdin and stdout: run it in an interactive shell, not in a pipe or a script\n"
+	if os.Geteuid() != 0 {
+		want = "agent-sudo: approve must run as root, e.g. sudo agent-sudo approve\n"
+	}
+	if got.code == 0 || got.stderr != want {
+		t.Errorf("approve without a terminal = %d %q, want %q", got.code, got.stderr, want)
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f, f) || isTerminal(strings.NewReader(""), io.Discard) {
+		t.Errorf("a file or a buffer counts as a terminal")
+	}
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// statusMain is "agent-sudo status": is the daemon up, and may I use it?
+func statusMain(ctx context.Context, inv *invocation, args []string) int {
+	fset := flag.NewFlagSet("status", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	socket := inv.getenv(envSocket)
+	if socket == "" {
+		socket = client.DefaultSocket
+	}
+	fset.StringVar(&socket, "socket", socket, "`path` of agent-sudod's socket (env "+envSocket+")")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return inv.showHelp(statusHelp)
+		}
+		return inv.fail(exitUsage, "status: %v; run 'agent-sudo help status'", err)
+	}
+	if fset.NArg() > 0 {
+		return inv.fail(exitUsage, "status: unexpected argument %q", fset.Arg(0))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := client.New(socket).Ping(ctx)
+	switch {
+	case errors.Is(err, client.ErrUnreachable) && errors.Is(err, fs.ErrPermission):
+		return inv.fail(exitUnavailable, "agent-sudod's socket %s exists but your user may not open it; ask an administrator to add you to its group (ls -l %s)", socket, socket)
+	case errors.Is(err, client.ErrUnreachable):
+		return inv.fail(exitUnavailable, "agent-sudod is not reachable at %s: %v; is it running? (systemctl status agent-sudo)", socket, errors.Unwrap(err))
+	case err != nil:
+		return inv.fail(exitSoftware, "status: %v", err)
+	}
+	switch resp.Status {
+	case proto.StatusOK:
+		msg := resp.Message
+		if msg == "" {
+			msg = "agent-sudod " + resp.Version + " is up and you may use it"
+		}
+		if _, err := fmt.Fprintf(inv.stdout, "%s (socket %s)\n", visible(msg), visible(socket)); err != nil {
+			return inv.fail(exitIO, "write status: %v", err)
+		}
+		return 0
+	case proto.StatusError:
+		if strings.HasPrefix(resp.Message, "not allowed") {
+			return inv.fail(exitDenied, "agent-sudod is up at %s, but %s", socket, resp.Message)
+		}
+	}
+	return inv.fail(exitSoftware, "agent-sudod at %s answered %s: %s", socket, resp.Status, resp.Message)
+}
+
+func statusHelp(_ *invocation, w io.Writer) error {
+	_, err := io.WriteString(w, `usage: agent-sudo status [--socket PATH]
+
+Asks agent-sudod whether it is up and whether you may use it. Nothing is run
+and no approval is needed.
+
+flags:
+  --socket PATH   agent-sudod's socket (default /run/agent-sudo/agent-sudo.sock,
+                  env AGENT_SUDO_SOCKET)
+
+exit status:
+  0    the daemon is up and you may use it
+  69   the daemon cannot be reached, or you may not open its socket
+  70   the daemon answered something unexpected
+  77   the daemon is up but does not serve your user
+`)
+	return err
+}

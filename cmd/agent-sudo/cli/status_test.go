@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/client/clienttest"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+func TestStatus(t *testing.T) {
+	tests := []struct {
+		name       string
+		resp       *proto.Response
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"up and allowed", &proto.Response{Status: proto.StatusOK, Version: "v1", Message: "agent-sudod v1 is up and user alice may use it"},
+			0, "agent-sudod v1 is up and user alice may use it (socket %SOCK%)\n", ""},
+		{"up, not allowed", &proto.Response{Status: proto.StatusError, Message: "not allowed: user bob (uid 1001) may not use agent-sudo; ask"},
+			77, "", "agent-sudo: agent-sudod is up at %SOCK%, but not allowed: user bob (uid 1001) may not use agent-sudo; ask\n"},
+		{"hostile message is escaped", &proto.Response{Status: proto.StatusOK, Version: "v1", Message: "up\x1b[2J\u202e"},
+			0, "up\\x1b[2J\\u202e (socket %SOCK%)\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := clienttest.NewServer(t, clienttest.Respond(func(req *proto.Request) *proto.Response {
+				if req.Action != proto.ActionPing {
+					t.Errorf("status sent action %q, want ping", req.Action)
+				}
+				r := *tt.resp
+				r.ID = req.ID
+				return &r
+			}))
+			got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "status")
+			want := func(s string) string { return strings.ReplaceAll(s, "%SOCK%", srv.Socket) }
+			if got.code != tt.wantCode || got.stdout != want(tt.wantStdout) || got.stderr != want(tt.wantStderr) {
+				t.Errorf("status = %d\nstdout %q\nstderr %q\nwant %d\nstdout %q\nstderr %q", got.code, got.stdout, got.stderr,
+					tt.wantCode, want(tt.wantStdout), want(tt.wantStderr))
+			}
+		})
+	}
+	t.Run("unreachable", func(t *testing.T) {
+		sock := t.TempDir() + "/none.sock"
+		got := runCLI(context.Background(), map[string]string{envSocket: sock}, "status")
+		if got.code != 69 || !strings.Contains(got.stderr, "agent-sudod is not reachable at "+sock) {
+			t.Errorf("status = %d %q", got.code, got.stderr)
+		}
+	})
+	t.Run("bad argument", func(t *testing.T) {
+		got := runCLI(context.Background(), nil, "status", "extra")
+		if got.code != 2 || got.stderr != "agent-sudo: status: unexpected argument \"extra\"\n" {
+			t.Errorf("status = %d %q", got.code, got.stderr)
+		}
+	})
+}
+
+func TestRunWaitNotice(t *testing.T) {
+	srv := clienttest.NewServer(t, clienttest.Respond(func(req *proto.Request) *proto.Response {
+		time.Sleep(waitNoticeDelay + 300*time.Millisecond)
+		return &proto.Response{ID: req.ID, Status: proto.StatusOK, Stages: []proto.Stage{{}}, Stdout: []byte("done\n")}
+	}))
+	got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "true")
+	if got.code != 0 || got.stdout != "done\n" {
+		t.Fatalf("run = %d %q %q", got.code, got.stdout, got.stderr)
+	}
+	if !strings.Contains(got.stderr, "agent-sudo: waiting for agent-sudod to answer request ") ||
+		!strings.Contains(got.stderr, "it may need a human's approval, or the command is still running\n") {
+		t.Errorf("no waiting notice on stderr: %q", got.stderr)
+	}
+
+	quick := clienttest.NewServer(t, clienttest.Respond(func(req *proto.Request) *proto.Response {
+		return &proto.Response{ID: req.ID, Status: proto.StatusOK, Stages: []proto.Stage{{}}}
+	}))
+	if got := runCLI(context.Background(), map[string]string{envSocket: quick.Socket}, "run", "true"); got.stderr != "" {
+		t.Errorf("a quick answer printed %q", got.stderr)
+	}
+}
