@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agent-sudo/agent-sudo/proto"
 )
 
 // EnvError is a request variable that the environment policy refuses. The
@@ -221,24 +223,10 @@ func ValidSecurePath(p string) error {
 	return nil
 }
 
-// validEnvName reports whether name is a portable variable name: letters,
-// digits and '_', not starting with a digit. This also keeps names free of
-// '=', ',' and NUL, which the runner and sudo's --preserve-env rely on.
-func validEnvName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
-		case '0' <= c && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validEnvName is proto.ValidEnvName: letters, digits and '_', not starting
+// with a digit. The runner relies on it to keep names free of '=', ',' and
+// NUL, which sudo's --preserve-env list would misread.
+func validEnvName(name string) bool { return proto.ValidEnvName(name) }
 
 // denyRule refuses a variable name, or every name with a prefix when pattern
 // ends in '*'. Patterns are upper case and compared with the upper-cased
