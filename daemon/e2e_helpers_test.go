@@ -123,6 +123,8 @@ type daemonConfig struct {
 	approvalTimeout string
 	commandTimeout  string
 	maxConnections  int
+	// auditLog replaces the default audit log (dir/audit.jsonl).
+	auditLog string
 	// env is added to the daemon's environment.
 	env []string
 	// activate, when set, is called with the socket path and returns a
@@ -171,6 +173,9 @@ func startDaemon(t testing.TB, c daemonConfig) *testDaemon {
 		c.maxConnections = 64
 	}
 	socket := filepath.Join(dir, "run", "agent-sudo.sock")
+	if c.auditLog == "" {
+		c.auditLog = filepath.Join(dir, "audit.jsonl")
+	}
 	cfg := fmt.Sprintf(`
 socket = %q
 socket_group = %q
@@ -185,7 +190,7 @@ shutdown_timeout = "5s"
 max_connections = %d
 %s
 %s
-`, socket, c.socketGroup, filepath.Join(dir, "run", "approver.sock"), filepath.Join(dir, "audit.jsonl"),
+`, socket, c.socketGroup, filepath.Join(dir, "run", "approver.sock"), c.auditLog,
 		c.exec, c.approvalTimeout, c.commandTimeout, c.maxConnections, c.extra, c.rules)
 	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {

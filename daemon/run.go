@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/audit"
 	"github.com/agent-sudo/agent-sudo/daemon/config"
 )
 
@@ -19,6 +23,34 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Audit == nil {
+		alog, err := audit.Open(cfg.AuditLog, audit.Options{EnvValues: cfg.AuditEnvValues, Journal: audit.SystemJournal(), Logger: log})
+		if err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
+		defer alog.Close()
+		opts.Audit = alog
+		// logrotate's postrotate sends SIGHUP; the log also notices a
+		// rename by itself before its next write.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		hupCtx := ctx
+		go func() {
+			for {
+				select {
+				case <-hupCtx.Done():
+					return
+				case <-hup:
+					if err := alog.Reopen(hupCtx); err != nil {
+						log.Error("audit log: reopen after SIGHUP failed", "err", err)
+					} else {
+						log.Info("audit log reopened")
+					}
+				}
+			}
+		}()
 	}
 	broker := approval.NewBroker(cfg.SessionGrantTTL, opts.Now)
 	if opts.Approver == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/approval/rules"
+	"github.com/agent-sudo/agent-sudo/audit"
 	"github.com/agent-sudo/agent-sudo/daemon/config"
 	"github.com/agent-sudo/agent-sudo/daemon/peercred"
 	"github.com/agent-sudo/agent-sudo/daemon/runner"
@@ -25,11 +26,14 @@ type Server struct {
 	cfg      *config.Config
 	rules    *rules.Engine
 	approver approval.Approver
+	audit    *audit.Log
 	auth     *authorizer
 	log      *slog.Logger
 	now      func() time.Time
 	replay   *replayCache
 	slots    chan struct{}
+	// waiting holds the connections waiting for a slot (see busyWait).
+	waiting chan struct{}
 	// sshAuthSock is the approving human's agent socket, handed only to
 	// unprivileged forward_agent requests.
 	sshAuthSock string
@@ -44,6 +48,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Approver decides requests no rule decides; nil means approval.Nobody.
 	Approver approval.Approver
+	// Audit is the audit log every request is recorded in; required.
+	Audit *audit.Log
 	// Now is the clock for freshness and replay checks; nil means time.Now.
 	Now func() time.Time
 	// SSHAuthSock is the socket forward_agent requests get; empty refuses them.
@@ -64,11 +70,15 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Audit == nil {
+		return nil, errors.New("no audit log: the daemon does not run commands it cannot record")
+	}
 	s := &Server{
-		cfg: cfg, rules: engine, approver: opts.Approver, auth: auth, log: opts.Logger,
+		cfg: cfg, rules: engine, approver: opts.Approver, audit: opts.Audit, auth: auth, log: opts.Logger,
 		now: opts.Now, sshAuthSock: opts.SSHAuthSock,
-		replay: newReplayCache(2 * cfg.MaxClockSkew),
-		slots:  make(chan struct{}, cfg.MaxConnections),
+		replay:  newReplayCache(2 * cfg.MaxClockSkew),
+		slots:   make(chan struct{}, cfg.MaxConnections),
+		waiting: make(chan struct{}, cfg.MaxConnections),
 	}
 	if s.approver == nil {
 		s.approver = approval.Nobody{}
@@ -118,8 +128,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			_ = c.Close()
 			continue
 		}
+		// A connection over max_connections waits up to busyWait for a
+		// slot before it is told "busy": a slot is freed only after its
+		// client has read the answer, so a client that sends its next
+		// request at once would otherwise be refused on a race. At most
+		// max_connections connections wait; beyond that, busy at once.
+		waits := false
 		select {
 		case s.slots <- struct{}{}:
+		case s.waiting <- struct{}{}:
+			waits = true
 		default:
 			s.refuseBusy(conn)
 			continue
@@ -127,12 +145,33 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
+			if waits && !s.waitForSlot() {
+				s.refuseBusy(conn)
+				return
+			}
 			defer func() { <-s.slots }()
 			s.handle(ctx, execCtx, conn)
 		}()
 	}
 	s.conns.Wait()
 	return acceptErr
+}
+
+// busyWait is how long a connection over max_connections waits for a slot.
+const busyWait = time.Second
+
+// waitForSlot gives up the caller's waiting place and reports whether it
+// got a slot within busyWait.
+func (s *Server) waitForSlot() bool {
+	defer func() { <-s.waiting }()
+	t := time.NewTimer(busyWait)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 func (s *Server) refuseBusy(conn *net.UnixConn) {
@@ -143,19 +182,26 @@ func (s *Server) refuseBusy(conn *net.UnixConn) {
 	s.log.Warn("refused connection: busy", "max_connections", cap(s.slots))
 }
 
-// handle serves one connection: one request, one response.
+// handle serves one connection: one request, one response. Every request
+// is audited: one that is refused before anyone is asked gets a single
+// refused record; one that is accepted gets its request record before it is
+// decided, its decision, and, when allowed, its exec record, durable before
+// the first stage starts, and its result. If a record cannot be written the
+// request goes no further. Audit writes use execCtx, which outlives a
+// shutdown, so the outcome of a request ended by shutdown is still recorded.
 func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 	defer conn.Close()
 	peer, err := peercred.Get(conn)
 	if err != nil {
 		s.log.Error("cannot identify peer", "err", err)
-		s.respond(conn, &proto.Response{Status: proto.StatusError, Message: "cannot read the peer's credentials; refusing the connection"})
+		msg := "cannot read the peer's credentials; refusing the connection"
+		s.refuse(execCtx, conn, audit.Refusal{Reason: msg}, &proto.Response{Status: proto.StatusError, Message: msg})
 		return
 	}
 	log := s.log.With("peer_uid", peer.UID, "peer_pid", peer.PID, "peer_exe", peer.Exe)
 	if reason := s.auth.check(peer); reason != "" {
 		log.Warn("refused unauthorised peer", "reason", reason)
-		s.respond(conn, &proto.Response{Status: proto.StatusError, Message: reason})
+		s.refuse(execCtx, conn, audit.Refusal{Peer: &peer, Reason: reason}, &proto.Response{Status: proto.StatusError, Message: reason})
 		return
 	}
 
@@ -166,34 +212,47 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 			err = fmt.Errorf("timed out after %s waiting for a complete request line", s.cfg.ReadTimeout)
 		}
 		log.Warn("refused request", "id", proto.IDOf(err), "err", err)
-		s.respond(conn, proto.ErrorResponse(err))
+		s.refuse(execCtx, conn, audit.Refusal{ID: proto.IDOf(err), Peer: &peer, Reason: err.Error()}, proto.ErrorResponse(err))
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	log = log.With("id", req.ID, "session", req.Session, "host", req.Host)
 
-	if req.Action == proto.ActionPing {
+	if req.Action == proto.ActionPing { // nothing runs, so nothing is audited
 		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusOK, Version: Version(),
 			Message: fmt.Sprintf("agent-sudod %s is up and user %s may use it", Version(), peer.User())})
 		return
 	}
+	refuseRequest := func(msg string) {
+		log.Warn("refused request", "err", msg)
+		s.refuse(execCtx, conn, audit.Refusal{ID: req.ID, Request: req, Peer: &peer, Reason: msg},
+			&proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg})
+	}
 	if !s.replay.firstUse(req.ID, s.now()) {
-		log.Warn("refused replayed request")
-		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusError, Message: fmt.Sprintf(
-			"request id %q was already used within the last %s; refusing it as a replay (send a fresh id, or omit it)", req.ID, 2*s.cfg.MaxClockSkew)})
+		refuseRequest(fmt.Sprintf("request id %q was already used within the last %s; refusing it as a replay (send a fresh id, or omit it)",
+			req.ID, 2*s.cfg.MaxClockSkew))
 		return
 	}
-
 	p, err := s.plan(req, peer)
 	if err != nil {
-		log.Warn("refused request", "err", err)
-		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusError, Message: err.Error()})
+		refuseRequest(err.Error())
 		return
 	}
 	log.Info("request", "pipeline", p.display(), "run_as", p.target.Name, "reason", req.Reason)
+	trail, err := s.audit.Received(execCtx, req, peer)
+	if err != nil {
+		s.auditFailed(conn, log, req.ID, nil, err)
+		return
+	}
 
 	d := s.decide(ctx, conn, p)
 	log.Info("decision", "verdict", d.Verdict, "by", d.By)
+	if err := trail.Decided(execCtx, d); err != nil {
+		if d.Verdict != approval.Withdrawn {
+			s.auditFailed(conn, log, req.ID, trail, err)
+		}
+		return
+	}
 	switch d.Verdict {
 	case approval.Allow:
 	case approval.Deny:
@@ -209,13 +268,22 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 		return
 	}
 
+	spec := p.spec(s.cfg)
+	if err := trail.Started(execCtx, spec); err != nil {
+		s.auditFailed(conn, log, req.ID, trail, err)
+		return
+	}
 	// The command runs to completion even if the client hangs up now: a
 	// package manager killed half-way leaves the system broken, and the
-	// human approved the whole command. The result is still logged.
-	res, err := runner.Run(execCtx, p.spec(s.cfg))
+	// human approved the whole command. The result is still recorded.
+	res, err := runner.Run(execCtx, spec)
 	if err != nil {
 		log.Error("execution failed", "err", err)
-		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusError, Message: err.Error()})
+		resp := &proto.Response{ID: req.ID, Status: proto.StatusError, Message: err.Error()}
+		if aerr := trail.Finished(execCtx, resp, nil); aerr != nil {
+			log.Error("audit: result not recorded", "err", aerr)
+		}
+		s.respond(conn, resp)
 		return
 	}
 	defer res.Release() // after the response below is written
@@ -225,6 +293,34 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 		resp.Message = s.timeoutMessage(execCtx)
 	}
 	log.Info("result", "status", resp.Status, "exit_codes", exitCodes(res), "duration", res.Ended.Sub(res.Started))
+	// The command has run: a result that cannot be recorded is logged, and
+	// the client still gets its answer.
+	if err := trail.Finished(execCtx, resp, res); err != nil {
+		log.Error("audit: result not recorded", "err", err)
+	}
+	s.respond(conn, resp)
+}
+
+// refuse records a request refused before anyone was asked and answers it.
+// The answer goes out even if the record cannot be written: nothing runs
+// either way, and the client should learn why.
+func (s *Server) refuse(ctx context.Context, conn *net.UnixConn, r audit.Refusal, resp *proto.Response) {
+	if err := s.audit.Refused(ctx, r); err != nil {
+		s.log.Error("audit: refusal not recorded", "id", r.ID, "err", err)
+	}
+	s.respond(conn, resp)
+}
+
+// auditFailed answers a request that cannot go on because its audit record
+// is not durable. Nothing has run. trail, when set, gets a best-effort
+// result record so the log says how the request ended if it can.
+func (s *Server) auditFailed(conn *net.UnixConn, log *slog.Logger, id string, trail *audit.Trail, err error) {
+	log.Error("audit log unavailable; request not run", "err", err)
+	resp := &proto.Response{ID: id, Status: proto.StatusError,
+		Message: "audit log unavailable: " + err.Error() + "; nothing was run"}
+	if trail != nil {
+		_ = trail.Finished(context.Background(), resp, nil)
+	}
 	s.respond(conn, resp)
 }
 

@@ -90,6 +90,7 @@ func commands() []command {
 		{name: "run", summary: "ask agent-sudod to run a command or a pipeline", run: runMain, help: runHelp},
 		{name: "status", summary: "tell whether agent-sudod is up and you may use it", run: statusMain, help: statusHelp},
 		{name: "approve", summary: "as root, approve or deny the requests waiting for a human", run: approveMain, help: approveHelp},
+		{name: "audit", summary: "list and verify the audit log: what ran, who decided, what came out", run: auditMain, help: auditHelp},
 		{name: "help", summary: "show help for agent-sudo or one of its commands", run: helpMain, help: mainHelp},
 	}
 }
