@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -155,13 +156,26 @@ func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.
 		Stages:          []ResultStage{},
 		StdoutBytes:     len(resp.Stdout),
 		StdoutTruncated: resp.StdoutTruncated,
-		StdoutSHA256:    hashValue(resp.Stdout),
 	}
-	for _, st := range resp.Stages {
+	// The runner hashed the output as it read it; hashing 16 MiB again
+	// here would delay the answer.
+	ranHashes := res != nil && len(res.Stages) == len(resp.Stages)
+	if ranHashes {
+		r.StdoutSHA256 = hex.EncodeToString(res.StdoutSHA256[:])
+	} else {
+		r.StdoutSHA256 = hashValue(resp.Stdout)
+	}
+	for i, st := range resp.Stages {
+		sum := ""
+		if ranHashes {
+			sum = hex.EncodeToString(res.Stages[i].StderrSHA256[:])
+		} else {
+			sum = hashValue(st.Stderr)
+		}
 		r.ExitCodes = append(r.ExitCodes, st.ExitCode)
 		r.Stages = append(r.Stages, ResultStage{
 			ExitCode: st.ExitCode, StderrBytes: len(st.Stderr),
-			StderrTruncated: st.StderrTruncated, StderrSHA256: hashValue(st.Stderr),
+			StderrTruncated: st.StderrTruncated, StderrSHA256: sum,
 		})
 	}
 	if res != nil && !res.Started.IsZero() {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -106,7 +108,9 @@ match = ["rm", "**"]
 	// The exec record of the allowed request names the resolved program,
 	// and env values are hashed by default.
 	code, out, _ = auditCLI("audit", "show", "--json", "--log", logPath, "a-ok")
-	if code != 0 || !strings.Contains(out, `"/usr/bin/echo"`) || !strings.Contains(out, `"LANG":"sha256:`) || strings.Contains(out, "C.UTF-8") {
+	helloSum := sha256.Sum256([]byte("hello\n"))
+	if code != 0 || !strings.Contains(out, `"/usr/bin/echo"`) || !strings.Contains(out, `"LANG":"sha256:`) || strings.Contains(out, "C.UTF-8") ||
+		!strings.Contains(out, hex.EncodeToString(helloSum[:])) {
 		t.Errorf("audit show a-ok: %d\n%s", code, out)
 	}
 

@@ -107,6 +107,8 @@ type StageResult struct {
 	Stderr []byte
 	// StderrTruncated is set when stderr was longer than Spec.MaxOutput.
 	StderrTruncated bool
+	// StderrSHA256 is the SHA-256 of Stderr, computed as it was read.
+	StderrSHA256 [32]byte
 }
 
 // Result is the outcome of a pipeline that was started.
@@ -118,6 +120,8 @@ type Result struct {
 	Stdout []byte
 	// StdoutTruncated is set when stdout was longer than Spec.MaxOutput.
 	StdoutTruncated bool
+	// StdoutSHA256 is the SHA-256 of Stdout, computed as it was read.
+	StdoutSHA256 [32]byte
 	// TimedOut is set when the timeout elapsed or the context was cancelled
 	// before every stage had exited; the stages were then killed. The caller
 	// tells the two apart with ctx.Err().
@@ -347,9 +351,9 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 		} else {
 			res.Stages[i].ExitCode = exitCode(st)
 		}
-		res.Stages[i].Stderr, res.Stages[i].StderrTruncated = p.stderrs[i].result()
+		res.Stages[i].Stderr, res.Stages[i].StderrTruncated, res.Stages[i].StderrSHA256 = p.stderrs[i].result()
 	}
-	res.Stdout, res.StdoutTruncated = p.stdout.result()
+	res.Stdout, res.StdoutTruncated, res.StdoutSHA256 = p.stdout.result()
 	res.release = p.releaseCaptures
 	p.awaitGroupsGone()
 	res.Ended = time.Now()

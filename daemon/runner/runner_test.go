@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"os/exec"
@@ -941,9 +942,12 @@ func TestCapture(t *testing.T) {
 		for _, w := range tt.writes {
 			c.add([]byte(w))
 		}
-		got, truncated := c.result()
+		got, truncated, sum := c.result()
 		if string(got) != tt.want || truncated != tt.truncated {
 			t.Errorf("max %d writes %q: got %q %v, want %q %v", tt.max, tt.writes, got, truncated, tt.want, tt.truncated)
+		}
+		if sum != sha256.Sum256([]byte(tt.want)) {
+			t.Errorf("max %d writes %q: hash of the kept bytes is wrong", tt.max, tt.writes)
 		}
 		if cap(got) > tt.max {
 			t.Errorf("max %d: capacity %d", tt.max, cap(got))
