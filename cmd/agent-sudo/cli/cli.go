@@ -91,6 +91,8 @@ func commands() []command {
 		{name: "status", summary: "tell whether agent-sudod is up and you may use it", run: statusMain, help: statusHelp},
 		{name: "approve", summary: "as root, approve or deny the requests waiting for a human", run: approveMain, help: approveHelp},
 		{name: "audit", summary: "list and verify the audit log: what ran, who decided, what came out", run: auditMain, help: auditHelp},
+		{name: "mcp", summary: "serve agent-sudo to a coding agent as an MCP server on stdio", run: mcpMain, help: mcpHelp},
+		{name: "shim", summary: "install a sudo shim that sends sudo commands to agent-sudod", run: shimMain, help: shimHelp},
 		{name: "help", summary: "show help for agent-sudo or one of its commands", run: helpMain, help: mainHelp},
 	}
 }

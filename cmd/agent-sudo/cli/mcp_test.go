@@ -1,0 +1,803 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/client/clienttest"
+	"github.com/agent-sudo/agent-sudo/proto"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestDefaultSession(t *testing.T) {
+	tests := []struct{ parent, cwd, want string }{
+		{"claude", "/home/me/src/myproject", "claude-myproject"},
+		{"codex", "/work/My Project", "codex-my-project"},
+		{"node", "/", "node"},
+		{"", "/srv/app", "app"},
+		{"", "", "mcp"},
+		{"", "/", "mcp"},
+		{"Cursor Helper (Plugin)", "/tmp/x.y_z", "cursor-helper-plugin-x.y_z"},
+		{"\x1b[31mevil", "/tmp/..", "31mevil"},
+		{"a", "/" + strings.Repeat("b", 200), "a-" + strings.Repeat("b", 64)},
+		{"..", "/tmp/...", "mcp"},
+	}
+	for _, tt := range tests {
+		if got := defaultSession(tt.parent, tt.cwd); got != tt.want {
+			t.Errorf("defaultSession(%q, %q) = %q, want %q", tt.parent, tt.cwd, got, tt.want)
+		}
+	}
+}
+
+func TestMCPUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-output", "0"}, "agent-sudo: mcp: --max-output 0 must be greater than zero\n"},
+		{[]string{"--max-output", "lots"}, "agent-sudo: mcp: invalid value \"lots\" for flag -max-output: parse error; see 'agent-sudo help mcp'\n"},
+		{[]string{"--progress-interval", "0s"}, "agent-sudo: mcp: --progress-interval 0s must be greater than zero\n"},
+		{[]string{"--nope"}, "agent-sudo: mcp: flag provided but not defined: -nope; see 'agent-sudo help mcp'\n"},
+		{[]string{"extra"}, "agent-sudo: mcp: unexpected argument \"extra\": mcp takes only flags; see 'agent-sudo help mcp'\n"},
+		{[]string{"--session", strings.Repeat("s", 257)}, "agent-sudo: mcp: --session is 257 bytes; at most 256 are allowed\n"},
+	}
+	for _, tt := range tests {
+		got := runCLI(context.Background(), nil, append([]string{"mcp"}, tt.args...)...)
+		if got.code != exitUsage || got.stderr != tt.want || got.stdout != "" {
+			t.Errorf("mcp %q = %d, stdout %q, stderr %q; want 2 and %q", tt.args, got.code, got.stdout, got.stderr, tt.want)
+		}
+	}
+	got := runCLI(context.Background(), nil, "mcp", "--help")
+	if got.code != 0 || !strings.Contains(got.stdout, "usage: agent-sudo mcp [flags]") || !strings.Contains(got.stdout, "--max-output bytes") {
+		t.Errorf("mcp --help = %d, %q", got.code, got.stdout)
+	}
+}
+
+// mcpInProcess runs "agent-sudo mcp args..." in-process over pipes and
+// connects an MCP client to it.
+func mcpInProcess(t *testing.T, env map[string]string, args ...string) *mcp.ClientSession {
+	t.Helper()
+	toServer, fromClient := io.Pipe()
+	toClient, fromServer := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(context.Background(), append([]string{"mcp"}, args...), toServer, fromServer, &stderr, func(k string) string { return env[k] })
+		fromServer.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).
+		Connect(context.Background(), &mcp.IOTransport{Reader: toClient, Writer: fromClient}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		select {
+		case code := <-done:
+			if code != 0 || stderr.Len() > 0 {
+				t.Errorf("mcp exited with %d when the client closed; stderr %q", code, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("mcp did not exit within 20s of the client closing its stdin")
+		}
+	})
+	return cs
+}
+
+func TestMCPInProcess(t *testing.T) {
+	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stdout: []byte("hi\n"), Stages: []proto.Stage{{}}})))
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		env         map[string]string
+		args        []string
+		session     string
+		host        string
+		wantSnippet string
+	}{
+		{"flags", nil, []string{"--socket", srv.Socket, "--session", "s-flag", "--host", "h1", "--max-output", "1"}, "s-flag", "h1", "stdout (3 bytes):\nh\n(truncated: 2 more bytes)\n"},
+		{"environment", map[string]string{envSocket: srv.Socket, envSession: "s-env"}, nil, "s-env", host, "stdout (3 bytes):\nhi\n"},
+		{"default session", map[string]string{envSocket: srv.Socket}, nil, defaultSession(parentProcessName(), workingDir()), host, "stdout (3 bytes):\nhi\n"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := mcpInProcess(t, tt.env, tt.args...)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"echo", "hi"}, "reason": "test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text := res.Content[0].(*mcp.TextContent).Text; res.IsError || !strings.Contains(text, tt.wantSnippet) {
+				t.Errorf("result (isError %v):\n%s\nwant it to contain %q", res.IsError, text, tt.wantSnippet)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != i+1 {
+				t.Fatalf("the daemon got %d requests, want %d", len(reqs), i+1)
+			}
+			if r := reqs[i]; r.Session != tt.session || r.Host != tt.host || r.Reason != "test" {
+				t.Errorf("request session %q, host %q, reason %q; want %q, %q, test", r.Session, r.Host, r.Reason, tt.session, tt.host)
+			}
+		})
+	}
+}
+
+func TestMCPInterrupted(t *testing.T) {
+	got := make(chan *proto.Request, 1)
+	closed := make(chan struct{}, 1)
+	srv := clienttest.NewServer(t, clienttest.Hang(got, closed))
+	toServer, fromClient := io.Pipe()
+	toClient, fromServer := io.Pipe()
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"mcp", "--socket", srv.Socket}, toServer, fromServer, &stderr, func(string) string { return "" })
+		fromServer.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).
+		Connect(context.Background(), &mcp.IOTransport{Reader: toClient, Writer: fromClient}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	callCtx, stopCall := context.WithCancel(context.Background())
+	defer stopCall()
+	go cs.CallTool(callCtx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"touch", "/x"}, "reason": "r"}})
+	select {
+	case <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the request did not reach the daemon")
+	}
+	cancel() // as SIGINT or SIGTERM does
+	select {
+	case code := <-done:
+		if want := "agent-sudo: mcp: interrupted; requests still waiting for approval were withdrawn\n"; code != exitInterrupted || stderr.String() != want {
+			t.Errorf("mcp = %d, stderr %q; want %d, %q", code, stderr.String(), exitInterrupted, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("mcp did not return within 20s of being interrupted")
+	}
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the connection to the daemon stayed open")
+	}
+}
+
+// End-to-end helpers: the real binaries, a real daemon. They need root, as
+// the daemon's own end-to-end tests do.
+
+func e2eRequireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end tests with a real agent-sudod need root; CI runs them as root")
+	}
+}
+
+// e2eBinaries builds agent-sudo and agent-sudod into a temporary directory
+// and returns their paths.
+func e2eBinaries(t *testing.T) (agentSudo, daemon string) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		"github.com/agent-sudo/agent-sudo/cmd/agent-sudo", "github.com/agent-sudo/agent-sudo/cmd/agent-sudod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "agent-sudo"), filepath.Join(dir, "agent-sudod")
+}
+
+// e2eDaemon is a running agent-sudod.
+type e2eDaemon struct {
+	dir, socket, approverSocket, logFile string
+}
+
+// e2eRules deny rm, ask for touch and allow everything else.
+const e2eRules = `
+[[rule]]
+name = "no rm"
+action = "deny"
+match = ["rm", "**"]
+
+[[rule]]
+name = "ask for touch"
+action = "ask"
+match = ["touch", "**"]
+
+[[rule]]
+name = "allow the rest"
+action = "allow"
+match = ["*", "**"]
+`
+
+// startE2EDaemon starts bin with a temporary configuration and stops it
+// when the test ends.
+func startE2EDaemon(t *testing.T, bin, approvalTimeout, rules string) *e2eDaemon {
+	t.Helper()
+	// A socket path may have at most 107 bytes; t.TempDir can be longer.
+	dir, err := os.MkdirTemp("", "asmcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d := &e2eDaemon{
+		dir:            dir,
+		socket:         filepath.Join(dir, "run", "agent-sudo.sock"),
+		approverSocket: filepath.Join(dir, "run", "approver.sock"),
+		logFile:        filepath.Join(dir, "daemon.log"),
+	}
+	cfg := fmt.Sprintf(`
+socket = %q
+socket_group = "root"
+approver_socket = %q
+audit_log = %q
+exec = "direct"
+approval_timeout = %q
+command_timeout = "20s"
+kill_grace = "1s"
+read_timeout = "2s"
+shutdown_timeout = "5s"
+%s
+`, d.socket, d.approverSocket, filepath.Join(dir, "audit.jsonl"), approvalTimeout, rules)
+	cfgPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := os.Create(d.logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	cmd := exec.Command(bin, "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "SSH_AUTH_SOCK=")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("agent-sudod did not exit within 20s of SIGTERM\n%s", d.logs())
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		select {
+		case err := <-exited:
+			t.Fatalf("agent-sudod exited during start-up: %v\n%s", err, d.logs())
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := client.New(d.socket).Ping(ctx)
+		cancel()
+		if err == nil {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent-sudod did not answer a ping within 30s: %v\n%s", err, d.logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (d *e2eDaemon) logs() string {
+	b, _ := os.ReadFile(d.logFile)
+	return string(b)
+}
+
+// e2eEnv is the environment of a child process: this one's without the
+// agent-sudo variables, plus extra.
+func e2eEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AGENT_SUDO_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// e2eConsole is a bare approver-channel client (docs/approver-protocol.md).
+type e2eConsole struct {
+	t    *testing.T
+	conn net.Conn
+	in   *bufio.Scanner
+}
+
+func dialE2EConsole(t *testing.T, d *e2eDaemon) *e2eConsole {
+	t.Helper()
+	conn, err := net.Dial("unix", d.approverSocket)
+	if err != nil {
+		t.Fatalf("dial the approver socket: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(nil, 4<<20)
+	c := &e2eConsole{t: t, conn: conn, in: sc}
+	if m := c.next(); m.Type != approval.MsgHello {
+		t.Fatalf("first message %+v, want hello", m)
+	}
+	if m := c.next(); m.Type != approval.MsgGrants {
+		t.Fatalf("second message %+v, want grants", m)
+	}
+	return c
+}
+
+func (c *e2eConsole) next() approval.Message {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if !c.in.Scan() {
+		c.t.Fatalf("approver channel: no message within 30s: %v", c.in.Err())
+	}
+	var m approval.Message
+	if err := json.Unmarshal(c.in.Bytes(), &m); err != nil {
+		c.t.Fatalf("approver channel: bad line %q: %v", c.in.Bytes(), err)
+	}
+	return m
+}
+
+// nextOf skips messages until one of type typ.
+func (c *e2eConsole) nextOf(typ string) approval.Message {
+	c.t.Helper()
+	for {
+		if m := c.next(); m.Type == typ {
+			return m
+		}
+	}
+}
+
+func (c *e2eConsole) send(m approval.Message) {
+	c.t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := c.conn.Write(append(b, '\n')); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// startMCP starts "bin mcp args..." in dir (if not empty) and connects an
+// MCP client to it over its stdin and stdout.
+func startMCP(t *testing.T, bin, dir string, opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
+	cmd.Env = e2eEnv()
+	cmd.Dir = dir
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent-sudo-e2e", Version: "v0"}, opts).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to %s mcp: %v", bin, err)
+	}
+	t.Cleanup(func() {
+		// Closing stdin ends the server: it must exit 0 and say nothing.
+		if err := cs.Close(); err != nil {
+			t.Errorf("agent-sudo mcp did not exit cleanly: %v", err)
+		}
+		stderr.Close()
+		if b, _ := os.ReadFile(stderr.Name()); len(b) > 0 {
+			t.Errorf("agent-sudo mcp wrote to stderr: %s", b)
+		}
+	})
+	return cs
+}
+
+// execute calls the execute tool and returns the result's text.
+func execute(t *testing.T, cs *mcp.ClientSession, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: args})
+	if err != nil {
+		t.Fatalf("execute %v: %v", args, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("execute %v: %d content blocks", args, len(res.Content))
+	}
+	return res.Content[0].(*mcp.TextContent).Text, res.IsError
+}
+
+func TestMCPE2E(t *testing.T) {
+	e2eRequireRoot(t)
+	bin, daemonBin := e2eBinaries(t)
+	quick := startE2EDaemon(t, daemonBin, "1s", e2eRules)
+	cs := startMCP(t, bin, "", nil, "--socket", quick.socket, "--session", "e2e-mcp")
+
+	t.Run("tools/list", func(t *testing.T) {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Tools) != 1 || res.Tools[0].Name != "execute" {
+			t.Fatalf("tools %+v", res.Tools)
+		}
+		props := res.Tools[0].InputSchema.(map[string]any)["properties"].(map[string]any)
+		for _, p := range []string{"argv", "pipeline", "reason"} {
+			if _, ok := props[p]; !ok {
+				t.Errorf("the input schema has no %s", p)
+			}
+		}
+	})
+
+	t.Run("allowed", func(t *testing.T) {
+		text, isError := execute(t, cs, map[string]any{"argv": []string{"echo", "hello world"}, "reason": "e2e"})
+		if isError || !containsAll(text, "status: ok (the command ran)\n", "exit code: 0\nstdout (12 bytes):\nhello world\nstderr: (empty)\n") {
+			t.Errorf("result (isError %v):\n%s", isError, text)
+		}
+	})
+
+	t.Run("pipeline", func(t *testing.T) {
+		text, isError := execute(t, cs, map[string]any{"pipeline": [][]string{{"echo", "hi"}, {"tr", "a-z", "A-Z"}}, "reason": "e2e"})
+		if isError || !containsAll(text, "exit codes: stage 1 (echo) 0, stage 2 (tr) 0", "stdout (3 bytes):\nHI\n") {
+			t.Errorf("result (isError %v):\n%s", isError, text)
+		}
+	})
+
+	t.Run("denied", func(t *testing.T) {
+		text, isError := execute(t, cs, map[string]any{"argv": []string{"rm", "-rf", "/nonexistent"}, "reason": "e2e"})
+		if !isError || !containsAll(text, "status: denied (the command did not run)\n", `message: denied by rule "no rm"`) {
+			t.Errorf("result (isError %v):\n%s", isError, text)
+		}
+	})
+
+	t.Run("timed out", func(t *testing.T) {
+		marker := filepath.Join(quick.dir, "timed-out")
+		text, isError := execute(t, cs, map[string]any{"argv": []string{"touch", marker}, "reason": "e2e"})
+		if !isError || !containsAll(text, "status: timeout (nobody approved the request in time; the command did not run)\n", "message: nobody approved the request within approval_timeout (1s)") {
+			t.Errorf("result (isError %v):\n%s", isError, text)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("the timed-out command ran")
+		}
+	})
+
+	t.Run("binary output", func(t *testing.T) {
+		text, isError := execute(t, cs, map[string]any{"argv": []string{"head", "-c", "64", "/dev/urandom"}, "reason": "e2e"})
+		m := regexp.MustCompile(`stdout \(64 bytes, not valid UTF-8 text, shown as base64\):\n([A-Za-z0-9+/=]+)\n`).FindStringSubmatch(text)
+		if isError || m == nil {
+			t.Fatalf("result (isError %v):\n%s", isError, text)
+		}
+		if b, err := base64.StdEncoding.DecodeString(m[1]); err != nil || len(b) != 64 {
+			t.Errorf("base64 %q decodes to %d bytes, %v", m[1], len(b), err)
+		}
+	})
+
+	t.Run("non-zero exit", func(t *testing.T) {
+		text, isError := execute(t, cs, map[string]any{"argv": []string{"ls", "/nonexistent-agent-sudo"}, "reason": "e2e"})
+		if !isError || !containsAll(text, "status: ok (the command ran)\n", "exit code: 2\n", "stderr (", "/nonexistent-agent-sudo") {
+			t.Errorf("result (isError %v):\n%s", isError, text)
+		}
+	})
+
+	t.Run("unprivileged in a directory", func(t *testing.T) {
+		text, isError := execute(t, cs, map[string]any{"argv": []string{"pwd"}, "reason": "e2e", "privileged": false, "cwd": quick.dir})
+		if isError || !containsAll(text, "stdout (", quick.dir+"\n") {
+			t.Errorf("result (isError %v):\n%s", isError, text)
+		}
+	})
+
+	// A daemon that waits long enough for a human.
+	slow := startE2EDaemon(t, daemonBin, "60s", e2eRules)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("cancelling the call withdraws the request", func(t *testing.T) {
+		console := dialE2EConsole(t, slow)
+		// The default session comes from the parent process (this test
+		// binary) and the working directory.
+		project := filepath.Join(t.TempDir(), "myproject")
+		if err := os.Mkdir(project, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cs := startMCP(t, bin, project, nil, "--socket", slow.socket)
+		marker := filepath.Join(slow.dir, "withdrawn")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"touch", marker}, "reason": "e2e cancel"}})
+			errc <- err
+		}()
+		p := console.nextOf(approval.MsgPending)
+		self, err := os.ReadFile("/proc/self/comm") // this process is the server's parent
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := defaultSession(strings.TrimSpace(string(self)), project)
+		if p.Request.Session != want || p.Request.Host != host || p.Request.Reason != "e2e cancel" {
+			t.Errorf("pending request: session %q, host %q, reason %q; want %q, %q, %q", p.Request.Session, p.Request.Host, p.Request.Reason, want, host, "e2e cancel")
+		}
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Errorf("CallTool returned %v, want context.Canceled", err)
+		}
+		if r := console.nextOf(approval.MsgResolved); r.ID != p.ID || r.Verdict != approval.Withdrawn {
+			t.Fatalf("after cancelling: %+v, want request %s withdrawn", r, p.ID)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("the withdrawn request ran")
+		}
+	})
+
+	t.Run("progress while waiting for approval", func(t *testing.T) {
+		console := dialE2EConsole(t, slow)
+		var mu sync.Mutex
+		var progress []*mcp.ProgressNotificationParams
+		got := make(chan struct{}, 100)
+		opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, req.Params)
+			mu.Unlock()
+			got <- struct{}{}
+		}}
+		cs := startMCP(t, bin, "", opts, "--socket", slow.socket, "--session", "e2e-progress", "--progress-interval", "200ms")
+		marker := filepath.Join(slow.dir, "approved")
+		params := &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"touch", marker}, "reason": "e2e progress"}}
+		params.SetProgressToken("e2e-token")
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			res, err := cs.CallTool(context.Background(), params)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		p := console.nextOf(approval.MsgPending)
+		for range 3 {
+			select {
+			case <-got:
+			case <-time.After(30 * time.Second):
+				t.Fatal("fewer than 3 progress notifications in 30s")
+			}
+		}
+		console.send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce})
+		res := <-done
+		if res == nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "status: ok (the command ran)\n") {
+			t.Fatalf("result after approval: %+v", res)
+		}
+		if _, err := os.Stat(marker); err != nil {
+			t.Errorf("the approved command did not run: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range progress {
+			if n.ProgressToken != "e2e-token" || !strings.HasPrefix(n.Message, "waiting for approval") {
+				t.Errorf("progress notification %+v", n)
+			}
+		}
+	})
+}
+
+// inspectorVersion is the MCP Inspector that test/mcp-inspector pins.
+const inspectorVersion = "2.12.0"
+
+// installInspector installs the pinned MCP Inspector with npm ci, once per
+// lockfile, into the user's cache directory, and returns the directory to
+// run npx in.
+func installInspector(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "..", "test", "mcp-inspector")
+	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := os.ReadFile(filepath.Join(src, "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(append(pkg, lock...))
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	final := filepath.Join(cache, "agent-sudo", "mcp-inspector-"+hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(filepath.Join(final, ".installed")); err == nil {
+		return final
+	}
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(final), "install-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	for name, b := range map[string][]byte{"package.json": pkg, "package-lock.json": lock} {
+		if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	// No install scripts: the CLI needs none. The Inspector declares a
+	// newer node than some distributions ship; its CLI runs on node 20.
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--engine-strict=false")
+	cmd.Dir = tmp
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci in a copy of %s: %v\n%s", src, err, out)
+	}
+	t.Logf("npm ci installed the MCP Inspector in %v", time.Since(start).Round(100*time.Millisecond))
+	if err := os.WriteFile(filepath.Join(tmp, ".installed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		// Another run installed it first.
+		if _, serr := os.Stat(filepath.Join(final, ".installed")); serr != nil {
+			t.Fatalf("move the installation into place: %v", err)
+		}
+	}
+	return final
+}
+
+// TestMCPInspector drives "agent-sudo mcp" with the MCP Inspector's CLI,
+// the reference client, against a real daemon.
+func TestMCPInspector(t *testing.T) {
+	e2eRequireRoot(t)
+	for _, tool := range []string{"node", "npm", "npx"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the MCP Inspector check needs node, npm and npx; %s is not in PATH (.ci/run installs them)", tool)
+		}
+	}
+	if os.Getenv("AGENT_SUDO_SKIP_INSPECTOR") != "" {
+		t.Skip("AGENT_SUDO_SKIP_INSPECTOR is set")
+	}
+	// The pinned Inspector declares node >= 22.19 but its CLI runs on node
+	// 20; Debian 12's node 18 cannot run it.
+	out, err := exec.Command("node", "--version").Output()
+	if err != nil {
+		t.Fatalf("node --version: %v", err)
+	}
+	var major int
+	if _, err := fmt.Sscanf(string(out), "v%d.", &major); err != nil || major < 20 {
+		t.Skipf("the MCP Inspector %s needs node 20 or later; this is node %s", inspectorVersion, strings.TrimSpace(string(out)))
+	}
+	dir := installInspector(t)
+	bin, daemonBin := e2eBinaries(t)
+	d := startE2EDaemon(t, daemonBin, "1s", e2eRules)
+
+	inspect := func(t *testing.T, args ...string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		args = append([]string{"--no-install", "mcp-inspector", "--cli"}, args...)
+		args = append(args, "--", bin, "mcp", "--socket", d.socket, "--session", "inspector")
+		cmd := exec.CommandContext(ctx, "npx", args...)
+		cmd.Dir = dir
+		cmd.Env = e2eEnv()
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("npx %q: %v\n%s", args, err, stderr.String())
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("npx %q did not finish within 2 minutes\n%s", args, stderr.String())
+		}
+		t.Logf("npx %s: exit %d\nstderr: %s", strings.Join(args, " "), cmd.ProcessState.ExitCode(), stderr.String())
+		return stdout.String(), cmd.ProcessState.ExitCode()
+	}
+
+	t.Run("version", func(t *testing.T) {
+		out, code := inspect(t, "--version")
+		if code != 0 || strings.TrimSpace(out) != inspectorVersion {
+			t.Errorf("mcp-inspector --version: %d %q, want %s", code, out, inspectorVersion)
+		}
+	})
+
+	t.Run("tools/list", func(t *testing.T) {
+		// --strict also checks the schema's portability across model APIs.
+		out, code := inspect(t, "--method", "tools/list", "--strict")
+		var res struct {
+			Tools []struct {
+				Name        string `json:"name"`
+				InputSchema struct {
+					Properties map[string]any `json:"properties"`
+					Required   []string       `json:"required"`
+				} `json:"inputSchema"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
+			t.Fatalf("tools/list: exit %d, %v\n%s", code, err, out)
+		}
+		if len(res.Tools) != 1 || res.Tools[0].Name != "execute" {
+			t.Fatalf("tools/list: %s", out)
+		}
+		for _, p := range []string{"argv", "pipeline", "reason", "env", "privileged", "forward_agent", "cwd"} {
+			if _, ok := res.Tools[0].InputSchema.Properties[p]; !ok {
+				t.Errorf("tools/list: no property %s", p)
+			}
+		}
+	})
+
+	call := func(t *testing.T, toolArgs ...string) (text string, isError bool, code int) {
+		t.Helper()
+		out, code := inspect(t, append([]string{"--method", "tools/call", "--tool-name", "execute", "--tool-arg"}, toolArgs...)...)
+		// The result comes first; an error result adds a line after it.
+		var res struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			IsError bool `json:"isError"`
+		}
+		if err := json.NewDecoder(strings.NewReader(out)).Decode(&res); err != nil || len(res.Content) != 1 {
+			t.Fatalf("tools/call %q: exit %d, %v\n%s", toolArgs, code, err, out)
+		}
+		return res.Content[0].Text, res.IsError, code
+	}
+
+	t.Run("tools/call allowed", func(t *testing.T) {
+		text, isError, code := call(t, `argv=["echo","hello from the inspector"]`, "reason=inspector check")
+		if code != 0 || isError || !strings.Contains(text, "stdout (25 bytes):\nhello from the inspector\n") {
+			t.Errorf("exit %d, isError %v:\n%s", code, isError, text)
+		}
+	})
+
+	t.Run("tools/call pipeline", func(t *testing.T) {
+		text, isError, code := call(t, `pipeline=[["echo","abc"],["tr","a-z","A-Z"]]`, "reason=inspector check", "privileged=true")
+		if code != 0 || isError || !strings.Contains(text, "stdout (4 bytes):\nABC\n") {
+			t.Errorf("exit %d, isError %v:\n%s", code, isError, text)
+		}
+	})
+
+	t.Run("tools/call denied", func(t *testing.T) {
+		text, isError, code := call(t, `argv=["rm","-rf","/nonexistent"]`, "reason=inspector check")
+		if code == 0 || !isError || !strings.Contains(text, "status: denied (the command did not run)") {
+			t.Errorf("exit %d, isError %v:\n%s", code, isError, text)
+		}
+	})
+
+	t.Run("tools/call without a reason", func(t *testing.T) {
+		text, isError, _ := call(t, `argv=["echo","x"]`)
+		if !isError || !strings.Contains(text, "reason is required") {
+			t.Errorf("isError %v:\n%s", isError, text)
+		}
+	})
+}
+
+// containsAll reports whether s contains every one of subs.
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
