@@ -79,3 +79,22 @@ func (g glob) match(s string) bool {
 // hasSlash reports whether the pattern contains a literal '/'. Escapes
 // cannot produce one, so looking at the raw pattern is enough.
 func hasSlash(pattern string) bool { return strings.Contains(pattern, "/") }
+
+// Glob is a compiled pattern with the rules' glob syntax: '*' matches any
+// run of bytes (including '/'), '\*' and '\\' are a literal star and
+// backslash, and any other backslash is an error. It is exported so that
+// other filters over the same names (the audit CLI's --session and --host)
+// mean exactly what a rule's session pattern means.
+type Glob struct{ g glob }
+
+// CompileGlob parses pattern.
+func CompileGlob(pattern string) (*Glob, error) {
+	g, err := compileGlob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return &Glob{g: g}, nil
+}
+
+// Match reports whether s matches the whole pattern.
+func (g *Glob) Match(s string) bool { return g.g.match(s) }

@@ -151,3 +151,18 @@ func unescape(pattern string) string {
 	}
 	return b.String()
 }
+
+func TestExportedGlob(t *testing.T) {
+	g, err := CompileGlob(`claude-*-\*`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, want := range map[string]bool{"claude-a-*": true, "claude--*": true, "claude-a-b": false, "x-claude-a-*": false} {
+		if got := g.Match(s); got != want {
+			t.Errorf("Match(%q) = %v, want %v", s, got, want)
+		}
+	}
+	if _, err := CompileGlob(`a\b`); err == nil {
+		t.Error(`CompileGlob("a\\b") accepted a stray backslash`)
+	}
+}

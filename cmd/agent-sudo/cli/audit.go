@@ -20,6 +20,7 @@ import (
 	"golang.org/x/text/width"
 
 	"github.com/agent-sudo/agent-sudo/approval/render"
+	"github.com/agent-sudo/agent-sudo/approval/rules"
 	"github.com/agent-sudo/agent-sudo/audit"
 	"github.com/agent-sudo/agent-sudo/daemon/config"
 )
@@ -433,7 +434,7 @@ func auditList(ctx context.Context, inv *invocation, out *errWriter, path string
 
 // rowFilter is the listing's selection.
 type rowFilter struct {
-	session, host *glob
+	session, host *rules.Glob
 	since, until  time.Time
 	status        map[string]bool
 }
@@ -447,12 +448,12 @@ func newRowFilter(o *auditOptions, deps auditDeps) (rowFilter, error) {
 	var f rowFilter
 	var err error
 	if o.session != "" {
-		if f.session, err = compileGlob(o.session); err != nil {
+		if f.session, err = rules.CompileGlob(o.session); err != nil {
 			return f, fmt.Errorf("--session: %w", err)
 		}
 	}
 	if o.host != "" {
-		if f.host, err = compileGlob(o.host); err != nil {
+		if f.host, err = rules.CompileGlob(o.host); err != nil {
 			return f, fmt.Errorf("--host: %w", err)
 		}
 	}
@@ -483,8 +484,8 @@ func newRowFilter(o *auditOptions, deps auditDeps) (rowFilter, error) {
 
 func (f rowFilter) match(s *audit.Summary) bool {
 	switch {
-	case f.session != nil && !f.session.match(s.Session),
-		f.host != nil && !f.host.match(s.Host),
+	case f.session != nil && !f.session.Match(s.Session),
+		f.host != nil && !f.host.Match(s.Host),
 		!f.since.IsZero() && s.Time.Before(f.since),
 		!f.until.IsZero() && !s.Time.Before(f.until),
 		f.status != nil && !f.status[s.Status]:
@@ -529,50 +530,6 @@ func parseAgo(v string) (time.Duration, bool) {
 		return 0, false
 	}
 	return d + time.Duration(days)*24*time.Hour, true
-}
-
-// glob is a pattern where '*' matches any run of bytes and '\*' and '\\'
-// are a literal star and backslash, as in the daemon's rules.
-type glob struct{ parts []string }
-
-func compileGlob(pattern string) (*glob, error) {
-	var parts []string
-	var cur strings.Builder
-	for i := 0; i < len(pattern); i++ {
-		switch c := pattern[i]; c {
-		case '*':
-			parts = append(parts, cur.String())
-			cur.Reset()
-		case '\\':
-			if i+1 == len(pattern) || (pattern[i+1] != '*' && pattern[i+1] != '\\') {
-				return nil, fmt.Errorf("pattern %q: a backslash may only escape '*' or '\\'", pattern)
-			}
-			cur.WriteByte(pattern[i+1])
-			i++
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	return &glob{parts: append(parts, cur.String())}, nil
-}
-
-func (g *glob) match(s string) bool {
-	if len(g.parts) == 1 {
-		return s == g.parts[0]
-	}
-	first, last := g.parts[0], g.parts[len(g.parts)-1]
-	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
-		return false
-	}
-	s = s[len(first) : len(s)-len(last)]
-	for _, p := range g.parts[1 : len(g.parts)-1] {
-		i := strings.Index(s, p)
-		if i < 0 {
-			return false
-		}
-		s = s[i+len(p):]
-	}
-	return true
 }
 
 // esc escapes untrusted text for the terminal.

@@ -431,7 +431,7 @@ func TestAuditUsage(t *testing.T) {
 		{[]string{"--until", "-2h"}, `--until: "-2h" is not a duration ago`},
 		{[]string{"--since", "2h", "--until", "3h"}, "is not before --until"},
 		{[]string{"--status", "fine"}, `--status "fine": want one of ok, denied, timeout, error, withdrawn, pending, running`},
-		{[]string{"--session", `a\b`}, `--session: pattern "a\\b": a backslash may only escape`},
+		{[]string{"--session", `a\b`}, `--session: pattern "a\\b" has "\\b" at byte 1; a backslash may only escape`},
 		{[]string{"--nope"}, "flag provided but not defined: -nope"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"show"}, "want exactly one request id, got 0 arguments"},
