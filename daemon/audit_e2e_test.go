@@ -22,6 +22,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/audit"
 	"github.com/agent-sudo/agent-sudo/cmd/agent-sudo/cli"
+	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -42,7 +43,7 @@ type auditRow struct {
 }
 
 func TestE2EAuditBySession(t *testing.T) {
-	d := startDaemon(t, daemonConfig{approvalTimeout: "1s", rules: `
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: `
 [[rule]]
 name = "echo ok"
 action = "allow"
@@ -58,14 +59,14 @@ name = "no rm"
 action = "deny"
 match = ["rm", "**"]
 `})
-	logPath := filepath.Join(d.dir, "audit.jsonl")
+	logPath := filepath.Join(d.Dir, "audit.jsonl")
 	send := func(id, session string, argv ...string) *proto.Response {
-		return d.run(&proto.Request{ID: id, Session: session, Host: "h1", Pipeline: [][]string{argv}, Privileged: true,
+		return d.Run(&proto.Request{ID: id, Session: session, Host: "h1", Pipeline: [][]string{argv}, Privileged: true,
 			Env: map[string]string{"LANG": "C.UTF-8"}})
 	}
 	send("a-ok", "s-audit", "echo", "hello")
 	send("a-denied", "s-audit", "rm", "-rf", "/nonexistent")
-	send("a-timeout", "s-audit", "touch", filepath.Join(d.dir, "never"))
+	send("a-timeout", "s-audit", "touch", filepath.Join(d.Dir, "never"))
 	send("a-failed", "s-audit", "false")
 	send("a-refused", "s-audit", "no-such-program-xyz")
 	send("b-ok", "other-session", "echo", "other")
@@ -124,7 +125,7 @@ match = ["rm", "**"]
 	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	lines[2] = bytes.Replace(lines[2], []byte(`"session":"s-audit"`), []byte(`"session":"s-audiT"`), 1)
-	tampered := filepath.Join(d.dir, "tampered.jsonl")
+	tampered := filepath.Join(d.Dir, "tampered.jsonl")
 	if err := os.WriteFile(tampered, bytes.Join(lines, nil), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ match = ["rm", "**"]
 // checks that nothing runs while the log cannot be written, and that the
 // daemon recovers once it can.
 func TestE2EAuditFailClosed(t *testing.T) {
-	requireRoot(t)
+	daemontest.RequireRoot(t)
 	mnt, err := os.MkdirTemp("", "auditfs")
 	if err != nil {
 		t.Fatal(err)
@@ -149,16 +150,16 @@ func TestE2EAuditFailClosed(t *testing.T) {
 	}
 	defer exec.Command("umount", "-l", mnt).Run()
 
-	d := startDaemon(t, daemonConfig{rules: allowAll, auditLog: filepath.Join(mnt, "log", "audit.jsonl")})
-	if resp := d.run(&proto.Request{Pipeline: [][]string{{"true"}}, Privileged: true}); resp.Status != proto.StatusOK {
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, AuditLog: filepath.Join(mnt, "log", "audit.jsonl")})
+	if resp := d.Run(&proto.Request{Pipeline: [][]string{{"true"}}, Privileged: true}); resp.Status != proto.StatusOK {
 		t.Fatalf("before the disk is full: %+v", resp)
 	}
 	filler := filepath.Join(mnt, "filler")
 	// dd stops with "no space left", which is the point.
 	_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4k").Run()
 
-	marker := filepath.Join(d.dir, "ran-while-full")
-	resp := d.run(&proto.Request{Pipeline: [][]string{{"touch", marker}}, Privileged: true})
+	marker := filepath.Join(d.Dir, "ran-while-full")
+	resp := d.Run(&proto.Request{Pipeline: [][]string{{"touch", marker}}, Privileged: true})
 	if resp.Status != proto.StatusError || !strings.Contains(resp.Message, "audit log unavailable") {
 		t.Fatalf("with a full disk: %s %q", resp.Status, resp.Message)
 	}
@@ -169,7 +170,7 @@ func TestE2EAuditFailClosed(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	if resp := d.run(&proto.Request{Pipeline: [][]string{{"touch", marker}}, Privileged: true}); resp.Status != proto.StatusOK {
+	if resp := d.Run(&proto.Request{Pipeline: [][]string{{"touch", marker}}, Privileged: true}); resp.Status != proto.StatusOK {
 		t.Fatalf("after space was freed: %s %q", resp.Status, resp.Message)
 	}
 	if code, out, errOut := auditCLI("audit", "verify", "--log", filepath.Join(mnt, "log", "audit.jsonl")); code != 0 {
@@ -181,7 +182,7 @@ func TestE2EAuditFailClosed(t *testing.T) {
 // log must still verify, and every command that started must have its exec
 // record.
 func TestE2EAuditCrash(t *testing.T) {
-	d := startDaemon(t, daemonConfig{rules: allowAll})
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	const n = 6
 	var wg sync.WaitGroup
 	for i := range n {
@@ -191,33 +192,33 @@ func TestE2EAuditCrash(t *testing.T) {
 			id := fmt.Sprintf("crash-%d", i)
 			// The command marks that it started, then outlives the daemon,
 			// which never answers: only the side effects count here.
-			c, err := net.Dial("unix", d.socket)
+			c, err := net.Dial("unix", d.Socket)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			defer c.Close()
 			_, _ = c.Write([]byte(line(map[string]any{"id": id, "pipeline": [][]string{
-				{"sh", "-c", "touch " + filepath.Join(d.dir, "started-"+id) + "; sleep 3"}}}) + "\n"))
+				{"sh", "-c", "touch " + filepath.Join(d.Dir, "started-"+id) + "; sleep 3"}}}) + "\n"))
 			_, _ = io.Copy(io.Discard, c)
 		}()
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		m, _ := filepath.Glob(filepath.Join(d.dir, "started-*"))
+		m, _ := filepath.Glob(filepath.Join(d.Dir, "started-*"))
 		if len(m) == n {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d commands started:\n%s", len(m), n, d.logs.String())
+			t.Fatalf("only %d of %d commands started:\n%s", len(m), n, d.Logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGKILL)
-	<-d.done
+	_ = d.Cmd.Process.Signal(syscall.SIGKILL)
+	<-d.Done
 	wg.Wait()
 
-	logPath := filepath.Join(d.dir, "audit.jsonl")
+	logPath := filepath.Join(d.Dir, "audit.jsonl")
 	if code, out, errOut := auditCLI("audit", "verify", "--log", logPath); code != 0 {
 		t.Fatalf("verify after kill -9: %d %q %q", code, out, errOut)
 	}
@@ -230,7 +231,7 @@ func TestE2EAuditCrash(t *testing.T) {
 			execs[e.Record.ID] = true
 		}
 	}
-	started, _ := filepath.Glob(filepath.Join(d.dir, "started-*"))
+	started, _ := filepath.Glob(filepath.Join(d.Dir, "started-*"))
 	for _, f := range started {
 		id := strings.TrimPrefix(filepath.Base(f), "started-")
 		if !execs[id] {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -19,8 +20,8 @@ import (
 // figures and the command.
 
 func benchRoundTrip(b *testing.B, mode string) {
-	d := startDaemon(b, daemonConfig{exec: mode, rules: allowAll})
-	c := client.New(d.socket)
+	d := daemontest.Start(b, daemontest.Config{Exec: mode, Rules: daemontest.AllowAll})
+	c := client.New(d.Socket)
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
@@ -46,7 +47,7 @@ func BenchmarkRoundTripSudo(b *testing.B) {
 // BenchmarkSudoTrueAlone is `sudo -n true` run directly, the baseline the
 // sudo-mode round trip is compared with.
 func BenchmarkSudoTrueAlone(b *testing.B) {
-	requireRoot(b)
+	daemontest.RequireRoot(b)
 	if _, err := exec.LookPath("sudo"); err != nil {
 		b.Skip("sudo not installed")
 	}
@@ -61,8 +62,8 @@ func BenchmarkSudoTrueAlone(b *testing.B) {
 // capture, base64 encoding, client decoding) and reports the daemon's peak
 // resident memory afterwards.
 func Benchmark16MiBOutput(b *testing.B) {
-	d := startDaemon(b, daemonConfig{rules: allowAll})
-	c := client.New(d.socket)
+	d := daemontest.Start(b, daemontest.Config{Rules: daemontest.AllowAll})
+	c := client.New(d.Socket)
 	ctx := context.Background()
 	b.SetBytes(proto.MaxOutputBytes)
 	b.ResetTimer()
@@ -74,7 +75,7 @@ func Benchmark16MiBOutput(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if hwm, err := peakRSS(d.cmd.Process.Pid); err == nil {
+	if hwm, err := peakRSS(d.Cmd.Process.Pid); err == nil {
 		b.ReportMetric(float64(hwm), "daemon-peak-rss-bytes")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -30,22 +31,22 @@ func TestE2EExecution(t *testing.T) {
 			}
 			// socket_group nogroup lets the unprivileged subtest connect as
 			// nobody; root is served as always.
-			d := startDaemon(t, daemonConfig{exec: mode, rules: allowAll, socketGroup: "nogroup"})
+			d := daemontest.Start(t, daemontest.Config{Exec: mode, Rules: daemontest.AllowAll, SocketGroup: "nogroup"})
 
 			t.Run("single command", func(t *testing.T) {
-				resp := d.run(&proto.Request{Pipeline: [][]string{{"echo", "hello", "world"}}, Privileged: true})
+				resp := d.Run(&proto.Request{Pipeline: [][]string{{"echo", "hello", "world"}}, Privileged: true})
 				if resp.Status != proto.StatusOK || string(resp.Stdout) != "hello world\n" || len(resp.Stages) != 1 || resp.Stages[0].ExitCode != 0 {
 					t.Fatalf("got %+v", resp)
 				}
 			})
 			t.Run("runs as root", func(t *testing.T) {
-				resp := d.run(&proto.Request{Pipeline: [][]string{{"id", "-u"}}, Privileged: true})
+				resp := d.Run(&proto.Request{Pipeline: [][]string{{"id", "-u"}}, Privileged: true})
 				if string(resp.Stdout) != "0\n" {
 					t.Fatalf("id -u printed %q, want 0", resp.Stdout)
 				}
 			})
 			t.Run("three-stage pipeline", func(t *testing.T) {
-				resp := d.run(&proto.Request{Pipeline: [][]string{
+				resp := d.Run(&proto.Request{Pipeline: [][]string{
 					{"printf", "%s\\n", "alpha", "beta", "gamma"}, {"tr", "a-z", "A-Z"}, {"grep", "-c", "A"},
 				}, Privileged: true})
 				if resp.Status != proto.StatusOK || string(resp.Stdout) != "3\n" || len(resp.Stages) != 3 {
@@ -53,7 +54,7 @@ func TestE2EExecution(t *testing.T) {
 				}
 			})
 			t.Run("non-zero exits and stderr per stage", func(t *testing.T) {
-				resp := d.run(&proto.Request{Pipeline: [][]string{
+				resp := d.Run(&proto.Request{Pipeline: [][]string{
 					{"sh", "-c", "echo first-err >&2; echo data; exit 3"},
 					{"sh", "-c", "cat >/dev/null; echo second-err >&2; exit 5"},
 					{"false"},
@@ -73,7 +74,7 @@ func TestE2EExecution(t *testing.T) {
 				}
 			})
 			t.Run("truncation flags and exit 0 past the cap", func(t *testing.T) {
-				resp := d.run(&proto.Request{Pipeline: [][]string{
+				resp := d.Run(&proto.Request{Pipeline: [][]string{
 					{"sh", "-c", "head -c 20000000 /dev/zero >&2"}, {"head", "-c", "20000000", "/dev/zero"},
 				}, Privileged: true})
 				if resp.Status != proto.StatusOK || !resp.StdoutTruncated || len(resp.Stdout) != proto.MaxOutputBytes {
@@ -90,13 +91,13 @@ func TestE2EExecution(t *testing.T) {
 				}
 			})
 			t.Run("flags absent when not truncated", func(t *testing.T) {
-				raw := d.send(line(map[string]any{"pipeline": [][]string{{"echo", "x"}}}))
+				raw := d.Send(line(map[string]any{"pipeline": [][]string{{"echo", "x"}}}))
 				if strings.Contains(raw, "truncated") {
 					t.Fatalf("response carries a truncation flag: %s", raw)
 				}
 			})
 			t.Run("environment", func(t *testing.T) {
-				resp := d.run(&proto.Request{Pipeline: [][]string{{"env"}}, Privileged: true,
+				resp := d.Run(&proto.Request{Pipeline: [][]string{{"env"}}, Privileged: true,
 					Env: map[string]string{"LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}})
 				env := string(resp.Stdout)
 				for _, want := range []string{"LANG=C.UTF-8\n", "DEBIAN_FRONTEND=noninteractive\n", "HOME=/root\n", "USER=root\n"} {
@@ -109,17 +110,17 @@ func TestE2EExecution(t *testing.T) {
 				}
 			})
 			t.Run("cwd", func(t *testing.T) {
-				resp := d.run(&proto.Request{Pipeline: [][]string{{"pwd"}}, Privileged: true, Cwd: "/usr/share"})
+				resp := d.Run(&proto.Request{Pipeline: [][]string{{"pwd"}}, Privileged: true, Cwd: "/usr/share"})
 				if string(resp.Stdout) != "/usr/share\n" {
 					t.Fatalf("pwd = %q", resp.Stdout)
 				}
-				resp = d.run(&proto.Request{Pipeline: [][]string{{"pwd"}}, Privileged: true})
+				resp = d.Run(&proto.Request{Pipeline: [][]string{{"pwd"}}, Privileged: true})
 				if string(resp.Stdout) != "/\n" {
 					t.Fatalf("default cwd = %q, want /", resp.Stdout)
 				}
 			})
 			t.Run("unprivileged runs as the peer", func(t *testing.T) {
-				out := d.sendAs(t, "nobody", line(map[string]any{"pipeline": [][]string{{"id", "-un"}}, "privileged": false}))
+				out := sendAs(t, d, "nobody", line(map[string]any{"pipeline": [][]string{{"id", "-un"}}, "privileged": false}))
 				resp, err := proto.DecodeResponse([]byte(out))
 				if err != nil {
 					t.Fatalf("%v: %q", err, out)
@@ -142,13 +143,13 @@ func stages(n int) [][]string {
 
 // sendAs runs the test binary as user name to send one line from that
 // user's uid, and returns the raw response (or an error line).
-func (d *testDaemon) sendAs(t *testing.T, name, reqLine string) string {
+func sendAs(t *testing.T, d *daemontest.Daemon, name, reqLine string) string {
 	t.Helper()
-	return d.sendAsPath(t, name, d.socket, reqLine)
+	return sendAsPath(t, d, name, d.Socket, reqLine)
 }
 
 // sendAsPath is sendAs to the socket at sock.
-func (d *testDaemon) sendAsPath(t *testing.T, name, sock, reqLine string) string {
+func sendAsPath(t *testing.T, d *daemontest.Daemon, name, sock, reqLine string) string {
 	t.Helper()
 	u, err := user.Lookup(name)
 	if err != nil {
@@ -161,7 +162,7 @@ func (d *testDaemon) sendAsPath(t *testing.T, name, sock, reqLine string) string
 		t.Fatal(err)
 	}
 	// The test binary must be readable and executable by that user.
-	exe, err := os.CreateTemp(d.dir, "client")
+	exe, err := os.CreateTemp(d.Dir, "client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,17 +189,17 @@ func TestE2EPeerAuthorisation(t *testing.T) {
 		t.Skip("no group nogroup")
 	}
 	t.Run("member of socket_group is served", func(t *testing.T) {
-		d := startDaemon(t, daemonConfig{socketGroup: g.Name, rules: allowAll})
-		out := d.sendAs(t, "nobody", line(map[string]any{"pipeline": [][]string{{"true"}}, "privileged": false}))
+		d := daemontest.Start(t, daemontest.Config{SocketGroup: g.Name, Rules: daemontest.AllowAll})
+		out := sendAs(t, d, "nobody", line(map[string]any{"pipeline": [][]string{{"true"}}, "privileged": false}))
 		if !strings.Contains(out, `"status":"ok"`) {
 			t.Fatalf("nobody was not served: %s", out)
 		}
 	})
 	t.Run("explicit allow lists refuse others", func(t *testing.T) {
-		d := startDaemon(t, daemonConfig{socketGroup: g.Name, rules: allowAll,
-			extra: "allowed_users = [\"root\"]\nallowed_groups = []"})
-		marker := d.dir + "/must-not-exist"
-		out := d.sendAs(t, "nobody", line(map[string]any{"id": "unauth-1", "pipeline": [][]string{{"touch", marker}}, "privileged": false}))
+		d := daemontest.Start(t, daemontest.Config{SocketGroup: g.Name, Rules: daemontest.AllowAll,
+			Extra: "allowed_users = [\"root\"]\nallowed_groups = []"})
+		marker := d.Dir + "/must-not-exist"
+		out := sendAs(t, d, "nobody", line(map[string]any{"id": "unauth-1", "pipeline": [][]string{{"touch", marker}}, "privileged": false}))
 		if !contains(out, `"status":"error"`, `not allowed: user nobody (uid 65534) may not use agent-sudo`) {
 			t.Fatalf("unauthorised peer got: %s", out)
 		}
@@ -206,20 +207,20 @@ func TestE2EPeerAuthorisation(t *testing.T) {
 			t.Fatal("the unauthorised request ran")
 		}
 		// root is still served.
-		if resp := d.run(&proto.Request{Pipeline: [][]string{{"true"}}, Privileged: true}); resp.Status != proto.StatusOK {
+		if resp := d.Run(&proto.Request{Pipeline: [][]string{{"true"}}, Privileged: true}); resp.Status != proto.StatusOK {
 			t.Fatalf("root refused: %+v", resp)
 		}
 	})
 	t.Run("socket mode keeps non-members out", func(t *testing.T) {
-		d := startDaemon(t, daemonConfig{rules: allowAll}) // group root
-		fi, err := os.Stat(d.socket)
+		d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll}) // group root
+		fi, err := os.Stat(d.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if fi.Mode().Perm() != 0o660 {
 			t.Errorf("socket mode %v, want 0660", fi.Mode().Perm())
 		}
-		out := d.sendAs(t, "nobody", line(map[string]any{"pipeline": [][]string{{"true"}}}))
+		out := sendAs(t, d, "nobody", line(map[string]any{"pipeline": [][]string{{"true"}}}))
 		if !strings.Contains(out, "permission denied") {
 			t.Fatalf("nobody reached a root-group socket: %s", out)
 		}
@@ -227,7 +228,7 @@ func TestE2EPeerAuthorisation(t *testing.T) {
 }
 
 func TestE2EValidationErrors(t *testing.T) {
-	d := startDaemon(t, daemonConfig{rules: allowAll})
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	now := time.Now().UTC()
 	tests := []struct {
 		name, line, want, id string
@@ -257,14 +258,14 @@ func TestE2EValidationErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			raw := d.send(tt.line)
+			raw := d.Send(tt.line)
 			if !strings.Contains(raw, `"status":"error"`) || !strings.Contains(raw, tt.want) || !strings.HasPrefix(raw, `{"id":"`+tt.id+`",`) {
 				t.Fatalf("response to %.120s:\n got %s\nwant error with id %q containing %s", tt.line, raw, tt.id, tt.want)
 			}
 		})
 	}
 	t.Run("missing trailing newline", func(t *testing.T) {
-		c, err := net.Dial("unix", d.socket)
+		c, err := net.Dial("unix", d.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +279,7 @@ func TestE2EValidationErrors(t *testing.T) {
 		}
 	})
 	t.Run("over 1 MB", func(t *testing.T) {
-		c, err := net.Dial("unix", d.socket)
+		c, err := net.Dial("unix", d.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +292,7 @@ func TestE2EValidationErrors(t *testing.T) {
 		}
 	})
 	t.Run("read timeout", func(t *testing.T) {
-		c, err := net.Dial("unix", d.socket)
+		c, err := net.Dial("unix", d.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +305,7 @@ func TestE2EValidationErrors(t *testing.T) {
 		}
 	})
 	t.Run("empty connection", func(t *testing.T) {
-		c, err := net.Dial("unix", d.socket)
+		c, err := net.Dial("unix", d.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,26 +318,26 @@ func TestE2EValidationErrors(t *testing.T) {
 		}
 	})
 	t.Run("still serving", func(t *testing.T) {
-		if resp := d.run(&proto.Request{Pipeline: [][]string{{"true"}}, Privileged: true}); resp.Status != proto.StatusOK {
+		if resp := d.Run(&proto.Request{Pipeline: [][]string{{"true"}}, Privileged: true}); resp.Status != proto.StatusOK {
 			t.Fatalf("after bad input: %+v", resp)
 		}
 	})
 }
 
 func TestE2EReplay(t *testing.T) {
-	d := startDaemon(t, daemonConfig{rules: allowAll})
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	l := line(map[string]any{"id": "replay-me", "pipeline": [][]string{{"true"}}})
-	if first := d.send(l); !strings.Contains(first, `"status":"ok"`) {
+	if first := d.Send(l); !strings.Contains(first, `"status":"ok"`) {
 		t.Fatalf("first use: %s", first)
 	}
-	second := d.send(l)
+	second := d.Send(l)
 	if !contains(second, `"id":"replay-me"`, `"status":"error"`, `request id \"replay-me\" was already used within the last 2m0s; refusing it as a replay`) {
 		t.Fatalf("replay: %s", second)
 	}
 }
 
 func TestE2ERules(t *testing.T) {
-	d := startDaemon(t, daemonConfig{approvalTimeout: "1s", rules: `
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: `
 [[rule]]
 name = "no shells"
 action = "deny"
@@ -353,7 +354,7 @@ action = "allow"
 match = ["true"]
 privileged = true
 `})
-	marker := d.dir + "/ran"
+	marker := d.Dir + "/ran"
 	tests := []struct {
 		name     string
 		pipeline [][]string
@@ -370,7 +371,7 @@ privileged = true
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := d.run(&proto.Request{Pipeline: tt.pipeline, Privileged: tt.priv})
+			resp := d.Run(&proto.Request{Pipeline: tt.pipeline, Privileged: tt.priv})
 			if resp.Status != tt.status || !strings.Contains(resp.Message, tt.msg) {
 				t.Fatalf("got %s %q, want %s containing %q", resp.Status, resp.Message, tt.status, tt.msg)
 			}
@@ -382,11 +383,11 @@ privileged = true
 }
 
 func TestE2ECommandTimeout(t *testing.T) {
-	d := startDaemon(t, daemonConfig{rules: allowAll, commandTimeout: "1s"})
-	pidFile := d.dir + "/child.pid"
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, CommandTimeout: "1s"})
+	pidFile := d.Dir + "/child.pid"
 	start := time.Now()
 	// The child ignores SIGTERM and has a grandchild; both must be gone.
-	resp := d.run(&proto.Request{Pipeline: [][]string{
+	resp := d.Run(&proto.Request{Pipeline: [][]string{
 		{"sh", "-c", `trap "" TERM; echo partial; sleep 60 & echo $! > ` + pidFile + `; wait`},
 	}, Privileged: true})
 	elapsed := time.Since(start)
@@ -409,7 +410,7 @@ func TestE2ECommandTimeout(t *testing.T) {
 	} else {
 		t.Errorf("no grandchild pid recorded: %q", pid)
 	}
-	if resp := d.run(&proto.Request{Pipeline: [][]string{{"echo", "after"}}, Privileged: true}); string(resp.Stdout) != "after\n" {
+	if resp := d.Run(&proto.Request{Pipeline: [][]string{{"echo", "after"}}, Privileged: true}); string(resp.Stdout) != "after\n" {
 		t.Fatalf("daemon not answering after a timeout: %+v", resp)
 	}
 }
@@ -429,8 +430,8 @@ func processState(pid int) string {
 }
 
 func TestE2EPing(t *testing.T) {
-	d := startDaemon(t, daemonConfig{})
-	resp, err := client.New(d.socket).Ping(context.Background())
+	d := daemontest.Start(t, daemontest.Config{})
+	resp, err := client.New(d.Socket).Ping(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,13 +441,13 @@ func TestE2EPing(t *testing.T) {
 }
 
 func TestE2EBusy(t *testing.T) {
-	d := startDaemon(t, daemonConfig{maxConnections: 1})
+	d := daemontest.Start(t, daemontest.Config{MaxConnections: 1})
 	// One connection that says nothing holds the only slot until the read
 	// timeout ends it. The slot of the start-up ping may not be free yet, so
 	// retry until the holder is not itself refused as busy.
 	var hold net.Conn
 	for attempt := 0; ; attempt++ {
-		c, err := net.Dial("unix", d.socket)
+		c, err := net.Dial("unix", d.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -462,15 +463,15 @@ func TestE2EBusy(t *testing.T) {
 		}
 	}
 	defer hold.Close()
-	raw := d.send(line(map[string]any{"pipeline": [][]string{{"true"}}}))
+	raw := d.Send(line(map[string]any{"pipeline": [][]string{{"true"}}}))
 	if !contains(raw, `"status":"error"`, `busy: the daemon is already serving 1 connections (max_connections)`) {
 		t.Fatalf("got %s", raw)
 	}
 }
 
 func TestE2EWithdrawnOnDisconnect(t *testing.T) {
-	d := startDaemon(t, daemonConfig{approvalTimeout: "30s"})
-	c, err := net.Dial("unix", d.socket)
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s"})
+	c, err := net.Dial("unix", d.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,17 +479,17 @@ func TestE2EWithdrawnOnDisconnect(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	c.Close()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(d.logs.String(), "verdict=withdrawn") {
+	for !strings.Contains(d.Logs.String(), "verdict=withdrawn") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no withdrawal logged:\n%s", d.logs.String())
+			t.Fatalf("no withdrawal logged:\n%s", d.Logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 func TestE2EHalfCloseStillAnswered(t *testing.T) {
-	d := startDaemon(t, daemonConfig{approvalTimeout: "1s"})
-	c, err := net.Dial("unix", d.socket)
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s"})
+	c, err := net.Dial("unix", d.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +504,7 @@ func TestE2EHalfCloseStillAnswered(t *testing.T) {
 }
 
 func TestE2EShutdownAnswersInFlight(t *testing.T) {
-	d := startDaemon(t, daemonConfig{approvalTimeout: "30s", rules: `
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Rules: `
 [[rule]]
 action = "allow"
 match = ["sh", "**"]
@@ -513,14 +514,14 @@ match = ["sh", "**"]
 	wg.Add(2)
 	go func() { // running: finishes within shutdown_timeout
 		defer wg.Done()
-		results[0] = d.send(line(map[string]any{"pipeline": [][]string{{"sh", "-c", "sleep 1; echo done"}}}))
+		results[0] = d.Send(line(map[string]any{"pipeline": [][]string{{"sh", "-c", "sleep 1; echo done"}}}))
 	}()
 	go func() { // waiting for approval: ended, never run
 		defer wg.Done()
-		results[1] = d.send(line(map[string]any{"pipeline": [][]string{{"touch", d.dir + "/ran"}}}))
+		results[1] = d.Send(line(map[string]any{"pipeline": [][]string{{"touch", d.Dir + "/ran"}}}))
 	}()
 	time.Sleep(300 * time.Millisecond)
-	d.stop()
+	d.Stop()
 	wg.Wait()
 	if !contains(results[0], `"status":"ok"`, `"stdout":"ZG9uZQo="`) {
 		t.Errorf("running command: %s", results[0])
@@ -528,17 +529,17 @@ match = ["sh", "**"]
 	if !contains(results[1], `"status":"error"`, "the daemon is shutting down; the request was not run") {
 		t.Errorf("waiting request: %s", results[1])
 	}
-	if _, err := os.Stat(d.dir + "/ran"); err == nil {
+	if _, err := os.Stat(d.Dir + "/ran"); err == nil {
 		t.Error("the request that was waiting for approval ran")
 	}
 }
 
 func TestE2ELoad(t *testing.T) {
-	d := startDaemon(t, daemonConfig{rules: allowAll})
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	const clients, perClient = 50, 20
 	var wg sync.WaitGroup
 	errs := make(chan error, clients*perClient)
-	c := client.New(d.socket)
+	c := client.New(d.Socket)
 	for i := range clients {
 		wg.Add(1)
 		go func() {
@@ -572,7 +573,7 @@ func TestE2ELoad(t *testing.T) {
 }
 
 func TestE2ESocketActivationAndNotify(t *testing.T) {
-	requireRoot(t)
+	daemontest.RequireRoot(t)
 	notifyDir, err := os.MkdirTemp("", "ntf")
 	if err != nil {
 		t.Fatal(err)
@@ -586,10 +587,10 @@ func TestE2ESocketActivationAndNotify(t *testing.T) {
 	defer notify.Close()
 
 	var activated *net.UnixListener
-	d := startDaemon(t, daemonConfig{
-		rules: allowAll,
-		env:   []string{"NOTIFY_SOCKET=" + notifyPath, "WATCHDOG_USEC=200000"},
-		activate: func(socket string) *os.File {
+	d := daemontest.Start(t, daemontest.Config{
+		Rules: daemontest.AllowAll,
+		Env:   []string{"NOTIFY_SOCKET=" + notifyPath, "WATCHDOG_USEC=200000"},
+		Activate: func(socket string) *os.File {
 			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
 			if err != nil {
 				t.Fatal(err)
@@ -604,10 +605,10 @@ func TestE2ESocketActivationAndNotify(t *testing.T) {
 		},
 	})
 	defer activated.Close()
-	if !strings.Contains(d.logs.String(), "socket_activated=true") {
-		t.Errorf("daemon did not report using the passed socket:\n%s", d.logs.String())
+	if !strings.Contains(d.Logs.String(), "socket_activated=true") {
+		t.Errorf("daemon did not report using the passed socket:\n%s", d.Logs.String())
 	}
-	if resp := d.run(&proto.Request{Pipeline: [][]string{{"echo", "activated"}}, Privileged: true}); string(resp.Stdout) != "activated\n" {
+	if resp := d.Run(&proto.Request{Pipeline: [][]string{{"echo", "activated"}}, Privileged: true}); string(resp.Stdout) != "activated\n" {
 		t.Fatalf("over the activated socket: %+v", resp)
 	}
 
@@ -627,7 +628,7 @@ func TestE2ESocketActivationAndNotify(t *testing.T) {
 	}
 	readNotify("READY=1")
 	readNotify("WATCHDOG=1")
-	d.stop()
+	d.Stop()
 	readNotify("STOPPING=1")
 }
 
@@ -636,8 +637,8 @@ func TestE2EForwardAgent(t *testing.T) {
 	if err != nil {
 		t.Skip("no group nogroup")
 	}
-	d := startDaemon(t, daemonConfig{rules: allowAll, socketGroup: g.Name, env: []string{"SSH_AUTH_SOCK=/run/approver-agent.sock"}})
-	out := d.sendAs(t, "nobody", line(map[string]any{"pipeline": [][]string{{"env"}}, "privileged": false, "forward_agent": true}))
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, SocketGroup: g.Name, Env: []string{"SSH_AUTH_SOCK=/run/approver-agent.sock"}})
+	out := sendAs(t, d, "nobody", line(map[string]any{"pipeline": [][]string{{"env"}}, "privileged": false, "forward_agent": true}))
 	resp, err := proto.DecodeResponse([]byte(out))
 	if err != nil {
 		t.Fatalf("%v: %q", err, out)
@@ -647,16 +648,16 @@ func TestE2EForwardAgent(t *testing.T) {
 		t.Fatalf("forwarded agent: %s %q %q", resp.Status, resp.Stdout, resp.Message)
 	}
 	// Without forward_agent the command does not get it.
-	resp = d.run(&proto.Request{Pipeline: [][]string{{"env"}}, Privileged: true})
+	resp = d.Run(&proto.Request{Pipeline: [][]string{{"env"}}, Privileged: true})
 	if strings.Contains(string(resp.Stdout), "SSH_AUTH_SOCK") {
 		t.Fatalf("privileged command got the agent:\n%s", resp.Stdout)
 	}
 }
 
 func TestE2EClientDisconnectDuringRunFinishes(t *testing.T) {
-	d := startDaemon(t, daemonConfig{rules: allowAll})
-	marker := d.dir + "/finished"
-	c, err := net.Dial("unix", d.socket)
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
+	marker := d.Dir + "/finished"
+	c, err := net.Dial("unix", d.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -669,7 +670,7 @@ func TestE2EClientDisconnectDuringRunFinishes(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the approved command was stopped when its client left:\n%s", d.logs.String())
+			t.Fatalf("the approved command was stopped when its client left:\n%s", d.Logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -8,12 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -23,6 +22,15 @@ import (
 // It sends requests with the client library, reads the screen with
 // capture-pane and types with send-keys, like a human at a terminal. It
 // needs root (the daemon and the approver channel are root only) and tmux.
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	daemontest.RemoveBinaries()
+	os.Exit(code)
+}
+
+// daemonConfig has no rules, so every request asks.
+var daemonConfig = daemontest.Config{ApprovalTimeout: "40s", MaxConnections: 16}
 
 func TestE2EApproveInTmux(t *testing.T) {
 	if testing.Short() {
@@ -34,15 +42,14 @@ func TestE2EApproveInTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("the end-to-end approve test needs tmux")
 	}
-	bin := buildBinaries(t)
-	d := startDaemon(t, filepath.Join(bin, "agent-sudod"))
-	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s",
-		filepath.Join(bin, "agent-sudo"), d.approverSocket))
+	_, cli := daemontest.Binaries(t)
+	d := daemontest.Start(t, daemonConfig)
+	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))
 	tm.waitFor("waiting for requests…")
 	tm.waitFor("this console runs inside tmux: an agent that can type into this multiplexer could approve its own requests")
 
 	t.Run("allow once", func(t *testing.T) {
-		r := d.ask(t, &proto.Request{Pipeline: [][]string{{"echo", "hello from e2e"}}, Reason: "say hello", Session: "e2e"})
+		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "hello from e2e"}}, Reason: "say hello", Session: "e2e"})
 		screen := tm.waitFor("command    echo 'hello from e2e'")
 		for _, want := range []string{
 			"REQUEST WAITING FOR YOUR DECISION",
@@ -69,8 +76,8 @@ func TestE2EApproveInTmux(t *testing.T) {
 	})
 
 	t.Run("deny runs nothing", func(t *testing.T) {
-		marker := filepath.Join(d.dir, "must-not-exist")
-		r := d.ask(t, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
+		marker := filepath.Join(d.Dir, "must-not-exist")
+		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
 		tm.waitFor("command    touch " + marker)
 		time.Sleep(600 * time.Millisecond)
 		tm.keys("d")
@@ -87,7 +94,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 	})
 
 	t.Run("hostile arguments are escaped", func(t *testing.T) {
-		r := d.ask(t, &proto.Request{
+		r := ask(t, d, &proto.Request{
 			Pipeline: [][]string{{"echo", "\x1b[2J", "\x1b]0;title\x07", "\u202eevil"}},
 			Reason:   "clear\x1b[2Jthe screen", Session: "e2e",
 		})
@@ -126,9 +133,9 @@ func TestE2EApproveInTmux(t *testing.T) {
 		// key sent less than 300ms after sending is inside the guard with
 		// room to spare; on a machine too slow for that, try again.
 		for attempt := 1; ; attempt++ {
-			marker := filepath.Join(d.dir, fmt.Sprintf("guard-%d", attempt))
+			marker := filepath.Join(d.Dir, fmt.Sprintf("guard-%d", attempt))
 			sent := time.Now()
-			r := d.ask(t, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
+			r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
 			tm.waitForFast("command    touch " + marker)
 			if time.Since(sent) > 300*time.Millisecond {
 				if attempt == 3 {
@@ -172,7 +179,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 		req := func() *proto.Request {
 			return &proto.Request{Pipeline: [][]string{{"echo", "granted"}}, Session: "e2e-grant", Env: map[string]string{"LC_ALL": "C"}}
 		}
-		r := d.ask(t, req())
+		r := ask(t, d, req())
 		tm.waitFor("command    echo granted")
 		time.Sleep(600 * time.Millisecond)
 		tm.keys("s")
@@ -181,7 +188,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 		}
 		tm.waitFor("new session grant g")
 		// The same request again runs without asking.
-		if resp := d.ask(t, req()).wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "granted\n" {
+		if resp := ask(t, d, req()).wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "granted\n" {
 			t.Fatalf("granted repeat: status %q stdout %q", resp.Status, resp.Stdout)
 		}
 		tm.keys("g")
@@ -197,7 +204,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 		tm.keys("Escape")
 		tm.waitFor("waiting for requests…")
 		// Revoked: it asks again.
-		r = d.ask(t, req())
+		r = ask(t, d, req())
 		tm.waitFor("command    echo granted")
 		time.Sleep(600 * time.Millisecond)
 		tm.keys("Enter") // Deny is preselected
@@ -209,7 +216,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 	})
 
 	t.Run("quit decides nothing", func(t *testing.T) {
-		r := d.ask(t, &proto.Request{Pipeline: [][]string{{"echo", "left alone"}}, Session: "e2e"})
+		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "left alone"}}, Session: "e2e"})
 		tm.waitFor("command    echo 'left alone'")
 		time.Sleep(600 * time.Millisecond)
 		tm.keys("q")
@@ -235,10 +242,10 @@ func TestE2EForegroundTTY(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("the end-to-end foreground test needs tmux")
 	}
-	bin := buildBinaries(t)
-	d, cfgPath := newDaemonConfig(t)
-	logPath := filepath.Join(d.dir, "agent-sudod.log")
-	tm := startTmux(t, fmt.Sprintf("%s --tty --config %s --log-file %s", filepath.Join(bin, "agent-sudod"), cfgPath, logPath))
+	daemonBin, _ := daemontest.Binaries(t)
+	d := daemontest.Configure(t, daemonConfig)
+	logPath := filepath.Join(d.Dir, "agent-sudod.log")
+	tm := startTmux(t, fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath))
 	t.Cleanup(func() {
 		if t.Failed() {
 			logs, _ := os.ReadFile(logPath)
@@ -246,8 +253,8 @@ func TestE2EForegroundTTY(t *testing.T) {
 		}
 	})
 	tm.waitFor("waiting for requests…")
-	d.waitReady(t, nil)
-	r := d.ask(t, &proto.Request{Pipeline: [][]string{{"echo", "approved in the foreground"}}, Session: "e2e"})
+	d.WaitReady()
+	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "approved in the foreground"}}, Session: "e2e"})
 	tm.waitFor("command    echo 'approved in the foreground'")
 	time.Sleep(600 * time.Millisecond)
 	tm.keys("a")
@@ -258,120 +265,9 @@ func TestE2EForegroundTTY(t *testing.T) {
 	// Quitting the console stops the daemon.
 	tm.keys("q")
 	tm.waitFor("exited with status 0")
-	if err := d.ping(); err == nil {
+	if err := d.Ping(); err == nil {
 		t.Errorf("agent-sudod still answers after its console quit")
 	}
-}
-
-// buildBinaries builds agent-sudod and agent-sudo into a temporary
-// directory.
-func buildBinaries(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+"/",
-		"github.com/agent-sudo/agent-sudo/cmd/agent-sudod", "github.com/agent-sudo/agent-sudo/cmd/agent-sudo")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir
-}
-
-// daemon is a running agent-sudod.
-type daemon struct {
-	dir, socket, approverSocket string
-	logs                        *syncBuffer
-}
-
-// newDaemonConfig writes a configuration with no rules, so every request
-// asks, and returns the daemon it describes (not started) and its path.
-func newDaemonConfig(t *testing.T) (*daemon, string) {
-	t.Helper()
-	// Socket paths are limited to 107 bytes, so the daemon gets a short
-	// directory of its own.
-	dir, err := os.MkdirTemp("", "asa")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	d := &daemon{dir: dir, socket: filepath.Join(dir, "run", "agent-sudo.sock"),
-		approverSocket: filepath.Join(dir, "run", "approver.sock"), logs: &syncBuffer{}}
-	cfg := fmt.Sprintf(`
-socket = %q
-socket_group = "root"
-approver_socket = %q
-audit_log = %q
-exec = "direct"
-approval_timeout = "40s"
-command_timeout = "20s"
-kill_grace = "1s"
-read_timeout = "2s"
-shutdown_timeout = "5s"
-max_connections = 16
-`, d.socket, d.approverSocket, filepath.Join(dir, "audit.jsonl"))
-	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return d, cfgPath
-}
-
-// startDaemon starts agent-sudod in the background and waits until it
-// answers.
-func startDaemon(t *testing.T, bin string) *daemon {
-	t.Helper()
-	d, cfgPath := newDaemonConfig(t)
-	cmd := exec.Command(bin, "--config", cfgPath)
-	cmd.Stdout, cmd.Stderr = d.logs, d.logs
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "LISTEN_FDS=", "SSH_AUTH_SOCK=")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("agent-sudod did not stop within 20s of SIGTERM")
-		}
-		if t.Failed() {
-			t.Logf("agent-sudod's log:\n%s", d.logs.String())
-		}
-	})
-	d.waitReady(t, exited)
-	return d
-}
-
-// waitReady waits until the daemon answers a ping; exited, when not nil,
-// reports the daemon ending early.
-func (d *daemon) waitReady(t *testing.T, exited <-chan error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if err := d.ping(); err == nil {
-			return
-		} else if time.Now().After(deadline) {
-			t.Fatalf("agent-sudod did not answer a ping within 30s: %v\n%s", err, d.logs.String())
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("agent-sudod exited during start-up: %v\n%s", err, d.logs.String())
-		default:
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (d *daemon) ping() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_, err := client.New(d.socket).Ping(ctx)
-	return err
 }
 
 // pendingRun is a request on its way.
@@ -381,8 +277,8 @@ type pendingRun struct {
 	cancel context.CancelFunc
 }
 
-// ask sends req in the background.
-func (d *daemon) ask(t *testing.T, req *proto.Request) *pendingRun {
+// ask sends req to d in the background.
+func ask(t *testing.T, d *daemontest.Daemon, req *proto.Request) *pendingRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -391,7 +287,7 @@ func (d *daemon) ask(t *testing.T, req *proto.Request) *pendingRun {
 	req.Privileged = true
 	r := &pendingRun{id: req.ID, done: make(chan *proto.Response, 1), cancel: cancel}
 	go func() {
-		resp, err := client.New(d.socket).Run(ctx, req)
+		resp, err := client.New(d.Socket).Run(ctx, req)
 		if err != nil {
 			resp = &proto.Response{Status: "client error", Message: err.Error()}
 		}
@@ -481,21 +377,4 @@ func (tm *tmuxSession) poll(want string, every time.Duration) string {
 		}
 		time.Sleep(every)
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -11,20 +10,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
-	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/client/clienttest"
+	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -186,32 +183,13 @@ func TestMCPInterrupted(t *testing.T) {
 	}
 }
 
-// End-to-end helpers: the real binaries, a real daemon. They need root, as
-// the daemon's own end-to-end tests do.
+// End-to-end helpers: the real binaries and a real daemon come from
+// daemontest. They need root, as the daemon's own end-to-end tests do.
 
-func e2eRequireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end tests with a real agent-sudod need root; CI runs them as root")
-	}
-}
-
-// e2eBinaries builds agent-sudo and agent-sudod into a temporary directory
-// and returns their paths.
-func e2eBinaries(t *testing.T) (agentSudo, daemon string) {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"github.com/agent-sudo/agent-sudo/cmd/agent-sudo", "github.com/agent-sudo/agent-sudo/cmd/agent-sudod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, "agent-sudo"), filepath.Join(dir, "agent-sudod")
-}
-
-// e2eDaemon is a running agent-sudod.
-type e2eDaemon struct {
-	dir, socket, approverSocket, logFile string
+func TestMain(m *testing.M) {
+	code := m.Run()
+	daemontest.RemoveBinaries()
+	os.Exit(code)
 }
 
 // e2eRules deny rm, ask for touch and allow everything else.
@@ -232,85 +210,6 @@ action = "allow"
 match = ["*", "**"]
 `
 
-// startE2EDaemon starts bin with a temporary configuration and stops it
-// when the test ends.
-func startE2EDaemon(t *testing.T, bin, approvalTimeout, rules string) *e2eDaemon {
-	t.Helper()
-	// A socket path may have at most 107 bytes; t.TempDir can be longer.
-	dir, err := os.MkdirTemp("", "asmcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	d := &e2eDaemon{
-		dir:            dir,
-		socket:         filepath.Join(dir, "run", "agent-sudo.sock"),
-		approverSocket: filepath.Join(dir, "run", "approver.sock"),
-		logFile:        filepath.Join(dir, "daemon.log"),
-	}
-	cfg := fmt.Sprintf(`
-socket = %q
-socket_group = "root"
-approver_socket = %q
-audit_log = %q
-exec = "direct"
-approval_timeout = %q
-command_timeout = "20s"
-kill_grace = "1s"
-read_timeout = "2s"
-shutdown_timeout = "5s"
-%s
-`, d.socket, d.approverSocket, filepath.Join(dir, "audit.jsonl"), approvalTimeout, rules)
-	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logs, err := os.Create(d.logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logs.Close()
-	cmd := exec.Command(bin, "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "SSH_AUTH_SOCK=")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("agent-sudod did not exit within 20s of SIGTERM\n%s", d.logs())
-		}
-	})
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		select {
-		case err := <-exited:
-			t.Fatalf("agent-sudod exited during start-up: %v\n%s", err, d.logs())
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := client.New(d.socket).Ping(ctx)
-		cancel()
-		if err == nil {
-			return d
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent-sudod did not answer a ping within 30s: %v\n%s", err, d.logs())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (d *e2eDaemon) logs() string {
-	b, _ := os.ReadFile(d.logFile)
-	return string(b)
-}
-
 // e2eEnv is the environment of a child process: this one's without the
 // agent-sudo variables, plus extra.
 func e2eEnv(extra ...string) []string {
@@ -321,66 +220,6 @@ func e2eEnv(extra ...string) []string {
 		}
 	}
 	return append(env, extra...)
-}
-
-// e2eConsole is a bare approver-channel client (docs/approver-protocol.md).
-type e2eConsole struct {
-	t    *testing.T
-	conn net.Conn
-	in   *bufio.Scanner
-}
-
-func dialE2EConsole(t *testing.T, d *e2eDaemon) *e2eConsole {
-	t.Helper()
-	conn, err := net.Dial("unix", d.approverSocket)
-	if err != nil {
-		t.Fatalf("dial the approver socket: %v", err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(nil, 4<<20)
-	c := &e2eConsole{t: t, conn: conn, in: sc}
-	if m := c.next(); m.Type != approval.MsgHello {
-		t.Fatalf("first message %+v, want hello", m)
-	}
-	if m := c.next(); m.Type != approval.MsgGrants {
-		t.Fatalf("second message %+v, want grants", m)
-	}
-	return c
-}
-
-func (c *e2eConsole) next() approval.Message {
-	c.t.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if !c.in.Scan() {
-		c.t.Fatalf("approver channel: no message within 30s: %v", c.in.Err())
-	}
-	var m approval.Message
-	if err := json.Unmarshal(c.in.Bytes(), &m); err != nil {
-		c.t.Fatalf("approver channel: bad line %q: %v", c.in.Bytes(), err)
-	}
-	return m
-}
-
-// nextOf skips messages until one of type typ.
-func (c *e2eConsole) nextOf(typ string) approval.Message {
-	c.t.Helper()
-	for {
-		if m := c.next(); m.Type == typ {
-			return m
-		}
-	}
-}
-
-func (c *e2eConsole) send(m approval.Message) {
-	c.t.Helper()
-	b, err := json.Marshal(m)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if _, err := c.conn.Write(append(b, '\n')); err != nil {
-		c.t.Fatal(err)
-	}
 }
 
 // startMCP starts "bin mcp args..." in dir (if not empty) and connects an
@@ -431,10 +270,10 @@ func execute(t *testing.T, cs *mcp.ClientSession, args map[string]any) (string, 
 }
 
 func TestMCPE2E(t *testing.T) {
-	e2eRequireRoot(t)
-	bin, daemonBin := e2eBinaries(t)
-	quick := startE2EDaemon(t, daemonBin, "1s", e2eRules)
-	cs := startMCP(t, bin, "", nil, "--socket", quick.socket, "--session", "e2e-mcp")
+	daemontest.RequireRoot(t)
+	_, bin := daemontest.Binaries(t)
+	quick := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: e2eRules})
+	cs := startMCP(t, bin, "", nil, "--socket", quick.Socket, "--session", "e2e-mcp")
 
 	t.Run("tools/list", func(t *testing.T) {
 		res, err := cs.ListTools(context.Background(), nil)
@@ -474,7 +313,7 @@ func TestMCPE2E(t *testing.T) {
 	})
 
 	t.Run("timed out", func(t *testing.T) {
-		marker := filepath.Join(quick.dir, "timed-out")
+		marker := filepath.Join(quick.Dir, "timed-out")
 		text, isError := execute(t, cs, map[string]any{"argv": []string{"touch", marker}, "reason": "e2e"})
 		if !isError || !containsAll(text, "status: timeout (nobody approved the request in time; the command did not run)\n", "message: nobody approved the request within approval_timeout (1s)") {
 			t.Errorf("result (isError %v):\n%s", isError, text)
@@ -503,29 +342,29 @@ func TestMCPE2E(t *testing.T) {
 	})
 
 	t.Run("unprivileged in a directory", func(t *testing.T) {
-		text, isError := execute(t, cs, map[string]any{"argv": []string{"pwd"}, "reason": "e2e", "privileged": false, "cwd": quick.dir})
-		if isError || !containsAll(text, "stdout (", quick.dir+"\n") {
+		text, isError := execute(t, cs, map[string]any{"argv": []string{"pwd"}, "reason": "e2e", "privileged": false, "cwd": quick.Dir})
+		if isError || !containsAll(text, "stdout (", quick.Dir+"\n") {
 			t.Errorf("result (isError %v):\n%s", isError, text)
 		}
 	})
 
 	// A daemon that waits long enough for a human.
-	slow := startE2EDaemon(t, daemonBin, "60s", e2eRules)
+	slow := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "60s", Rules: e2eRules})
 	host, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("cancelling the call withdraws the request", func(t *testing.T) {
-		console := dialE2EConsole(t, slow)
+		console := daemontest.Dial(t, slow.ApproverSocket)
 		// The default session comes from the parent process (this test
 		// binary) and the working directory.
 		project := filepath.Join(t.TempDir(), "myproject")
 		if err := os.Mkdir(project, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cs := startMCP(t, bin, project, nil, "--socket", slow.socket)
-		marker := filepath.Join(slow.dir, "withdrawn")
+		cs := startMCP(t, bin, project, nil, "--socket", slow.Socket)
+		marker := filepath.Join(slow.Dir, "withdrawn")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		errc := make(chan error, 1)
@@ -533,7 +372,7 @@ func TestMCPE2E(t *testing.T) {
 			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"touch", marker}, "reason": "e2e cancel"}})
 			errc <- err
 		}()
-		p := console.nextOf(approval.MsgPending)
+		p := console.NextOf(approval.MsgPending)
 		self, err := os.ReadFile("/proc/self/comm") // this process is the server's parent
 		if err != nil {
 			t.Fatal(err)
@@ -546,7 +385,7 @@ func TestMCPE2E(t *testing.T) {
 		if err := <-errc; !errors.Is(err, context.Canceled) {
 			t.Errorf("CallTool returned %v, want context.Canceled", err)
 		}
-		if r := console.nextOf(approval.MsgResolved); r.ID != p.ID || r.Verdict != approval.Withdrawn {
+		if r := console.NextOf(approval.MsgResolved); r.ID != p.ID || r.Verdict != approval.Withdrawn {
 			t.Fatalf("after cancelling: %+v, want request %s withdrawn", r, p.ID)
 		}
 		if _, err := os.Stat(marker); err == nil {
@@ -555,7 +394,7 @@ func TestMCPE2E(t *testing.T) {
 	})
 
 	t.Run("progress while waiting for approval", func(t *testing.T) {
-		console := dialE2EConsole(t, slow)
+		console := daemontest.Dial(t, slow.ApproverSocket)
 		var mu sync.Mutex
 		var progress []*mcp.ProgressNotificationParams
 		got := make(chan struct{}, 100)
@@ -565,8 +404,8 @@ func TestMCPE2E(t *testing.T) {
 			mu.Unlock()
 			got <- struct{}{}
 		}}
-		cs := startMCP(t, bin, "", opts, "--socket", slow.socket, "--session", "e2e-progress", "--progress-interval", "200ms")
-		marker := filepath.Join(slow.dir, "approved")
+		cs := startMCP(t, bin, "", opts, "--socket", slow.Socket, "--session", "e2e-progress", "--progress-interval", "200ms")
+		marker := filepath.Join(slow.Dir, "approved")
 		params := &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"touch", marker}, "reason": "e2e progress"}}
 		params.SetProgressToken("e2e-token")
 		done := make(chan *mcp.CallToolResult, 1)
@@ -577,7 +416,7 @@ func TestMCPE2E(t *testing.T) {
 			}
 			done <- res
 		}()
-		p := console.nextOf(approval.MsgPending)
+		p := console.NextOf(approval.MsgPending)
 		for range 3 {
 			select {
 			case <-got:
@@ -585,7 +424,7 @@ func TestMCPE2E(t *testing.T) {
 				t.Fatal("fewer than 3 progress notifications in 30s")
 			}
 		}
-		console.send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce})
+		console.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce})
 		res := <-done
 		if res == nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "status: ok (the command ran)\n") {
 			t.Fatalf("result after approval: %+v", res)
@@ -668,7 +507,7 @@ func installInspector(t *testing.T) string {
 // TestMCPInspector drives "agent-sudo mcp" with the MCP Inspector's CLI,
 // the reference client, against a real daemon.
 func TestMCPInspector(t *testing.T) {
-	e2eRequireRoot(t)
+	daemontest.RequireRoot(t)
 	for _, tool := range []string{"node", "npm", "npx"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("the MCP Inspector check needs node, npm and npx; %s is not in PATH (.ci/run installs them)", tool)
@@ -688,15 +527,15 @@ func TestMCPInspector(t *testing.T) {
 		t.Skipf("the MCP Inspector %s needs node 20 or later; this is node %s", inspectorVersion, strings.TrimSpace(string(out)))
 	}
 	dir := installInspector(t)
-	bin, daemonBin := e2eBinaries(t)
-	d := startE2EDaemon(t, daemonBin, "1s", e2eRules)
+	_, bin := daemontest.Binaries(t)
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: e2eRules})
 
 	inspect := func(t *testing.T, args ...string) (string, int) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		args = append([]string{"--no-install", "mcp-inspector", "--cli"}, args...)
-		args = append(args, "--", bin, "mcp", "--socket", d.socket, "--session", "inspector")
+		args = append(args, "--", bin, "mcp", "--socket", d.Socket, "--session", "inspector")
 		cmd := exec.CommandContext(ctx, "npx", args...)
 		cmd.Dir = dir
 		cmd.Env = e2eEnv()

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/client/clienttest"
+	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -373,9 +374,9 @@ func TestShellPathValue(t *testing.T) {
 // TestShimE2E installs the shim from the built binary and runs it as sudo,
 // as a real process, against a real daemon.
 func TestShimE2E(t *testing.T) {
-	e2eRequireRoot(t)
-	bin, daemonBin := e2eBinaries(t)
-	d := startE2EDaemon(t, daemonBin, "1s", e2eRules)
+	daemontest.RequireRoot(t)
+	_, bin := daemontest.Binaries(t)
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: e2eRules})
 	dir := filepath.Join(t.TempDir(), "shim")
 
 	out, err := exec.Command(bin, "shim", "install", dir).Output()
@@ -394,7 +395,7 @@ func TestShimE2E(t *testing.T) {
 	sudoRun := func(t *testing.T, stdin *os.File, cwd string, env []string, args ...string) run {
 		t.Helper()
 		cmd := exec.Command(sudo, args...)
-		cmd.Env = e2eEnv(append([]string{envSocket + "=" + d.socket, envSession + "=e2e-shim"}, env...)...)
+		cmd.Env = e2eEnv(append([]string{envSocket + "=" + d.Socket, envSession + "=e2e-shim"}, env...)...)
 		cmd.Dir = cwd
 		if stdin != nil {
 			cmd.Stdin = stdin
@@ -460,7 +461,7 @@ func TestShimE2E(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.Close()
-		target := filepath.Join(d.dir, "tee-target")
+		target := filepath.Join(d.Dir, "tee-target")
 		got := sudoRun(t, r, "", nil, "tee", target)
 		if got.code != 1 || !strings.HasPrefix(got.stderr, "agent-sudo shim: stdin has data") {
 			t.Errorf("got %+v", got)

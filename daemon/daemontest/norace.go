@@ -1,5 +1,5 @@
 //go:build !race
 
-package daemon_test
+package daemontest
 
 const raceEnabled = false
