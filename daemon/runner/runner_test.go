@@ -998,7 +998,15 @@ func TestRunSetupFailure(t *testing.T) {
 	if after := countFDs(t); after != before {
 		t.Errorf("%d file descriptors before, %d after", before, after)
 	}
-	if n := runtime.NumGoroutine(); n > goroutines {
+	// A reader goroutine that has signalled its WaitGroup may still be
+	// on its way out; give the count a moment to settle before judging.
+	deadline := time.Now().Add(2 * time.Second)
+	n := runtime.NumGoroutine()
+	for n > goroutines && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		n = runtime.NumGoroutine()
+	}
+	if n > goroutines {
 		t.Errorf("%d goroutines before, %d after", goroutines, n)
 	}
 }
