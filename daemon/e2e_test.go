@@ -605,8 +605,14 @@ func TestE2ESocketActivationAndNotify(t *testing.T) {
 		},
 	})
 	defer activated.Close()
-	if !strings.Contains(d.Logs.String(), "socket_activated=true") {
-		t.Errorf("daemon did not report using the passed socket:\n%s", d.Logs.String())
+	// The log reaches the buffer through a pipe copied by another
+	// goroutine, possibly after the start-up ping was answered.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d.Logs.String(), "socket_activated=true"); {
+		if time.Now().After(deadline) {
+			t.Errorf("daemon did not report using the passed socket:\n%s", d.Logs.String())
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if resp := d.Run(&proto.Request{Pipeline: [][]string{{"echo", "activated"}}, Privileged: true}); string(resp.Stdout) != "activated\n" {
 		t.Fatalf("over the activated socket: %+v", resp)
