@@ -17,8 +17,12 @@ import (
 //     zero-width and other format characters, line and paragraph separators,
 //     private-use and unassigned code points) become \uNNNN or \UNNNNNNNN.
 //
-// It is for untrusted text, such as the daemon's messages, on its way to a
-// terminal. A shared sanitiser package will replace it.
+// It is for agent-sudo's own one-line diagnostics, which embed untrusted text
+// (the daemon's messages) next to values already quoted with %q. Unlike
+// render.Escape, used for the audit table and the approver's screen, it does
+// not double backslashes: a %q-quoted value would otherwise be escaped twice,
+// and in a diagnostic line the ambiguity that doubling prevents (a literal
+// "" typed by the agent) misleads nobody about what will run.
 func visible(s string) string {
 	i := strings.IndexFunc(s, needsEscape)
 	if i < 0 && utf8.ValidString(s) {
