@@ -12,6 +12,9 @@ type replayCache struct {
 	mu     sync.Mutex
 	window time.Duration
 	seen   map[string]time.Time // id -> when it may be forgotten
+	// swept is when expired ids were last dropped; sweeping at most once a
+	// second keeps each request's cost constant however many ids are kept.
+	swept time.Time
 }
 
 func newReplayCache(window time.Duration) *replayCache {
@@ -23,12 +26,15 @@ func newReplayCache(window time.Duration) *replayCache {
 func (c *replayCache) firstUse(id string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, until := range c.seen {
-		if now.After(until) {
-			delete(c.seen, k)
+	if now.Sub(c.swept) >= time.Second {
+		for k, until := range c.seen {
+			if now.After(until) {
+				delete(c.seen, k)
+			}
 		}
+		c.swept = now
 	}
-	if _, ok := c.seen[id]; ok {
+	if until, ok := c.seen[id]; ok && !now.After(until) {
 		return false
 	}
 	c.seen[id] = now.Add(c.window)
