@@ -507,7 +507,7 @@ func (m *model) buildGrantForm(keep string) {
 	for i, g := range m.grants {
 		label := fmt.Sprintf("%s  uid %d  session %s  expires %s",
 			esc(g.ID), g.UID, esc(g.Session), g.Expires.In(m.cfg.now().Location()).Format("2006-01-02 15:04:05"))
-		opts[i] = huh.NewOption(strings.Join(render.Wrap(label, max(m.width-4, 10)), "\n"), g.ID)
+		opts[i] = huh.NewOption(strings.Join(render.Wrap(label, max(m.width-4, 1)), "\n"), g.ID)
 	}
 	m.grantSel = huh.NewSelect[string]()
 	m.grantSel.WithTheme(m.st.theme)
@@ -766,6 +766,12 @@ func (m *model) expireNotices() {
 // request-level notice does not depend on.
 func esc(s string) string {
 	e, _ := render.Escape(s)
+	return e
+}
+
+// escStrict is render.EscapeStrict without the flag.
+func escStrict(s string) string {
+	e, _ := render.EscapeStrict(s)
 	return e
 }
 

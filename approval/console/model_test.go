@@ -593,8 +593,8 @@ func TestLongValuesWrapAndScroll(t *testing.T) {
 		case strings.HasPrefix(line, "command    "):
 			inCmd = true
 			cmd.WriteString(strings.TrimPrefix(line, "command    "))
-		case inCmd && strings.HasPrefix(line, "         ↪ "):
-			cmd.WriteString(strings.TrimPrefix(line, "         ↪ "))
+		case inCmd && strings.HasPrefix(line, "         ↳ "):
+			cmd.WriteString(strings.TrimPrefix(line, "         ↳ "))
 		default:
 			inCmd = false
 		}
@@ -631,7 +631,7 @@ func TestNarrowTerminal(t *testing.T) {
 			t.Errorf("line wider than the terminal (%d): %q", w, line)
 		}
 	}
-	h.wantView("command\n  apt-get install -y nginx | \n↪ tee '/var/log/x y.log'\nstage 1\n", "screen")
+	h.wantView("command\n  apt-get install -y nginx | \n↳ tee '/var/log/x y.log'\nstage 1\n", "screen")
 }
 
 func TestNoticesExpire(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/approval/render"
@@ -39,14 +39,14 @@ func (m *model) View() string {
 		show := avail - 1 // the last line says where the view is
 		scroll := min(max(m.scroll, 0), len(body)-show)
 		lines = append(lines, body[scroll:scroll+show]...)
-		where := fmt.Sprintf("── lines %d-%d of %d · PgUp/PgDn scroll ──", scroll+1, scroll+show, len(body))
-		if utf8.RuneCountInString(where) > m.width-1 {
+		where := fmt.Sprintf("-- lines %d-%d of %d - PgUp/PgDn scroll --", scroll+1, scroll+show, len(body))
+		if render.Width(where) > m.width-1 {
 			where = fmt.Sprintf("lines %d-%d of %d (PgUp/PgDn)", scroll+1, scroll+show, len(body))
 		}
-		if len(where) > m.width-1 {
+		if render.Width(where) > m.width-1 {
 			where = fmt.Sprintf("%d-%d/%d", scroll+1, scroll+show, len(body))
 		}
-		lines = append(lines, m.st.dim.Render(where))
+		lines = append(lines, fit([]string{m.st.dim.Render(where)}, m.width)...)
 	}
 	lines = append(lines, bottom...)
 	return strings.Join(lines, "\n")
@@ -59,8 +59,42 @@ func (m *model) bodyHeight(top, bottom int) int {
 	return max(m.height-top-bottom, 3)
 }
 
-// layout renders the screen's three parts at the current width.
+// layout renders the screen's three parts at the current width. Every
+// line fits in the terminal's width less one column by render.Width, the
+// console's one width function, so that neither lipgloss nor bubbletea nor
+// the terminal ever wraps or cuts a line: the line count the body's
+// scrolling is computed from is the terminal's.
 func (m *model) layout() (top, body, bottom []string) {
+	top, body, bottom = m.compose()
+	return fit(top, m.width), fit(body, m.width), fit(bottom, m.width)
+}
+
+// fit returns lines with every line that is wider than width-1 columns
+// (render.Width, ignoring the console's own styling) broken by render.Wrap,
+// without its styling. The console's layout already wraps every value to
+// fit, so this changes nothing unless a line escaped that: huh's forms on a
+// very narrow terminal, or a bug. A line is never cut.
+func fit(lines []string, width int) []string {
+	limit := max(width-1, 1)
+	for i, l := range lines {
+		if render.Width(ansi.Strip(l)) <= limit {
+			continue
+		}
+		out := slices.Clone(lines[:i])
+		for _, l := range lines[i:] {
+			if plain := ansi.Strip(l); render.Width(plain) > limit {
+				out = append(out, render.Wrap(plain, limit)...)
+			} else {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	return lines
+}
+
+// compose renders the screen's three parts at the current width.
+func (m *model) compose() (top, body, bottom []string) {
 	w := m.width
 	st := m.st
 	top = append(top, m.header()...)
@@ -102,7 +136,9 @@ func (m *model) header() []string {
 }
 
 func (m *model) separator() string {
-	return m.st.dim.Render(strings.Repeat("─", max(m.width-1, 1)))
+	// ASCII: box drawing characters are East Asian Ambiguous, 2 columns
+	// wide on some terminals.
+	return m.st.dim.Render(strings.Repeat("-", max(m.width-1, 1)))
 }
 
 func (m *model) idleView() (body, bottom []string) {
@@ -224,10 +260,10 @@ func grantDetails(st *styles, g approval.Grant, width int, now time.Time) []stri
 	} else {
 		l.field("runs", "unprivileged", nil)
 	}
-	l.field("cwd", esc(g.Cwd), nil)
+	l.field("cwd", escStrict(g.Cwd), nil)
 	keys := make([]string, len(g.EnvKeys))
 	for i, k := range g.EnvKeys {
-		keys[i] = esc(k)
+		keys[i] = escStrict(k)
 	}
 	if len(keys) > 0 {
 		l.field("env keys", strings.Join(keys, " "), nil)
@@ -252,8 +288,15 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 	note := func(e bool) {
 		escaped = escaped || e
 	}
+	// e is for free text (reason, session, host); es for what must be
+	// shown exactly: directories, environment, names, paths.
 	e := func(s string) string {
 		out, x := render.Escape(s)
+		note(x)
+		return out
+	}
+	es := func(s string) string {
+		out, x := render.EscapeStrict(s)
 		note(x)
 		return out
 	}
@@ -288,20 +331,20 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 	case s.Privileged:
 		l.field("runs", "as root", &st.danger)
 	case s.RunAs != "":
-		l.field("runs", "as "+e(s.RunAs)+" (unprivileged)", nil)
+		l.field("runs", "as "+es(s.RunAs)+" (unprivileged)", nil)
 	default:
 		l.field("runs", fmt.Sprintf("unprivileged, as uid %d", s.Peer.UID), nil)
 	}
 	if s.ForwardAgent {
 		l.field("ssh agent", sshWarning, &st.warn)
 	}
-	l.field("cwd", e(s.Cwd), nil)
+	l.field("cwd", es(s.Cwd), nil)
 	for i, k := range slices.Sorted(maps.Keys(s.Env)) {
 		label := ""
 		if i == 0 {
 			label = "env"
 		}
-		l.field(label, e(k)+"="+q(s.Env[k]), nil)
+		l.field(label, es(k)+"="+q(s.Env[k]), nil)
 	}
 	// The reason is free text: each of its lines is shown on a line of its
 	// own rather than as \n.
@@ -314,14 +357,14 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 	}
 	l.field("session", e(s.Session), nil)
 	l.field("host", e(s.Host), nil)
-	l.field("id", e(s.ID), nil)
+	l.field("id", es(s.ID), nil)
 	l.field("time", fmt.Sprintf("sent %s by the agent's clock · received %s · deadline %s",
 		fmtTime(s.Time), clock(s.Received), clock(s.Deadline)), nil)
 	peer := fmt.Sprintf("uid %d", s.Peer.UID)
 	if s.Peer.User != "" {
-		peer += " (" + e(s.Peer.User) + ")"
+		peer += " (" + es(s.Peer.User) + ")"
 	}
-	peer += fmt.Sprintf(" · pid %d · exe %s", s.Peer.PID, e(s.Peer.Exe))
+	peer += fmt.Sprintf(" · pid %d · exe %s", s.Peer.PID, es(s.Peer.Exe))
 	l.field("requester", peer, nil)
 	return l.out, escaped
 }
@@ -342,9 +385,10 @@ func clock(t time.Time) string {
 }
 
 // lines lays out labelled values: the label in a column of its own, the
-// value wrapped beside it, and every continuation line marked with ↪ in the
+// value wrapped beside it, and every continuation line marked with ↳ in the
 // label column, where the request cannot write. On a narrow terminal the
-// label goes on a line of its own.
+// label goes on a line of its own. Every line is at most width-1 columns by
+// render.Width (the marker and the labels are one column per character).
 type lines struct {
 	st     *styles
 	width  int
@@ -373,13 +417,13 @@ func (l *lines) field(label, value string, style *lipgloss.Style) {
 	}
 	vw := 0 // width <= 0: one line, for requestEscapes
 	if l.width > 0 {
-		vw = max(l.width-indent-1, 8)
+		vw = max(l.width-indent-1, 1)
 	}
 	for i, part := range render.Wrap(value, vw) {
 		var prefix string
 		switch {
 		case i > 0:
-			prefix = strings.Repeat(" ", indent-2) + l.st.cont.Render("↪ ")
+			prefix = strings.Repeat(" ", indent-2) + l.st.cont.Render(contMark)
 		case l.labelW > 0:
 			prefix = l.st.label.Render(fmt.Sprintf("%-*s", l.labelW, label))
 		default:
@@ -392,10 +436,14 @@ func (l *lines) field(label, value string, style *lipgloss.Style) {
 	}
 }
 
+// contMark marks a continuation line in the label column: U+21B3, one
+// column in every width table (unlike ↪, an emoji).
+const contMark = "↳ "
+
 // wrapText wraps the console's own text (which may include escaped
 // strings) to the terminal, leaving the last column free.
 func wrapText(s string, width int) []string {
-	return render.Wrap(s, max(width-1, 10))
+	return render.Wrap(s, max(width-1, 1))
 }
 
 func styled(s lipgloss.Style, lines []string) []string {

@@ -24,11 +24,23 @@ const hexDigits = "0123456789abcdef"
 // documentation, and whether anything other than a backslash had to be
 // escaped.
 func Escape(s string) (string, bool) {
+	return escape(s, false)
+}
+
+// EscapeStrict is Escape with the stricter rules of the package
+// documentation for command lines, program paths, environment variables
+// and directories: every character it passes has one width that every
+// terminal agrees on, and no stack of combining marks.
+func EscapeStrict(s string) (string, bool) {
+	return escape(s, true)
+}
+
+func escape(s string, strict bool) (string, bool) {
 	var b strings.Builder
 	b.Grow(len(s))
 	marks, escaped := noBase, false
 	for i := 0; i < len(s); {
-		r, size, pass, next := scan(s[i:], marks)
+		r, size, pass, next := scan(s[i:], marks, strict)
 		if pass {
 			b.WriteString(s[i : i+size])
 		} else {
@@ -46,8 +58,8 @@ func Escape(s string) (string, bool) {
 // utf8.RuneError and size is 1). marks is the number of combining marks
 // already on the current base, or noBase. It reports the character's size
 // in bytes, whether it passes through unchanged, and the mark state after
-// it.
-func scan(s string, marks int) (r rune, size int, pass bool, next int) {
+// it. strict selects EscapeStrict's rules.
+func scan(s string, marks int, strict bool) (r rune, size int, pass bool, next int) {
 	if c := s[0]; c < utf8.RuneSelf {
 		switch {
 		case c < 0x20 || c == 0x7f || c == '\\':
@@ -64,17 +76,24 @@ func scan(s string, marks int) (r rune, size int, pass bool, next int) {
 	case mustEscape(r):
 		return r, size, false, noBase
 	case unicode.Is(unicode.M, r):
-		if marks >= 0 && marks < maxMarks {
+		limit := maxMarks
+		if strict {
+			limit = maxMarksStrict
+		}
+		if marks >= 0 && marks < limit && !(strict && unicode.Is(unicode.Mc, r)) {
 			return r, size, true, marks + 1
 		}
+		return r, size, false, noBase
+	case strict && !strictOK(r):
 		return r, size, false, noBase
 	}
 	return r, size, true, 0
 }
 
 // mustEscape reports whether r is escaped wherever it appears: a control
-// character, or one of the runes of rule 5. It does not cover the backslash
-// (rule 1) nor combining marks (rule 6).
+// character, or one of the runes of rules 5 and 6. It does not cover the
+// backslash (rule 1), combining marks that have a width (rule 7) nor the
+// strict rules.
 func mustEscape(r rune) bool {
 	switch {
 	case r == ' ':
@@ -84,6 +103,8 @@ func mustEscape(r rune) bool {
 	case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs, unicode.Z):
 		return true
 	case unicode.In(r, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point):
+		return true
+	case escapedEverywhere(r):
 		return true
 	}
 	// Unassigned (Cn): in none of the general categories. C and Z were

@@ -132,8 +132,16 @@ func TestEscape(t *testing.T) {
 		{"CJK", "日本語のテキスト", "日本語のテキスト", false},
 		{"Hangul", "한국어", "한국어", false},
 		{"emoji", "😀🎉", "😀🎉", false},
-		{"emoji skin tone modifier", "👍🏽", "👍🏽", false},
-		{"flag", "🇫🇷", "🇫🇷", false},
+		{"Yijing hexagrams (counted 2 columns)", "\u4dc0\u4dc1", "\u4dc0\u4dc1", false},
+
+		// Rule 6: characters no width can be given to.
+		{"emoji skin tone modifier", "👍🏽", `👍\U0001f3fd`, true},
+		{"flag", "🇫🇷", `\U0001f1eb\U0001f1f7`, true},
+		{"three-em dash (4 columns in uniseg)", "a\u2e3b\u2e3ab", `a\u2e3b\u2e3ab`, true},
+		{"Hangul conjoining jamo", "\u1100\u1161\u11a8", `\u1100\u1161\u11a8`, true},
+		{"Hangul jamo extended", "\ua960\ud7b0", `\ua960\ud7b0`, true},
+		{"ideographic tone marks", "日\u302a", `日\u302a`, true},
+		{"supplementary-plane mark", "a\U0001d165", `a\U0001d165`, true},
 		{"Greek and Cyrillic", "Ελληνικά Привет", "Ελληνικά Привет", false},
 		{"Arabic and Hebrew letters", "مرحبا שלום", "مرحبا שלום", false},
 		{"fullwidth letters", "ｒｍ", "ｒｍ", false},

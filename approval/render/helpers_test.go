@@ -131,6 +131,14 @@ func unsafeRune(r rune) error {
 		return fmt.Errorf("invisible %U", r)
 	case !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs):
 		return fmt.Errorf("unassigned %U", r)
+	case 0x1100 <= r && r <= 0x11ff, 0xa960 <= r && r <= 0xa97f, 0xd7b0 <= r && r <= 0xd7ff:
+		return fmt.Errorf("Hangul conjoining jamo %U", r)
+	case r == 0x2e3a || r == 0x2e3b:
+		return fmt.Errorf("dash wider than 2 columns in uniseg %U", r)
+	case 0x1f1e6 <= r && r <= 0x1f1ff || 0x1f3fb <= r && r <= 0x1f3ff:
+		return fmt.Errorf("regional indicator or emoji modifier %U", r)
+	case 0x302a <= r && r <= 0x302f || r == 0x0cf3 || r == 0x0ece || r > 0xffff && unicode.Is(unicode.M, r):
+		return fmt.Errorf("mark of disputed width %U", r)
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ import "strings"
 // more to a shell (an assignment, a reserved word), and [CommandLine] quotes
 // those.
 func Quote(arg string) (string, bool) {
-	e, escaped := Escape(arg)
+	e, escaped := EscapeStrict(arg)
 	switch {
 	case escaped:
 		return "$'" + strings.ReplaceAll(e, "'", `\'`) + "'", true

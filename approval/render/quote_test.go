@@ -36,9 +36,18 @@ func TestQuote(t *testing.T) {
 		{"double quote", `say "hi"`, `'say "hi"'`, false},
 		{"backslash stays single", `a\.b`, `'a\.b'`, false},
 		{"literal \\x1b text", `\x1b[2J`, `'\x1b[2J'`, false},
-		{"non-ASCII letters", "café", `'café'`, false},
+		{"non-ASCII letters", "naïve", `'naïve'`, false},
+		{"East Asian Ambiguous letter", "café", `$'caf\u00e9'`, true},
+		{"Cyrillic look-alike (Ambiguous)", "/usr/bin/p\u0430sswd", `$'/usr/bin/p\u0430sswd'`, true},
+		{"three-em dash", "a\u2e3bb", `$'a\u2e3bb'`, true},
+		{"Yijing hexagram", "\u4dc0", `$'\u4dc0'`, true},
+		{"emoji", "😀", `$'\U0001f600'`, true},
+		{"text-presentation emoji", "\u263a", `$'\u263a'`, true},
+		{"spacing mark", "कि", `$'क\u093f'`, true},
+		{"two marks", "e\u0323\u0302", "$'e\u0323\\u0302'", true},
 		{"CJK", "日本語", `'日本語'`, false},
 		{"combining mark on a letter", "e\u0301", "'e\u0301'", false},
+		{"fullwidth", "ｒｍ", "'ｒｍ'", false},
 		{"newline", "line1\nline2", `$'line1\nline2'`, true},
 		{"tab", "a\tb", `$'a\tb'`, true},
 		{"ESC", "\x1b[2J", `$'\x1b[2J'`, true},
@@ -79,8 +88,8 @@ func checkQuote(t *testing.T, in, got string, escaped bool) {
 	} else if back != in {
 		t.Errorf("Quote(%q) = %q, which reads back as %q", in, got, back)
 	}
-	if _, e := Escape(in); e != escaped {
-		t.Errorf("Quote(%q) = %q, %v; Escape's flag is %v", in, got, escaped, e)
+	if _, e := EscapeStrict(in); e != escaped {
+		t.Errorf("Quote(%q) = %q, %v; EscapeStrict's flag is %v", in, got, escaped, e)
 	}
 	if joined := strings.Join(Wrap(got, 5), ""); joined != got {
 		t.Errorf("Wrap(%q, 5) joins to %q", got, joined)
@@ -245,7 +254,7 @@ func FuzzQuote(f *testing.F) {
 		}
 		// checkQuote checks that the output is valid UTF-8 with no control,
 		// bidi or other unsafe rune, that it reads back as arg, and that
-		// the flag is Escape's.
+		// the flag is EscapeStrict's.
 		got, escaped := Quote(arg)
 		checkQuote(t, arg, got, escaped)
 		line, lineEscaped := CommandLine([][]string{{arg, arg}, {arg}})

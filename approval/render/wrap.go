@@ -3,8 +3,6 @@ package render
 import (
 	"strings"
 	"unicode"
-
-	"golang.org/x/text/width"
 )
 
 // Wrap breaks s, the output of [Escape], [Quote] or [CommandLine], into
@@ -17,12 +15,11 @@ import (
 // otherwise right before that unit. Wrap returns at least one line; when
 // width < 1 it does not break s at all.
 //
-// Widths are estimates, as terminals disagree: East Asian Wide and
-// Fullwidth characters (CJK, most emoji) count 2 columns, nonspacing and
-// enclosing marks 0, everything else 1, East Asian Ambiguous characters
-// included (as terminals outside CJK locales show them), and
-// golang.org/x/text/width supplies the East Asian Width property. Escapes
-// are ASCII and count one column per byte.
+// Widths are [Width]'s: exact for the characters EscapeStrict passes, on
+// which every width table agrees, and the most any table gives for the
+// others, so a line of at most width columns never takes more on any
+// terminal (it may take less). Escapes are ASCII and count one column per
+// byte.
 //
 // A break can fall anywhere, right after "rm -rf /" for instance, so the
 // caller must mark continuation lines in a way the request cannot imitate
@@ -102,7 +99,7 @@ func nextUnit(s string, i, marks int) (unit, int, int) {
 		}
 		i += n
 	} else {
-		r, size, pass, next := scan(s[i:], marks)
+		r, size, pass, next := scan(s[i:], marks, false)
 		if pass {
 			u = unit{start: i, end: i + size, width: runeWidth(r), space: r == ' '}
 		} else {
@@ -115,7 +112,7 @@ func nextUnit(s string, i, marks int) (unit, int, int) {
 	}
 	// The combining marks on the unit.
 	for i < len(s) && marks >= 0 {
-		r, size, pass, next := scan(s[i:], marks)
+		r, size, pass, next := scan(s[i:], marks, false)
 		if !pass || next <= 0 {
 			break
 		}
@@ -174,17 +171,4 @@ func join(s string, units []unit) string {
 		b.WriteString(u.text(s))
 	}
 	return b.String()
-}
-
-// runeWidth estimates the columns a terminal gives to r, a rune that
-// Escape passes and that is not a combining mark.
-func runeWidth(r rune) int {
-	if r < 0x1100 {
-		return 1
-	}
-	switch width.LookupRune(r).Kind() {
-	case width.EastAsianWide, width.EastAsianFullwidth:
-		return 2
-	}
-	return 1
 }

@@ -27,7 +27,12 @@ func TestWrap(t *testing.T) {
 		{"CJK wider than width", "日本", 1, []string{"日", "本"}},
 		{"fullwidth", "ｒｍ -rf", 4, []string{"ｒｍ", " -rf"}},
 		{"emoji", "😀😀😀", 4, []string{"😀😀", "😀"}},
-		{"ambiguous counts 1", "éééé", 2, []string{"éé", "éé"}},
+		{"ambiguous counts 2", "éééé", 2, []string{"é", "é", "é", "é"}},
+		{"ambiguous counts 2 (box drawing)", "──", 3, []string{"─", "─"}},
+		{"Yijing hexagrams count 2", "\u4dc0\u4dc0\u4dc0", 4, []string{"\u4dc0\u4dc0", "\u4dc0"}},
+		{"text-presentation emoji counts 2", "☺☺", 3, []string{"☺", "☺"}},
+		{"three-em dash is escaped", "\u2e3b\u2e3b", 6, []string{`\u2e3b`, `\u2e3b`}},
+		{"wide at the last column", "ab日", 3, []string{"ab", "日"}},
 
 		// Escapes are never cut.
 		{"\\x escape", `ab\x1bcd`, 4, []string{"ab", `\x1b`, "cd"}},
