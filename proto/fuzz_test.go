@@ -71,10 +71,15 @@ func checkInvariants(t *testing.T, req *Request) {
 			}
 		}
 	}
+	envBytes := 0
 	for k, v := range req.Env {
-		if !ValidEnvName(k) || strings.IndexByte(v, 0) >= 0 {
+		if !ValidEnvName(k) || strings.IndexByte(v, 0) >= 0 || len(k) > MaxEnvNameLen {
 			t.Fatalf("bad env %q=%q", k, v)
 		}
+		envBytes += len(k) + len(v)
+	}
+	if len(req.Env) > MaxEnvVars || envBytes > MaxEnvBytes {
+		t.Fatalf("env of %d variables and %d bytes accepted", len(req.Env), envBytes)
 	}
 	if req.Cwd != "" && req.Cwd[0] != '/' {
 		t.Fatalf("relative cwd %q", req.Cwd)

@@ -416,6 +416,7 @@ func (d *requestDecoder) env() map[string]string {
 		return nil
 	}
 	env := map[string]string{}
+	total := 0
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -423,6 +424,14 @@ func (d *requestDecoder) env() map[string]string {
 			return nil
 		}
 		key := tok.(string)
+		if len(env) == MaxEnvVars {
+			d.fail("env", "has more than %d variables; this daemon accepts at most %d", MaxEnvVars, MaxEnvVars)
+			return nil
+		}
+		if len(key) > MaxEnvNameLen {
+			d.fail("env", "a variable name is %d bytes long; this daemon accepts names of at most %d bytes", len(key), MaxEnvNameLen)
+			return nil
+		}
 		field := "env." + key
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
@@ -444,6 +453,10 @@ func (d *requestDecoder) env() map[string]string {
 		}
 		if strings.IndexByte(s, 0) >= 0 {
 			d.fail(field, "contains a NUL byte, which an environment variable cannot carry")
+			return nil
+		}
+		if total += len(key) + len(s); total > MaxEnvBytes {
+			d.fail("env", "names and values total more than %d bytes; this daemon accepts at most %d", MaxEnvBytes, MaxEnvBytes)
 			return nil
 		}
 		env[key] = s

@@ -21,6 +21,15 @@ const (
 	MaxSessionLen = 256
 	// MaxReasonLen bounds the free-text reason shown to the approver.
 	MaxReasonLen = 4096
+	// MaxEnvVars bounds the number of variables in env. It is a limit of
+	// this daemon (the reference protocol sets none): a request has no use
+	// for more, and each refused variable costs the daemon work and words.
+	MaxEnvVars = 64
+	// MaxEnvNameLen bounds the length of one variable name in env.
+	MaxEnvNameLen = 256
+	// MaxEnvBytes bounds the bytes of env's names and values together, as
+	// decoded (the JSON escapes do not count).
+	MaxEnvBytes = 32 << 10
 	// MaxCwdLen bounds the cwd extension field (PATH_MAX on Linux).
 	MaxCwdLen = 4096
 	// DefaultMaxClockSkew is how far a request's time may lie from the
