@@ -81,7 +81,7 @@ func (s *Server) plan(req *proto.Request, peer peercred.Creds) (*plan, error) {
 		}
 		sock = s.sshAuthSock
 	}
-	p.env, err = runner.BuildEnv(p.target, s.cfg.SecurePath, req.Env, s.cfg.EnvAllow, sock)
+	p.env, err = s.env.BuildEnv(p.target, req.Env, sock)
 	if err != nil {
 		return nil, err
 	}

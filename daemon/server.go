@@ -25,6 +25,7 @@ import (
 type Server struct {
 	cfg      *config.Config
 	rules    *rules.Engine
+	env      *runner.EnvPolicy
 	approver approval.Approver
 	audit    *audit.Log
 	auth     *authorizer
@@ -66,6 +67,10 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	env, err := cfg.EnvPolicy()
+	if err != nil {
+		return nil, err
+	}
 	auth, err := newAuthorizer(cfg)
 	if err != nil {
 		return nil, err
@@ -74,7 +79,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, errors.New("no audit log: the daemon does not run commands it cannot record")
 	}
 	s := &Server{
-		cfg: cfg, rules: engine, approver: opts.Approver, audit: opts.Audit, auth: auth, log: opts.Logger,
+		cfg: cfg, rules: engine, env: env, approver: opts.Approver, audit: opts.Audit, auth: auth, log: opts.Logger,
 		now: opts.Now, sshAuthSock: opts.SSHAuthSock,
 		replay:  newReplayCache(2 * cfg.MaxClockSkew),
 		slots:   make(chan struct{}, cfg.MaxConnections),

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/agent-sudo/agent-sudo/approval/rules"
+	"github.com/agent-sudo/agent-sudo/daemon/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -170,6 +170,17 @@ func (c *Config) Engine() (*rules.Engine, error) {
 		return nil, fmt.Errorf("build rule engine: %w", err)
 	}
 	return e, nil
+}
+
+// EnvPolicy compiles the environment policy: the secure path and the
+// env_allow entries with the built-in allowlist and the deny list of package
+// runner. For a Config from [Load], [Parse] or [Default] it does not fail.
+func (c *Config) EnvPolicy() (*runner.EnvPolicy, error) {
+	p, err := runner.NewEnvPolicy(c.SecurePath, c.EnvAllow)
+	if err != nil {
+		return nil, fmt.Errorf("build environment policy: %w", err)
+	}
+	return p, nil
 }
 
 // Load reads and validates the configuration file at path. When explicit is
@@ -540,8 +551,10 @@ func (c *Config) Validate() error {
 			add("unprivileged_user", "%q is root; unprivileged requests must not run as root", u)
 		}
 	}
+	// The environment policy (package runner) is checked here, once: an
+	// entry it would refuse stops the daemon from starting.
 	for i, e := range c.EnvAllow {
-		if err := checkEnvPattern(e); err != nil {
+		if err := runner.ValidAllowPattern(e); err != nil {
 			add(fmt.Sprintf("env_allow[%d]", i), "%v", err)
 		}
 	}
@@ -585,6 +598,8 @@ func checkPath(p string) error {
 		return errors.New("must not be empty")
 	case !filepath.IsAbs(p):
 		return fmt.Errorf("%q is not an absolute path", p)
+	case strings.IndexByte(p, 0) >= 0:
+		return fmt.Errorf("%q contains a NUL byte", p)
 	case filepath.Clean(p) != p:
 		return fmt.Errorf("%q is not a clean path; write %q", p, filepath.Clean(p))
 	}
@@ -632,57 +647,4 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// forbiddenEnv returns the environment variables that env_allow may not
-// allow, by exact name and by prefix: those that make the dynamic loader,
-// the C library or a shell load code or files of the caller's choosing, and
-// sudo's own variables. The names are glibc's list of variables it removes
-// for set-user-id programs (sysdeps/generic/unsecvars.h) plus the shell's.
-func forbiddenEnv() (names, prefixes []string) {
-	names = []string{
-		// glibc
-		"GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN",
-		"LOCPATH", "MALLOC_TRACE", "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF",
-		"RES_OPTIONS", "TMPDIR", "TZDIR",
-		// shells
-		"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "IFS", "PATH",
-	}
-	prefixes = []string{"LD_", "BASH_FUNC_", "SUDO_"}
-	return names, prefixes
-}
-
-// checkEnvPattern accepts a variable name, or a name prefix followed by a
-// single trailing '*', that cannot cover a forbidden variable.
-func checkEnvPattern(p string) error {
-	prefix, glob := strings.CutSuffix(p, "*")
-	switch {
-	case p == "":
-		return errors.New("an empty string is not a variable name")
-	case p == "*":
-		return errors.New(`"*" would allow every variable, including LD_PRELOAD; list names or prefixes such as "LC_*"`)
-	case strings.Contains(prefix, "*"):
-		return fmt.Errorf("%q: '*' may only appear once, at the end, as in \"LC_*\"", p)
-	case !glob && !proto.ValidEnvName(p):
-		return fmt.Errorf("%q is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)", p)
-	case glob && !proto.ValidEnvName(prefix):
-		return fmt.Errorf("%q: the part before '*' is not a valid variable name prefix ([A-Za-z_][A-Za-z0-9_]*)", p)
-	}
-	names, prefixes := forbiddenEnv()
-	var hits []string
-	for _, n := range names {
-		if n == p || glob && strings.HasPrefix(n, prefix) {
-			hits = append(hits, n)
-		}
-	}
-	for _, fp := range prefixes {
-		if strings.HasPrefix(p, fp) || glob && strings.HasPrefix(fp, prefix) {
-			hits = append(hits, fp+"*")
-		}
-	}
-	if len(hits) > 0 {
-		sort.Strings(hits)
-		return fmt.Errorf("%q would allow %s, which can make a root process load code or files of the caller's choosing", p, strings.Join(hits, ", "))
-	}
-	return nil
 }

@@ -16,7 +16,11 @@
 //     the daemon) and not writable by group or others, as sshd and sudo
 //     require of theirs: whoever can write it can grant themselves root;
 //   - the rules are compiled with package rules at load time, so an invalid
-//     rule stops the daemon from starting rather than being skipped.
+//     rule stops the daemon from starting rather than being skipped;
+//   - env_allow is checked against the environment policy of package runner
+//     (its one deny list) at load time, so an entry that the daemon would
+//     refuse stops it from starting, named, instead of making it refuse
+//     every request.
 //
 // A missing file is not an error when the path is the default one (the
 // caller passes explicit=false): the built-in defaults, from [Default], are

@@ -35,16 +35,68 @@
 //
 // # Environment
 //
-// [BuildEnv] builds the complete environment; nothing is inherited from the
-// daemon. The base is PATH (the secure path), HOME, USER and LOGNAME of the
-// target user. A request variable must be on the allowlist (a small built-in
-// set plus the configured env_allow names and prefix globs); anything else is
-// refused with an error, never dropped silently, so the agent learns why its
-// command would behave differently. Variables that let the environment run
+// [EnvPolicy.BuildEnv] builds the complete environment; nothing is inherited
+// from the daemon. The base is PATH (the secure path), HOME, USER and LOGNAME
+// of the target user. A request variable must be on the allowlist (a small
+// built-in set, [DefaultAllowlist], plus the configured env_allow names and
+// prefix globs); anything else is refused with an error, never dropped
+// silently, so the agent learns why its command would behave differently.
+//
+// One deny list ([DenyList]) names the variables that let the environment run
 // code or redirect what a program loads (LD_*, BASH_ENV, PYTHONPATH,
-// GIT_CONFIG_*, ...) are refused even when allowlisted. Values of the
-// locale and terminal variables must not name files (the same rule as sudo's
-// env_check), and TZ may only name a zone under /usr/share/zoneinfo.
+// GIT_CONFIG_*, glibc's set-user-id list, ...). It is written once, in
+// denyRules, and used twice: [NewEnvPolicy] refuses an env_allow entry that
+// could match any of it (so "PYTHONPATH", "LD_*" and "L*" stop the daemon
+// from starting, naming the entry, instead of starting a daemon that refuses
+// every request), and a request naming a denied variable is told it can never
+// be allowed rather than how to allow it. The policy is compiled once, when
+// the configuration is loaded; a request is checked against it and nothing
+// about the configuration is validated again.
+//
+// # Values: every allowed variable has a grammar
+//
+// A name on the allowlist is not enough: programs interpret values, and some
+// interpret them as code. debconf builds "use Debconf::FrontEnd::$type" from
+// DEBIAN_FRONTEND and evaluates it as Perl, so a DEBIAN_FRONTEND of
+// "noninteractive;BEGIN{system(...)}#" ran a root shell under a rule that
+// allowed only "dpkg-reconfigure -f noninteractive tzdata". So every
+// variable's value must fit a grammar, and a value outside it is refused with
+// a message saying which byte was wrong and what is accepted (the value is
+// never quoted back: it may be long or hostile):
+//
+//   - DEBIAN_FRONTEND: one of debconf's frontends (noninteractive, readline,
+//     dialog, teletype, text, web, gnome, kde, editor, passthrough), lower
+//     case or with an upper-case first letter, as debconf accepts;
+//   - NEEDRESTART_MODE: a, l or i, the only modes needrestart accepts;
+//   - LANG and LC_*: empty, C, POSIX, or language[_TERRITORY][.codeset]
+//     [@modifier] from letters, digits, '-' and '_' (no '/', so no locale is
+//     read from a directory the agent chose; this is stricter than sudo's
+//     env_check, which only refuses '/' and '%');
+//   - TZ: a tzdata zone name (Europe/Paris, UTC, Etc/GMT+1): components of
+//     letters, digits and . _ + -, each starting with a letter, so no
+//     leading '/', no ':' prefix (both name a file) and no "..". POSIX rule
+//     strings are not accepted; whether the zone exists is not checked,
+//     since a name glibc cannot find means UTC and reads nothing else;
+//   - TERM (and COLORTERM): a letter or digit, then letters, digits and
+//     . _ + -.
+//
+// A variable an administrator adds with env_allow gets a conservative
+// default: ASCII letters, digits and _ . , : / @ % + = - only, at most 1,024
+// bytes. The daemon cannot know how the programs a rule allows will use such
+// a variable, and the DEBIAN_FRONTEND case shows that "just a setting" can
+// reach an eval. White space, quotes and the shell and Perl metacharacters
+// (` $ ; | & < > ( ) { } [ ] \ * ? ! # ~ and friends) are what turn a value
+// into code in such an eval, and control characters are what make a value
+// lie on a terminal or in a log; none is accepted. Space is excluded too:
+// with space and '/' a Perl "use X $v" can become "use X qx/cmd/". The set
+// still carries what such variables usually hold: words, numbers, paths,
+// URLs with ports and credentials (http_proxy), e-mail addresses and ISO
+// dates. A few variables administrators commonly add have grammars of their
+// own: LANGUAGE and LINGUAS (locale names separated by ':'), git's author
+// and committer names (letters of any script, spaces and . , ' _ @ + -) and
+// dates (letters, digits, spaces and : + - . ,). A value that needs more
+// than this does not belong in a root command's environment: put it in a
+// file the command reads, under a rule that names that file.
 //
 // # Direct mode and sudo mode
 //
@@ -62,7 +114,7 @@
 // assignment. Both forms need the invoking user to be allowed to set any
 // variable, which sudo grants to a rule whose command is ALL (root's rule in
 // the default sudoers). The cost is that sudo itself, running as root, sees
-// these variables; the hard-denied set covers the ones that matter to it
+// these variables; the deny list covers the ones that matter to it
 // (LD_*, GCONV_PATH, LOCPATH, NLSPATH, RES_OPTIONS, HOSTALIASES, ...).
 //
 // Verified with sudo 1.9.13p3 and Debian's default sudoers (env_reset,

@@ -1,7 +1,12 @@
 package runner
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,11 +15,12 @@ import (
 func TestBuildEnvBase(t *testing.T) {
 	alice := Target{Name: "alice", UID: 1000, GID: 1000, Home: "/home/alice"}
 	tests := []struct {
-		name string
-		t    Target
-		req  map[string]string
-		sock string
-		want []string
+		name  string
+		t     Target
+		req   map[string]string
+		allow []string
+		sock  string
+		want  []string
 	}{
 		{
 			name: "base only, nothing inherited",
@@ -42,16 +48,17 @@ func TestBuildEnvBase(t *testing.T) {
 			},
 		},
 		{
-			name: "empty value and value with '=' and newline",
-			t:    alice,
-			req:  map[string]string{"LANG": "", "DEBIAN_FRONTEND": "a=b\nc"},
-			want: []string{"DEBIAN_FRONTEND=a=b\nc", "HOME=/home/alice", "LANG=", "LOGNAME=alice", "PATH=" + testSecurePath, "USER=alice"},
+			name:  "empty locale and a value with '='",
+			t:     alice,
+			req:   map[string]string{"LANG": "", "MYAPP_OPT": "a=b"},
+			allow: []string{"MYAPP_*"},
+			want:  []string{"HOME=/home/alice", "LANG=", "LOGNAME=alice", "MYAPP_OPT=a=b", "PATH=" + testSecurePath, "USER=alice"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("LD_PRELOAD_TEST_MARKER", "from-daemon")
-			got, err := BuildEnv(tt.t, testSecurePath, tt.req, nil, tt.sock)
+			got, err := mustPolicy(t, tt.allow).BuildEnv(tt.t, tt.req, tt.sock)
 			if err != nil {
 				t.Fatalf("BuildEnv: %v", err)
 			}
@@ -64,12 +71,13 @@ func TestBuildEnvBase(t *testing.T) {
 
 func TestBuildEnvDeterministic(t *testing.T) {
 	req := map[string]string{"LC_A": "C", "LC_B": "C", "LC_C": "C", "LANG": "C", "TZ": "UTC", "X_1": "1", "X_2": "2"}
-	first, err := BuildEnv(Target{Name: "a"}, testSecurePath, req, []string{"X_*"}, "")
+	p := mustPolicy(t, []string{"X_*"})
+	first, err := p.BuildEnv(Target{Name: "a"}, req, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 20 {
-		again, err := BuildEnv(Target{Name: "a"}, testSecurePath, req, []string{"X_*"}, "")
+		again, err := p.BuildEnv(Target{Name: "a"}, req, "")
 		if err != nil || !slices.Equal(again, first) {
 			t.Fatalf("BuildEnv not deterministic: %q vs %q (%v)", again, first, err)
 		}
@@ -96,13 +104,13 @@ func TestBuildEnvAllowlist(t *testing.T) {
 		{"configured glob", []string{"MYAPP_*"}, map[string]string{"MYAPP_MODE": "fast", "MYAPP_": "x"}, true},
 		{"glob does not match shorter", []string{"MYAPP_*"}, map[string]string{"MYAPP": "x"}, false},
 		{"allowlist is case-sensitive", []string{"FOO"}, map[string]string{"foo": "1"}, false},
-		{"configured lowercase", []string{"http_proxy", "https_proxy"}, map[string]string{"http_proxy": "http://p:3128"}, true},
+		{"configured lowercase", []string{"http_proxy", "https_proxy"}, map[string]string{"http_proxy": "http://user:p%40ss@proxy.example:3128/"}, true},
 		{"LANGUAGE is not LANG", nil, map[string]string{"LANGUAGE": "de"}, false},
 		{"one bad among good refuses all", nil, map[string]string{"LANG": "C", "FOO": "1"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env, err := BuildEnv(Target{Name: "u"}, testSecurePath, tt.req, tt.allow, "")
+			env, err := mustPolicy(t, tt.allow).BuildEnv(Target{Name: "u"}, tt.req, "")
 			if tt.ok {
 				if err != nil {
 					t.Fatalf("BuildEnv: %v", err)
@@ -127,9 +135,11 @@ func TestBuildEnvAllowlist(t *testing.T) {
 	}
 }
 
+// TestBuildEnvDenied checks the deny list as a second line of defence: a
+// policy built by hand (bypassing NewEnvPolicy, which would refuse these
+// globs) that allowlists everything still refuses every denied variable,
+// under any spelling.
 func TestBuildEnvDenied(t *testing.T) {
-	// Every one is allowlisted by a catch-all set of globs, and must still be
-	// refused, under any spelling.
 	names := []string{
 		"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "ld_preload", "Ld_Preload", "DYLD_INSERT_LIBRARIES", "_RLD_ROOT",
 		"BASH_ENV", "ENV", "BASH_FUNC_ls", "BASH_XTRACEFD", "BASH_LOADABLES_PATH",
@@ -138,17 +148,18 @@ func TestBuildEnvDenied(t *testing.T) {
 		"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONWARNINGS", "PYTHONUSERBASE", "PYTHONINSPECT",
 		"PERL5LIB", "PERL5OPT", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "GEM_PATH",
 		"NODE_OPTIONS", "NODE_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH",
-		"GCONV_PATH", "LOCPATH", "NLSPATH", "GLIBC_TUNABLES", "TZDIR", "HOSTALIASES", "RES_OPTIONS", "TERMINFO",
-		"OPENSSL_CONF", "APT_CONFIG", "MAKEFILES",
+		"GCONV_PATH", "GETCONF_DIR", "LOCPATH", "NLSPATH", "GLIBC_TUNABLES", "TZDIR", "TMPDIR", "MALLOC_TRACE",
+		"NIS_PATH", "RESOLV_HOST_CONF", "HOSTALIASES", "RES_OPTIONS", "TERMINFO",
+		"OPENSSL_CONF", "APT_CONFIG", "DEBCONF_SYSTEMRC", "MAKEFILES",
 		"SUDO_ASKPASS", "SUDO_EDITOR", "SUDO_USER",
 		"GIT_SSH_COMMAND", "GIT_CONFIG_COUNT", "GIT_DIR", "GIT_EXEC_PATH",
 		"EDITOR", "VISUAL", "PAGER", "SYSTEMD_PAGER", "LESSOPEN", "SHELL", "SSH_ASKPASS",
 	}
-	allowAll := []string{"A*", "B*", "C*", "D*", "E*", "F*", "G*", "H*", "I*", "J*", "L*", "M*", "N*", "O*", "P*",
-		"R*", "S*", "T*", "U*", "V*", "Z*", "_*", "l*"}
+	allowAll := &EnvPolicy{securePath: testSecurePath, allow: []string{"A*", "B*", "C*", "D*", "E*", "F*", "G*", "H*", "I*", "J*", "L*", "M*", "N*", "O*", "P*",
+		"R*", "S*", "T*", "U*", "V*", "Z*", "_*", "l*"}}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			_, err := BuildEnv(Target{Name: "u"}, testSecurePath, map[string]string{name: "x"}, allowAll, "")
+			_, err := allowAll.BuildEnv(Target{Name: "u"}, map[string]string{name: "x"}, "")
 			var ee *EnvError
 			if !errors.As(err, &ee) {
 				t.Fatalf("BuildEnv: %v, want an *EnvError", err)
@@ -161,63 +172,281 @@ func TestBuildEnvDenied(t *testing.T) {
 }
 
 func TestBuildEnvGitIdentity(t *testing.T) {
-	req := map[string]string{"GIT_AUTHOR_NAME": "Approver", "GIT_COMMITTER_EMAIL": "a@example.org"}
-	if _, err := BuildEnv(Target{Name: "u"}, testSecurePath, req, nil, ""); err == nil {
+	req := map[string]string{"GIT_AUTHOR_NAME": "Renée O'Brien-Smith", "GIT_COMMITTER_EMAIL": "a@example.org", "GIT_AUTHOR_DATE": "1700000000 +0100"}
+	if _, err := mustPolicy(t, nil).BuildEnv(Target{Name: "u"}, req, ""); err == nil {
 		t.Error("git identity accepted without being allowlisted")
 	}
-	if _, err := BuildEnv(Target{Name: "u"}, testSecurePath, req, []string{"GIT_AUTHOR_*", "GIT_COMMITTER_*"}, ""); err != nil {
+	p := mustPolicy(t, []string{"GIT_AUTHOR_NAME", "GIT_COMMITTER_EMAIL", "GIT_AUTHOR_DATE"})
+	if _, err := p.BuildEnv(Target{Name: "u"}, req, ""); err != nil {
 		t.Errorf("allowlisted git identity refused: %v", err)
+	}
+	for _, bad := range []string{"$(id)", "a`id`", "x\ny", "a;b", "<a@b>"} {
+		if _, err := p.BuildEnv(Target{Name: "u"}, map[string]string{"GIT_AUTHOR_NAME": bad}, ""); err == nil {
+			t.Errorf("GIT_AUTHOR_NAME=%q accepted", bad)
+		}
 	}
 }
 
-func TestBuildEnvValues(t *testing.T) {
+// hostileValues are values no grammar may accept, whatever the variable:
+// code for the evaluators that have read environment values (Perl, shells),
+// path traversal, control characters, invisible characters and sheer size.
+func hostileValues() []string {
+	return []string{
+		"noninteractive;BEGIN{system(\"id\")}#",
+		`noninteractive;BEGIN{system("chmod u+s /bin/bash")}#`,
+		"Noninteractive qx/id/",
+		"noninteractive::qx",
+		"a;b",
+		"a`id`",
+		"$(id)",
+		"${IFS}",
+		"a|b",
+		"a&b",
+		"a>b",
+		"a\nb",
+		"a\rb",
+		"a\tb",
+		"a\x1b[2Jb",
+		"a\u202eb",
+		"a\x00b",
+		"a b",
+		"a'b",
+		`a"b`,
+		`a\b`,
+		"../../tmp/evil",
+		"\xff",
+		strings.Repeat("a", 70000),
+	}
+}
+
+func TestEnvValueGrammarsRefuseHostileValues(t *testing.T) {
+	p := mustPolicy(t, []string{"MYAPP_X", "LANGUAGE", "COLORTERM", "GIT_AUTHOR_DATE"})
+	vars := []string{"DEBIAN_FRONTEND", "NEEDRESTART_MODE", "LANG", "LC_ALL", "LC_MESSAGES", "TZ", "TERM", "MYAPP_X", "LANGUAGE", "COLORTERM", "GIT_AUTHOR_DATE"}
+	for _, name := range vars {
+		for _, v := range hostileValues() {
+			if name == "GIT_AUTHOR_DATE" && v == "a b" {
+				continue // dates have spaces
+			}
+			if (name == "MYAPP_X" || name == "GIT_AUTHOR_DATE") && (v == "../../tmp/evil" || v == "noninteractive::qx") {
+				continue // paths and colons are fine in a variable the administrator allowed
+			}
+			t.Run(fmt.Sprintf("%s=%.20q", name, v), func(t *testing.T) {
+				_, err := p.BuildEnv(Target{Name: "u"}, map[string]string{name: v}, "")
+				var ee *EnvError
+				if !errors.As(err, &ee) || ee.Name != name {
+					t.Fatalf("BuildEnv: %v, want an *EnvError for %s", err, name)
+				}
+				if !strings.Contains(ee.Reason, "the value is refused") {
+					t.Errorf("reason %q does not say the value was refused", ee.Reason)
+				}
+				if len(v) > 8 && strings.Contains(err.Error(), v) {
+					t.Errorf("error %q quotes the hostile value", err)
+				}
+				if len(err.Error()) > 600 {
+					t.Errorf("error is %d bytes long", len(err.Error()))
+				}
+			})
+		}
+	}
+}
+
+func TestEnvValueGrammars(t *testing.T) {
 	tests := []struct {
 		name, value string
 		ok          bool
+		// want is a part of the reason, for refusals.
+		want string
 	}{
-		{"LANG", "en_US.UTF-8", true},
-		{"LANG", "../../tmp/evil", false},
-		{"LANG", "/tmp/locale", false},
-		{"LC_ALL", "C%s", false},
-		{"TERM", "xterm", true},
-		{"TERM", "/tmp/terminfo", false},
-		{"TZ", "UTC", true},
-		{"TZ", "Europe/Paris", true},
-		{"TZ", ":Europe/Paris", true},
-		{"TZ", "EST5EDT,M3.2.0,M11.1.0", true},
-		{"TZ", "<+03>-3", true},
-		{"TZ", "/usr/share/zoneinfo/UTC", true},
-		{"TZ", ":/usr/share/zoneinfo/Asia/Tokyo", true},
-		{"TZ", "/etc/shadow", false},
-		{"TZ", ":/tmp/evil", false},
-		{"TZ", "/usr/share/zoneinfo/../../../etc/shadow", false},
-		{"TZ", "../../tmp/evil", false},
-		{"TZ", "Europe/../../x", false},
-		{"TZ", "Europe/Paris ", false},
-		{"TZ", "Eu\trope", false},
-		{"TZ", strings.Repeat("A", 300), false},
-		{"DEBIAN_FRONTEND", "a\x00b", false},
-		{"DEBIAN_FRONTEND", "any/thing%goes", true},
+		{"DEBIAN_FRONTEND", "noninteractive", true, ""},
+		{"DEBIAN_FRONTEND", "Noninteractive", true, ""},
+		{"DEBIAN_FRONTEND", "readline", true, ""},
+		{"DEBIAN_FRONTEND", "dialog", true, ""},
+		{"DEBIAN_FRONTEND", "teletype", true, ""},
+		{"DEBIAN_FRONTEND", "text", true, ""},
+		{"DEBIAN_FRONTEND", "web", true, ""},
+		{"DEBIAN_FRONTEND", "gnome", true, ""},
+		{"DEBIAN_FRONTEND", "kde", true, ""},
+		{"DEBIAN_FRONTEND", "editor", true, ""},
+		{"DEBIAN_FRONTEND", "passthrough", true, ""},
+		{"DEBIAN_FRONTEND", "NONINTERACTIVE", false, "accepts a debconf frontend"},
+		{"DEBIAN_FRONTEND", "", false, "it is empty"},
+		{"DEBIAN_FRONTEND", "noninteractive;BEGIN{system(\"id\")}#", false, "byte 14 is ';'"},
+		{"DEBIAN_FRONTEND", "noninteractive\n", false, "byte 14 is '\\n'"},
+		{"DEBIAN_FRONTEND", "qt", false, "not one of the accepted values"},
+		{"NEEDRESTART_MODE", "a", true, ""},
+		{"NEEDRESTART_MODE", "l", true, ""},
+		{"NEEDRESTART_MODE", "i", true, ""},
+		{"NEEDRESTART_MODE", "A", false, "a (restart automatically)"},
+		{"NEEDRESTART_MODE", "a\n", false, "byte 1 is '\\n'"},
+		{"NEEDRESTART_MODE", "auto", false, "not one of"},
+		{"LANG", "", true, ""},
+		{"LANG", "C", true, ""},
+		{"LANG", "POSIX", true, ""},
+		{"LANG", "C.UTF-8", true, ""},
+		{"LANG", "C.utf8", true, ""},
+		{"LANG", "en_US.UTF-8", true, ""},
+		{"LANG", "de_DE@euro", true, ""},
+		{"LANG", "ca_ES.UTF-8@valencia", true, ""},
+		{"LANG", "es_419.UTF-8", true, ""},
+		{"LANG", "ber_MA", true, ""},
+		{"LC_ALL", "sr_RS@latin", true, ""},
+		{"LANG", "../../tmp/evil", false, "byte 2 is '/'"},
+		{"LANG", "/tmp/locale", false, "byte 0 is '/'"},
+		{"LC_ALL", "C%s", false, "byte 1 is '%'"},
+		{"LANG", "en_us", false, "not a locale name"},
+		{"LANG", "EN_US", false, "not a locale name"},
+		{"LANG", "english", false, "not a locale name"},
+		{"LANG", "en_US..UTF-8", false, "not a locale name"},
+		{"LANG", "en_US.", false, "not a locale name"},
+		{"LANG", "C.UTF-8@", false, "not a locale name"},
+		{"LANG", strings.Repeat("a", 65), false, "65 bytes long"},
+		{"TZ", "UTC", true, ""},
+		{"TZ", "Europe/Paris", true, ""},
+		{"TZ", "Etc/GMT+1", true, ""},
+		{"TZ", "Etc/GMT-14", true, ""},
+		{"TZ", "America/Argentina/Buenos_Aires", true, ""},
+		{"TZ", "America/Port-au-Prince", true, ""},
+		{"TZ", "EST5EDT", true, ""},
+		{"TZ", ":Europe/Paris", false, "byte 0 is ':'"},
+		{"TZ", "/usr/share/zoneinfo/UTC", false, "byte 0 is '/'"},
+		{"TZ", "/etc/shadow", false, "byte 0 is '/'"},
+		{"TZ", "Europe/../../x", false, "does not start with a letter"},
+		{"TZ", "../../tmp/evil", false, "does not start with a letter"},
+		{"TZ", "Europe//Paris", false, "is empty"},
+		{"TZ", "Europe/Paris/", false, "is empty"},
+		{"TZ", "EST5EDT,M3.2.0,M11.1.0", false, "byte 7 is ','"},
+		{"TZ", "<+03>-3", false, "byte 0 is '<'"},
+		{"TZ", "Europe/Paris ", false, "byte 12 is ' '"},
+		{"TZ", "", false, "it is empty"},
+		{"TZ", strings.Repeat("A", 300), false, "300 bytes long"},
+		{"TERM", "xterm", true, ""},
+		{"TERM", "xterm-256color", true, ""},
+		{"TERM", "screen.xterm-256color", true, ""},
+		{"TERM", "rxvt-unicode", true, ""},
+		{"TERM", "vt100", true, ""},
+		{"TERM", "/tmp/terminfo", false, "byte 0 is '/'"},
+		{"TERM", "-x", false, "does not start with a letter or digit"},
+		{"TERM", "", false, "it is empty"},
+		{"MYAPP_X", "", true, ""},
+		{"MYAPP_X", "fast", true, ""},
+		{"MYAPP_X", "/opt/app/bin", true, ""},
+		{"MYAPP_X", "http://user:p%40ss@proxy.example:3128/", true, ""},
+		{"MYAPP_X", "a=b,c=d", true, ""},
+		{"MYAPP_X", "2026-01-01T00:00:00+01:00", true, ""},
+		{"MYAPP_X", "a b", false, "byte 1 is ' '"},
+		{"MYAPP_X", "x$(id)", false, "byte 1 is '$'"},
+		{"MYAPP_X", "é", false, "byte 0 is '\\u00e9'"},
+		{"MYAPP_X", strings.Repeat("a", 1025), false, "1025 bytes long"},
+		{"LANGUAGE", "de_DE:de:en", true, ""},
+		{"LANGUAGE", "../x", false, "byte 2 is '/'"},
+		{"LANGUAGE", "x", false, "not a list of locale names"},
 	}
+	p := mustPolicy(t, []string{"MYAPP_X", "LANGUAGE"})
 	for _, tt := range tests {
-		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
-			_, err := BuildEnv(Target{Name: "u"}, testSecurePath, map[string]string{tt.name: tt.value}, nil, "")
-			if tt.ok && err != nil {
-				t.Errorf("refused: %v", err)
-			}
-			if !tt.ok {
-				var ee *EnvError
-				if !errors.As(err, &ee) || ee.Name != tt.name {
-					t.Errorf("BuildEnv: %v, want an *EnvError for %s", err, tt.name)
+		t.Run(fmt.Sprintf("%s=%.40q", tt.name, tt.value), func(t *testing.T) {
+			_, err := p.BuildEnv(Target{Name: "u"}, map[string]string{tt.name: tt.value}, "")
+			if tt.ok {
+				if err != nil {
+					t.Errorf("refused: %v", err)
 				}
+				return
+			}
+			var ee *EnvError
+			if !errors.As(err, &ee) || ee.Name != tt.name {
+				t.Fatalf("BuildEnv: %v, want an *EnvError for %s", err, tt.name)
+			}
+			if !strings.Contains(ee.Reason, tt.want) {
+				t.Errorf("reason %q does not contain %q", ee.Reason, tt.want)
+			}
+			// Every refusal says what is accepted.
+			accepts := grammarFor(tt.name).accepts
+			if !strings.Contains(ee.Reason, accepts) {
+				t.Errorf("reason %q does not say what is accepted (%q)", ee.Reason, accepts)
 			}
 		})
 	}
 }
 
+// TestLocaleGrammarAcceptsSupportedLocales checks the locale grammar against
+// every locale glibc can build (/usr/share/i18n/SUPPORTED), when present.
+func TestLocaleGrammarAcceptsSupportedLocales(t *testing.T) {
+	f, err := os.Open("/usr/share/i18n/SUPPORTED")
+	if err != nil {
+		t.Skipf("no list of supported locales: %v", err)
+	}
+	defer f.Close()
+	g := localeGrammar()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		n++
+		if p := g.check(fields[0]); p != "" {
+			t.Errorf("locale %q refused: %s", fields[0], p)
+		}
+	}
+	if n == 0 {
+		t.Error("no locale read")
+	}
+}
+
+// TestTZGrammarAcceptsZoneinfo checks the TZ grammar against every file
+// under /usr/share/zoneinfo, when present.
+func TestTZGrammarAcceptsZoneinfo(t *testing.T) {
+	const dir = "/usr/share/zoneinfo"
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("no zoneinfo: %v", err)
+	}
+	g := tzGrammar()
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		n++
+		name, _ := filepath.Rel(dir, path)
+		if p := g.check(name); p != "" {
+			t.Errorf("zone %q refused: %s", name, p)
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("walking %s: %v (%d files)", dir, err, n)
+	}
+}
+
+// TestBuildEnvReportIsBounded: a request with very many refused names gets
+// an error that describes the first few and counts the rest (issue 10, M5).
+func TestBuildEnvReportIsBounded(t *testing.T) {
+	req := map[string]string{}
+	for i := range 100_000 {
+		req[fmt.Sprintf("V%05d", i)] = ""
+	}
+	_, err := mustPolicy(t, nil).BuildEnv(Target{Name: "u"}, req, "")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	if len(msg) > 2048 {
+		t.Errorf("error is %d bytes long, want at most 2048", len(msg))
+	}
+	for _, want := range []string{"V00000", "V00004", "and 99995 more"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "V00005") {
+		t.Errorf("error %q describes more than %d variables", msg, MaxReportedEnvErrors)
+	}
+}
+
 func TestBuildEnvBadNames(t *testing.T) {
+	p := &EnvPolicy{securePath: testSecurePath, allow: []string{"A*", "B*", "L*"}}
 	for _, name := range []string{"", "1ABC", "A-B", "A B", "A=B", "BASH_FUNC_ls%%", "A,B", "LANG\x00", "É"} {
-		_, err := BuildEnv(Target{Name: "u"}, testSecurePath, map[string]string{name: "x"}, []string{"A*", "B*", "L*"}, "")
+		_, err := p.BuildEnv(Target{Name: "u"}, map[string]string{name: "x"}, "")
 		var ee *EnvError
 		if !errors.As(err, &ee) || !strings.Contains(ee.Reason, "valid variable name") {
 			t.Errorf("name %q: %v, want an invalid-name *EnvError", name, err)
@@ -226,7 +455,7 @@ func TestBuildEnvBadNames(t *testing.T) {
 }
 
 func TestBuildEnvReportsEveryProblem(t *testing.T) {
-	_, err := BuildEnv(Target{Name: "u"}, testSecurePath, map[string]string{"LD_PRELOAD": "x", "FOO": "1", "LANG": "C"}, nil, "")
+	_, err := mustPolicy(t, nil).BuildEnv(Target{Name: "u"}, map[string]string{"LD_PRELOAD": "x", "FOO": "1", "LANG": "C"}, "")
 	if err == nil {
 		t.Fatal("accepted")
 	}
@@ -243,26 +472,48 @@ func TestBuildEnvReportsEveryProblem(t *testing.T) {
 func TestBuildEnvBadArguments(t *testing.T) {
 	ok := Target{Name: "u", Home: "/home/u"}
 	tests := []struct {
-		name  string
-		t     Target
-		path  string
-		allow []string
-		sock  string
+		name string
+		t    Target
+		sock string
 	}{
-		{"no user name", Target{}, testSecurePath, nil, ""},
-		{"user name with =", Target{Name: "a=b"}, testSecurePath, nil, ""},
-		{"home with NUL", Target{Name: "u", Home: "/h\x00"}, testSecurePath, nil, ""},
-		{"empty secure path", ok, "", nil, ""},
-		{"relative secure path entry", ok, "/usr/bin:bin", nil, ""},
-		{"empty secure path entry", ok, "/usr/bin::/bin", nil, ""},
-		{"bad allow pattern", ok, testSecurePath, []string{"*"}, ""},
-		{"denied allow pattern", ok, testSecurePath, []string{"LD_PRELOAD"}, ""},
-		{"relative agent socket", ok, testSecurePath, nil, "agent.sock"},
+		{"no user name", Target{}, ""},
+		{"user name with =", Target{Name: "a=b"}, ""},
+		{"home with NUL", Target{Name: "u", Home: "/h\x00"}, ""},
+		{"relative agent socket", ok, "agent.sock"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if env, err := BuildEnv(tt.t, tt.path, nil, tt.allow, tt.sock); err == nil {
+			if env, err := mustPolicy(t, nil).BuildEnv(tt.t, nil, tt.sock); err == nil {
 				t.Errorf("BuildEnv accepted: %q", env)
+			}
+		})
+	}
+}
+
+// TestNewEnvPolicyRefusesBadConfiguration: the policy is checked once, when
+// it is built; an entry it refuses is named (issue 9).
+func TestNewEnvPolicyRefusesBadConfiguration(t *testing.T) {
+	tests := []struct {
+		name  string
+		path  string
+		allow []string
+		want  string
+	}{
+		{"empty secure path", "", nil, "secure path is empty"},
+		{"relative secure path entry", "/usr/bin:bin", nil, `entry "bin" is not an absolute directory`},
+		{"empty secure path entry", "/usr/bin::/bin", nil, `entry "" is not an absolute directory`},
+		{"denied entry", testSecurePath, []string{"FOO", "PYTHONPATH"}, `env_allow[1]: "PYTHONPATH" is on the deny list`},
+		{"glob over the deny list", testSecurePath, []string{"L*"}, `env_allow[0]: "L*" would also match LOGNAME, LD_*, LOCPATH`},
+		{"every bad entry", testSecurePath, []string{"TMPDIR", "*"}, `env_allow[0]: "TMPDIR"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewEnvPolicy(tt.path, tt.allow)
+			if err == nil {
+				t.Fatalf("NewEnvPolicy accepted: %+v", p)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
 			}
 		})
 	}
@@ -276,12 +527,12 @@ func TestValidAllowPattern(t *testing.T) {
 		{"FOO", true},
 		{"http_proxy", true},
 		{"MYAPP_*", true},
-		{"M*", true},
 		{"_X", true},
-		{"GIT_*", true}, // GIT_AUTHOR_* and GIT_COMMITTER_* can pass
-		{"GIT_AUTHOR_*", true},
+		{"LC_*", true},
+		{"LANGUAGE", true},
 		{"GIT_AUTHOR_NAME", true},
-		{"PYTHON*", true}, // PYTHONUNBUFFERED and others are harmless
+		{"GIT_COMMITTER_DATE", true},
+		{"git_author_name", true},
 		{"", false},
 		{"*", false},
 		{"**", false},
@@ -295,9 +546,19 @@ func TestValidAllowPattern(t *testing.T) {
 		{"ld_preload", false},
 		{"LD_*", false},
 		{"LD_P*", false},
+		{"L*", false},
+		{"l*", false},
+		{"M*", false},      // MALLOC_*, MAKEFILES, MANPAGER
+		{"T*", false},      // TMPDIR, TZDIR, TERMINFO
+		{"PYTHON*", false}, // PYTHONPATH
+		{"PYTHONPATH", false},
+		{"TMPDIR", false},
 		{"BASH_FUNC_*", false},
 		{"SUDO_*", false},
+		{"GIT_*", false},
+		{"GIT_AUTHOR_*", false}, // would match GIT_AUTHOR_X, which GIT_* denies
 		{"GIT_SSH*", false},
+		{"DEBCONF_DEBUG", false},
 		{"PATH", false},
 		{"SSH_AUTH_SOCK", false},
 	}
@@ -305,6 +566,25 @@ func TestValidAllowPattern(t *testing.T) {
 		err := ValidAllowPattern(tt.p)
 		if (err == nil) != tt.ok {
 			t.Errorf("ValidAllowPattern(%q) = %v, want ok %v", tt.p, err, tt.ok)
+		}
+		if err != nil && tt.p != "" && !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.p)) {
+			t.Errorf("ValidAllowPattern(%q) = %v, which does not name the entry", tt.p, err)
+		}
+	}
+}
+
+// TestBuiltinAllowlistIsConsistent: the built-in allowlist is valid as an
+// env_allow entry would be (so it overlaps no deny rule), and each entry's
+// grammar is the one its variables get.
+func TestBuiltinAllowlistIsConsistent(t *testing.T) {
+	for _, p := range DefaultAllowlist() {
+		if err := ValidAllowPattern(p); err != nil {
+			t.Errorf("built-in %q: %v", p, err)
+		}
+	}
+	for _, d := range DenyList() {
+		if d.Pattern != strings.ToUpper(d.Pattern) || d.Reason == "" {
+			t.Errorf("deny entry %+v: patterns are upper case and have a reason", d)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func target(t testing.TB, name string) Target {
 func newSpec(t testing.TB, m Mode, user string, stages ...Command) Spec {
 	t.Helper()
 	tg := target(t, user)
-	env, err := BuildEnv(tg, testSecurePath, nil, nil, "")
+	env, err := mustPolicy(t, nil).BuildEnv(tg, nil, "")
 	if err != nil {
 		t.Fatalf("BuildEnv: %v", err)
 	}
@@ -195,4 +195,14 @@ func countFDs(t testing.TB) int {
 		t.Fatalf("reading /proc/self/fd: %v", err)
 	}
 	return len(ents)
+}
+
+// mustPolicy compiles the environment policy for testSecurePath and allow.
+func mustPolicy(t testing.TB, allow []string) *EnvPolicy {
+	t.Helper()
+	p, err := NewEnvPolicy(testSecurePath, allow)
+	if err != nil {
+		t.Fatalf("NewEnvPolicy(%q): %v", allow, err)
+	}
+	return p
 }

@@ -605,18 +605,22 @@ func TestRunEnvironment(t *testing.T) {
 	req := map[string]string{
 		"LANG":      "C.UTF-8",
 		"TZ":        "Europe/Paris",
-		"MYAPP_ODD": "a b;$x 'q' \"d\"\nsecond line=still value",
 		"MYAPP_NIL": "",
 	}
+	// The policy would refuse this value; the runner must still pass any
+	// value it is given through unchanged, in both modes.
+	const odd = "MYAPP_ODD=a b;$x 'q' \"d\"\nsecond line=still value"
 	for _, m := range allModes() {
 		for _, user := range []string{"root", "nobody"} {
 			t.Run(string(m)+"/"+user, func(t *testing.T) {
 				requireSudo(t, m)
 				tg := target(t, user)
-				env, err := BuildEnv(tg, testSecurePath, req, []string{"MYAPP_*"}, "/run/agent-sudo/agent.sock")
+				env, err := mustPolicy(t, []string{"MYAPP_*"}).BuildEnv(tg, req, "/run/agent-sudo/agent.sock")
 				if err != nil {
 					t.Fatalf("BuildEnv: %v", err)
 				}
+				env = append(env, odd)
+				slices.Sort(env)
 				s := newSpec(t, m, user, cmd(t, "env", "-0"))
 				s.Env = env
 				res := mustRun(t, s)
