@@ -44,7 +44,7 @@ const inputSchema = `{
     "env": {
       "type": "object",
       "additionalProperties": {"type": "string"},
-      "description": "Extra environment variables for the command, e.g. {\"DEBIAN_FRONTEND\": \"noninteractive\"}. The daemon accepts only the variables it allows (by default LANG, LC_*, TZ, TERM, DEBIAN_FRONTEND and NEEDRESTART_MODE) and refuses the request for any other."
+      "description": "Extra environment variables for the command, e.g. {\"DEBIAN_FRONTEND\": \"noninteractive\"}. The daemon accepts only the variables it allows (by default LANG, LC_*, TZ, TERM, DEBIAN_FRONTEND, NEEDRESTART_MODE), each only with a well-formed value (a locale name, a zone name like Europe/Paris, a debconf frontend like noninteractive, ...), and refuses the request for any other; at most 64 variables."
     },
     "privileged": {
       "type": "boolean",

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sudo/agent-sudo/daemon/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -35,16 +36,23 @@ const (
 const exitShimUsage = 1
 
 // shimEnvAllow lists the variables that sudo -E forwards: the daemon's
-// built-in allowlist (LANG, LC_*, TZ, TERM, DEBIAN_FRONTEND,
-// NEEDRESTART_MODE), with LC_* spelled out as the locale categories of the
-// C library, since the environment is read one name at a time.
+// built-in allowlist ([runner.DefaultAllowlist]), with LC_* spelled out as
+// the locale categories of the C library, since the environment is read one
+// name at a time. Another glob would be skipped, so a test checks there is
+// none.
 func shimEnvAllow() []string {
-	return []string{
-		"LANG", "LC_ALL", "LC_ADDRESS", "LC_COLLATE", "LC_CTYPE", "LC_IDENTIFICATION",
-		"LC_MEASUREMENT", "LC_MESSAGES", "LC_MONETARY", "LC_NAME", "LC_NUMERIC",
-		"LC_PAPER", "LC_TELEPHONE", "LC_TIME",
-		"TZ", "TERM", "DEBIAN_FRONTEND", "NEEDRESTART_MODE",
+	var names []string
+	for _, p := range runner.DefaultAllowlist() {
+		switch {
+		case p == "LC_*":
+			names = append(names, "LC_ALL", "LC_ADDRESS", "LC_COLLATE", "LC_CTYPE", "LC_IDENTIFICATION",
+				"LC_MEASUREMENT", "LC_MESSAGES", "LC_MONETARY", "LC_NAME", "LC_NUMERIC",
+				"LC_PAPER", "LC_TELEPHONE", "LC_TIME")
+		case !strings.HasSuffix(p, "*"):
+			names = append(names, p)
+		}
 	}
+	return names
 }
 
 // Dispatch runs the program that name, the base name of the binary's
@@ -310,7 +318,7 @@ once a human has approved it. See 'agent-sudo help shim'.
 }
 
 func shimHelp(_ *invocation, w io.Writer) error {
-	_, err := io.WriteString(w, `usage: agent-sudo shim install DIR
+	_, err := io.WriteString(w, strings.Replace(`usage: agent-sudo shim install DIR
 
 Install a sudo shim: DIR/sudo becomes a symbolic link to this agent-sudo
 binary, which acts as sudo when it is run under that name. With DIR first in
@@ -328,9 +336,9 @@ sudo options the shim supports (anything else is refused, with exit status 1
 and nothing sent):
   -n, --non-interactive  accepted; the shim never prompts
   -E, --preserve-env     forward those of the caller's variables that
-                         agent-sudod allows by default: LANG, LC_*, TZ,
-                         TERM, DEBIAN_FRONTEND and NEEDRESTART_MODE. Never
-                         the whole environment.
+                         agent-sudod allows by default, never the whole
+                         environment:
+                         ALLOWLIST
   --preserve-env=LIST    forward the named variables (comma-separated); the
                          daemon refuses the request if one is not allowed
   -H, --set-home         accepted; HOME is always the target user's home
@@ -358,7 +366,7 @@ then copy it: sudo install -m 0644 /tmp/FILE /etc/FILE.
 exit status: as for 'agent-sudo run' (the command's own status, or 69, 70,
 74, 77, 124 or 130 for agent-sudo's outcomes), and 1 for a refused sudo
 command line.
-`)
+`, "ALLOWLIST", strings.Join(runner.DefaultAllowlist(), ", "), 1))
 	return err
 }
 

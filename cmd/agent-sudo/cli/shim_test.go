@@ -10,11 +10,13 @@ import (
 	"os/user"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/client/clienttest"
 	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
+	"github.com/agent-sudo/agent-sudo/daemon/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -470,4 +472,27 @@ func TestShimE2E(t *testing.T) {
 			t.Error("tee ran")
 		}
 	})
+}
+
+// TestShimEnvAllowFollowsTheDaemon: sudo -E forwards exactly the daemon's
+// built-in allowlist, which is written once, in package runner; a glob
+// other than LC_* would be skipped silently, so there must be none.
+func TestShimEnvAllowFollowsTheDaemon(t *testing.T) {
+	names := shimEnvAllow()
+	for _, p := range runner.DefaultAllowlist() {
+		prefix, glob := strings.CutSuffix(p, "*")
+		if glob && p != "LC_*" {
+			t.Errorf("the built-in allowlist has the glob %q, which the shim does not expand", p)
+		}
+		if !slices.ContainsFunc(names, func(n string) bool { return n == p || glob && strings.HasPrefix(n, prefix) }) {
+			t.Errorf("sudo -E does not forward %s", p)
+		}
+	}
+	var help strings.Builder
+	if err := shimHelp(nil, &help); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join(runner.DefaultAllowlist(), ", "); !strings.Contains(help.String(), want) {
+		t.Errorf("help does not list the built-in allowlist %q:\n%s", want, help.String())
+	}
 }
