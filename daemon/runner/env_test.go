@@ -609,3 +609,69 @@ func TestValidSecurePath(t *testing.T) {
 		}
 	}
 }
+
+// TestDebconfFrontendsMatchDebconf checks the DEBIAN_FRONTEND enumeration
+// against the frontends debconf has installed, when it is: each accepted
+// name is a module debconf can load, and every installed frontend module
+// but the base classes is accepted.
+func TestDebconfFrontendsMatchDebconf(t *testing.T) {
+	const dir = "/usr/share/perl5/Debconf/FrontEnd"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Skipf("debconf is not installed: %v", err)
+	}
+	installed := map[string]bool{}
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".pm"); ok && !e.IsDir() {
+			installed[name] = true
+		}
+	}
+	baseClasses := []string{"ScreenSize", "Tty"}
+	for _, f := range debconfFrontends() {
+		if module := strings.ToUpper(f[:1]) + f[1:]; !installed[module] {
+			t.Errorf("DEBIAN_FRONTEND=%s is accepted, but debconf has no %s/%s.pm", f, dir, module)
+		}
+	}
+	g := debconfGrammar()
+	for module := range installed {
+		if !slices.Contains(baseClasses, module) && g.check(strings.ToLower(module)) != "" {
+			t.Errorf("debconf frontend %s is installed but DEBIAN_FRONTEND=%s is refused", module, strings.ToLower(module))
+		}
+	}
+}
+
+// FuzzEnvPolicyCheck: whatever a request carries, Check does not panic, its
+// error stays short, and an accepted variable is allowlisted, not denied,
+// and has a value without control characters, white space other than the
+// space of the few grammars that allow it, or shell metacharacters.
+func FuzzEnvPolicyCheck(f *testing.F) {
+	for _, s := range [][2]string{
+		{"DEBIAN_FRONTEND", "noninteractive"}, {"DEBIAN_FRONTEND", "noninteractive;BEGIN{system(\"id\")}#"},
+		{"LANG", "en_US.UTF-8"}, {"TZ", "Europe/Paris"}, {"TZ", ":/etc/shadow"}, {"TERM", "xterm-256color"},
+		{"MYAPP_X", "http://p:3128/"}, {"GIT_AUTHOR_NAME", "Renée O'Brien"}, {"LD_PRELOAD", "/tmp/x.so"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	p, err := NewEnvPolicy(testSecurePath, []string{"MYAPP_*", "GIT_AUTHOR_NAME", "GIT_AUTHOR_DATE", "LANGUAGE"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, name, value string) {
+		err := p.Check(map[string]string{name: value})
+		if err != nil {
+			if len(err.Error()) > 1024+len(name)*2 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if !validEnvName(name) || denyReason(name) != "" || !slices.ContainsFunc(p.allow, func(pat string) bool { return matchAllow(pat, name) }) {
+			t.Fatalf("%q accepted", name)
+		}
+		spaceOK := name == "GIT_AUTHOR_NAME" || name == "GIT_AUTHOR_DATE"
+		for _, r := range value {
+			if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) || strings.ContainsRune("`$;|&<>(){}\\\"*?![]#~", r) || (r == ' ' && !spaceOK) {
+				t.Fatalf("%s=%q accepted with %q", name, value, r)
+			}
+		}
+	})
+}
