@@ -13,11 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"golang.org/x/text/width"
 
 	"github.com/agent-sudo/agent-sudo/approval/render"
 	"github.com/agent-sudo/agent-sudo/approval/rules"
@@ -612,20 +609,11 @@ func (t *table) line(cells []string) string {
 	return b.String()
 }
 
-// displayWidth estimates the columns s takes, as render.Wrap does: wide
-// and fullwidth characters 2, combining marks 0, others 1.
+// displayWidth is the columns s, already escaped, takes: render.Width, the
+// width function of the approval console, exact for what every terminal
+// agrees on and an upper bound for the rest.
 func displayWidth(s string) int {
-	n := 0
-	for _, r := range s {
-		switch {
-		case unicode.In(r, unicode.Mn, unicode.Me):
-		case width.LookupRune(r).Kind() == width.EastAsianWide || width.LookupRune(r).Kind() == width.EastAsianFullwidth:
-			n += 2
-		default:
-			n++
-		}
-	}
-	return n
+	return render.Width(s)
 }
 
 // rowJSON is one request in --json output.
