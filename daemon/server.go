@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -356,7 +358,13 @@ func exitCodes(res *runner.Result) []int {
 // decide applies the rules and, when they do not settle it, asks the
 // approver until approval_timeout, the client hanging up, or shutdown.
 func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approval.Decision {
-	q := rules.Query{Privileged: p.req.Privileged, Session: p.req.Session}
+	q := rules.Query{
+		Privileged:   p.req.Privileged,
+		Session:      p.req.Session,
+		Peer:         &rules.Peer{UID: p.peer.UID, GIDs: append([]uint32{p.peer.GID}, p.peer.Groups...)},
+		ForwardAgent: p.req.ForwardAgent,
+		Env:          slices.Sorted(maps.Keys(p.req.Env)),
+	}
 	for _, c := range p.stages {
 		// Rules see the program by the path it was found at in the secure
 		// path (before symlinks), which is what a rule writer names.

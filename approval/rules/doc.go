@@ -10,9 +10,55 @@
 // # Rules
 //
 // A [Rule] has an [Action] ("allow", "deny" or "ask"), a Match list of
-// per-argument patterns, and two optional constraints: Privileged (the rule
-// applies only when the request's privileged flag equals it) and Session (a
-// pattern the request's session name must match).
+// per-argument patterns, and optional constraints: Privileged (the rule
+// applies only when the request's privileged flag equals it), Session (a
+// pattern the request's session name must match), and User, UID and Group
+// (the peer the kernel reported must be that user, have that uid, or be in
+// that group). The session is a label the client chooses and authenticates
+// nothing; the peer's identity is the only thing in a [Query] the requester
+// cannot choose. User and group names are resolved by [Accounts] when the
+// engine is built, so that a misspelt name fails loudly.
+//
+// # What an allow rule needs besides its match
+//
+// A rule that denies or asks can only make a decision more careful, so it
+// applies whenever its match and constraints hold. A rule that allows lets a
+// command run as root unseen, so it applies only when, in addition:
+//
+//   - every argument one of its patterns' wildcards covered is of the kind
+//     the pattern describes (see "Arguments an allow rule accepts");
+//   - every environment variable the request carries is listed in its Env
+//     (a name, a "PREFIX*", or "*"): variables change what programs do, and
+//     debconf, for one, evaluates DEBIAN_FRONTEND as code;
+//   - the request does not forward the human's SSH agent, or the rule sets
+//     ForwardAgent: handing over the agent is a decision of its own.
+//
+// An allow rule that fails one of these is passed over (recorded in
+// [StageDecision].Passed, so the reason can say why) and later rules are
+// tried, so a later deny rule still denies and a later allow rule that does
+// permit the variable still allows.
+//
+// # Arguments an allow rule accepts
+//
+// A pattern is matched as a string but read by the program as a path or an
+// option: "/var/log/*" matches "/var/log/../../etc/shadow". So for an allow
+// rule, the text a wildcard covers must stay within what the pattern
+// describes:
+//
+//   - no control characters and valid UTF-8;
+//   - a pattern whose leading literal text contains '/' ("/var/log/*",
+//     "--file=/var/log/*") allows only a clean path below that text's last
+//     '/': no ".", ".." or empty component, no trailing '/' unless the
+//     pattern ends with one;
+//   - a pattern whose first '/' comes after a wildcard ("*/x") allows only a
+//     clean absolute path;
+//   - a pattern without '/' ("*.conf", "--file=*") describes a name: it
+//     allows no argument containing '/', and no "." or ".." between '=' and
+//     ':' separators.
+//
+// Literal patterns are what the author wrote and are accepted as written.
+// The engine does no I/O, so it cannot see symbolic links or the request's
+// working directory; the documentation tells rule authors so.
 //
 // # Patterns
 //
@@ -58,8 +104,9 @@
 //
 // # Decisions
 //
-// For each stage, the rules are tried in order and the first one whose
-// Match, Privileged and Session all apply decides that stage's action; when
+// For each stage, the rules are tried in order and the first one that
+// applies (its Match, Privileged, Session, User, UID and Group hold and, for
+// an allow rule, the conditions above) decides that stage's action; when
 // none applies the stage's action is "ask". Then, for the whole pipeline:
 //
 //   - if any stage is denied, the pipeline is denied, naming the first

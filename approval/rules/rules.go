@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -51,8 +52,29 @@ type Rule struct {
 	// privileged flag equals *Privileged.
 	Privileged *bool
 	// Session, when not empty, restricts the rule to requests whose session
-	// name matches this pattern.
+	// name matches this pattern. The session is a label the client chooses;
+	// it authenticates nothing.
 	Session string
+	// User, when not empty, restricts the rule to requests whose peer (as
+	// the kernel reported it) is this user: a name, or a numeric id
+	// written as a string.
+	User string
+	// UID, when not nil, restricts the rule to requests whose peer has
+	// this uid.
+	UID *uint32
+	// Group, when not empty, restricts the rule to requests whose peer has
+	// this group as its primary or a supplementary group: a name, or a
+	// numeric id written as a string.
+	Group string
+	// Env lists the environment variables an allow rule permits a request
+	// to carry: names, or prefixes ending in '*' ("LC_*"), or "*" for any.
+	// An allow rule does not apply to a request carrying a variable it does
+	// not list. Only allow rules may have it.
+	Env []string
+	// ForwardAgent lets an allow rule apply to requests that ask for the
+	// human's SSH agent to be forwarded; without it such requests are not
+	// covered. Only allow rules may have it.
+	ForwardAgent bool
 }
 
 // Validate reports the first thing that makes r unusable, or nil. The error
@@ -72,6 +94,14 @@ type compiledRule struct {
 	rest       bool // a trailing "**" matches the remaining arguments
 	privileged *bool
 	session    *glob // nil: any session
+	// uid and gid, when not nil, are the peer's required uid and group;
+	// userName and groupName are the names as written, kept when they
+	// could not be resolved to ids (the rule then never applies).
+	uid, gid            *uint32
+	userName, groupName string
+	unresolved          bool
+	env                 []string // allow rules: permitted names and "PREFIX*"
+	forwardAgent        bool
 }
 
 func compile(r Rule) (compiledRule, error) {
@@ -127,7 +157,121 @@ func compile(r Rule) (compiledRule, error) {
 		}
 		c.session = &g
 	}
+	if err := compileIdentity(r, &c); err != nil {
+		return c, err
+	}
+	if r.Action != Allow {
+		if r.Env != nil {
+			return c, fmt.Errorf("env is only meaningful on an allow rule (this one is %q): deny and ask rules apply whatever the request's environment", string(r.Action))
+		}
+		if r.ForwardAgent {
+			return c, fmt.Errorf("forward_agent is only meaningful on an allow rule (this one is %q): deny and ask rules apply whether or not the request forwards the SSH agent", string(r.Action))
+		}
+	}
+	for i, e := range r.Env {
+		if err := checkEnvEntry(e); err != nil {
+			return c, fmt.Errorf("env[%d]: %w", i, err)
+		}
+	}
+	c.env = append([]string(nil), r.Env...)
+	c.forwardAgent = r.ForwardAgent
 	return c, nil
+}
+
+// compileIdentity checks the user, uid and group constraints and keeps
+// them in c, numeric ids parsed.
+func compileIdentity(r Rule, c *compiledRule) error {
+	if r.User != "" && r.UID != nil {
+		return errors.New("user and uid both name the peer; use one of them")
+	}
+	if r.User != "" {
+		if err := checkAccount(r.User, "user"); err != nil {
+			return fmt.Errorf("user: %w", err)
+		}
+		if id, ok := parseID(r.User); ok {
+			c.uid = &id
+		} else {
+			c.userName = r.User
+		}
+	}
+	if r.UID != nil {
+		if *r.UID == 1<<32-1 {
+			return errors.New("uid: 4294967295 is not a valid uid")
+		}
+		v := *r.UID
+		c.uid = &v
+	}
+	if r.Group != "" {
+		if err := checkAccount(r.Group, "group"); err != nil {
+			return fmt.Errorf("group: %w", err)
+		}
+		if id, ok := parseID(r.Group); ok {
+			c.gid = &id
+		} else {
+			c.groupName = r.Group
+		}
+	}
+	return nil
+}
+
+// parseID parses a numeric user or group id.
+func parseID(s string) (uint32, bool) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || id == 1<<32-1 {
+		return 0, false
+	}
+	return uint32(id), true
+}
+
+// checkAccount accepts a numeric id or a user or group name made of the
+// portable characters, as the daemon's configuration does elsewhere.
+func checkAccount(s, kind string) error {
+	if strings.TrimLeft(s, "0123456789") == "" {
+		if _, ok := parseID(s); !ok {
+			return fmt.Errorf("%q is not a valid numeric %s id (0 to 4294967294)", s, kind)
+		}
+		return nil
+	}
+	name := strings.TrimSuffix(s, "$")
+	ok := name != "" && name[0] != '-' && name[0] != '.' && len(s) <= 256
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+	}
+	if !ok {
+		return fmt.Errorf("%q is not a valid %s name or numeric id (names use letters, digits, '_', '.' and '-', and do not start with '-' or '.')", s, kind)
+	}
+	return nil
+}
+
+// checkEnvEntry accepts a variable name, a name prefix followed by one
+// trailing '*', or "*" alone.
+func checkEnvEntry(e string) error {
+	if e == "*" {
+		return nil
+	}
+	prefix, star := strings.CutSuffix(e, "*")
+	if !validEnvName(prefix) {
+		if star {
+			return fmt.Errorf("%q: write a variable name, a name prefix followed by one '*' (\"LC_*\"), or \"*\"", e)
+		}
+		return fmt.Errorf("%q is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)", e)
+	}
+	return nil
+}
+
+// validEnvName reports whether s is [A-Za-z_][A-Za-z0-9_]*.
+func validEnvName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Engine applies an ordered list of rules. It is immutable and safe for
@@ -137,12 +281,26 @@ type Engine struct {
 	trusted map[string]bool
 }
 
+// Accounts resolves the user and group names that rules name to ids. The
+// daemon resolves them once, when it builds its engine, so that a misspelt
+// name stops it instead of silently matching nobody.
+type Accounts interface {
+	// LookupUser returns the uid of the user called name.
+	LookupUser(name string) (uint32, error)
+	// LookupGroup returns the gid of the group called name.
+	LookupGroup(name string) (uint32, error)
+}
+
 // New validates and compiles rules, in order, and returns an engine that
 // lets bare program names match only in trustedDirs. An error names the
 // first invalid rule by position and name. Every trusted directory must be a
 // clean absolute path; an empty list is valid and means that only patterns
 // with a full path can match a program.
-func New(rules []Rule, trustedDirs []string) (*Engine, error) {
+//
+// accounts resolves the user and group names of the rules; a name it cannot
+// resolve is an error. With a nil accounts names are only checked for shape,
+// and a rule that names a user or group by name never applies.
+func New(rules []Rule, trustedDirs []string, accounts Accounts) (*Engine, error) {
 	e := &Engine{trusted: make(map[string]bool, len(trustedDirs))}
 	for _, d := range trustedDirs {
 		if !filepath.IsAbs(d) || filepath.Clean(d) != d {
@@ -165,10 +323,40 @@ func New(rules []Rule, trustedDirs []string) (*Engine, error) {
 		if prev, dup := seen[r.Name]; dup {
 			return nil, fmt.Errorf("%s: name %q is already used by rule %d; decisions name their rule, so names must be unique", label, r.Name, prev)
 		}
+		if err := c.resolve(accounts); err != nil {
+			return nil, fmt.Errorf("%s: %w", label, err)
+		}
 		seen[r.Name] = i + 1
 		e.rules = append(e.rules, c)
 	}
 	return e, nil
+}
+
+// resolve turns the user and group names of c into ids with accounts, or
+// marks c unresolved when accounts is nil.
+func (c *compiledRule) resolve(accounts Accounts) error {
+	if c.userName == "" && c.groupName == "" {
+		return nil
+	}
+	if accounts == nil {
+		c.unresolved = true
+		return nil
+	}
+	if c.userName != "" {
+		id, err := accounts.LookupUser(c.userName)
+		if err != nil {
+			return fmt.Errorf("user %q: %w", c.userName, err)
+		}
+		c.uid = &id
+	}
+	if c.groupName != "" {
+		id, err := accounts.LookupGroup(c.groupName)
+		if err != nil {
+			return fmt.Errorf("group %q: %w", c.groupName, err)
+		}
+		c.gid = &id
+	}
+	return nil
 }
 
 // Stage is one pipeline stage as the engine sees it.
@@ -179,14 +367,31 @@ type Stage struct {
 	Args []string
 }
 
+// Peer is who sent the request, as the kernel reported it: never what the
+// request says about itself.
+type Peer struct {
+	// UID is the peer's user id.
+	UID uint32
+	// GIDs are the peer's primary and supplementary group ids.
+	GIDs []uint32
+}
+
 // Query is what the engine decides about.
 type Query struct {
 	// Stages are the pipeline's stages, in order.
 	Stages []Stage
 	// Privileged is the request's privileged flag.
 	Privileged bool
-	// Session is the request's session name.
+	// Session is the request's session name, a label the client chose.
 	Session string
+	// Peer is the requesting peer; nil when unknown, and then no rule with
+	// a user, uid or group applies.
+	Peer *Peer
+	// Env holds the names of the environment variables the request
+	// carries.
+	Env []string
+	// ForwardAgent is the request's forward_agent flag.
+	ForwardAgent bool
 }
 
 // StageDecision is the outcome for one stage.
@@ -195,6 +400,22 @@ type StageDecision struct {
 	Action Action
 	// Rule is the name of the rule that applied, or "" when none did.
 	Rule string
+	// Passed lists, in order, the allow rules tried before the deciding
+	// one (or before none applied) whose match, privileged, session and
+	// peer constraints held but which did not apply because of a condition
+	// only allow rules have, each with why: the rules a rule author most
+	// likely expected to allow the stage.
+	Passed []Passed
+}
+
+// Passed is an allow rule that matched a stage but did not apply to it.
+type Passed struct {
+	// Rule is the rule's name.
+	Rule string
+	// Why says which allow-only condition failed. It quotes nothing the
+	// request chose except positions and variable names, which are
+	// [A-Za-z_][A-Za-z0-9_]*.
+	Why string
 }
 
 // Decision is the outcome for a whole query.
@@ -269,15 +490,20 @@ func (e *Engine) Decide(q Query) Decision {
 		return d
 	}
 	for i, sd := range d.Stages {
+		var part string
 		switch {
 		case sd.Action == Allow:
 			continue
 		case sd.Rule == "":
-			parts = append(parts, fmt.Sprintf("no rule applies to %s", where(i)))
+			part = fmt.Sprintf("no rule applies to %s", where(i))
 		default:
 			addName(sd.Rule)
-			parts = append(parts, fmt.Sprintf("rule %q asks for %s", sd.Rule, where(i)))
+			part = fmt.Sprintf("rule %q asks for %s", sd.Rule, where(i))
 		}
+		for _, p := range sd.Passed {
+			part += fmt.Sprintf(" (rule %q does not allow it: %s)", p.Rule, p.Why)
+		}
+		parts = append(parts, part)
 	}
 	d.Action, d.Rule = Ask, strings.Join(names, ", ")
 	d.Reason = "needs approval: " + strings.Join(parts, "; ")
@@ -286,20 +512,41 @@ func (e *Engine) Decide(q Query) Decision {
 
 // decideStage returns the first applicable rule's action for s, or Ask.
 func (e *Engine) decideStage(s Stage, q Query) StageDecision {
+	var sd StageDecision
 	for i := range e.rules {
 		r := &e.rules[i]
-		if r.applies(s, q, e.trusted) {
-			return StageDecision{Action: r.action, Rule: r.name}
+		if !r.matches(s, q, e.trusted) {
+			continue
 		}
+		if r.action == Allow {
+			if why := r.allowBlocked(s, q); why != "" {
+				sd.Passed = append(sd.Passed, Passed{Rule: r.name, Why: why})
+				continue
+			}
+		}
+		sd.Action, sd.Rule = r.action, r.name
+		return sd
 	}
-	return StageDecision{Action: Ask}
+	sd.Action = Ask
+	return sd
 }
 
-func (r *compiledRule) applies(s Stage, q Query, trusted map[string]bool) bool {
+// matches reports whether r's match, privileged, session and peer
+// constraints hold for s, the conditions that apply to every action.
+func (r *compiledRule) matches(s Stage, q Query, trusted map[string]bool) bool {
 	if r.privileged != nil && *r.privileged != q.Privileged {
 		return false
 	}
 	if r.session != nil && !r.session.match(q.Session) {
+		return false
+	}
+	if r.unresolved {
+		return false
+	}
+	if r.uid != nil && (q.Peer == nil || q.Peer.UID != *r.uid) {
+		return false
+	}
+	if r.gid != nil && (q.Peer == nil || !slices.Contains(q.Peer.GIDs, *r.gid)) {
 		return false
 	}
 	if r.fullPath {
@@ -318,4 +565,39 @@ func (r *compiledRule) applies(s Stage, q Query, trusted map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// allowBlocked returns why the allow rule r, which matches s, must not allow
+// it, or "" when it may: an argument its pattern's wildcard matched is not
+// the kind of path or name the pattern describes, the request carries a
+// variable r does not list, or it forwards the SSH agent and r does not say
+// forward_agent.
+func (r *compiledRule) allowBlocked(s Stage, q Query) string {
+	for i, g := range r.args {
+		if why := g.argProblem(s.Args[i]); why != "" {
+			return fmt.Sprintf("argument %d %s", i+1, why)
+		}
+	}
+	for _, name := range q.Env {
+		if !r.permitsEnv(name) {
+			if !validEnvName(name) {
+				return "the request carries an environment variable the rule does not list"
+			}
+			return fmt.Sprintf("the request carries the environment variable %s, which the rule's env does not list", name)
+		}
+	}
+	if q.ForwardAgent && !r.forwardAgent {
+		return "the request forwards the SSH agent and the rule does not say forward_agent = true"
+	}
+	return ""
+}
+
+// permitsEnv reports whether r's env list covers the variable name.
+func (r *compiledRule) permitsEnv(name string) bool {
+	for _, e := range r.env {
+		if e == name || e == "*" || strings.HasSuffix(e, "*") && strings.HasPrefix(name, e[:len(e)-1]) {
+			return true
+		}
+	}
+	return false
 }

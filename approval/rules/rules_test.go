@@ -242,7 +242,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := rules.New(tt.rules, trusted)
+			e, err := rules.New(tt.rules, trusted, nil)
 			if err != nil {
 				t.Fatalf("New(%+v): unexpected error %v", tt.rules, err)
 			}
@@ -263,7 +263,7 @@ func TestDecideReasonAndStages(t *testing.T) {
 		allow("cat", "cat", "**"),
 		deny("no rm", "rm", "**"),
 		ask("sh", "sh", "**"),
-	}, trusted)
+	}, trusted, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,17 +275,17 @@ func TestDecideReasonAndStages(t *testing.T) {
 		{
 			q(st("/bin/cat", "x"), st("/bin/rm", "-rf", "/"), st("/bin/cat")),
 			`denied by rule "no rm" (stage 2 of 3: /bin/rm)`,
-			[]rules.StageDecision{{rules.Allow, "cat"}, {rules.Deny, "no rm"}, {rules.Allow, "cat"}},
+			[]rules.StageDecision{{Action: rules.Allow, Rule: "cat"}, {Action: rules.Deny, Rule: "no rm"}, {Action: rules.Allow, Rule: "cat"}},
 		},
 		{
 			q(st("/bin/cat", "x"), st("/bin/cat")),
 			`allowed by rule "cat" (stage 1 of 2: /bin/cat), rule "cat" (stage 2 of 2: /bin/cat)`,
-			[]rules.StageDecision{{rules.Allow, "cat"}, {rules.Allow, "cat"}},
+			[]rules.StageDecision{{Action: rules.Allow, Rule: "cat"}, {Action: rules.Allow, Rule: "cat"}},
 		},
 		{
 			q(st("/bin/cat"), st("/usr/bin/curl"), st("/bin/sh", "-c", "x")),
 			`needs approval: no rule applies to stage 2 of 3: /usr/bin/curl; rule "sh" asks for stage 3 of 3: /bin/sh`,
-			[]rules.StageDecision{{rules.Allow, "cat"}, {rules.Ask, ""}, {rules.Ask, "sh"}},
+			[]rules.StageDecision{{Action: rules.Allow, Rule: "cat"}, {Action: rules.Ask, Rule: ""}, {Action: rules.Ask, Rule: "sh"}},
 		},
 		{
 			q(st("bin/cat")),
@@ -352,7 +352,7 @@ func TestNewErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := rules.New(tt.rules, tt.trusted)
+			_, err := rules.New(tt.rules, tt.trusted, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("New(%+v, %q): got error %v, want one containing %q", tt.rules, tt.trusted, err, tt.wantErr)
 			}
@@ -389,7 +389,7 @@ func TestNewCopiesInput(t *testing.T) {
 	p := true
 	rs := []rules.Rule{{Name: "r", Action: rules.Allow, Match: []string{"id"}, Privileged: &p}}
 	dirs := []string{"/usr/bin"}
-	e, err := rules.New(rs, dirs)
+	e, err := rules.New(rs, dirs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

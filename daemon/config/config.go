@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -162,10 +163,11 @@ func (c *Config) TrustedDirs() []string {
 }
 
 // Engine compiles the rules into an engine whose trusted directories are
-// [Config.TrustedDirs]. For a Config from [Load], [Parse] or [Default] it
-// does not fail.
+// [Config.TrustedDirs], resolving the user and group names the rules name
+// with the system's user database ([OSAccounts]). For a Config from [Load],
+// [Parse] or [Default] it fails only when such a name does not exist.
 func (c *Config) Engine() (*rules.Engine, error) {
-	e, err := rules.New(c.Rules, c.TrustedDirs())
+	e, err := rules.New(c.Rules, c.TrustedDirs(), OSAccounts{})
 	if err != nil {
 		return nil, fmt.Errorf("build rule engine: %w", err)
 	}
@@ -181,6 +183,36 @@ func (c *Config) EnvPolicy() (*runner.EnvPolicy, error) {
 		return nil, fmt.Errorf("build environment policy: %w", err)
 	}
 	return p, nil
+}
+
+// OSAccounts resolves user and group names with the system's user database
+// (os/user).
+type OSAccounts struct{}
+
+// LookupUser returns the uid of the user called name.
+func (OSAccounts) LookupUser(name string) (uint32, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("user %q has a non-numeric uid %q", name, u.Uid)
+	}
+	return uint32(id), nil
+}
+
+// LookupGroup returns the gid of the group called name.
+func (OSAccounts) LookupGroup(name string) (uint32, error) {
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseUint(g.Gid, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("group %q has a non-numeric gid %q", name, g.Gid)
+	}
+	return uint32(id), nil
 }
 
 // Load reads and validates the configuration file at path. When explicit is
@@ -260,7 +292,10 @@ func Parse(data []byte) (*Config, error) {
 	if err := unknownKeys(data, md); err != nil {
 		return nil, err
 	}
-	c := raw.toConfig()
+	c, err := raw.toConfig()
+	if err != nil {
+		return nil, err
+	}
 	c.AllowedUsersSet = md.IsDefined("allowed_users")
 	c.AllowedGroupsSet = md.IsDefined("allowed_groups")
 	if err := c.Validate(); err != nil {
@@ -296,11 +331,16 @@ type file struct {
 
 // ruleRaw is the TOML shape of one [[rule]] table.
 type ruleRaw struct {
-	Name       string   `toml:"name"`
-	Action     string   `toml:"action"`
-	Match      []string `toml:"match"`
-	Privileged *bool    `toml:"privileged"`
-	Session    string   `toml:"session"`
+	Name         string   `toml:"name"`
+	Action       string   `toml:"action"`
+	Match        []string `toml:"match"`
+	Privileged   *bool    `toml:"privileged"`
+	Session      string   `toml:"session"`
+	User         string   `toml:"user"`
+	UID          *int64   `toml:"uid"`
+	Group        string   `toml:"group"`
+	Env          []string `toml:"env"`
+	ForwardAgent bool     `toml:"forward_agent"`
 }
 
 // duration is a time.Duration written in TOML as a string with a unit.
@@ -346,7 +386,7 @@ func fromConfig(c *Config) file {
 	}
 }
 
-func (f file) toConfig() *Config {
+func (f file) toConfig() (*Config, error) {
 	c := &Config{
 		Socket:           f.Socket,
 		SocketGroup:      f.SocketGroup,
@@ -369,16 +409,30 @@ func (f file) toConfig() *Config {
 		SessionGrantTTL:  time.Duration(f.SessionGrantTTL),
 		MaxConnections:   f.MaxConnections,
 	}
-	for _, r := range f.Rule {
-		c.Rules = append(c.Rules, rules.Rule{
-			Name:       r.Name,
-			Action:     rules.Action(r.Action),
-			Match:      r.Match,
-			Privileged: r.Privileged,
-			Session:    r.Session,
-		})
+	var errs []error
+	for i, r := range f.Rule {
+		rule := rules.Rule{
+			Name:         r.Name,
+			Action:       rules.Action(r.Action),
+			Match:        r.Match,
+			Privileged:   r.Privileged,
+			Session:      r.Session,
+			User:         r.User,
+			Group:        r.Group,
+			Env:          r.Env,
+			ForwardAgent: r.ForwardAgent,
+		}
+		if r.UID != nil {
+			if *r.UID < 0 || *r.UID >= 1<<32-1 {
+				errs = append(errs, fmt.Errorf("%s: uid: %d is not a valid uid (0 to 4294967294)", ruleLabel(i, r.Name), *r.UID))
+				continue
+			}
+			uid := uint32(*r.UID)
+			rule.UID = &uid
+		}
+		c.Rules = append(c.Rules, rule)
 	}
-	return c
+	return c, errors.Join(errs...)
 }
 
 // topKeys and ruleKeys are the known keys, for suggestions.
@@ -392,7 +446,9 @@ func topKeys() []string {
 	}
 }
 
-func ruleKeys() []string { return []string{"name", "action", "match", "privileged", "session"} }
+func ruleKeys() []string {
+	return []string{"name", "action", "match", "privileged", "session", "user", "uid", "group", "env", "forward_agent"}
+}
 
 // unknownKeys reports every key of the file that the configuration does not
 // have. Keys inside [[rule]] tables are reported with the rule they are in.
@@ -585,7 +641,7 @@ func (c *Config) Validate() error {
 	if slices.ContainsFunc(dirs, func(d string) bool { return checkPath(d) != nil }) {
 		dirs = nil
 	}
-	if _, err := rules.New(c.Rules, dirs); err != nil {
+	if _, err := rules.New(c.Rules, dirs, nil); err != nil {
 		errs = append(errs, err) // already names the rule: "rule 2 (\"x\"): ..."
 	}
 	return errors.Join(errs...)

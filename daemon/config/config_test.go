@@ -129,6 +129,12 @@ func TestUnknownKeys(t *testing.T) {
 			[]string{`unknown key "privilegd" in rule 2 ("b") (did you mean "privileged"?)`}, []string{"rule 1"}},
 		{"typo in an unnamed rule", "[[rule]]\naction = \"deny\"\nmatch = [\"rm\"]\nsesion = \"x\"\n",
 			[]string{`unknown key "sesion" in rule 1 (did you mean "session"?)`}, nil},
+		{"typo in forward_agent", "[[rule]]\naction = \"allow\"\nmatch = [\"git\"]\nforward_agnet = true\n",
+			[]string{`unknown key "forward_agnet" in rule 1 (did you mean "forward_agent"?)`}, nil},
+		{"typo in env", "[[rule]]\naction = \"allow\"\nmatch = [\"git\"]\nenvs = [\"LANG\"]\n",
+			[]string{`unknown key "envs" in rule 1 (did you mean "env"?)`}, nil},
+		{"typo in group", "[[rule]]\naction = \"allow\"\nmatch = [\"git\"]\ngroupe = \"adm\"\n",
+			[]string{`unknown key "groupe" in rule 1 (did you mean "group"?)`}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,6 +175,15 @@ func TestInvalidValues(t *testing.T) {
 		{`exec = ""`, `exec: "" is not valid`},
 		{`max_connections = 0`, `max_connections: 0 must be greater than zero`},
 		{`max_connections = -5`, `max_connections: -5 must be greater than zero`},
+		// Rule keys added for issue 10.
+		{"[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuid = -1", `rule 1: uid: -1 is not a valid uid (0 to 4294967294)`},
+		{"[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuid = 4294967295", `rule 1: uid: 4294967295 is not a valid uid`},
+		{"[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuid = \"1000\"", `uid`},
+		{"[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuser = \"a b\"", `rule 1: user: "a b" is not a valid user name`},
+		{"[[rule]]\naction = \"deny\"\nmatch = [\"id\"]\nenv = [\"LANG\"]", `rule 1: env is only meaningful on an allow rule`},
+		{"[[rule]]\naction = \"ask\"\nmatch = [\"id\"]\nforward_agent = true", `rule 1: forward_agent is only meaningful on an allow rule`},
+		{"[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nenv = [\"LD_*X\"]", `rule 1: env[0]: "LD_*X"`},
+		{"[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nenv = \"LANG\"", `env`},
 		// env_allow.
 		{`env_allow = ["*"]`, `env_allow[0]: "*" would allow every variable`},
 		{`env_allow = ["LC_*", "LC_*_X"]`, `env_allow[1]: "LC_*_X": '*' may only appear once, at the end`},
@@ -464,30 +479,45 @@ func TestExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dev := &rules.Peer{UID: 1000, GIDs: []uint32{1000}}
+	root := &rules.Peer{UID: 0, GIDs: []uint32{0}}
 	tests := []struct {
 		argv       []string
 		privileged bool
 		session    string
 		want       rules.Action
+		peer       *rules.Peer
+		env        []string
+		forward    bool
 	}{
-		{[]string{"/usr/bin/apt-get", "update"}, true, "", rules.Allow},
-		{[]string{"/tmp/apt-get", "update"}, true, "", rules.Ask},
-		{[]string{"/usr/bin/apt-get", "install", "nginx"}, true, "", rules.Ask},
-		{[]string{"/bin/rm", "-rf", "/"}, true, "", rules.Deny},
-		{[]string{"/bin/rm", "-r", "-f", "/"}, true, "", rules.Deny},
-		{[]string{"/bin/rm", "--no-preserve-root", "-rf", "/"}, true, "", rules.Deny},
-		{[]string{"/bin/rm", "/tmp/x"}, true, "", rules.Ask},
-		{[]string{"/sbin/mkfs.ext4", "/dev/sda1"}, true, "", rules.Deny},
-		{[]string{"/usr/bin/systemctl", "status", "nginx"}, true, "", rules.Allow},
-		{[]string{"/usr/bin/systemctl", "restart", "myapp.service"}, true, "claude-1", rules.Allow},
-		{[]string{"/usr/bin/systemctl", "restart", "myapp.service"}, true, "other", rules.Ask},
-		{[]string{"/usr/bin/id"}, false, "", rules.Allow},
-		{[]string{"/usr/bin/id"}, true, "", rules.Ask},
+		{argv: []string{"/usr/bin/systemctl", "status", "nginx.service"}, privileged: true, want: rules.Allow, env: []string{"LANG", "LC_ALL"}},
+		{argv: []string{"/usr/bin/systemctl", "status", "nginx.service"}, privileged: true, want: rules.Ask, env: []string{"SYSTEMD_PAGER"}},
+		{argv: []string{"/usr/bin/systemctl", "status", "../x.service"}, privileged: true, want: rules.Ask},
+		{argv: []string{"/usr/bin/systemctl", "restart", "myapp.service"}, privileged: true, session: "claude-1", want: rules.Allow, peer: dev},
+		{argv: []string{"/usr/bin/systemctl", "restart", "myapp.service"}, privileged: true, session: "claude-1", want: rules.Ask, peer: root},
+		{argv: []string{"/usr/bin/id"}, privileged: false, want: rules.Allow, peer: root},
+		{argv: []string{"/usr/bin/id"}, privileged: false, want: rules.Ask, peer: dev},
+		{argv: []string{"/usr/bin/git", "-C", "/srv/myapp", "fetch", "origin"}, want: rules.Allow, peer: dev, forward: true},
+		{argv: []string{"/usr/bin/git", "-C", "/srv/myapp", "fetch", "origin"}, want: rules.Ask, peer: root, forward: true},
+		{[]string{"/usr/bin/apt-get", "update"}, true, "", rules.Allow, nil, nil, false},
+		{[]string{"/tmp/apt-get", "update"}, true, "", rules.Ask, nil, nil, false},
+		{[]string{"/usr/bin/apt-get", "install", "nginx"}, true, "", rules.Ask, nil, nil, false},
+		{[]string{"/bin/rm", "-rf", "/"}, true, "", rules.Deny, nil, nil, false},
+		{[]string{"/bin/rm", "-r", "-f", "/"}, true, "", rules.Deny, nil, nil, false},
+		{[]string{"/bin/rm", "--no-preserve-root", "-rf", "/"}, true, "", rules.Deny, nil, nil, false},
+		{[]string{"/bin/rm", "/tmp/x"}, true, "", rules.Ask, nil, nil, false},
+		{[]string{"/sbin/mkfs.ext4", "/dev/sda1"}, true, "", rules.Deny, nil, nil, false},
+		{[]string{"/usr/bin/systemctl", "status", "nginx"}, true, "", rules.Ask, nil, nil, false},
+		{[]string{"/usr/bin/systemctl", "restart", "myapp.service"}, true, "claude-1", rules.Ask, nil, nil, false},
+		{[]string{"/usr/bin/systemctl", "restart", "myapp.service"}, true, "other", rules.Ask, nil, nil, false},
+		{[]string{"/usr/bin/id"}, false, "", rules.Ask, nil, nil, false},
+		{[]string{"/usr/bin/id"}, true, "", rules.Ask, nil, nil, false},
 	}
 	for _, tt := range tests {
 		q := rules.Query{
 			Stages:     []rules.Stage{{Program: tt.argv[0], Args: tt.argv[1:]}},
 			Privileged: tt.privileged, Session: tt.session,
+			Peer: tt.peer, Env: tt.env, ForwardAgent: tt.forward,
 		}
 		if got := e.Decide(q); got.Action != tt.want {
 			t.Errorf("example rules on %q (privileged=%v session=%q): got %q (%s), want %q",

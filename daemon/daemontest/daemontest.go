@@ -105,12 +105,15 @@ type Config struct {
 	Activate func(socket string) *os.File
 }
 
-// AllowAll allows any program from the secure path with any arguments.
+// AllowAll allows any program from the secure path with any arguments,
+// any allowlisted environment variable and SSH agent forwarding.
 const AllowAll = `
 [[rule]]
 name = "allow everything"
 action = "allow"
 match = ["*", "**"]
+env = ["*"]
+forward_agent = true
 `
 
 // Daemon is an agent-sudod configured by Configure, and running once
