@@ -48,11 +48,13 @@ func TestE2EAuditBySession(t *testing.T) {
 name = "echo ok"
 action = "allow"
 match = ["echo", "**"]
+env = ["LANG"]
 
 [[rule]]
 name = "false ok"
 action = "allow"
 match = ["false"]
+env = ["LANG"]
 
 [[rule]]
 name = "no rm"

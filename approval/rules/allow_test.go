@@ -77,6 +77,12 @@ func TestAllowPathArguments(t *testing.T) {
 		{"*:*", "alice:alice", true},
 		{"*:*", "alice:..", false},
 		{"*.service", "nginx.service", true},
+		// A leading wildcard never turns into an option.
+		{"*.service", "-Hevil.service", false},
+		{"*", "--help", false},
+		{"*", "-", false},
+		{"-*", "-v", true},
+		{"--file=*", "--file=-", true},
 		// Literal patterns match only what their author wrote, and so need
 		// no check.
 		{"/var/log/../x", "/var/log/../x", true},

@@ -46,6 +46,8 @@
 // describes:
 //
 //   - no control characters and valid UTF-8;
+//   - a pattern that begins with a wildcard matches no argument that begins
+//     with '-', so that "*.service" never becomes the option -Hx.service;
 //   - a pattern whose leading literal text contains '/' ("/var/log/*",
 //     "--file=/var/log/*") allows only a clean path below that text's last
 //     '/': no ".", ".." or empty component, no trailing '/' unless the

@@ -110,6 +110,8 @@ func (g *Glob) Match(s string) bool { return g.g.match(s) }
 //
 //   - no wildcard may cover a control character (NUL, newline, ESC, ...) or
 //     bytes that are not UTF-8;
+//   - a pattern that begins with a wildcard matches no argument that begins
+//     with '-': "*.service" is a unit name, never the option -Hhost.service;
 //   - a pattern whose leading literal text contains '/' (such as
 //     "/var/log/*" or "--file=/var/log/*") describes a path below the
 //     directory that text names: the argument from that text's last '/' on
@@ -128,6 +130,9 @@ func (g glob) argProblem(arg string) string {
 	}
 	if !utf8.ValidString(arg) || strings.IndexFunc(arg, unicode.IsControl) >= 0 {
 		return "contains a control character or is not UTF-8, which a wildcard never matches in an allow rule"
+	}
+	if g.parts[0] == "" && strings.HasPrefix(arg, "-") {
+		return "begins with '-', so the program would read it as an option, which a pattern that begins with a wildcard never means"
 	}
 	last := g.parts[len(g.parts)-1]
 	trailing := strings.HasSuffix(last, "/")

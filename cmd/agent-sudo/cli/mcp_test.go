@@ -208,6 +208,7 @@ match = ["touch", "**"]
 name = "allow the rest"
 action = "allow"
 match = ["*", "**"]
+env = ["*"]
 `
 
 // e2eEnv is the environment of a child process: this one's without the
