@@ -60,11 +60,13 @@ func TestE2EDebconfFrontendInjectionRefused(t *testing.T) {
 name = "debconf stand-in"
 action = "allow"
 match = ["perl", "-e", %q]
+env = ["DEBIAN_FRONTEND"]
 
 [[rule]]
 name = "reconfigure tzdata"
 action = "allow"
 match = ["dpkg-reconfigure", "-f", "noninteractive", "tzdata"]
+env = ["DEBIAN_FRONTEND"]
 `, standIn)})
 	marker := filepath.Join(d.Dir, "pwned")
 	payloads := []string{
