@@ -196,6 +196,25 @@ type ResultSection struct {
 	StdoutSHA256    string `json:"stdout_sha256"`
 	// Stages describes each stage's stderr.
 	Stages []ResultStage `json:"stages"`
+	// Survivors are the processes found alive in the pipeline's cgroup
+	// after every stage had exited; they were killed. At most
+	// MaxSurvivors are listed; SurvivorsCount is how many there were.
+	Survivors      []Survivor `json:"survivors,omitempty"`
+	SurvivorsCount int        `json:"survivors_count,omitempty"`
+	// CgroupError says what went wrong emptying or removing the
+	// pipeline's cgroup, when something did.
+	CgroupError string `json:"cgroup_error,omitempty"`
+}
+
+// MaxSurvivors bounds the survivors one result record lists.
+const MaxSurvivors = 64
+
+// Survivor is a process a pipeline left behind.
+type Survivor struct {
+	PID int `json:"pid"`
+	// Exe is its executable's path as the kernel gave it (JSON escapes
+	// any control byte).
+	Exe string `json:"exe"`
 }
 
 // ResultStage is one stage's outcome.

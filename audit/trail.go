@@ -178,6 +178,16 @@ func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.
 			StderrTruncated: st.StderrTruncated, StderrSHA256: sum,
 		})
 	}
+	if res != nil {
+		r.SurvivorsCount = len(res.Survivors)
+		for i, sv := range res.Survivors {
+			if i == MaxSurvivors {
+				break
+			}
+			r.Survivors = append(r.Survivors, Survivor{PID: sv.PID, Exe: strings.ToValidUTF8(sv.Exe, "\uFFFD")})
+		}
+		r.CgroupError = res.CgroupError
+	}
 	if res != nil && !res.Started.IsZero() {
 		r.Started, r.Ended = res.Started.UTC(), res.Ended.UTC()
 		r.DurationNS = int64(res.Ended.Sub(res.Started))

@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +42,9 @@ type Server struct {
 	// sshAuthSock is the approving human's agent socket, handed only to
 	// unprivileged forward_agent requests.
 	sshAuthSock string
+	// cgroups makes each pipeline's cgroup; nil only with cgroup =
+	// "best-effort" on a system without a usable cgroup v2 hierarchy.
+	cgroups *runner.Cgroups
 
 	conns sync.WaitGroup
 }
@@ -95,6 +100,18 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	cg, err := runner.OpenCgroups()
+	switch {
+	case err == nil:
+		s.cgroups = cg
+		s.log.Info("each request runs in a cgroup of its own", "parent", cg.Parent())
+	case cfg.Cgroup == config.CgroupBestEffort:
+		s.log.Warn("no per-request cgroups (cgroup = \"best-effort\"): processes that leave a pipeline's process group will outlive their request", "err", err)
+	default:
+		return nil, fmt.Errorf("cgroup = %q: each request's processes must run in a cgroup of their own, and this system offers none: %w "+
+			"(set cgroup = %q to run without them, accepting that processes which leave the process group outlive command_timeout)",
+			cfg.Cgroup, err, config.CgroupBestEffort)
 	}
 	return s, nil
 }
@@ -276,6 +293,7 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 	}
 
 	spec := p.spec(s.cfg)
+	spec.Cgroups = s.cgroups
 	if err := trail.Started(execCtx, spec); err != nil {
 		s.auditFailed(conn, log, req.ID, trail, err)
 		return
@@ -298,6 +316,13 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 	if res.TimedOut {
 		resp.Status = proto.StatusTimeout
 		resp.Message = s.timeoutMessage(execCtx)
+	}
+	if len(res.Survivors) > 0 {
+		resp.Message = survivorsMessage(res.Survivors)
+		log.Warn("processes outlived the pipeline and were killed", "survivors", resp.Message)
+	}
+	if res.CgroupError != "" {
+		log.Error("the pipeline's cgroup could not be emptied or removed", "err", res.CgroupError)
 	}
 	log.Info("result", "status", resp.Status, "exit_codes", exitCodes(res), "duration", res.Ended.Sub(res.Started))
 	// The command has run: a result that cannot be recorded is logged, and
@@ -345,6 +370,28 @@ func response(id string, res *runner.Result) *proto.Response {
 		resp.Stages[i] = proto.Stage{ExitCode: st.ExitCode, Stderr: st.Stderr, StderrTruncated: st.StderrTruncated}
 	}
 	return resp
+}
+
+// maxSurvivorsShown bounds the processes a response message names.
+const maxSurvivorsShown = 16
+
+// survivorsMessage tells the agent which processes its pipeline left behind
+// and that they were killed. Executable paths are quoted with Go escapes, so
+// no byte of a file name reaches a terminal raw.
+func survivorsMessage(sv []runner.Survivor) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the pipeline exited but left %d process(es) running in its cgroup; they were killed:", len(sv))
+	for i, p := range sv {
+		if i == maxSurvivorsShown {
+			fmt.Fprintf(&b, " and %d more", len(sv)-i)
+			break
+		}
+		fmt.Fprintf(&b, " pid %d %s", p.PID, strconv.QuoteToASCII(p.Exe))
+		if i < len(sv)-1 && i < maxSurvivorsShown-1 {
+			b.WriteByte(',')
+		}
+	}
+	return b.String()
 }
 
 func exitCodes(res *runner.Result) []int {

@@ -97,6 +97,7 @@ func TestUnitsMatchDaemon(t *testing.T) {
 		{serviceUnit, svc, "Service", "WatchdogSec", "30s", "a hung daemon is restarted", false},
 		{serviceUnit, svc, "Service", "Restart", "on-failure", "a crashed daemon is restarted", false},
 		{serviceUnit, svc, "Service", "KillMode", "mixed", "SIGTERM must not reach running commands directly", false},
+		{serviceUnit, svc, "Service", "Delegate", "yes", "the daemon makes a child cgroup per request in its own cgroup", false},
 		{serviceUnit, svc, "Service", "NoNewPrivileges", "yes|true|on|1", "sudo is set-user-id", true},
 		{serviceUnit, svc, "Service", "ProtectSystem", "yes|true|on|1|full|strict", "approved commands write /usr, /etc and /boot", true},
 		{serviceUnit, svc, "Service", "PrivateTmp", "yes|true|on|1", "agents hand files over in /tmp", true},

@@ -46,6 +46,20 @@ const (
 	ExecDirect ExecMode = "direct"
 )
 
+// CgroupMode is what the daemon does without per-request cgroups (key
+// "cgroup"); see docs/config.md.
+type CgroupMode string
+
+// The cgroup modes.
+const (
+	// CgroupRequired: the daemon refuses to start when it cannot put each
+	// request's processes in a cgroup of their own.
+	CgroupRequired CgroupMode = "required"
+	// CgroupBestEffort: without a usable cgroup v2 hierarchy the daemon
+	// starts anyway and runs pipelines in process groups only.
+	CgroupBestEffort CgroupMode = "best-effort"
+)
+
 // Config is the daemon's validated configuration. Every field has been
 // checked by [Config.Validate]; a Config changed by hand should be checked
 // again before use.
@@ -87,6 +101,8 @@ type Config struct {
 
 	// Exec is how privileged pipelines run (key "exec").
 	Exec ExecMode
+	// Cgroup says whether per-request cgroups are required (key "cgroup").
+	Cgroup CgroupMode
 	// SudoPath is the sudo binary used when Exec is ExecSudo (key
 	// "sudo_path").
 	SudoPath string
@@ -143,6 +159,7 @@ func Default() *Config {
 		ApproverSocket:  "/run/agent-sudo/approver.sock",
 		AuditLog:        "/var/log/agent-sudo/audit.jsonl",
 		Exec:            ExecSudo,
+		Cgroup:          CgroupRequired,
 		SudoPath:        "/usr/bin/sudo",
 		SecurePath:      "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		MaxClockSkew:    proto.DefaultMaxClockSkew,
@@ -314,6 +331,7 @@ type file struct {
 	AuditLog         string    `toml:"audit_log"`
 	AuditEnvValues   bool      `toml:"audit_env_values"`
 	Exec             string    `toml:"exec"`
+	Cgroup           string    `toml:"cgroup"`
 	SudoPath         string    `toml:"sudo_path"`
 	SecurePath       string    `toml:"secure_path"`
 	UnprivilegedUser string    `toml:"unprivileged_user"`
@@ -371,6 +389,7 @@ func fromConfig(c *Config) file {
 		AuditLog:         c.AuditLog,
 		AuditEnvValues:   c.AuditEnvValues,
 		Exec:             string(c.Exec),
+		Cgroup:           string(c.Cgroup),
 		SudoPath:         c.SudoPath,
 		SecurePath:       c.SecurePath,
 		UnprivilegedUser: c.UnprivilegedUser,
@@ -396,6 +415,7 @@ func (f file) toConfig() (*Config, error) {
 		AuditLog:         f.AuditLog,
 		AuditEnvValues:   f.AuditEnvValues,
 		Exec:             ExecMode(f.Exec),
+		Cgroup:           CgroupMode(f.Cgroup),
 		SudoPath:         f.SudoPath,
 		SecurePath:       f.SecurePath,
 		UnprivilegedUser: f.UnprivilegedUser,
@@ -439,7 +459,7 @@ func (f file) toConfig() (*Config, error) {
 func topKeys() []string {
 	return []string{
 		"socket", "socket_group", "allowed_users", "allowed_groups", "approver_socket",
-		"audit_log", "audit_env_values", "exec", "sudo_path", "secure_path",
+		"audit_log", "audit_env_values", "exec", "cgroup", "sudo_path", "secure_path",
 		"unprivileged_user", "env_allow", "max_clock_skew", "approval_timeout",
 		"command_timeout", "kill_grace", "read_timeout", "shutdown_timeout", "session_grant_ttl",
 		"max_connections", "rule",
@@ -585,6 +605,11 @@ func (c *Config) Validate() error {
 	case ExecSudo, ExecDirect:
 	default:
 		add("exec", "%q is not valid; it must be %q or %q", string(c.Exec), ExecSudo, ExecDirect)
+	}
+	switch c.Cgroup {
+	case CgroupRequired, CgroupBestEffort:
+	default:
+		add("cgroup", "%q is not valid; it must be %q or %q", string(c.Cgroup), CgroupRequired, CgroupBestEffort)
 	}
 	if err := checkPath(c.SudoPath); err != nil {
 		add("sudo_path", "%v", err)

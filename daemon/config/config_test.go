@@ -330,6 +330,7 @@ session = "c-*"
 		AuditLog:         "/var/log/a.jsonl",
 		AuditEnvValues:   true,
 		Exec:             config.ExecDirect,
+		Cgroup:           config.CgroupRequired,
 		SudoPath:         "/usr/local/bin/sudo",
 		SecurePath:       "/usr/bin:/bin",
 		UnprivilegedUser: "nobody",
@@ -578,6 +579,35 @@ func TestDocsWorkedExample(t *testing.T) {
 		if got := e.Decide(q); got.Action != tt.want || got.Rule != tt.wantRule {
 			t.Errorf("docs worked example on %q (privileged=%v session=%q): got %q by %q (%s), want %q by %q",
 				tt.pipeline, tt.privileged, tt.session, got.Action, got.Rule, got.Reason, tt.want, tt.wantRule)
+		}
+	}
+}
+
+// TestCgroupKey: "cgroup" defaults to "required", accepts "best-effort",
+// and refuses anything else with a message naming both valid values.
+func TestCgroupKey(t *testing.T) {
+	for _, tc := range []struct {
+		content string
+		want    config.CgroupMode
+		err     string
+	}{
+		{"", config.CgroupRequired, ""},
+		{`cgroup = "required"`, config.CgroupRequired, ""},
+		{`cgroup = "best-effort"`, config.CgroupBestEffort, ""},
+		{`cgroup = "off"`, "", `cgroup: "off" is not valid; it must be "required" or "best-effort"`},
+		{`cgroup = ""`, "", `cgroup: "" is not valid`},
+		{`cgroup = true`, "", "cgroup"},
+	} {
+		c, err := config.Load(writeConfig(t, tc.content+"\n"), true)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v; want one containing %q", tc.content, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tc.content, err)
+		case c.Cgroup != tc.want:
+			t.Errorf("%q: Cgroup = %q; want %q", tc.content, c.Cgroup, tc.want)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/daemon/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -70,6 +72,34 @@ func RemoveBinaries() {
 	}
 }
 
+var (
+	cgroupsOnce sync.Once
+	cgroupsErr  error
+)
+
+// CgroupsAvailable reports whether this system offers the daemon
+// per-request cgroups (runner.OpenCgroups succeeds for a root process), and
+// if not, why.
+func CgroupsAvailable() error {
+	cgroupsOnce.Do(func() {
+		if os.Geteuid() != 0 {
+			cgroupsErr = errors.New("not root")
+			return
+		}
+		_, cgroupsErr = runner.OpenCgroups()
+	})
+	return cgroupsErr
+}
+
+// RequireCgroups skips the test unless the daemon can make per-request
+// cgroups here.
+func RequireCgroups(t testing.TB) {
+	t.Helper()
+	if err := CgroupsAvailable(); err != nil {
+		t.Skipf("no per-request cgroups on this system: %v", err)
+	}
+}
+
 // RequireRoot skips the test unless it runs as root.
 func RequireRoot(t testing.TB) {
 	t.Helper()
@@ -84,6 +114,10 @@ func RequireRoot(t testing.TB) {
 type Config struct {
 	// Exec is "direct" (the default) or "sudo".
 	Exec string
+	// Cgroup is the "cgroup" key. Empty means "required" where this
+	// system offers per-request cgroups (see CgroupsAvailable), and
+	// "best-effort" elsewhere, so that the other tests still run there.
+	Cgroup string
 	// SocketGroup is the client socket's group; "root" by default.
 	SocketGroup string
 	// Rules are [[rule]] tables.
@@ -160,6 +194,12 @@ func Configure(t testing.TB, c Config) *Daemon {
 		}
 	}
 	def(&c.Exec, "direct")
+	if c.Cgroup == "" {
+		c.Cgroup = "required"
+		if CgroupsAvailable() != nil {
+			c.Cgroup = "best-effort"
+		}
+	}
 	def(&c.SocketGroup, "root")
 	def(&c.ApprovalTimeout, "2s")
 	def(&c.CommandTimeout, "20s")
@@ -184,6 +224,7 @@ socket_group = %q
 approver_socket = %q
 audit_log = %q
 exec = %q
+cgroup = %q
 approval_timeout = %q
 command_timeout = %q
 kill_grace = "1s"
@@ -192,7 +233,7 @@ shutdown_timeout = "5s"
 max_connections = %d
 %s
 %s
-`, d.Socket, c.SocketGroup, d.ApproverSocket, c.AuditLog, c.Exec,
+`, d.Socket, c.SocketGroup, d.ApproverSocket, c.AuditLog, c.Exec, c.Cgroup,
 		c.ApprovalTimeout, c.CommandTimeout, c.ReadTimeout, c.MaxConnections, c.Extra, c.Rules)
 	if err := os.WriteFile(d.ConfigPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

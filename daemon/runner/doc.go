@@ -153,9 +153,10 @@
 // pipeline's run, not processes it leaves behind, and such a process would
 // otherwise hold the output pipes open.
 //
-// Run returns only once no live process is left in the group (it waits up to
-// two seconds for the kernel to finish the processes it SIGKILLed), so a
-// following request does not race with a dying one for a lock such as dpkg's.
+// Run returns only once no live process is left in the group, or in the
+// cgroup when there is one (it waits up to two seconds for the kernel to
+// finish the processes it SIGKILLed), so a following request does not race
+// with a dying one for a lock such as dpkg's.
 //
 // Stages are not reaped until every signal has been sent: an unreaped zombie
 // leader keeps its pid, and thus the process group id, from being reused, so
@@ -165,10 +166,39 @@
 // stages already running are killed at once).
 //
 // A process that leaves the group on purpose (setsid, a double fork into a
-// new session) cannot be reached by the group kill; only a cgroup could catch
-// it. If such a process keeps an output pipe open, [Run] stops reading one
-// second after the stages are gone. Processes started by the daemon lie in
-// its systemd unit's cgroup, which systemd kills when the daemon stops.
+// new session) cannot be reached by the group kill; the pipeline's cgroup
+// catches it (next section). Without a cgroup (Spec.Cgroups nil), if such a
+// process keeps an output pipe open, [Run] stops reading one second after
+// the stages are gone.
+//
+// # One cgroup per pipeline
+//
+// With Spec.Cgroups set, [Run] makes a new cgroup v2 directory for the
+// pipeline under the daemon's own cgroup ([OpenCgroups]; under systemd the
+// service's cgroup, which the unit delegates with Delegate=yes) and starts
+// every stage inside it with clone3's CLONE_INTO_CGROUP
+// (SysProcAttr.UseCgroupFD): the child is a member from its first
+// instruction, before it execs, so there is no moment in which it or
+// anything it forks is outside. sudo and its command inherit the membership.
+// Moving a process in after it started, which is all a systemd transient
+// scope offers, would leave that moment open.
+//
+// When the timeout passes or ctx is cancelled, the process groups get SIGTERM
+// as above and, after the grace, the whole cgroup gets SIGKILL (cgroup.kill;
+// before Linux 5.14 the cgroup is frozen, each member killed and the cgroup
+// thawed, so that nothing forks in between). When every stage has exited
+// normally, the live members that remain are listed in Result.Survivors
+// (pid and executable) and then killed the same way: the approval covered the
+// pipeline's run, not what it leaves behind. Run then waits for the cgroup to
+// be empty (cgroup.events "populated 0") and removes it; what goes wrong there
+// is in Result.CgroupError. A pipeline whose cgroup cannot be made does not
+// start.
+//
+// The cgroup contains processes that fork, daemonise or change session. It
+// does not contain a root process that wants out: root can write its pid to
+// another cgroup's cgroup.procs or have systemd start a unit for it. Such a
+// process was approved to run as root; the human's approval is the control
+// there, not the cgroup.
 //
 // # Output
 //

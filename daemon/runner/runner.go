@@ -97,6 +97,9 @@ type Spec struct {
 	// MaxOutput caps, in bytes, the captured stdout and each stage's captured
 	// stderr. It must be positive; production uses [proto.MaxOutputBytes].
 	MaxOutput int
+	// Cgroups, when set, puts the pipeline in a cgroup of its own (see the
+	// package documentation); nil runs it in process groups only.
+	Cgroups *Cgroups
 }
 
 // StageResult is the outcome of one stage.
@@ -129,6 +132,14 @@ type Result struct {
 	// Started is when the first stage was about to start; Ended is when the
 	// last process was reaped.
 	Started, Ended time.Time
+	// Survivors are the processes found alive in the pipeline's cgroup
+	// after every stage had exited normally (it timed out: not listed);
+	// they were killed. Only set when Spec.Cgroups was.
+	Survivors []Survivor
+	// CgroupError says what went wrong killing or removing the pipeline's
+	// cgroup once it had run ("" when nothing did): a process may then
+	// have outlived it.
+	CgroupError string
 
 	release func()
 }
@@ -259,6 +270,7 @@ type pipeline struct {
 
 	procs []*os.Process // started stages, in order
 	pgids []int         // distinct process groups to signal
+	cg    *cgroup       // the pipeline's cgroup, or nil
 
 	stdout   capture
 	stderrs  []capture
@@ -283,6 +295,19 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 	n := len(p.spec.Stages)
 	res := &Result{Started: time.Now()}
 
+	if p.spec.Cgroups != nil {
+		cg, err := p.spec.Cgroups.create()
+		if err != nil {
+			return nil, fmt.Errorf("runner: the pipeline needs a cgroup of its own and none could be made: %w", err)
+		}
+		p.cg = cg
+		defer func() {
+			if rerr := p.endCgroup(); rerr != nil && res != nil {
+				res.CgroupError = rerr.Error()
+			}
+		}()
+	}
+
 	files, err := p.plumb()
 	if err != nil {
 		return nil, err
@@ -301,6 +326,9 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 				}
 			}
 			p.signal(syscall.SIGKILL)
+			if p.cg != nil {
+				_ = p.cg.kill()
+			}
 			p.finishReading()
 			for _, proc := range p.procs {
 				_, _ = proc.Wait() // killed; only reaping is left
@@ -334,10 +362,20 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 		}
 		grace.Stop()
 	}
+	if !res.TimedOut && p.cg != nil {
+		// Every stage has exited: whatever is still alive in the cgroup was
+		// left behind, and is reported before it is killed.
+		res.Survivors = p.cg.survivors(p.pids())
+	}
 	// Kill what is left of the group: the stages after the grace, or what
 	// they left behind after a normal exit. The zombie leader still pins the
 	// group id, so nothing else can be hit.
 	p.signal(syscall.SIGKILL)
+	if p.cg != nil {
+		// The whole cgroup, including what left the process group: it
+		// would otherwise hold the output pipes open.
+		_ = p.cg.kill()
+	}
 	<-exited
 	p.finishReading()
 
@@ -358,6 +396,36 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 	p.awaitGroupsGone()
 	res.Ended = time.Now()
 	return res, nil
+}
+
+// pids returns the stages' pids.
+func (p *pipeline) pids() []int {
+	pids := make([]int, len(p.procs))
+	for i, proc := range p.procs {
+		pids[i] = proc.Pid
+	}
+	return pids
+}
+
+// endCgroup kills whatever is still in the pipeline's cgroup, waits for it
+// to be empty and removes it. Every stage is reaped by then.
+func (p *pipeline) endCgroup() error {
+	g := p.cg
+	if g == nil {
+		return nil
+	}
+	p.cg = nil
+	var errs []error
+	if err := g.kill(); err != nil {
+		errs = append(errs, err)
+	}
+	if !g.waitEmpty(goneTimeout) {
+		errs = append(errs, fmt.Errorf("cgroup: %s still has processes %s after SIGKILL", g.dir, goneTimeout))
+	}
+	if err := g.remove(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // plumb creates the pipes, starts a reader on each output pipe, and returns
@@ -453,6 +521,13 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 	s := &p.spec
 	c := s.Stages[i]
 	sys := &syscall.SysProcAttr{}
+	if p.cg != nil {
+		// clone3 with CLONE_INTO_CGROUP: the child is in the cgroup from
+		// its first instruction, before it execs, so nothing it forks can
+		// start outside.
+		sys.UseCgroupFD = true
+		sys.CgroupFD = int(p.cg.fd.Fd())
+	}
 	if p.sessionPerStage {
 		sys.Setsid = true
 	} else {
@@ -573,6 +648,9 @@ func (p *pipeline) signal(sig syscall.Signal) {
 // started still runs, holds files or holds locks. Zombies do not count: they
 // have released everything, and reaping them is their new parent's business.
 func (p *pipeline) awaitGroupsGone() {
+	if p.cg != nil {
+		return // endCgroup waits for the whole cgroup, which holds the groups
+	}
 	deadline := time.Now().Add(goneTimeout)
 	for _, pgid := range p.pgids {
 		for liveInGroup(pgid) && time.Now().Before(deadline) {

@@ -1,0 +1,326 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// CgroupMode says what the daemon does when it cannot put a request's
+// processes in a cgroup of their own (configuration key "cgroup").
+type CgroupMode string
+
+const (
+	// CgroupRequired: the daemon does not start without per-request
+	// cgroups, and a request whose cgroup cannot be made does not run.
+	CgroupRequired CgroupMode = "required"
+	// CgroupBestEffort: when the system offers no usable cgroup v2
+	// hierarchy at start, the daemon runs pipelines in process groups only
+	// (processes that leave the group then outlive their request). When it
+	// does, a request whose cgroup cannot be made still does not run.
+	CgroupBestEffort CgroupMode = "best-effort"
+)
+
+// Cgroups makes the cgroups that hold each request's processes: one child
+// directory per pipeline in the cgroup v2 hierarchy, under the daemon's own
+// cgroup. Get one from [OpenCgroups]; it is safe for concurrent use.
+type Cgroups struct {
+	// parent is the directory request cgroups are made in.
+	parent string
+	// prefix starts every request cgroup's name; it holds the daemon's pid
+	// so that two daemons never share a name.
+	prefix string
+	seq    atomic.Uint64
+	// hasKill: the kernel has cgroup.kill (Linux 5.14); otherwise the
+	// cgroup is frozen and each member killed.
+	hasKill bool
+}
+
+// OpenCgroups finds the cgroup v2 hierarchy (mounted at /sys/fs/cgroup, or
+// at /sys/fs/cgroup/unified in systemd's hybrid layout) and the daemon's own
+// cgroup in it, and checks that a child cgroup can be made, entered and
+// removed there. The error says why per-request cgroups are not available.
+func OpenCgroups() (*Cgroups, error) {
+	mount, err := cgroup2Mount("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	own, err := ownCgroup2("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	parent := filepath.Join(mount, own)
+	c := &Cgroups{parent: parent, prefix: "agent-sudo-" + strconv.Itoa(os.Getpid()) + "-"}
+	// A probe cgroup shows that this process may make, use and remove one.
+	g, err := c.create()
+	if err != nil {
+		return nil, err
+	}
+	_, statErr := os.Stat(filepath.Join(g.dir, "cgroup.kill"))
+	c.hasKill = statErr == nil
+	if _, err := os.Stat(filepath.Join(g.dir, "cgroup.freeze")); err != nil && !c.hasKill {
+		_ = g.remove()
+		return nil, fmt.Errorf("cgroup %s has neither cgroup.kill nor cgroup.freeze (Linux 5.2 or later is needed)", g.dir)
+	}
+	if err := g.remove(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Parent is the directory request cgroups are made in.
+func (c *Cgroups) Parent() string { return c.parent }
+
+// cgroup2Mount returns where the cgroup v2 hierarchy is mounted, from a
+// mountinfo file.
+func cgroup2Mount(mountinfo string) (string, error) {
+	b, err := os.ReadFile(mountinfo)
+	if err != nil {
+		return "", fmt.Errorf("cgroup: reading %s: %w", mountinfo, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 1 || g[0] != "cgroup2" || f[3] != "/" {
+			continue
+		}
+		return unescapeMountinfo(f[4]), nil
+	}
+	return "", errors.New("cgroup: no cgroup v2 hierarchy is mounted (neither unified nor hybrid layout); per-request cgroups need one")
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for a space) of a
+// mountinfo path.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ownCgroup2 returns this process's cgroup in the v2 hierarchy (the "0::"
+// line of /proc/self/cgroup).
+func ownCgroup2(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cgroup: reading %s: %w", path, err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
+				return "", fmt.Errorf("cgroup: the daemon's own cgroup %q is not usable", p)
+			}
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("cgroup: %s has no cgroup v2 entry", path)
+}
+
+// cgroup is one request's cgroup.
+type cgroup struct {
+	dir string
+	// fd is the open directory, handed to clone3 (CLONE_INTO_CGROUP) so
+	// that each stage starts inside the cgroup.
+	fd      *os.File
+	hasKill bool
+}
+
+// create makes a new, empty request cgroup.
+func (c *Cgroups) create() (*cgroup, error) {
+	name := c.prefix + strconv.FormatUint(c.seq.Add(1), 10)
+	dir := filepath.Join(c.parent, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cgroup: creating %s: %w", dir, err)
+	}
+	fd, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil, fmt.Errorf("cgroup: opening %s: %w", dir, err)
+	}
+	return &cgroup{dir: dir, fd: fd, hasKill: c.hasKill}, nil
+}
+
+// members returns the pids in the cgroup.
+func (g *cgroup) members() ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(g.dir, "cgroup.procs"))
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: listing %s: %w", g.dir, err)
+	}
+	var pids []int
+	for f := range strings.FieldsSeq(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// kill sends SIGKILL to every process in the cgroup, including those that
+// left the pipeline's process group. With cgroup.kill the kernel does it
+// atomically; without it the cgroup is frozen first, so that no member can
+// fork while the members are listed and killed, and thawed after (a frozen
+// process killed with SIGKILL dies once thawed).
+func (g *cgroup) kill() error {
+	if g.hasKill {
+		if err := os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+			return fmt.Errorf("cgroup: killing %s: %w", g.dir, err)
+		}
+		return nil
+	}
+	freeze := filepath.Join(g.dir, "cgroup.freeze")
+	if err := os.WriteFile(freeze, []byte("1"), 0); err != nil {
+		return fmt.Errorf("cgroup: freezing %s: %w", g.dir, err)
+	}
+	defer os.WriteFile(freeze, []byte("0"), 0) //nolint:errcheck // thawing an emptied cgroup cannot matter
+	// Freezing completes asynchronously; cgroup.events says when.
+	g.waitEvent("frozen 1", time.Second)
+	pids, err := g.members()
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		// The pid is a member, frozen, so it cannot have exited and been
+		// reused; ESRCH would only mean it died anyway.
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	return nil
+}
+
+// waitEmpty waits, at most timeout, until no process is left in the
+// cgroup ("populated 0" in cgroup.events), and reports whether it is empty.
+func (g *cgroup) waitEmpty(timeout time.Duration) bool {
+	return g.waitEvent("populated 0", timeout)
+}
+
+// waitEvent waits, at most timeout, until cgroup.events has the line want.
+// The kernel signals every change of the file with POLLPRI.
+func (g *cgroup) waitEvent(want string, timeout time.Duration) bool {
+	f, err := os.Open(filepath.Join(g.dir, "cgroup.events"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	deadline := time.Now().Add(timeout)
+	buf := make([]byte, 512)
+	for {
+		n, err := f.ReadAt(buf, 0)
+		if err != nil && n == 0 {
+			return false
+		}
+		for line := range strings.SplitSeq(string(buf[:n]), "\n") {
+			if line == want {
+				return true
+			}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		// Poll with a bounded wait, and re-read in any case: an event
+		// between the read and the poll is not lost, only noticed at the
+		// next wake-up.
+		wait := min(left, 50*time.Millisecond)
+		fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLPRI}}
+		_, _ = unix.Poll(fds, int(wait/time.Millisecond)+1)
+	}
+}
+
+// remove closes and removes the cgroup; it must be empty.
+func (g *cgroup) remove() error {
+	if g.fd != nil {
+		_ = g.fd.Close()
+		g.fd = nil
+	}
+	if err := unix.Rmdir(g.dir); err != nil && err != unix.ENOENT {
+		return fmt.Errorf("cgroup: removing %s: %w", g.dir, err)
+	}
+	return nil
+}
+
+// Survivor is a process that was still alive in a pipeline's cgroup after
+// every stage had exited; it was killed.
+type Survivor struct {
+	PID int
+	// Exe is the process's executable (the /proc/PID/exe link), or its
+	// command name in brackets when the link cannot be read. It is not
+	// escaped: it comes from the file system.
+	Exe string
+}
+
+// survivors returns the live members of g, leaving out the stages
+// themselves (exited but not yet reaped) and any zombie.
+func (g *cgroup) survivors(stages []int) []Survivor {
+	pids, err := g.members()
+	if err != nil {
+		return nil
+	}
+	var out []Survivor
+	for _, pid := range pids {
+		if containsInt(stages, pid) {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		state, comm := statStateComm(string(stat))
+		if state == "Z" || state == "X" {
+			continue
+		}
+		exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+		if err != nil {
+			exe = "[" + comm + "]"
+		}
+		out = append(out, Survivor{PID: pid, Exe: exe})
+	}
+	return out
+}
+
+// statStateComm returns the state and command name fields of a
+// /proc/PID/stat line.
+func statStateComm(stat string) (state, comm string) {
+	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return "", ""
+	}
+	comm = stat[open+1 : end]
+	if f := strings.Fields(stat[end+1:]); len(f) > 0 {
+		state = f[0]
+	}
+	return state, comm
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
