@@ -140,3 +140,20 @@ privileged = false
 		t.Fatalf("root with session claude-1: %s %q", resp.Status, resp.Message)
 	}
 }
+
+// TestE2ELintWarningsLogged: the daemon logs the rule linter's warnings when
+// it starts (issue 10, H4).
+func TestE2ELintWarningsLogged(t *testing.T) {
+	daemontest.RequireRoot(t)
+	d := daemontest.Start(t, daemontest.Config{Rules: `
+[[rule]]
+name = "any apt query"
+action = "allow"
+match = ["apt", "**"]
+`})
+	logs := d.Logs.String()
+	if !strings.Contains(logs, `msg="rule linter: this allow rule may give root away" rule="rule 1 (\"any apt query\")"`) ||
+		!strings.Contains(logs, `\"**\" on \"apt\" amounts to root`) {
+		t.Fatalf("no linter warning in the daemon's log:\n%s", logs)
+	}
+}

@@ -68,17 +68,39 @@ type Options struct {
 	Foreground func(ctx context.Context, approverSocket string) error
 }
 
-// New builds a Server from a validated configuration.
-func New(cfg *config.Config, opts Options) (*Server, error) {
+// CheckConfig builds, from a validated configuration, everything the daemon
+// builds from it at start without touching sockets or the audit log (the rule
+// engine with its user and group names resolved, the environment policy, the
+// access lists), and returns the first error the daemon would stop on, or
+// the rule linter's warnings. agent-sudod --check-config reports them.
+func CheckConfig(cfg *config.Config) ([]rules.Warning, error) {
+	if _, _, _, err := build(cfg); err != nil {
+		return nil, err
+	}
+	return rules.Lint(cfg.Rules, cfg.TrustedDirs()), nil
+}
+
+// build makes the parts of a Server that come from the configuration alone.
+func build(cfg *config.Config) (*rules.Engine, *runner.EnvPolicy, *authorizer, error) {
 	engine, err := cfg.Engine()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	env, err := cfg.EnvPolicy()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	auth, err := newAuthorizer(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return engine, env, auth, nil
+}
+
+// New builds a Server from a validated configuration. It logs the rule
+// linter's warnings.
+func New(cfg *config.Config, opts Options) (*Server, error) {
+	engine, env, auth, err := build(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +119,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	for _, w := range rules.Lint(cfg.Rules, cfg.TrustedDirs()) {
+		s.log.Warn("rule linter: this allow rule may give root away", "rule", w.Rule, "warning", w.Message)
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -21,10 +21,10 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agent-sudod", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", config.DefaultPath, "configuration file (TOML)")
@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	tty := fs.Bool("tty", false, "approve requests on this terminal (foreground mode); logs go to --log-file")
 	logFile := fs.String("log-file", "", "write logs to this file instead of the journal or stderr (default with --tty: agent-sudod.log beside the socket)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	checkConfig := fs.Bool("check-config", false, "load the configuration as at start, print the rule linter's warnings, and exit: 0 if it is valid, 1 (with the errors) if not")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -68,6 +69,22 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
 		return 1
+	}
+	if *checkConfig {
+		warnings, err := daemon.CheckConfig(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
+			return 1
+		}
+		src := cfg.Source
+		if src == "" {
+			src = "no file at " + *cfgPath + ": the built-in defaults"
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(stdout, "warning: %s\n", w)
+		}
+		fmt.Fprintf(stdout, "configuration OK (%s): %d rules, %d warnings\n", src, len(cfg.Rules), len(warnings))
+		return 0
 	}
 	if *tty && *logFile == "" {
 		// The console owns the terminal, so logs must go elsewhere.

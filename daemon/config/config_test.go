@@ -527,62 +527,6 @@ func TestExample(t *testing.T) {
 	}
 }
 
-// TestDocsWorkedExample checks the worked rule set in docs/config.md and the
-// decisions its table claims.
-func TestDocsWorkedExample(t *testing.T) {
-	data, err := os.ReadFile("../../docs/config.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(data), "### A worked rule set")
-	if !ok {
-		t.Fatal(`docs/config.md has no "### A worked rule set" section`)
-	}
-	_, after, ok = strings.Cut(after, "```toml\n")
-	block, _, ok2 := strings.Cut(after, "```")
-	if !ok || !ok2 {
-		t.Fatal("docs/config.md: no toml block in the worked rule set")
-	}
-	c, err := config.Load(writeConfig(t, block), true)
-	if err != nil {
-		t.Fatalf("the worked rule set in docs/config.md does not load: %v", err)
-	}
-	e, err := c.Engine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	type stage = []string
-	tests := []struct {
-		pipeline   []stage
-		privileged bool
-		session    string
-		want       rules.Action
-		wantRule   string
-	}{
-		{[]stage{{"/bin/rm", "-rf", "/"}}, true, "", rules.Deny, "rm the root"},
-		{[]stage{{"/bin/rm", "-rf", "/tmp/build"}}, true, "", rules.Ask, ""},
-		{[]stage{{"/usr/bin/apt-get", "update"}}, true, "", rules.Allow, "apt-get update"},
-		{[]stage{{"/usr/bin/apt-get", "update"}}, false, "", rules.Ask, ""},
-		{[]stage{{"/usr/bin/apt", "install", "nginx"}}, true, "", rules.Ask, "installing packages needs a human"},
-		{[]stage{{"/usr/bin/apt", "list", "--installed"}}, true, "", rules.Allow, "any apt query"},
-		{[]stage{{"/home/me/bin/apt", "list"}}, true, "", rules.Ask, ""},
-		{[]stage{{"/usr/bin/systemctl", "status", "nginx"}, {"/usr/bin/grep", "active"}}, true, "", rules.Ask, ""},
-		{[]stage{{"/usr/bin/systemctl", "status", "nginx"}, {"/bin/rm", "-rf", "/"}}, true, "", rules.Deny, "rm the root"},
-		{[]stage{{"/usr/bin/systemctl", "restart", "myapp.service"}}, true, "claude-7", rules.Allow, "restart our app from Claude sessions"},
-		{[]stage{{"/usr/bin/systemctl", "restart", "myapp.service"}}, true, "codex-1", rules.Ask, ""},
-	}
-	for _, tt := range tests {
-		q := rules.Query{Privileged: tt.privileged, Session: tt.session}
-		for _, s := range tt.pipeline {
-			q.Stages = append(q.Stages, rules.Stage{Program: s[0], Args: s[1:]})
-		}
-		if got := e.Decide(q); got.Action != tt.want || got.Rule != tt.wantRule {
-			t.Errorf("docs worked example on %q (privileged=%v session=%q): got %q by %q (%s), want %q by %q",
-				tt.pipeline, tt.privileged, tt.session, got.Action, got.Rule, got.Reason, tt.want, tt.wantRule)
-		}
-	}
-}
-
 // TestCgroupKey: "cgroup" defaults to "required", accepts "best-effort",
 // and refuses anything else with a message naming both valid values.
 func TestCgroupKey(t *testing.T) {

@@ -551,7 +551,7 @@ type table struct {
 
 // tableHeader returns the column titles.
 func tableHeader() []string {
-	return []string{"TIME", "ID", "SESSION", "HOST", "STATUS", "DECIDED BY", "EXIT", "DURATION", "COMMAND"}
+	return []string{"TIME", "ID", "UID", "SESSION", "HOST", "STATUS", "DECIDED BY", "EXIT", "DURATION", "COMMAND"}
 }
 
 func (t *table) cells(s *audit.Summary) []string {
@@ -564,8 +564,14 @@ func (t *table) cells(s *audit.Summary) []string {
 		dur = s.Duration.Round(time.Millisecond).String()
 	}
 	cmd, _ := render.CommandLine(s.Pipeline)
+	// The uid is the kernel's word for who asked; the session is a label
+	// the agent chose.
+	uid := "-"
+	if s.Peer != nil {
+		uid = strconv.FormatUint(uint64(s.Peer.UID), 10)
+	}
 	return []string{
-		s.Time.In(t.loc).Format(time.DateTime), orDash(esc(s.ID)), orDash(esc(s.Session)), orDash(esc(s.Host)),
+		s.Time.In(t.loc).Format(time.DateTime), orDash(esc(s.ID)), uid, orDash(esc(s.Session)), orDash(esc(s.Host)),
 		esc(s.Status), orDash(esc(s.DecidedBy)), orDash(strings.Join(codes, ",")), dur, orDash(cmd),
 	}
 }

@@ -234,10 +234,10 @@ func jsonEqual(a, b any) bool {
 func TestAuditTable(t *testing.T) {
 	path := writeAuditLog(t)
 	got := runAuditCLI(context.Background(), "--log", path, "--session", "alpha-*")
-	want := `TIME                 ID        SESSION  HOST        STATUS  DECIDED BY                           EXIT  DURATION  COMMAND
-2026-11-20 09:00:00  r-ok      alpha-1  build-1     ok      apt and dpkg                         0     1.5s      apt-get install -y nginx
-2026-11-20 10:00:00  r-denied  alpha-2  build-2     denied  console uid=0 tty=/dev/pts/3 pid=99  -     -         rm -rf /var/lib/apt
-2026-11-21 09:00:00  r-fail    alpha-1  ci.example  ok      apt and dpkg                         0,1   1.5s      dpkg -l | grep nginx
+	want := `TIME                 ID        UID   SESSION  HOST        STATUS  DECIDED BY                           EXIT  DURATION  COMMAND
+2026-11-20 09:00:00  r-ok      1000  alpha-1  build-1     ok      apt and dpkg                         0     1.5s      apt-get install -y nginx
+2026-11-20 10:00:00  r-denied  1000  alpha-2  build-2     denied  console uid=0 tty=/dev/pts/3 pid=99  -     -         rm -rf /var/lib/apt
+2026-11-21 09:00:00  r-fail    1000  alpha-1  ci.example  ok      apt and dpkg                         0,1   1.5s      dpkg -l | grep nginx
 `
 	if got.code != 0 || got.stdout != want || got.stderr != "" {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", got.code, got.stderr, got.stdout, want)

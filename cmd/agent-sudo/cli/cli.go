@@ -92,6 +92,7 @@ func commands() []command {
 		{name: "approve", summary: "as root, approve or deny the requests waiting for a human", run: approveMain, help: approveHelp},
 		{name: "audit", summary: "list and verify the audit log: what ran, who decided, what came out", run: auditMain, help: auditHelp},
 		{name: "mcp", summary: "serve agent-sudo to a coding agent as an MCP server on stdio", run: mcpMain, help: mcpHelp},
+		{name: "rules", summary: "test what the rules of a configuration decide for a command, before deploying them", run: rulesMain, help: rulesHelp},
 		{name: "shim", summary: "install a sudo shim that sends sudo commands to agent-sudod", run: shimMain, help: shimHelp},
 		{name: "help", summary: "show help for agent-sudo or one of its commands", run: helpMain, help: mainHelp},
 	}

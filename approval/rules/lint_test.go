@@ -1,0 +1,72 @@
+package rules_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agent-sudo/agent-sudo/approval/rules"
+)
+
+// TestLint is issue 10's H4: "**" or a wildcard argument on a program that
+// runs code through its options amounts to root, and the linter says so.
+func TestLint(t *testing.T) {
+	withEnv := func(r rules.Rule, env ...string) rules.Rule { r.Env = env; return r }
+	tests := []struct {
+		name string
+		rule rules.Rule
+		want string // "" for no warning
+	}{
+		{"apt **", allow("q", "apt", "**"), `rule 1 ("q"): "**" on "apt" amounts to root (apt: -o sets any APT option`},
+		{"apt-get install *", allow("q", "apt-get", "install", "*"), `the wildcard argument match[2] "*" on "apt-get" amounts to root`},
+		{"full path", allow("q", "/usr/bin/git", "**"), `"**" on "git" amounts to root (git: -c sets any option`},
+		{"interpreter family", allow("q", "python3.11", "*"), `on "python3.11" amounts to root (python*: an interpreter`},
+		{"shell", allow("q", "bash", "-c", "**"), `on "bash" amounts to root`},
+		{"find", allow("q", "find", "/var/log", "-name", "*.log"), `on "find" amounts to root (find: -exec`},
+		{"tee path", allow("q", "tee", "/var/log/app/*"), `on "tee" amounts to root`},
+		{"systemctl status *", allow("q", "systemctl", "status", "*"), `on "systemctl" amounts to root`},
+		{"env", allow("q", "env", "**"), `on "env" amounts to root`},
+		{"any program", allow("q", "/*", "**"), `the program pattern "/*" matches programs that run any command`},
+		{"any bare program", allow("q", "*", "**"), `the program pattern "*" matches programs`},
+		{"py*", allow("q", "py*", "--version"), `matches programs that run any command through their arguments (python3)`},
+		{"env star", withEnv(allow("q", "id"), "*"), `env = ["*"] lets a request set any variable`},
+		// Safe as written.
+		{"apt-get update exactly", allow("q", "apt-get", "update"), ""},
+		{"systemctl literal", allow("q", "systemctl", "restart", "myapp.service"), ""},
+		{"cat path", allow("q", "cat", "/var/log/*"), ""},
+		{"uname", allow("q", "uname", "**"), ""},
+		{"mkfs pattern", allow("q", "mkfs*", "--help"), ""},
+		{"tools dir", allow("q", "/opt/tools/*", "**"), ""},
+		{"deny is not linted", deny("q", "apt", "**"), ""},
+		{"ask is not linted", ask("q", "/*", "**"), ""},
+		{"named env", withEnv(allow("q", "id"), "LANG", "LC_*"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.rule.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			ws := rules.Lint([]rules.Rule{tt.rule}, trusted)
+			if tt.want == "" {
+				if len(ws) != 0 {
+					t.Fatalf("got %q, want no warning", ws)
+				}
+				return
+			}
+			if len(ws) != 1 || !strings.Contains(ws[0].String(), tt.want) {
+				t.Fatalf("got %q, want one warning containing %q", ws, tt.want)
+			}
+		})
+	}
+}
+
+// TestLintNamesRulesInOrder checks the labels, which match New's errors.
+func TestLintNamesRulesInOrder(t *testing.T) {
+	ws := rules.Lint([]rules.Rule{
+		allow("", "git", "**"),
+		allow("ok", "id"),
+		allow("tar all", "tar", "**"),
+	}, trusted)
+	if len(ws) != 2 || ws[0].Rule != "rule 1" || ws[1].Rule != `rule 3 ("tar all")` {
+		t.Fatalf("got %q", ws)
+	}
+}

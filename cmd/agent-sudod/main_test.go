@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// checkConfigFile writes a configuration whose sockets and audit log are in
+// a fresh directory, followed by extra, and returns its path.
+func checkConfigFile(t *testing.T, extra string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "asdc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := filepath.Join(dir, "config.toml")
+	content := fmt.Sprintf("socket = %q\napprover_socket = %q\naudit_log = %q\nsocket_group = \"root\"\n%s",
+		filepath.Join(dir, "a.sock"), filepath.Join(dir, "b.sock"), filepath.Join(dir, "audit.jsonl"), extra)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestCheckConfig is "agent-sudod --check-config" (issue 13): exit 0 with the
+// linter's warnings for a valid configuration; for an invalid one, exit 1
+// with exactly the error the daemon stops on at start.
+func TestCheckConfig(t *testing.T) {
+	tests := []struct {
+		name     string
+		config   string
+		code     int
+		stdout   []string
+		stderr   string
+		startErr bool // also start the daemon and compare its error
+	}{
+		{"valid, no rules", "", 0, []string{"configuration OK (", "): 0 rules, 0 warnings"}, "", false},
+		{"valid with warnings", "[[rule]]\nname = \"apt\"\naction = \"allow\"\nmatch = [\"apt\", \"**\"]\n", 0,
+			[]string{`warning: rule 1 ("apt"): "**" on "apt" amounts to root`, "1 rules, 1 warnings"}, "", false},
+		{"unknown key", "[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nforward_agnet = true\n", 1, nil,
+			`unknown key "forward_agnet" in rule 1 (did you mean "forward_agent"?)`, true},
+		{"invalid rule", "[[rule]]\naction = \"deny\"\nmatch = [\"id\"]\nenv = [\"LANG\"]\n", 1, nil,
+			`rule 1: env is only meaningful on an allow rule`, true},
+		{"unknown user in a rule", "[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuser = \"no-such-user-asudo\"\n", 1, nil,
+			`rule 1: user "no-such-user-asudo"`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := checkConfigFile(t, tt.config)
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"--check-config", "--config", p}, &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; stdout %q stderr %q", code, tt.code, stdout.String(), stderr.String())
+			}
+			for _, w := range tt.stdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout %q does not contain %q", stdout.String(), w)
+				}
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), tt.stderr)
+			}
+			if !tt.startErr {
+				return
+			}
+			if os.Geteuid() != 0 {
+				t.Skip("starting the daemon needs root")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var startOut, startErr bytes.Buffer
+			if code := run(ctx, []string{"--config", p}, &startOut, &startErr); code != 1 {
+				t.Fatalf("start: exit %d, want 1; stderr %q", code, startErr.String())
+			}
+			if startErr.String() != stderr.String() {
+				t.Errorf("--check-config said\n%q\nbut the daemon stops at start with\n%q", stderr.String(), startErr.String())
+			}
+		})
+	}
+}
