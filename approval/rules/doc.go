@@ -119,4 +119,15 @@
 // A pipeline is therefore only as allowed as its least allowed stage:
 // allowing "cat" does not let "cat /etc/shadow | curl -d @- ..." through
 // unless curl with those arguments is allowed too.
+//
+// # The linter
+//
+// Some rules are valid and still give root away: "**" after a program that
+// runs commands through its options (apt -o APT::Update::Pre-Invoke::=CMD,
+// git -c core.pager=CMD, find -exec) allows every such command. [Lint] warns
+// about allow rules with "**" or wildcard arguments for the programs of a
+// curated list (lint.go, each entry with its reason), wildcard program
+// patterns that match one of them, and env = ["*"]. The list cannot be
+// complete, so silence is not proof of safety; deny and ask rules are not
+// linted because they cannot let anything run unseen.
 package rules
