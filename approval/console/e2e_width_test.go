@@ -78,7 +78,8 @@ func TestE2EHostileWidthsInTmux(t *testing.T) {
 			}
 			reason := strings.Join(parts, "\n")
 			screen := tm.pollFor(func(s string) bool {
-				return fieldReadsAs(s, "command", line, false)
+				// The prompt is drawn after the body: the frame is complete.
+				return fieldReadsAs(s, "command", line, false) && strings.Contains(s, "> Deny")
 			})
 			where := fmt.Sprintf("%s at %dx%d", tt.name, cols, rows)
 			// One tmux command line: the pane cannot change in between.

@@ -137,8 +137,10 @@ func unsafeRune(r rune) error {
 		return fmt.Errorf("dash wider than 2 columns in uniseg %U", r)
 	case 0x1f1e6 <= r && r <= 0x1f1ff || 0x1f3fb <= r && r <= 0x1f3ff:
 		return fmt.Errorf("regional indicator or emoji modifier %U", r)
-	case 0x302a <= r && r <= 0x302f || r == 0x0cf3 || r == 0x0ece || r > 0xffff && unicode.Is(unicode.M, r):
+	case 0x302a <= r && r <= 0x302f || r > 0xffff && unicode.Is(unicode.M, r):
 		return fmt.Errorf("mark of disputed width %U", r)
+	case inTable(unicode15, r):
+		return fmt.Errorf("added in Unicode 15.0, unknown to terminals %U", r)
 	}
 	return nil
 }

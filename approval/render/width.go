@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"unicode"
 
 	"golang.org/x/text/width"
@@ -80,16 +81,49 @@ func escapedEverywhere(r rune) bool {
 		// Emoji skin tone modifiers: 0 columns after an emoji in uniseg,
 		// 2 in glibc.
 		return true
-	case 0x302a <= r && r <= 0x302f, r == 0x0cf3, r == 0x0ece:
-		// Marks that go-runewidth gives 2 columns, or that glibc does not
-		// know (Unicode 15).
+	case 0x302a <= r && r <= 0x302f:
+		// Ideographic tone marks and Hangul single dot tone marks: 0
+		// columns in uniseg, 2 in go-runewidth and glibc.
 		return true
 	case r > 0xffff && unicode.Is(unicode.M, r):
 		// Supplementary-plane marks: glibc does not know the recent ones
 		// and disagrees with uniseg on the musical symbols.
 		return true
+	case inTable(unicode15, r):
+		return true
 	}
 	return false
+}
+
+// unicode15 lists the characters added in Unicode 15.0 (the newest the Go
+// tables know) that glibc 2.36 (Debian 12) does not know: its wcwidth is
+// -1 for them and tmux draws nothing, so they would vanish from the
+// screen. TestWidthTablesAgree finds any other character a terminal's
+// glibc does not know.
+var unicode15 = [][2]rune{
+	{0x0cf3, 0x0cf3}, {0x0ece, 0x0ece}, {0x10efd, 0x10eff}, {0x1123f, 0x11241},
+	{0x11b00, 0x11b09}, {0x11f00, 0x11f10}, {0x11f12, 0x11f3a}, {0x11f3e, 0x11f59},
+	{0x1342f, 0x1342f}, {0x13440, 0x13455}, {0x1b132, 0x1b132}, {0x1b155, 0x1b155},
+	{0x1d2c0, 0x1d2d3}, {0x1df25, 0x1df2a}, {0x1e030, 0x1e06d}, {0x1e08f, 0x1e08f},
+	{0x1e4d0, 0x1e4f9}, {0x1f6dc, 0x1f6dc}, {0x1f774, 0x1f776}, {0x1f77b, 0x1f77f},
+	{0x1f7d9, 0x1f7d9}, {0x1fa75, 0x1fa77}, {0x1fa87, 0x1fa88}, {0x1faad, 0x1faaf},
+	{0x1fabb, 0x1fabd}, {0x1fabf, 0x1fabf}, {0x1face, 0x1facf}, {0x1fada, 0x1fadb},
+	{0x1fae8, 0x1fae8}, {0x1faf7, 0x1faf8}, {0x2b739, 0x2b739}, {0x31350, 0x323af},
+}
+
+// inTable reports whether r is in one of the ranges of table, which are
+// sorted.
+func inTable(table [][2]rune, r rune) bool {
+	i, _ := slices.BinarySearchFunc(table, r, func(e [2]rune, r rune) int {
+		switch {
+		case r < e[0]:
+			return 1
+		case r > e[1]:
+			return -1
+		}
+		return 0
+	})
+	return i < len(table) && table[i][0] <= r && r <= table[i][1]
 }
 
 // strictOK reports whether r, a rune that Escape passes and that is not a
@@ -116,9 +150,6 @@ func strictOK(r rune) bool {
 	case 0x4dc0 <= r && r <= 0x4dff:
 		// Yijing hexagram symbols: Neutral in Unicode 15, 2 columns in
 		// glibc (Wide since Unicode 16).
-		return false
-	case r == 0x2b739:
-		// Added to CJK Extension B in Unicode 15: unknown to glibc 2.36.
 		return false
 	case r == 0xff9e || r == 0xff9f:
 		// Halfwidth katakana sound marks: 0 columns in uniseg, 1
@@ -149,13 +180,5 @@ var pictographic = [][2]rune{
 
 // isPictographic reports whether r is in pictographic.
 func isPictographic(r rune) bool {
-	if r < 0xa9 || r > 0x3299 {
-		return false
-	}
-	for _, p := range pictographic {
-		if p[0] <= r && r <= p[1] {
-			return true
-		}
-	}
-	return false
+	return inTable(pictographic, r)
 }

@@ -54,13 +54,16 @@ func tableWidths(r rune, glibc []byte) map[string]int {
 }
 
 // TestWidthTablesAgree checks every code point that Escape passes: every
-// table gives it at most the width Width counts (so a line that fits by
-// Width fits everywhere), and when EscapeStrict passes it too, every table
-// gives it exactly that width.
+// table knows it and gives it at most the width Width counts (so a line
+// that fits by Width fits everywhere, and nothing vanishes), and when
+// EscapeStrict passes it too, every table gives it exactly that width.
 func TestWidthTablesAgree(t *testing.T) {
 	glibc := glibcWidths(t)
 	fails := 0
 	for r := rune(0x20); r <= unicode.MaxRune; r++ {
+		if 0xd800 <= r && r <= 0xdfff {
+			continue // not encodable
+		}
 		s := string(r)
 		if unicode.Is(unicode.M, r) {
 			s = "a" + s
@@ -75,7 +78,8 @@ func TestWidthTablesAgree(t *testing.T) {
 		e, _ := EscapeStrict(s)
 		strict := e == s
 		for table, got := range tableWidths(r, glibc) {
-			if got > want || strict && got != want {
+			// got < 0: glibc does not know r, and tmux would not show it.
+			if got > want || got < 0 || strict && got != want {
 				if fails++; fails <= 40 {
 					t.Errorf("%U (strict %v): Width counts %d, %s gives %d", r, strict, want, table, got)
 				}
