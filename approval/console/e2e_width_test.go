@@ -68,6 +68,9 @@ func TestE2EHostileWidthsInTmux(t *testing.T) {
 	for _, size := range [][2]int{{40, 100}, {80, 45}, {132, 40}} {
 		cols, rows := size[0], size[1]
 		tm.run("resize-window", "-t", tm.name, "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows))
+		// The console has seen the new size when its separator spans it.
+		separator := "\n" + strings.Repeat("-", cols-1) + "\n"
+		tm.pollFor(func(s string) bool { return strings.Contains(s, separator) })
 		for _, tt := range hostileRequests {
 			r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", tt.arg}}, Reason: tt.reason, Session: "e2e"})
 			line, _ := render.CommandLine([][]string{{"bash", "-c", tt.arg}})
@@ -79,7 +82,7 @@ func TestE2EHostileWidthsInTmux(t *testing.T) {
 			reason := strings.Join(parts, "\n")
 			screen := tm.pollFor(func(s string) bool {
 				// The prompt is drawn after the body: the frame is complete.
-				return fieldReadsAs(s, "command", line, false) && strings.Contains(s, "> Deny")
+				return fieldReadsAs(s, "command", line, false) && strings.Contains(s, "> Deny") && strings.Contains(s, separator)
 			})
 			where := fmt.Sprintf("%s at %dx%d", tt.name, cols, rows)
 			// One tmux command line: the pane cannot change in between.
