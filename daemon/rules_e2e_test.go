@@ -1,11 +1,15 @@
 package daemon_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -138,6 +142,75 @@ privileged = false
 	t.Cleanup(func() { os.Remove(filepath.Join(d.Dir, "asudo-rule-user-ok")) })
 	if resp.Status != proto.StatusOK {
 		t.Fatalf("root with session claude-1: %s %q", resp.Status, resp.Message)
+	}
+}
+
+// addUser creates a user with primary group group for the test and deletes
+// it when the test ends. useradd fails when another process holds the lock
+// on /etc/passwd, so it is retried with backoff.
+func addUser(t *testing.T, group string) string {
+	t.Helper()
+	if _, err := exec.LookPath("useradd"); err != nil {
+		t.Skip("no useradd")
+	}
+	name := fmt.Sprintf("asudo-rules-%d", rand.IntN(1_000_000))
+	var out []byte
+	var err error
+	for delay := 50 * time.Millisecond; delay < 10*time.Second; delay *= 2 {
+		out, err = exec.Command("useradd", "-M", "-N", "-g", group, "-s", "/usr/sbin/nologin", name).CombinedOutput()
+		if err == nil {
+			break
+		}
+		time.Sleep(delay) // backoff on the passwd lock; not synchronisation
+	}
+	if err != nil {
+		t.Fatalf("useradd %s: %v\n%s", name, err, out)
+	}
+	t.Cleanup(func() {
+		for delay := 50 * time.Millisecond; delay < 10*time.Second; delay *= 2 {
+			if exec.Command("userdel", name).Run() == nil {
+				return
+			}
+			time.Sleep(delay)
+		}
+		t.Errorf("userdel %s failed", name)
+	})
+	return name
+}
+
+// TestE2ERuleNamedUser is L5 with two ordinary users: a rule with user =
+// "<alice>" and a session pattern allows alice, and not another user who
+// sends the same session label.
+func TestE2ERuleNamedUser(t *testing.T) {
+	daemontest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("creates a user")
+	}
+	g, err := user.LookupGroup("nogroup")
+	if err != nil {
+		t.Skip("no group nogroup")
+	}
+	alice := addUser(t, g.Name)
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", SocketGroup: g.Name, Rules: fmt.Sprintf(`
+[[rule]]
+name = "alice's claude sessions"
+action = "allow"
+match = ["id", "-un"]
+session = "claude-*"
+user = %q
+privileged = false
+`, alice)})
+	req := line(map[string]any{"pipeline": [][]string{{"id", "-un"}}, "privileged": false, "session": "claude-1"})
+	if out := sendAs(t, d, "nobody", req); !strings.Contains(out, `"status":"timeout"`) {
+		t.Fatalf("nobody with alice's session label: %s", out)
+	}
+	out := sendAs(t, d, alice, line(map[string]any{"pipeline": [][]string{{"id", "-un"}}, "privileged": false, "session": "claude-1"}))
+	resp, err := proto.DecodeResponse([]byte(out))
+	if err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if resp.Status != proto.StatusOK || string(resp.Stdout) != alice+"\n" {
+		t.Fatalf("%s: %s %q %q", alice, resp.Status, resp.Stdout, resp.Message)
 	}
 }
 
