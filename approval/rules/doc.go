@@ -127,7 +127,8 @@
 // git -c core.pager=CMD, find -exec) allows every such command. [Lint] warns
 // about allow rules with "**" or wildcard arguments for the programs of a
 // curated list (lint.go, each entry with its reason), wildcard program
-// patterns that match one of them, and env = ["*"]. The list cannot be
+// patterns that match one of them, env = ["*"], and a session constraint
+// with no user, uid or group (it restricts nothing). The list cannot be
 // complete, so silence is not proof of safety; deny and ask rules are not
 // linted because they cannot let anything run unseen.
 package rules

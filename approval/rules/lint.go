@@ -107,7 +107,9 @@ func (w Warning) String() string { return w.Rule + ": " + w.Message }
 //     ("apt", "git", "find", a shell, ...): such a rule amounts to root;
 //   - a wildcard program pattern ("/*", "*", "py*") that matches one of those
 //     programs in a trusted directory;
-//   - env = ["*"], which lets the request set any variable the daemon admits.
+//   - env = ["*"], which lets the request set any variable the daemon admits;
+//   - a session constraint without user, uid or group: the session is a
+//     label the agent chooses, so it restricts nothing on its own.
 //
 // Deny and ask rules are not linted: they cannot let anything run unseen.
 // Lint does not validate; run it on rules that [New] accepts.
@@ -151,6 +153,9 @@ func Lint(rules []Rule, trustedDirs []string) []Warning {
 					break
 				}
 			}
+		}
+		if r.Session != "" && r.User == "" && r.UID == nil && r.Group == "" {
+			warn("session %q is a label the agent chooses and restricts nothing: any user who can reach the socket can send it; add user, uid or group", r.Session)
 		}
 		for _, e := range r.Env {
 			if e == "*" {

@@ -11,6 +11,7 @@ import (
 // runs code through its options amounts to root, and the linter says so.
 func TestLint(t *testing.T) {
 	withEnv := func(r rules.Rule, env ...string) rules.Rule { r.Env = env; return r }
+	withSession := func(r rules.Rule, session, user string) rules.Rule { r.Session, r.User = session, user; return r }
 	tests := []struct {
 		name string
 		rule rules.Rule
@@ -29,6 +30,8 @@ func TestLint(t *testing.T) {
 		{"any bare program", allow("q", "*", "**"), `the program pattern "*" matches programs`},
 		{"py*", allow("q", "py*", "--version"), `matches programs that run any command through their arguments (python3)`},
 		{"env star", withEnv(allow("q", "id"), "*"), `env = ["*"] lets a request set any variable`},
+		{"session alone", withSession(allow("q", "id"), "claude-*", ""), `session "claude-*" is a label the agent chooses and restricts nothing`},
+		{"session with user", withSession(allow("q", "id"), "claude-*", "alice"), ""},
 		// Safe as written.
 		{"apt-get update exactly", allow("q", "apt-get", "update"), ""},
 		{"systemctl literal", allow("q", "systemctl", "restart", "myapp.service"), ""},
