@@ -91,9 +91,8 @@ func scan(s string, marks int, strict bool) (r rune, size int, pass bool, next i
 }
 
 // mustEscape reports whether r is escaped wherever it appears: a control
-// character, or one of the runes of rules 5 and 6. It does not cover the
-// backslash (rule 1), combining marks that have a width (rule 7) nor the
-// strict rules.
+// character, or one of the runes of rule 5. It does not cover the backslash
+// (rule 1), combining marks (rule 6) nor the strict rules (8 and 9).
 func mustEscape(r rune) bool {
 	switch {
 	case r == ' ':

@@ -90,3 +90,83 @@ func TestWidthTablesAgree(t *testing.T) {
 		t.Errorf("... %d disagreements in all", fails)
 	}
 }
+
+func TestEscapeStrict(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    string
+		escaped bool
+	}{
+		{"ASCII", "apt-get install -y curl", "apt-get install -y curl", false},
+		{"backslash only doubles", `a\b`, `a\\b`, false},
+		{"Ambiguous Latin", "café", `caf\u00e9`, true},
+		{"Neutral Latin passes", "naïve", "naïve", false},
+		{"Ambiguous punctuation and box drawing", "·•─", `\u00b7\u2022\u2500`, true},
+		{"Cyrillic look-alike", "/usr/bin/p\u0430sswd", `/usr/bin/p\u0430sswd`, true},
+		{"Greek", "Ελ", `\u0395\u03bb`, true},
+		{"emoji", "😀", `\U0001f600`, true},
+		{"text-presentation pictographs", "☺⚠↪©", `\u263a\u26a0\u21aa\u00a9`, true},
+		{"Yijing hexagram", "\u4dc0", `\u4dc0`, true},
+		{"circled number on black square", "\u3248", `\u3248`, true},
+		{"halfwidth sound mark", "ｶﾞ", `ｶ\uff9e`, true},
+		{"spacing mark", "कि", `क\u093f`, true},
+		{"one mark passes", "e\u0301", "e\u0301", false},
+		{"second mark escaped", "e\u0301\u0302", `e` + "\u0301" + `\u0302`, true},
+		{"supplementary letters", "\U00010400", `\U00010400`, true},
+		{"CJK, kana, Hangul syllables, fullwidth pass", "日本語カナ한국ｒｍ", "日本語カナ한국ｒｍ", false},
+		{"CJK extension B passes", "\U00020000", "\U00020000", false},
+		{"escaped everywhere: three-em dash", "\u2e3b", `\u2e3b`, true},
+		{"escaped everywhere: Unicode 15 ideograph", "\U00031350", `\U00031350`, true},
+		{"controls as in Escape", "\x1b[2J\u202e", `\x1b[2J\u202e`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, escaped := EscapeStrict(tt.in)
+			if got != tt.want || escaped != tt.escaped {
+				t.Errorf("EscapeStrict(%q)\n got  %q, %v\n want %q, %v", tt.in, got, escaped, tt.want, tt.escaped)
+			}
+			if back, err := unescape(got); err != nil || back != tt.in {
+				t.Errorf("EscapeStrict(%q) = %q unescapes to %q, %v", tt.in, got, back, err)
+			}
+			if w := Width(got); w != tableWidth(got) {
+				t.Errorf("Width(%q) = %d, uniseg says %d", got, w, tableWidth(got))
+			}
+		})
+	}
+}
+
+// tableWidth is the width of s by uniseg, which bubbletea uses.
+func tableWidth(s string) int {
+	return uniseg.StringWidth(s)
+}
+
+// TestWidth covers Width on hostile strings: escapes count their bytes,
+// characters of the strict set their agreed width, others 2.
+func TestWidth(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{"", 0},
+		{"abc", 3},
+		{`\x1b[2J`, 7},
+		{"日本", 4},
+		{"é", 2},
+		{"e\u0301", 1},
+		{"☺", 2},
+		{"\u4dc0", 2},
+		{"\u2e3b", 6},        // escaped on the way: \u2e3b
+		{"\t", 2},            // \t
+		{"\u200d", 6},        // \u200d
+		{"🇫🇷", 20},           // two \U escapes
+		{"\u1100\u1161", 12}, // two \u escapes
+		{"कि", 2},            // base 1, spacing mark 1
+		{"ｒｍ", 4},
+	}
+	for _, tt := range tests {
+		if got := Width(tt.in); got != tt.want {
+			t.Errorf("Width(%q) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
