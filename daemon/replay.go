@@ -3,11 +3,24 @@ package daemon
 import (
 	"sync"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/daemon/config"
 )
 
-// replayCache remembers request ids for as long as their time would still
-// pass the freshness check, so a captured request cannot be sent again. Past
-// that window the freshness check refuses it instead, so entries can go.
+// replayWindow is how long a request id is remembered: approval_timeout
+// plus twice max_clock_skew. A request whose time is at the edge of the skew
+// can wait for approval for approval_timeout, so an id remembered for only
+// 2×max_clock_skew could be used again, with a fresh time, while its first
+// request still waits.
+func replayWindow(cfg *config.Config) time.Duration {
+	return cfg.ApprovalTimeout + 2*cfg.MaxClockSkew
+}
+
+// replayCache remembers request ids for the replay window (replayWindow):
+// as long as a request with that id could still pass the freshness check or
+// still wait for approval, so a captured request cannot be sent again and an
+// id cannot be reused while its first request is pending. Past that window
+// the freshness check refuses a replay instead, so entries can go.
 type replayCache struct {
 	mu     sync.Mutex
 	window time.Duration

@@ -110,7 +110,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s := &Server{
 		cfg: cfg, rules: engine, env: env, approver: opts.Approver, audit: opts.Audit, auth: auth, log: opts.Logger,
 		now: opts.Now, sshAuthSock: opts.SSHAuthSock,
-		replay:  newReplayCache(2 * cfg.MaxClockSkew),
+		replay:  newReplayCache(replayWindow(cfg)),
 		slots:   make(chan struct{}, cfg.MaxConnections),
 		waiting: make(chan struct{}, cfg.MaxConnections),
 	}
@@ -248,7 +248,9 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 		return
 	}
 	log := s.log.With("peer_uid", peer.UID, "peer_pid", peer.PID, "peer_exe", peer.Exe)
-	if reason := s.auth.check(peer); reason != "" {
+	why, allowed := s.auth.check(peer)
+	if !allowed {
+		reason := why
 		log.Warn("refused unauthorised peer", "reason", reason)
 		s.refuse(execCtx, conn, audit.Refusal{Peer: &peer, Reason: reason}, &proto.Response{Status: proto.StatusError, Message: reason})
 		return
@@ -269,7 +271,7 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 
 	if req.Action == proto.ActionPing { // nothing runs, so nothing is audited
 		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusOK, Version: Version(),
-			Message: fmt.Sprintf("agent-sudod %s is up and user %s may use it", Version(), peer.User())})
+			Message: fmt.Sprintf("agent-sudod %s is up and user %s (uid %d) may use it: %s", Version(), peer.User(), peer.UID, why)})
 		return
 	}
 	refuseRequest := func(msg string) {
@@ -279,7 +281,7 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 	}
 	if !s.replay.firstUse(req.ID, s.now()) {
 		refuseRequest(fmt.Sprintf("request id %q was already used within the last %s; refusing it as a replay (send a fresh id, or omit it)",
-			req.ID, 2*s.cfg.MaxClockSkew))
+			req.ID, replayWindow(s.cfg)))
 		return
 	}
 	p, err := s.plan(req, peer)
