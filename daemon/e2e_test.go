@@ -331,8 +331,32 @@ func TestE2EReplay(t *testing.T) {
 		t.Fatalf("first use: %s", first)
 	}
 	second := d.Send(l)
-	if !contains(second, `"id":"replay-me"`, `"status":"error"`, `request id \"replay-me\" was already used within the last 2m0s; refusing it as a replay`) {
+	if !contains(second, `"id":"replay-me"`, `"status":"error"`, `request id \"replay-me\" was already used within the last 2m2s; refusing it as a replay`) {
 		t.Fatalf("replay: %s", second)
+	}
+}
+
+// TestE2EReplayWhilePending: an id cannot be used again while its first
+// request still waits for approval, even after 2 × max_clock_skew has
+// passed and the second copy carries a fresh time (issue 10, L6).
+func TestE2EReplayWhilePending(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Extra: `max_clock_skew = "1s"`})
+	console := daemontest.Dial(t, d.ApproverSocket)
+	first, err := net.Dial("unix", d.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if _, err := first.Write([]byte(line(map[string]any{"id": "pending-1", "pipeline": [][]string{{"true"}}}) + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	console.Pending("pending-1")
+	// Past 2 × max_clock_skew, the old replay window. This wait is the
+	// premise of the test, not synchronisation.
+	time.Sleep(2500 * time.Millisecond)
+	second := d.Send(line(map[string]any{"id": "pending-1", "pipeline": [][]string{{"true"}}}))
+	if !contains(second, `"status":"error"`, `request id \"pending-1\" was already used within the last 32s; refusing it as a replay`) {
+		t.Fatalf("second use while the first waits: %s", second)
 	}
 }
 
@@ -435,7 +459,7 @@ func TestE2EPing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Status != proto.StatusOK || resp.Version == "" || !strings.Contains(resp.Message, "user root may use it") {
+	if resp.Status != proto.StatusOK || resp.Version == "" || !strings.Contains(resp.Message, "user root (uid 0) may use it: root is allowed when neither allowed_users nor allowed_groups is set") {
 		t.Fatalf("ping: %+v", resp)
 	}
 }

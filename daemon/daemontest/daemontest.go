@@ -13,13 +13,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -470,4 +474,133 @@ func (c *Console) Send(m approval.Message) {
 	if _, err := c.conn.Write(append(b, '\n')); err != nil {
 		c.t.Fatal(err)
 	}
+}
+
+// accountCmd runs useradd, groupadd, userdel or groupdel, retrying while
+// another process holds the lock on /etc/passwd or /etc/group.
+func accountCmd(args ...string) error {
+	var out []byte
+	var err error
+	for attempt := range 40 {
+		out, err = exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if !bytes.Contains(out, []byte("lock")) {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 25 * time.Millisecond)
+	}
+	return fmt.Errorf("%v: %v: %s", args, err, bytes.TrimSpace(out))
+}
+
+// uniqueName returns "asudo-" + area + "-" + a random suffix: a user or
+// group name no other test uses (at most 32 bytes for short areas).
+func uniqueName(area string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("asudo-%s-%x", area, b)
+}
+
+// AddGroup creates a group with a unique name built from area, removed
+// when the test ends, and returns its name and gid. It needs root.
+func AddGroup(t testing.TB, area string) (name string, gid uint32) {
+	t.Helper()
+	RequireRoot(t)
+	name = uniqueName(area)
+	if err := accountCmd("groupadd", name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := accountCmd("groupdel", name); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	})
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseUint(g.Gid, 10, 32)
+	return name, uint32(id)
+}
+
+// AddUser creates a user with a unique name built from area, no home
+// directory and no login shell, with the given supplementary groups,
+// removed (with its own primary group) when the test ends. It needs root.
+func AddUser(t testing.TB, area string, groups ...string) *User {
+	t.Helper()
+	RequireRoot(t)
+	name := uniqueName(area)
+	args := []string{"useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group"}
+	if len(groups) > 0 {
+		args = append(args, "--groups", strings.Join(groups, ","))
+	}
+	if err := accountCmd(append(args, name)...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := accountCmd("userdel", name); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	})
+	u, err := LookupUser(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// User is a local account as a test runs processes under it.
+type User struct {
+	Name     string
+	UID, GID uint32
+	// Groups are its supplementary groups.
+	Groups []uint32
+}
+
+// LookupUser reads name's ids and groups from the user database.
+func LookupUser(name string) (*User, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	r := &User{Name: name, UID: uint32(uid), GID: uint32(gid)}
+	gids, err := u.GroupIds()
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gids {
+		id, _ := strconv.ParseUint(g, 10, 32)
+		r.Groups = append(r.Groups, uint32(id))
+	}
+	return r, nil
+}
+
+// Command returns cmd set to run as u, with u's supplementary groups, as
+// `setpriv --init-groups` would.
+func (u *User) Command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}}
+	return cmd
+}
+
+// PublicCLI returns a copy of the agent-sudo binary that every user can
+// run: Binaries builds into a directory only root can enter.
+func (d *Daemon) PublicCLI() string {
+	d.t.Helper()
+	_, cli := Binaries(d.t)
+	dst := filepath.Join(d.Dir, "agent-sudo")
+	if _, err := os.Stat(dst); err == nil {
+		return dst
+	}
+	src, err := os.ReadFile(cli)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, src, 0o755); err != nil {
+		d.t.Fatal(err)
+	}
+	return dst
 }
