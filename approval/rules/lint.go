@@ -19,6 +19,12 @@ type riskyProgram struct {
 	example string
 	// why says how, for the warning.
 	why string
+	// reader marks a program that only reads the files its arguments name:
+	// a wildcard argument under an absolute directory ("/var/log/*") is
+	// bounded by the allow rule's clean-path condition, so only "**" and
+	// wildcards in other arguments (which can name /etc/shadow, or a file
+	// relative to a working directory the agent chooses) are warned about.
+	reader bool
 }
 
 // riskyPrograms returns the curated list the linter checks allow rules
@@ -75,6 +81,7 @@ func riskyPrograms() []riskyProgram {
 		{"tmux screen", "run any command in a new window"},
 		{"nmap", "--script runs any Lua script"},
 	}
+	readers := "cat head tail grep egrep fgrep zcat zgrep od xxd hexdump base64 strings diff cmp sort"
 	var out []riskyProgram
 	for _, l := range list {
 		for _, n := range strings.Fields(l.names) {
@@ -84,6 +91,10 @@ func riskyPrograms() []riskyProgram {
 			}
 			out = append(out, riskyProgram{name: n, example: ex, why: l.why})
 		}
+	}
+	for _, n := range strings.Fields(readers) {
+		out = append(out, riskyProgram{name: n, example: n, reader: true,
+			why: "reads any file its arguments name as root: /etc/shadow, root's SSH keys, a relative name in a working directory the agent chooses"})
 	}
 	return out
 }
@@ -105,6 +116,9 @@ func (w Warning) String() string { return w.Rule + ": " + w.Message }
 //   - "**" or a wildcard argument for a program of the curated list of
 //     programs that run code, or write any file, through their arguments
 //     ("apt", "git", "find", a shell, ...): such a rule amounts to root;
+//   - "**" or a wildcard argument not below an absolute directory for a
+//     program that reads the files it is given ("cat", "grep", ...): such a
+//     rule reads /etc/shadow;
 //   - a wildcard program pattern ("/*", "*", "py*") that matches one of those
 //     programs in a trusted directory;
 //   - env = ["*"], which lets the request set any variable the daemon admits;
@@ -145,13 +159,20 @@ func Lint(rules []Rule, trustedDirs []string) []Warning {
 				}
 				warn("the program pattern %q matches programs that run any command through their arguments (%s); name the programs one by one", prog, strings.Join(hits, ", "))
 			}
-		} else if wild := wildcardArg(r.Match[1:]); wild != "" {
+		} else {
 			base := path.Base(pg.parts[0])
 			for _, p := range risky {
-				if g, _ := compileGlob(p.name); g.match(base) {
-					warn("%s on %q amounts to root (%s: %s); list the exact arguments instead", wild, base, p.name, p.why)
-					break
+				if g, _ := compileGlob(p.name); !g.match(base) {
+					continue
 				}
+				if wild := wildcardArg(r.Match[1:], p.reader); wild != "" {
+					what := "amounts to root"
+					if p.reader {
+						what = "reads any file"
+					}
+					warn("%s on %q %s (%s: %s); list the exact arguments instead", wild, base, what, p.name, p.why)
+				}
+				break
 			}
 		}
 		if r.Session != "" && r.User == "" && r.UID == nil && r.Group == "" {
@@ -182,13 +203,18 @@ func programPatternMatches(g glob, full bool, name string, trustedDirs []string)
 }
 
 // wildcardArg describes the first argument pattern of args that is "**" or
-// has a wildcard, or returns "".
-func wildcardArg(args []string) string {
+// has a wildcard, or returns "". With bounded, a wildcard pattern whose
+// literal beginning is an absolute directory ("/var/log/*") does not count:
+// an allow rule's wildcard stays below it.
+func wildcardArg(args []string, bounded bool) string {
 	for i, a := range args {
 		if a == RestArgs {
 			return `"**"`
 		}
 		if g, err := compileGlob(a); err == nil && !g.literal() {
+			if bounded && strings.HasPrefix(g.parts[0], "/") && strings.Count(g.parts[0], "/") > 1 {
+				continue
+			}
 			return fmt.Sprintf("the wildcard argument match[%d] %q", i+1, a)
 		}
 	}
