@@ -24,8 +24,19 @@
 //     it reaches the screen, so control sequences, bidirectional overrides
 //     and invisible characters are shown as escapes (\x1b, \u202e) instead
 //     of acting on the terminal. When anything had to be escaped the request
-//     carries a prominent notice. Long values are wrapped, never cut, and
-//     continuation lines are marked in a column the request cannot write to.
+//     carries a prominent notice. Characters whose width the terminal and
+//     the console's libraries disagree on are escaped too where the text
+//     must be read exactly (the command line, stages, directory,
+//     environment, names), so that what is shown is laid out as it is
+//     drawn. Long values are wrapped, never cut, and continuation lines are
+//     marked in a column the request cannot write to.
+//   - Every line is measured with render.Width, the console's one width
+//     function, which never counts a character narrower than bubbletea or
+//     the terminal draws it, and fits in the terminal's width less one
+//     column before bubbletea sees it: bubbletea never cuts a line and the
+//     terminal never wraps one onto a row the console does not know about
+//     (which would scroll the command away and leave the agent's text in
+//     its place).
 //   - The pipeline is shown once as a shell command line that can be copied
 //     and pasted, and once per stage with the program the daemon will really
 //     execute (after PATH lookup and symlinks).

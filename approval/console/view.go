@@ -16,7 +16,7 @@ import (
 
 // Texts the human must not miss; tests look for them.
 const (
-	escapedNotice = "⚠ this request contains control or invisible characters; they are shown escaped (\\x1b, \\u202e, ...)"
+	escapedNotice = "⚠ this request contains control, invisible or ambiguous-width characters; they are shown escaped (\\x1b, \\u202e, ...)"
 	muxWarning    = "an agent that can type into this multiplexer could approve its own requests"
 	idleText      = "waiting for requests…"
 	sshWarning    = "⚠ SSH AGENT FORWARDED: the command gets the SSH agent of the daemon's operator and can use those keys while it runs"

@@ -7,6 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/approval/render"
 )
 
@@ -116,4 +117,35 @@ func fieldText(screen, label string, width int) string {
 		return b.String()
 	}
 	return ""
+}
+
+// TestStrictFieldsAreFlagged: a character of disputed width is escaped and
+// flagged in the fields that must be read exactly, and passes in free text.
+func TestStrictFieldsAreFlagged(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		set     func(s *approval.Shown)
+		want    string
+		flagged bool
+	}{
+		{"argument", func(s *approval.Shown) { s.Pipeline = [][]string{{"cat", "café"}} }, `cat $'caf\u00e9'`, true},
+		{"cwd", func(s *approval.Shown) { s.Cwd = "/srv/café" }, `cwd        /srv/caf\u00e9`, true},
+		{"env", func(s *approval.Shown) { s.Env = map[string]string{"LANG": "☺"} }, `env        LANG=$'\u263a'`, true},
+		{"executable", func(s *approval.Shown) { s.Peer.Exe = "/usr/bin/p\u0430sswd" }, `exe /usr/bin/p\u0430sswd`, true},
+		{"reason", func(s *approval.Shown) { s.Reason = "café ☺ Ελληνικά" }, "reason     café ☺ Ελληνικά", false},
+		{"reason with a three-em dash", func(s *approval.Shown) { s.Reason = "a\u2e3bb" }, `reason     a\u2e3bb`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			s := shown("r1")
+			tt.set(s)
+			h.pending(s)
+			h.wantView(tt.want)
+			if tt.flagged {
+				h.wantView(escapedNotice)
+			} else {
+				h.notView(escapedNotice)
+			}
+		})
+	}
 }
