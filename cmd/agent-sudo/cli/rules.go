@@ -118,6 +118,7 @@ func rulesDecide(out io.Writer, cfg *config.Config, engine *rules.Engine, stages
 		fmt.Fprintf(out, "verdict: refused before the rules: %s\n", visible(err.Error()))
 		return exitDenied
 	}
+	var real []string
 	for i, st := range stages {
 		r, err := runner.Resolve(st[0], cfg.SecurePath)
 		if err != nil {
@@ -127,11 +128,15 @@ func rulesDecide(out io.Writer, cfg *config.Config, engine *rules.Engine, stages
 		// As the daemon: rules see the path found in the secure path,
 		// before symbolic links.
 		q.Stages = append(q.Stages, rules.Stage{Program: r.Link, Args: st[1:]})
+		real = append(real, r.Path)
 	}
 	d := engine.Decide(q)
 	n := len(q.Stages)
 	for i, s := range q.Stages {
 		fmt.Fprintf(out, "stage %d of %d: %s\n", i+1, n, visible(strings.Join(append([]string{strconv.Quote(s.Program)}, quoteAll(s.Args)...), " ")))
+		if real[i] != s.Program {
+			fmt.Fprintf(out, "  the program is a symbolic link to %s; rules see the path above\n", visible(strconv.Quote(real[i])))
+		}
 		if d.Stages == nil {
 			continue
 		}

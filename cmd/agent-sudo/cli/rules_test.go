@@ -144,6 +144,21 @@ func TestRulesTestErrors(t *testing.T) {
 			}
 		})
 	}
+	// A program reached through a symbolic link in secure_path: the rules
+	// see the link's path, and the output says where it leads.
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/bin/true", filepath.Join(dir, "mytrue")); err != nil {
+		t.Fatal(err)
+	}
+	linked := writeRulesConfig(t, "secure_path = \""+dir+":/usr/bin:/bin\"\n[[rule]]\naction = \"allow\"\nmatch = [\"mytrue\"]\n")
+	r := runCLI(context.Background(), nil, "rules", "test", "--config", linked, "--", "mytrue")
+	if r.code != 0 || !strings.Contains(r.stdout, `stage 1 of 1: "`+dir+`/mytrue"`) ||
+		!strings.Contains(r.stdout, `  the program is a symbolic link to "/usr/bin/true"; rules see the path above`) {
+		t.Errorf("symlinked program: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if r := runCLI(context.Background(), nil, "help", "rules"); r.code != 0 || !strings.Contains(r.stdout, "usage: agent-sudo rules test") {
 		t.Errorf("help rules: %d %q", r.code, r.stdout)
 	}
