@@ -106,6 +106,9 @@ env = ["LANG"]
 			if strings.Contains(string(resp.Stdout), "the secret") {
 				t.Fatal("the secret was read without asking")
 			}
+			if tt.status == proto.StatusTimeout && !strings.Contains(d.Logs.String(), `msg="rules ask a human" id=`+resp.ID+` reason="needs approval: `) {
+				t.Errorf("the daemon's log does not say why request %s was asked about", resp.ID)
+			}
 		})
 	}
 }

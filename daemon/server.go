@@ -449,6 +449,10 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 		return approval.Decision{Verdict: approval.Allow, By: rd.Rule}
 	case rules.Deny:
 		return approval.Decision{Verdict: approval.Deny, By: rd.Rule, Message: rd.Reason}
+	default:
+		// Why no rule settled it, including allow rules passed over, for
+		// whoever wonders why a rule did not apply.
+		s.log.Info("rules ask a human", "id", p.req.ID, "reason", rd.Reason)
 	}
 
 	deadline := s.now().Add(s.cfg.ApprovalTimeout)
