@@ -67,7 +67,8 @@
 // Each element of Match is matched against one argument, in full:
 //
 //   - '*' matches any run of characters, including none and including '/',
-//     but never crosses into the next argument;
+//     but never crosses into the next argument (an allow rule further
+//     restricts what it may cover, see above);
 //   - '?', '[' and every other character are literal;
 //   - '\*' is a literal star and '\\' a literal backslash; a backslash
 //     before anything else, or at the end, makes the rule invalid, so that a
