@@ -28,8 +28,9 @@ import (
 // host, read back with capture-pane: it must show exactly the rows View
 // meant, none wrapped, so no character is drawn outside its field; and the
 // command field, if on screen, must read back as the command line, every
-// character in order (as far as the page shows it). Without tmux (or with
-// FUZZ_NO_TMUX set, to fuzz faster) only the checks on View's lines run.
+// character in order (as far as the page shows it). Without tmux, with
+// -short, or with FUZZ_NO_TMUX set (to fuzz faster) only the checks on
+// View's lines run.
 //
 // A terminal emulator library would be faster, but none usable is
 // published on the Go module proxy (charmbracelet/x/vt is not), and tmux
@@ -197,8 +198,8 @@ type fuzzTmux struct {
 
 // newFuzzTmux starts nothing yet; it returns nil when tmux is missing.
 func newFuzzTmux(f *testing.F) *fuzzTmux {
-	if _, err := exec.LookPath("tmux"); err != nil || os.Getenv("FUZZ_NO_TMUX") != "" {
-		f.Log("tmux not found: only the width checks run")
+	if _, err := exec.LookPath("tmux"); err != nil || os.Getenv("FUZZ_NO_TMUX") != "" || testing.Short() {
+		f.Log("no tmux (not found, -short or FUZZ_NO_TMUX): only the checks on View's lines run")
 		return nil
 	}
 	tm := &fuzzTmux{server: fmt.Sprintf("agent-sudo-fuzz-%d", os.Getpid()), dir: f.TempDir()}
