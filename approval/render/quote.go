@@ -4,13 +4,13 @@ import "strings"
 
 // Quote returns arg as one shell word that is safe to print and that, pasted
 // into bash (or zsh, or ksh93), is read back as exactly arg, and whether
-// Escape had to escape anything in arg. The word takes the first of these
-// forms that fits:
+// EscapeStrict had to escape anything in arg. The word takes the first of
+// these forms that fits:
 //
-//   - ANSI-C quoting, a dollar sign and arg between apostrophes, if Escape
-//     escapes anything other than a backslash: the text between the
-//     apostrophes is Escape's rendering, with each apostrophe in it written
-//     as a backslash and an apostrophe;
+//   - ANSI-C quoting, a dollar sign and arg between apostrophes, if
+//     EscapeStrict escapes anything other than a backslash: the text
+//     between the apostrophes is EscapeStrict's rendering, with each
+//     apostrophe in it written as a backslash and an apostrophe;
 //   - two apostrophes for the empty string;
 //   - arg itself if it is a plain word: only ASCII letters, digits and
 //     _ - . / , : + @ % =, and not starting with = (zsh expands =word);
@@ -29,6 +29,7 @@ import "strings"
 //	Quote("it's\a")    $'it\'s\x07'
 //	Quote("\u202e")    $'\u202e'
 //	Quote("\xff")      $'\xff'
+//	Quote("café")      $'caf\u00e9'
 //
 // The escapes are Escape's, so a user interface shows one notation
 // everywhere. Bash turns \xNN back into the byte, and \uNNNN and \UNNNNNNNN
@@ -36,8 +37,8 @@ import "strings"
 // locale (LC_CTYPE); in the C locale bash leaves \u202e as that text. NUL
 // cannot be passed in an argument vector, and bash ends a word at \x00.
 //
-// Quote's result contains nothing Escape would escape other than
-// backslashes. Quote is for arguments: a word in command position can mean
+// Quote's result contains nothing EscapeStrict would escape other than
+// backslashes, so every character in it has one width on every terminal. Quote is for arguments: a word in command position can mean
 // more to a shell (an assignment, a reserved word), and [CommandLine] quotes
 // those.
 func Quote(arg string) (string, bool) {
@@ -56,7 +57,7 @@ func Quote(arg string) (string, bool) {
 // CommandLine renders a pipeline, one argument vector per stage, as one
 // shell command line for display and copy-paste: each argument is rendered
 // with [Quote], arguments are separated by one space and stages by " | ".
-// It also reports whether any argument needed escapes (see [Escape]).
+// It also reports whether any argument needed escapes (see [EscapeStrict]).
 //
 // The first word of each stage is also single-quoted when it is a plain
 // word that a shell would not run as a program: one that contains = (an
