@@ -8,7 +8,8 @@ FUZZTIME     ?= 10s
 # (golang/go#48820); a bounded minimisation keeps the run fuzzing.
 FUZZMIN      ?= 200x
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS      := -X github.com/agent-sudo/agent-sudo/daemon.version=$(VERSION)
+LDFLAGS      := -X github.com/agent-sudo/agent-sudo/daemon.version=$(VERSION) \
+                -X github.com/agent-sudo/agent-sudo/cmd/agent-sudo/cli.version=$(VERSION)
 
 .PHONY: help build test vet staticcheck unit fuzz bench run clean
 

@@ -94,6 +94,7 @@ func commands() []command {
 		{name: "mcp", summary: "serve agent-sudo to a coding agent as an MCP server on stdio", run: mcpMain, help: mcpHelp},
 		{name: "rules", summary: "test what the rules of a configuration decide for a command, before deploying them", run: rulesMain, help: rulesHelp},
 		{name: "shim", summary: "install a sudo shim that sends sudo commands to agent-sudod", run: shimMain, help: shimHelp},
+		{name: "version", summary: "print agent-sudo's version", run: versionMain, help: versionHelp},
 		{name: "help", summary: "show help for agent-sudo or one of its commands", run: helpMain, help: mainHelp},
 	}
 }
@@ -120,6 +121,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	switch name {
 	case "-h", "-help", "--help":
 		name = "help"
+	case "-version", "--version":
+		name = "version"
 	}
 	cmd, ok := lookup(name)
 	if !ok {

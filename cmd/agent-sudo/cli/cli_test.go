@@ -39,6 +39,10 @@ func TestMainUsage(t *testing.T) {
 		{"help unknown", []string{"help", "nope"}, 2, "", "agent-sudo: help: unknown command \"nope\"; run 'agent-sudo help' for the list of commands\n"},
 		{"help too many", []string{"help", "run", "x"}, 2, "", "agent-sudo: help: too many arguments; usage: agent-sudo help [command]\n"},
 		{"run -h", []string{"run", "-h"}, 0, "  --socket path\n", ""},
+		{"version", []string{"version"}, 0, "agent-sudo devel\n", ""},
+		{"--version", []string{"--version"}, 0, "agent-sudo devel\n", ""},
+		{"version extra", []string{"version", "x"}, 2, "", "agent-sudo: version: unexpected argument \"x\"; usage: agent-sudo version\n"},
+		{"help version", []string{"help", "version"}, 0, "usage: agent-sudo version\n", ""},
 		{"run --help", []string{"run", "--help"}, 0, "  77     the request was denied\n", ""},
 	}
 	for _, tt := range tests {
