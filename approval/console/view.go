@@ -66,6 +66,12 @@ func (m *model) bodyHeight(top, bottom int) int {
 // scrolling is computed from is the terminal's.
 func (m *model) layout() (top, body, bottom []string) {
 	top, body, bottom = m.compose()
+	if r := m.current(); m.mode != modeGrants && r != nil {
+		// The request's details are fitted once, when they are cached: a
+		// request of a megabyte has tens of thousands of lines, and View
+		// runs on every tick.
+		return fit(top, m.width), body, fit(bottom, m.width)
+	}
 	return fit(top, m.width), fit(body, m.width), fit(bottom, m.width)
 }
 
@@ -171,6 +177,7 @@ func (m *model) requestView() (top, body, bottom []string) {
 	}
 	if r.cacheWidth != m.width || r.cache == nil {
 		r.cache, _ = details(st, r.shown, m.width)
+		r.cache = fit(r.cache, m.width)
 		r.cacheWidth = m.width
 	}
 	body = r.cache
