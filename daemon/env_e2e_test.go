@@ -73,6 +73,9 @@ env = ["DEBIAN_FRONTEND"]
 		fmt.Sprintf(`noninteractive;BEGIN{system("touch %s")}#`, marker),
 		fmt.Sprintf("noninteractive;BEGIN{open(F,\">%s\")}\n", marker),
 		fmt.Sprintf("Noninteractive qx/touch %s/", marker),
+		// The web frontend is a real debconf frontend, but it takes root's
+		// answers from any local user over 127.0.0.1:8001 (red team).
+		"web", "Web",
 	}
 	t.Run("the stand-in runs with a valid value", func(t *testing.T) {
 		raw := d.Send(line(map[string]any{"pipeline": [][]string{{"perl", "-e", standIn}}, "env": map[string]string{"DEBIAN_FRONTEND": "noninteractive"}}))

@@ -65,8 +65,10 @@
 // never quoted back: it may be long or hostile):
 //
 //   - DEBIAN_FRONTEND: one of debconf's frontends (noninteractive, readline,
-//     dialog, teletype, text, web, gnome, kde, editor, passthrough), lower
-//     case or with an upper-case first letter, as debconf accepts;
+//     dialog, teletype, text, gnome, kde, editor, passthrough), lower
+//     case or with an upper-case first letter, as debconf accepts; never
+//     web, which serves root's questions on 127.0.0.1:8001 and takes the
+//     answers from any local user, the agent included;
 //   - NEEDRESTART_MODE: a, l or i, the only modes needrestart accepts;
 //   - LANG and LC_*: empty, C, POSIX, or language[_TERRITORY][.codeset]
 //     [@modifier] from letters, digits, '-' and '_' (no '/', so no locale is
@@ -74,9 +76,10 @@
 //     env_check, which only refuses '/' and '%');
 //   - TZ: a tzdata zone name (Europe/Paris, UTC, Etc/GMT+1): components of
 //     letters, digits and . _ + -, each starting with a letter, so no
-//     leading '/', no ':' prefix (both name a file) and no "..". POSIX rule
-//     strings are not accepted; whether the zone exists is not checked,
-//     since a name glibc cannot find means UTC and reads nothing else;
+//     leading '/', no ':' prefix (both name a file) and no "..", and no ','
+//     or '<', so no POSIX rule with daylight-saving dates; whether the zone
+//     exists is not checked, since glibc reads a name it finds no zone file
+//     for as a fixed POSIX offset (XYZ-3) or as UTC, and reads nothing else;
 //   - TERM (and COLORTERM): a letter or digit, then letters, digits and
 //     . _ + -.
 //

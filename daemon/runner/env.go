@@ -285,21 +285,41 @@ func enumGrammar(values ...string) grammar {
 	}
 }
 
-// debconfFrontends are debconf's frontends (the modules under
-// /usr/share/perl5/Debconf/FrontEnd/ that can be chosen).
+// debconfFrontends are the debconf frontends a request may choose (the
+// modules under /usr/share/perl5/Debconf/FrontEnd/ that can be chosen, less
+// those of [debconfRefusedFrontends]).
 func debconfFrontends() []string {
-	return []string{"noninteractive", "readline", "dialog", "teletype", "text", "web", "gnome", "kde", "editor", "passthrough"}
+	return []string{"noninteractive", "readline", "dialog", "teletype", "text", "gnome", "kde", "editor", "passthrough"}
+}
+
+// debconfRefusedFrontends are debconf frontends that a request may never
+// choose, each with why. The web frontend serves root's questions on
+// http://127.0.0.1:8001/ and takes the answers from whoever connects first:
+// the agent itself, or any other local user, would answer the questions of a
+// package a rule lets configure "noninteractively".
+func debconfRefusedFrontends() map[string]string {
+	return map[string]string{
+		"web": "the web frontend serves root's debconf questions on a local TCP port and takes the answers from any local user",
+	}
 }
 
 // debconfGrammar accepts a debconf frontend name, in lower case or with an
-// upper-case first letter, the two spellings debconf itself accepts.
+// upper-case first letter, the two spellings debconf itself accepts; the
+// frontends of [debconfRefusedFrontends] are refused, saying why.
 func debconfGrammar() grammar {
 	values := debconfFrontends()
 	for _, f := range debconfFrontends() {
 		values = append(values, strings.ToUpper(f[:1])+f[1:])
 	}
 	g := enumGrammar(values...)
-	g.accepts = "a debconf frontend: " + strings.Join(debconfFrontends(), ", ") + " (lower case, or with an upper-case first letter)"
+	g.accepts = "a debconf frontend: " + strings.Join(debconfFrontends(), ", ") + " (lower case, or with an upper-case first letter; never web)"
+	enum := g.check
+	g.check = func(v string) string {
+		if why, refused := debconfRefusedFrontends()[strings.ToLower(v)]; refused && enum(strings.ToLower(v)) != "" {
+			return why
+		}
+		return enum(v)
+	}
 	return g
 }
 
@@ -397,11 +417,13 @@ func languageGrammar() grammar {
 // ASCII letters, digits, '.', '_', '+' and '-', each starting with a letter,
 // separated by single '/' (Europe/Paris, UTC, Etc/GMT+1,
 // America/Argentina/Buenos_Aires). No leading '/' or ':' (which name a file),
-// no "..", no POSIX rule strings. Whether the zone exists is not checked: a
-// name glibc cannot find reads as UTC.
+// no "..", and no ',' or '<', so no POSIX rule with daylight-saving dates.
+// Whether the zone exists is not checked: glibc reads a name it finds no
+// zone file for as a POSIX offset (XYZ-3), or as UTC, and reads no other
+// file.
 func tzGrammar() grammar {
 	return grammar{
-		accepts: "a time zone name like UTC, Europe/Paris or Etc/GMT+1: letters, digits and . _ + -, in components that start with a letter, separated by '/' (no leading '/' or ':', no POSIX rule), at most 64 bytes",
+		accepts: "a time zone name like UTC, Europe/Paris or Etc/GMT+1: letters, digits and . _ + -, in components that start with a letter, separated by '/' (no leading '/' or ':'; a name without a zone file, like XYZ-3, is a fixed offset), at most 64 bytes",
 		check: func(v string) string {
 			if p := tooLong(v, 64); p != "" {
 				return p
