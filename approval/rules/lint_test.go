@@ -66,6 +66,38 @@ func TestLint(t *testing.T) {
 	}
 }
 
+// TestLintProgramsThatRunCode is the red team's list of programs in a
+// Debian secure path that run any command, load code or write any file
+// through their arguments, beyond those of issue 10: "**" after each of them
+// is warned about.
+func TestLintProgramsThatRunCode(t *testing.T) {
+	progs := []string{
+		"script", "ld.so", "ldconfig", "setarch", "prlimit", "chrt", "setpriv", "capsh", "sg",
+		"systemd-cat", "systemd-inhibit", "dbus-run-session", "ssh-agent", "start-stop-daemon", "run-parts",
+		"busctl", "socat", "expect", "R", "dc", "editor", "sensible-editor", "vim.basic", "rvim",
+		"sensible-pager", "chsh", "vipw", "groupadd", "dpkg-statoverride", "dpkg-divert", "dpkg-deb", "setcap",
+		"iptables", "ssh-keygen", "certbot", "nginx", "sort", "iconv", "truncate", "mknod", "debugfs", "rbash",
+	}
+	for _, p := range progs {
+		t.Run(p, func(t *testing.T) {
+			ws := rules.Lint([]rules.Rule{allow("q", p, "**")}, trusted)
+			if len(ws) != 1 || !strings.Contains(ws[0].String(), `"**" on "`+p+`" amounts to root`) {
+				t.Fatalf("got %q, want one warning that \"**\" on %q amounts to root", ws, p)
+			}
+		})
+	}
+	for _, p := range []string{"tac", "cut", "jq", "xzcat"} {
+		t.Run(p, func(t *testing.T) {
+			if ws := rules.Lint([]rules.Rule{allow("q", p, "**")}, trusted); len(ws) != 1 || !strings.Contains(ws[0].String(), "reads any file") {
+				t.Fatalf("got %q, want one warning that it reads any file", ws)
+			}
+			if ws := rules.Lint([]rules.Rule{allow("q", p, "/var/log/*")}, trusted); len(ws) != 0 {
+				t.Fatalf("got %q, want no warning for a path below /var/log", ws)
+			}
+		})
+	}
+}
+
 // TestLintNamesRulesInOrder checks the labels, which match New's errors.
 func TestLintNamesRulesInOrder(t *testing.T) {
 	ws := rules.Lint([]rules.Rule{
