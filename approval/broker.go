@@ -2,6 +2,9 @@ package approval
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -27,6 +30,10 @@ var (
 	ErrBadChoice = errors.New("unknown decision")
 	// ErrNoGrant: revoke named a grant that does not exist.
 	ErrNoGrant = errors.New("no such session grant")
+	// ErrDuplicateID: a request with the same id is already waiting. Two
+	// waiting requests never share an id, so a decision (which names the
+	// id) can never be taken for the other one.
+	ErrDuplicateID = errors.New("a request with this id is already waiting for approval; send a fresh id")
 )
 
 // Broker is the Approver that puts requests to human consoles: every
@@ -49,6 +56,9 @@ var _ Approver = (*Broker)(nil)
 type entry struct {
 	shown *Shown
 	hash  string
+	// announce is the pending message consoles get: the request in full,
+	// or a summary when it is larger than MaxInlineRequest.
+	announce Message
 	// decided gets the decision exactly once; done is set under the
 	// broker's lock by whichever of a decision or the end of the wait comes
 	// first, so the two cannot both win.
@@ -59,16 +69,28 @@ type entry struct {
 type grant struct {
 	Grant
 	shown *Shown // what was approved, for exact matching
+	// listed is Grant as listings show it (pipeline elided when long).
+	listed Grant
 }
 
-// subscriber is one console's event stream. A console that falls
-// subscriberBuffer events behind is dropped rather than allowed to stall
-// the daemon.
+// subscriber is one console's event stream: a queue that a goroutine feeds
+// into ch. Messages still queued are coalesced (see push), so a console
+// that reads slowly gets fewer messages, not a longer backlog; one that
+// still falls subscriberLimit messages behind is dropped rather than
+// allowed to hold the daemon's memory.
 type subscriber struct {
-	ch chan Message
+	ch     chan Message
+	mu     sync.Mutex
+	q      []Message
+	wake   chan struct{} // capacity 1: something was queued
+	done   chan struct{} // closed when the subscription ends
+	closed bool
 }
 
-const subscriberBuffer = 256
+// subscriberLimit bounds a subscriber's queue. Coalescing keeps it at
+// about two messages per waiting request plus one grants message, and
+// waiting requests are bounded by max_connections.
+const subscriberLimit = 4096
 
 // NewBroker returns a broker whose session grants last grantTTL. now is its
 // clock; nil means time.Now.
@@ -89,9 +111,15 @@ func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 		b.mu.Unlock()
 		return Decision{Verdict: Allow, By: fmt.Sprintf("session grant %s (%s)", g.ID, g.By)}, nil
 	}
-	e := &entry{shown: shown, hash: shown.Hash(), decided: make(chan Decision, 1)}
+	if slices.ContainsFunc(b.pending, func(o *entry) bool { return o.shown.ID == shown.ID }) {
+		b.mu.Unlock()
+		return Decision{}, fmt.Errorf("request id %q: %w", shown.ID, ErrDuplicateID)
+	}
+	size, hash := shown.canonical()
+	e := &entry{shown: shown, hash: hash, decided: make(chan Decision, 1)}
+	e.announce = announce(shown, hash, size)
 	b.pending = append(b.pending, e)
-	b.broadcast(Message{Type: MsgPending, ID: shown.ID, Hash: e.hash, Request: shown})
+	b.broadcast(e.announce)
 	b.mu.Unlock()
 
 	select {
@@ -138,6 +166,8 @@ func (b *Broker) Decide(id, hash string, choice Choice, note, by string) error {
 	if i < 0 {
 		return ErrNotPending
 	}
+	// Waiting ids are unique (Ask refuses a duplicate), so the request is
+	// found by id alone and the hash then binds the decision to it.
 	e := b.pending[i]
 	if hash != e.hash {
 		return ErrHashMismatch
@@ -153,37 +183,163 @@ func (b *Broker) Decide(id, hash string, choice Choice, note, by string) error {
 	return nil
 }
 
-// Subscribe returns the requests waiting now, in arrival order, and a
-// stream of later pending, resolved and grants messages. The stream is
-// closed by cancel, or by the broker if the subscriber falls too far behind.
+// Subscribe returns the requests waiting now, in arrival order (each as
+// its pending message), and a stream of later pending, resolved and grants
+// messages. The stream is closed by cancel, or by the broker if the
+// subscriber falls too far behind.
 func (b *Broker) Subscribe() (waiting []Message, events <-chan Message, cancel func()) {
-	s := &subscriber{ch: make(chan Message, subscriberBuffer)}
+	s := &subscriber{ch: make(chan Message), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	for _, e := range b.pending {
-		waiting = append(waiting, Message{Type: MsgPending, ID: e.shown.ID, Hash: e.hash, Request: e.shown})
+		waiting = append(waiting, e.announce)
 	}
 	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	go s.feed()
 	return waiting, s.ch, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if _, ok := b.subs[s]; ok {
 			delete(b.subs, s)
-			close(s.ch)
+			s.close()
 		}
 	}
 }
 
-// Grants returns the session grants that have not expired.
-func (b *Broker) Grants() []Grant {
+// Detail returns the full text of the waiting request id whose hash is
+// hash, for a console that got only its summary.
+func (b *Broker) Detail(id, hash string) (*Shown, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.IndexFunc(b.pending, func(e *entry) bool { return e.shown.ID == id })
+	if i < 0 {
+		return nil, ErrNotPending
+	}
+	if b.pending[i].hash != hash {
+		return nil, ErrHashMismatch
+	}
+	return b.pending[i].shown, nil
+}
+
+// Grants returns the session grants that have not expired, as a listing:
+// at most MaxGrantsListed of them, each pipeline longer than
+// MaxGrantPipeline elided, and how many were left out.
+func (b *Broker) Grants() (grants []Grant, omitted int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.expireGrants()
-	out := make([]Grant, len(b.grants))
-	for i, g := range b.grants {
-		out[i] = g.Grant
+	return b.listGrants()
+}
+
+// listGrants is Grants with b.mu held.
+func (b *Broker) listGrants() ([]Grant, int) {
+	n := min(len(b.grants), MaxGrantsListed)
+	out := make([]Grant, n)
+	for i, g := range b.grants[:n] {
+		out[i] = g.listed
 	}
-	return out
+	return out, len(b.grants) - n
+}
+
+// announce is the pending message for s, whose canonical JSON is size bytes
+// long and hashes to hash: s in full when it fits MaxInlineRequest, else a
+// summary.
+func announce(s *Shown, hash string, size int) Message {
+	m := Message{Type: MsgPending, ID: s.ID, Hash: hash, Request: s}
+	if size <= MaxInlineRequest {
+		return m
+	}
+	sum := &Summary{Bytes: size, Stages: len(s.Pipeline), EnvVars: len(s.Env)}
+	for _, st := range s.Pipeline {
+		sum.Args += len(st)
+	}
+	// Only fields whose size the wire format bounds are copied; anything
+	// else waits for the detail.
+	m.Request = &Shown{
+		ID: s.ID, Session: s.Session, Host: s.Host, Reason: s.Reason, Time: s.Time, Cwd: s.Cwd,
+		Privileged: s.Privileged, RunAs: s.RunAs, ForwardAgent: s.ForwardAgent, Peer: s.Peer,
+		Received: s.Received, Deadline: s.Deadline,
+	}
+	m.Summary = sum
+	return m
+}
+
+// feed passes the queued messages to ch until the subscription ends, then
+// closes ch.
+func (s *subscriber) feed() {
+	defer close(s.ch)
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.wake:
+		}
+		for {
+			m, ok := s.pop()
+			if !ok {
+				break
+			}
+			select {
+			case s.ch <- m:
+			case <-s.done:
+				return
+			}
+		}
+	}
+}
+
+func (s *subscriber) pop() (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.q) == 0 {
+		return Message{}, false
+	}
+	m := s.q[0]
+	s.q[0] = Message{}
+	s.q = s.q[1:]
+	return m, true
+}
+
+// push queues m, coalescing with what is still queued: a request resolved
+// before its pending message left the queue is dropped with its resolved
+// message (the console never learns of it), and a grants message replaces
+// a queued one. It reports false when the queue is over subscriberLimit.
+func (s *subscriber) push(m Message) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return true
+	}
+	switch m.Type {
+	case MsgResolved:
+		if i := slices.IndexFunc(s.q, func(o Message) bool {
+			return o.Type == MsgPending && o.ID == m.ID && o.Hash == m.Hash
+		}); i >= 0 {
+			s.q = slices.Delete(s.q, i, i+1)
+			return true
+		}
+	case MsgGrants:
+		s.q = slices.DeleteFunc(s.q, func(o Message) bool { return o.Type == MsgGrants })
+	}
+	if len(s.q) >= subscriberLimit {
+		return false
+	}
+	s.q = append(s.q, m)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (s *subscriber) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		s.q = nil
+		close(s.done)
+	}
 }
 
 // Revoke removes the session grant id.
@@ -212,24 +368,19 @@ func (b *Broker) remove(e *entry) {
 	}
 }
 
-// broadcast sends m to every subscriber; the caller holds b.mu.
+// broadcast queues m for every subscriber; the caller holds b.mu.
 func (b *Broker) broadcast(m Message) {
 	for s := range b.subs {
-		select {
-		case s.ch <- m:
-		default:
+		if !s.push(m) {
 			delete(b.subs, s)
-			close(s.ch)
+			s.close()
 		}
 	}
 }
 
 func (b *Broker) broadcastGrants() {
-	gs := make([]Grant, len(b.grants))
-	for i, g := range b.grants {
-		gs[i] = g.Grant
-	}
-	b.broadcast(Message{Type: MsgGrants, Grants: gs})
+	gs, omitted := b.listGrants()
+	b.broadcast(Message{Type: MsgGrants, Grants: gs, GrantsOmitted: omitted})
 }
 
 func (b *Broker) addGrant(s *Shown, by string) *grant {
@@ -243,6 +394,7 @@ func (b *Broker) addGrant(s *Shown, by string) *grant {
 		},
 		shown: s,
 	}
+	g.listed = listing(g.Grant)
 	b.grants = append(b.grants, g)
 	b.broadcastGrants()
 	return g
@@ -272,4 +424,21 @@ func (b *Broker) matchGrant(s *Shown, uid uint32) *grant {
 		}
 	}
 	return nil
+}
+
+// listing returns g as a grants listing shows it: with its pipeline
+// replaced by its size and SHA-256 when the pipeline's JSON is longer than
+// MaxGrantPipeline.
+func listing(g Grant) Grant {
+	b, err := json.Marshal(g.Pipeline)
+	if err == nil && len(b) <= MaxGrantPipeline {
+		return g
+	}
+	sum := sha256.Sum256(b)
+	e := &Elided{Bytes: len(b), SHA256: hex.EncodeToString(sum[:]), Stages: len(g.Pipeline)}
+	for _, st := range g.Pipeline {
+		e.Args += len(st)
+	}
+	g.Pipeline, g.Elided = nil, e
+	return g
 }

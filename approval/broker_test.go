@@ -2,9 +2,14 @@ package approval
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,7 +193,7 @@ func TestBrokerSessionGrants(t *testing.T) {
 	if got := <-r; got.d.Verdict != Allow || got.d.By != "console uid=0 tty=/dev/pts/1 (new session grant g1)" {
 		t.Fatalf("outcome %+v", got)
 	}
-	if gs := b.Grants(); len(gs) != 1 || gs[0].ID != "g1" || gs[0].Session != "s1" || gs[0].UID != 1000 || gs[0].EnvKeys[0] != "LANG" {
+	if gs, _ := b.Grants(); len(gs) != 1 || gs[0].ID != "g1" || gs[0].Session != "s1" || gs[0].UID != 1000 || gs[0].EnvKeys[0] != "LANG" {
 		t.Fatalf("grants %+v", gs)
 	}
 
@@ -240,7 +245,7 @@ func TestBrokerSessionGrants(t *testing.T) {
 	if _, err := b.Ask(ctx, pending("g3")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("expired grant still allowed: %v", err)
 	}
-	if gs := b.Grants(); len(gs) != 0 {
+	if gs, _ := b.Grants(); len(gs) != 0 {
 		t.Fatalf("expired grant listed: %+v", gs)
 	}
 }
@@ -282,18 +287,21 @@ func TestBrokerDropsSlowSubscriber(t *testing.T) {
 	defer cancel()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	for i := range subscriberBuffer + 1 {
+	// Requests that keep waiting cannot be coalesced away: a subscriber
+	// that reads none of them is dropped once subscriberLimit are queued
+	// (the feeder holds one more in hand).
+	for i := range subscriberLimit + 2 {
 		askAsync(ctx, b, pending(fmt.Sprintf("p%d", i)))
 	}
-	for b.Waiting() < subscriberBuffer+1 {
+	for b.Waiting() < subscriberLimit+2 {
 		time.Sleep(time.Millisecond)
 	}
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(10 * time.Second)
 	for n := 0; ; n++ {
 		select {
 		case _, ok := <-events:
 			if !ok {
-				if n > subscriberBuffer {
+				if n > subscriberLimit+1 {
 					t.Fatalf("closed after %d events", n)
 				}
 				return
@@ -350,4 +358,181 @@ func TestShownHashSurvivesTheWire(t *testing.T) {
 	if got, want := m.Request.Hash(), s.Hash(); got != want {
 		t.Fatalf("hash after the wire %s, daemon's %s", got, want)
 	}
+}
+
+// hugeArg is an argument of n bytes.
+func hugeArg(n int) string { return strings.Repeat("x", n) }
+
+// TestBrokerSummarisesLargeRequests: a request larger than
+// MaxInlineRequest is announced as a bounded summary; its full text comes
+// from Detail, only for the right hash, and hashes to the announced hash,
+// which the decision still binds.
+func TestBrokerSummarisesLargeRequests(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	for _, size := range []int{MaxInlineRequest + 1, 990 << 10, proto.MaxRequestBytes} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			p := pending("big-"+strconv.Itoa(size), "echo", hugeArg(size), "<&>")
+			r := askAsync(context.Background(), b, p)
+			m := next(t, events)
+			line, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(line) > MaxInlineRequest {
+				t.Errorf("pending line is %d bytes; want at most %d", len(line), MaxInlineRequest)
+			}
+			full := p.Shown()
+			if m.Summary == nil || m.Summary.Stages != 1 || m.Summary.Args != 3 || m.Summary.EnvVars != 1 ||
+				m.Summary.Bytes != fullSize(full) || m.Request == nil || m.Request.Pipeline != nil || m.Request.Env != nil {
+				t.Fatalf("pending %+v summary %+v; want a summary without pipeline and env", m.Request, m.Summary)
+			}
+			if m.Hash != full.Hash() {
+				t.Fatalf("announced hash %s, want the full request's %s", m.Hash, full.Hash())
+			}
+			if _, err := b.Detail(m.ID, "0"+m.Hash[1:]); !errors.Is(err, ErrHashMismatch) {
+				t.Errorf("Detail with a wrong hash: %v, want ErrHashMismatch", err)
+			}
+			s, err := b.Detail(m.ID, m.Hash)
+			if err != nil || s.Hash() != m.Hash || s.Pipeline[0][1] != hugeArg(size) {
+				t.Fatalf("Detail: %v; want the full request", err)
+			}
+			if err := b.Decide(m.ID, m.Hash, AllowOnce, "", "test"); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-r; got.err != nil || got.d.Verdict != Allow {
+				t.Fatalf("outcome %+v", got)
+			}
+			if _, err := b.Detail(m.ID, m.Hash); !errors.Is(err, ErrNotPending) {
+				t.Errorf("Detail after the decision: %v, want ErrNotPending", err)
+			}
+			next(t, events) // resolved
+		})
+	}
+	// A small request is still announced in full.
+	r := askAsync(context.Background(), b, pending("small"))
+	if m := next(t, events); m.Summary != nil || m.Request == nil || len(m.Request.Pipeline) != 1 {
+		t.Errorf("small request announced as %+v", m)
+	}
+	_ = b.Decide("small", pending("small").Shown().Hash(), DenyOnce, "", "test")
+	<-r
+}
+
+// TestBrokerCoalescesWithdrawn: requests withdrawn before a slow console
+// read their pending message cost it nothing: the console is not dropped,
+// and it never hears of them.
+func TestBrokerCoalescesWithdrawn(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	for i := range subscriberLimit + 10 {
+		ctx, stop := context.WithCancelCause(context.Background())
+		r := askAsync(ctx, b, pending(fmt.Sprintf("w%d", i), "echo", hugeArg(1<<10)))
+		for b.Waiting() == 0 {
+			runtime.Gosched()
+		}
+		stop(ErrWithdrawn)
+		<-r
+	}
+	// One request that stays: the console, reading at last, gets at most
+	// the one pending message the feeder held in hand (and its resolved),
+	// then the live request.
+	r := askAsync(context.Background(), b, pending("live"))
+	var got []Message
+	for {
+		m := next(t, events)
+		got = append(got, m)
+		if m.ID == "live" {
+			break
+		}
+	}
+	if len(got) > 3 {
+		t.Errorf("console got %d messages for %d withdrawn requests; want them coalesced away", len(got)-1, subscriberLimit+10)
+	}
+	_ = b.Decide("live", got[len(got)-1].Hash, DenyOnce, "", "test")
+	<-r
+}
+
+// TestBrokerDuplicateIDRefused: a second request with the id of one that
+// waits is refused, so the two can never be confused and decisions on the
+// first still work (issue 10 L6).
+func TestBrokerDuplicateIDRefused(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	r := askAsync(context.Background(), b, pending("same"))
+	m := next(t, events)
+	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if _, err := b.Ask(ctx, pending("same", "rm", "-rf", "/")); !errors.Is(err, ErrDuplicateID) {
+		t.Fatalf("second Ask with the same id: %v, want ErrDuplicateID", err)
+	}
+	if b.Waiting() != 1 {
+		t.Errorf("Waiting() = %d, want 1", b.Waiting())
+	}
+	if err := b.Decide("same", m.Hash, AllowOnce, "", "test"); err != nil {
+		t.Fatalf("decision on the first request: %v", err)
+	}
+	if got := <-r; got.err != nil || got.d.Verdict != Allow {
+		t.Fatalf("outcome %+v", got)
+	}
+}
+
+// TestBrokerGrantListingBounded: a grant whose pipeline is long is listed
+// with its size and SHA-256 instead, and a listing holds at most
+// MaxGrantsListed grants; matching still uses the full request.
+func TestBrokerGrantListingBounded(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	argv := []string{"echo", hugeArg(990 << 10)}
+	r := askAsync(context.Background(), b, pending("long", argv...))
+	m := next(t, events)
+	if err := b.Decide("long", m.Hash, AllowSession, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	<-r
+	var gm Message
+	for gm.Type != MsgGrants {
+		gm = next(t, events)
+	}
+	line, _ := json.Marshal(gm)
+	if len(line) > MaxGrantPipeline+4096 {
+		t.Errorf("grants line is %d bytes", len(line))
+	}
+	pj, _ := json.Marshal([][]string{argv})
+	sum := sha256.Sum256(pj)
+	if len(gm.Grants) != 1 || gm.Grants[0].Pipeline != nil || gm.Grants[0].Elided == nil ||
+		gm.Grants[0].Elided.Bytes != len(pj) || gm.Grants[0].Elided.SHA256 != hex.EncodeToString(sum[:]) || gm.Grants[0].Elided.Args != 2 {
+		t.Fatalf("listed grant %+v", gm.Grants)
+	}
+	// The grant still covers the exact same request.
+	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if d, err := b.Ask(ctx, pending("long-again", argv...)); err != nil || d.Verdict != Allow {
+		t.Fatalf("same request under the grant: %+v, %v", d, err)
+	}
+
+	for i := range MaxGrantsListed + 2 {
+		id := fmt.Sprintf("many-%d", i)
+		r := askAsync(context.Background(), b, pending(id, "echo", id))
+		m := next(t, events)
+		for m.Type != MsgPending {
+			m = next(t, events)
+		}
+		if err := b.Decide(id, m.Hash, AllowSession, "", "test"); err != nil {
+			t.Fatal(err)
+		}
+		<-r
+	}
+	gs, omitted := b.Grants()
+	if len(gs) != MaxGrantsListed || omitted != 3 {
+		t.Errorf("Grants() listed %d, omitted %d; want %d and 3", len(gs), omitted, MaxGrantsListed)
+	}
+}
+
+func fullSize(s *Shown) int {
+	n, _ := s.canonical()
+	return n
 }

@@ -46,14 +46,21 @@ type PeerInfo struct {
 // in declaration order, map keys sorted, times in RFC 3339 with
 // nanoseconds), which binds a decision to exactly what was shown.
 func (s *Shown) Hash() string {
+	_, h := s.canonical()
+	return h
+}
+
+// canonical returns the length of s's canonical JSON encoding and its hex
+// SHA-256 (Hash).
+func (s *Shown) canonical() (size int, hash string) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		// Marshal cannot fail for these field types; an empty hash matches
 		// no decision, so even this impossible path fails closed.
-		return ""
+		return 0, ""
 	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return len(b), hex.EncodeToString(sum[:])
 }
 
 // Choice is what a human decides.
@@ -76,7 +83,10 @@ type Grant struct {
 	Pipeline [][]string `json:"pipeline"`
 	// EnvKeys lists the names of the env entries the grant covers; the
 	// values are matched exactly but kept out of listings.
-	EnvKeys    []string  `json:"env_keys"`
+	EnvKeys []string `json:"env_keys"`
+	// Elided is set, and Pipeline empty, in a listing when the pipeline
+	// was too long to list (see MaxGrantPipeline).
+	Elided     *Elided   `json:"elided,omitempty"`
 	Privileged bool      `json:"privileged"`
 	Cwd        string    `json:"cwd"`
 	By         string    `json:"by"`
@@ -90,10 +100,58 @@ const (
 	MsgPending  = "pending"  // daemon -> console: a request waits
 	MsgResolved = "resolved" // daemon -> console: a request no longer waits
 	MsgGrants   = "grants"   // daemon -> console: the current session grants
-	MsgResult   = "result"   // daemon -> console: answer to decide or revoke
+	MsgResult   = "result"   // daemon -> console: answer to decide, revoke or detail
 	MsgDecide   = "decide"   // console -> daemon
 	MsgRevoke   = "revoke"   // console -> daemon
+	// MsgDetail, console -> daemon: send the full text of a summarised
+	// request; daemon -> console: that full text.
+	MsgDetail = "detail"
 )
+
+// Size bounds of the approver channel; see docs/approver-protocol.md.
+const (
+	// MaxLine bounds every line the daemon sends a console. A console must
+	// accept lines of this length; the daemon never sends a longer one (a
+	// detail that would be longer is answered with an error instead).
+	MaxLine = 16 << 20
+	// MaxInlineRequest bounds the canonical JSON of a request that a
+	// pending message carries in full. A larger request is announced with
+	// a Summary, and a console fetches its full text with a detail message
+	// before it may be allowed.
+	MaxInlineRequest = 32 << 10
+	// MaxGrantPipeline bounds the JSON of a grant's pipeline in a grants
+	// listing; a longer one is replaced by its size and SHA-256.
+	MaxGrantPipeline = 2 << 10
+	// MaxGrantsListed bounds the grants in one grants message; the rest
+	// are counted in Message.GrantsOmitted.
+	MaxGrantsListed = 256
+)
+
+// Summary stands in for a request too large to announce in full: its
+// Shown is sent without pipeline, programs and env, and these numbers say
+// how much was left out. The full text comes with a detail message.
+type Summary struct {
+	// Bytes is the length of the full request's canonical JSON, the text
+	// whose SHA-256 is the pending message's hash.
+	Bytes int `json:"bytes"`
+	// Stages and Args count the pipeline's stages and arguments (argv[0]
+	// included); EnvVars counts its environment variables.
+	Stages  int `json:"stages"`
+	Args    int `json:"args"`
+	EnvVars int `json:"env_vars"`
+}
+
+// Elided replaces a grant's pipeline in a listing when it is too long to
+// list.
+type Elided struct {
+	// Bytes is the length of the pipeline's JSON; SHA256 is its hex
+	// SHA-256.
+	Bytes  int    `json:"bytes"`
+	SHA256 string `json:"sha256"`
+	// Stages and Args count the pipeline's stages and arguments.
+	Stages int `json:"stages"`
+	Args   int `json:"args"`
+}
 
 // Message is one line on the approver channel, in either direction. Only
 // the fields of its Type are set.
@@ -103,10 +161,13 @@ type Message struct {
 	// hello
 	Version string `json:"version,omitempty"`
 
-	// pending
+	// pending, detail (daemon -> console)
 	Request *Shown `json:"request,omitempty"`
+	// pending: set when Request is a summary (no pipeline, programs or
+	// env); the request cannot be allowed until its detail is loaded.
+	Summary *Summary `json:"summary,omitempty"`
 
-	// pending, resolved, decide, result
+	// pending, resolved, decide, result, detail
 	ID   string `json:"id,omitempty"`
 	Hash string `json:"hash,omitempty"`
 
@@ -120,6 +181,9 @@ type Message struct {
 
 	// grants
 	Grants []Grant `json:"grants,omitempty"`
+	// GrantsOmitted counts the grants left out of a listing that would
+	// have been longer than MaxGrantsListed.
+	GrantsOmitted int `json:"grants_omitted,omitempty"`
 
 	// revoke
 	Grant string `json:"grant,omitempty"`

@@ -83,13 +83,12 @@ func (a *approverServer) handle(ctx context.Context, conn *net.UnixConn) {
 	// The greeting, the grants and what already waits are written before
 	// live events, so a console never sees a request resolved before it
 	// saw it pending.
-	enc := json.NewEncoder(conn)
-	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	grants, omitted := a.broker.Grants()
 	for _, m := range append([]approval.Message{
 		{Type: approval.MsgHello, Version: Version()},
-		{Type: approval.MsgGrants, Grants: a.broker.Grants()},
+		{Type: approval.MsgGrants, Grants: grants, GrantsOmitted: omitted},
 	}, waiting...) {
-		if err := enc.Encode(m); err != nil {
+		if err := writeMessage(conn, m); err != nil {
 			log.Warn("approver channel: write failed", "err", err)
 			return
 		}
@@ -125,7 +124,6 @@ func (a *approverServer) handle(ctx context.Context, conn *net.UnixConn) {
 // write sends the replies in out and the broker's events to the console, in
 // one goroutine so lines never interleave.
 func (a *approverServer) write(ctx context.Context, conn *net.UnixConn, out <-chan approval.Message, events <-chan approval.Message) error {
-	enc := json.NewEncoder(conn)
 	for {
 		var m approval.Message
 		select {
@@ -138,11 +136,35 @@ func (a *approverServer) write(ctx context.Context, conn *net.UnixConn, out <-ch
 			}
 			m = ev
 		}
-		_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if err := enc.Encode(m); err != nil {
-			return fmt.Errorf("send %s: %w", m.Type, err)
+		if err := writeMessage(conn, m); err != nil {
+			return err
 		}
 	}
+}
+
+// writeMessage writes m as one line, within a write deadline. A line
+// longer than approval.MaxLine is never sent: a console may refuse it and
+// would lose the channel. A detail that long is answered with an error
+// instead (the request can then only be denied or time out); nothing else
+// can be that long.
+func writeMessage(conn *net.UnixConn, m approval.Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", m.Type, err)
+	}
+	if len(b)+1 > approval.MaxLine {
+		b, err = json.Marshal(approval.Message{Type: approval.MsgResult, ID: m.ID, Error: fmt.Sprintf(
+			"the %s message for request %s would be %d bytes, more than the approver channel's limit of %d; it cannot be shown here, so it cannot be allowed",
+			m.Type, m.ID, len(b), approval.MaxLine)})
+		if err != nil {
+			return fmt.Errorf("encode result: %w", err)
+		}
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("send %s: %w", m.Type, err)
+	}
+	return nil
 }
 
 // read handles the console's decide and revoke lines until it disconnects.
@@ -158,6 +180,14 @@ func (a *approverServer) read(conn *net.UnixConn, by string, send func(approval.
 		reply := approval.Message{Type: approval.MsgResult, ID: m.ID}
 		var err error
 		switch m.Type {
+		case approval.MsgDetail:
+			var s *approval.Shown
+			if s, err = a.broker.Detail(m.ID, m.Hash); err == nil {
+				if !send(approval.Message{Type: approval.MsgDetail, ID: m.ID, Hash: m.Hash, Request: s}) {
+					return nil
+				}
+				continue
+			}
 		case approval.MsgDecide:
 			err = a.broker.Decide(m.ID, m.Hash, m.Decision, m.Note, by)
 			a.log.Info("console decision", "id", m.ID, "decision", m.Decision, "console", by, "err", err)
@@ -166,7 +196,7 @@ func (a *approverServer) read(conn *net.UnixConn, by string, send func(approval.
 			err = a.broker.Revoke(m.Grant)
 			a.log.Info("console revoked grant", "grant", m.Grant, "console", by, "err", err)
 		default:
-			err = fmt.Errorf("unknown message type %q: a console sends %q or %q", m.Type, approval.MsgDecide, approval.MsgRevoke)
+			err = fmt.Errorf("unknown message type %q: a console sends %q, %q or %q", m.Type, approval.MsgDecide, approval.MsgRevoke, approval.MsgDetail)
 		}
 		if err != nil {
 			reply.Error = err.Error()

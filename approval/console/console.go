@@ -22,13 +22,13 @@ import (
 // DefaultGuard is how long keys are ignored after a prompt appears.
 const DefaultGuard = 500 * time.Millisecond
 
-// maxReadLine bounds a line from the daemon. A request line is at most
-// proto.MaxRequestBytes (1 MiB), but the daemon re-encodes it with
-// encoding/json, which writes each of < > & (and each invalid byte) as six
-// bytes (\u003c), so a pending line can be about six times that. A line
-// over the bound ends the channel, so the bound must not be reachable by a
-// request: an agent could otherwise disconnect every console at will.
-const maxReadLine = 16 << 20
+// maxReadLine bounds a line from the daemon. The daemon never sends a line
+// longer than approval.MaxLine (newline included): pending messages and
+// grant listings are bounded summaries, and a detail that would be longer
+// is answered with an error. A line over the bound ends the channel, so the
+// bound must not be below what the daemon can send: an agent could
+// otherwise disconnect every console at will.
+const maxReadLine = approval.MaxLine
 
 // Timeouts of the channel. A console that cannot write a decision for
 // writeTimeout has lost the daemon.

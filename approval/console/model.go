@@ -77,6 +77,15 @@ type request struct {
 	// what it sent, so a decision on it would be refused.
 	hashMismatch bool
 	shown        *approval.Shown
+	// summary is set when the daemon announced the request as a summary:
+	// shown then lacks the pipeline, programs and env, and the request
+	// cannot be allowed until the detail has loaded (loaded).
+	summary *approval.Summary
+	loaded  bool
+	// detailAsked: the detail was requested; detailErr: the daemon could
+	// not send it.
+	detailAsked bool
+	detailErr   string
 	// escaped: something in the request had to be escaped to be shown.
 	escaped bool
 	// submitted is the decision this console sent and the daemon has not
@@ -119,8 +128,10 @@ type model struct {
 	// message still says who decided (and names a new grant).
 	confirmed []string
 	grants    []approval.Grant
-	inflight  []sent
-	notices   []notice
+	// grantsOmitted counts the grants the daemon did not list.
+	grantsOmitted int
+	inflight      []sent
+	notices       []notice
 
 	mode mode
 	// shownAt is when the current prompt appeared, or when the last key
@@ -273,6 +284,7 @@ func (m *model) promptChanged() tea.Cmd {
 		m.form, m.sel = nil, nil
 		return nil
 	}
+	m.askDetail(c)
 	m.buildDecisionForm()
 	if m.mode == modeGrants {
 		// The guard starts when the prompt is on screen again.
@@ -405,6 +417,10 @@ func (m *model) quit() tea.Cmd {
 func (m *model) decide(c approval.Choice, note string) tea.Cmd {
 	r := m.current()
 	if r == nil || r.submitted != "" {
+		return nil
+	}
+	if !r.complete() && c != approval.DenyOnce {
+		m.errorf("request %s cannot be allowed: its full text has not been loaded and shown yet (deny works)", esc(r.id))
 		return nil
 	}
 	m.mode = modeDecide
@@ -582,12 +598,14 @@ func (m *model) daemon(msg approval.Message) tea.Cmd {
 		if g, ok := m.hoveredGrant(); ok {
 			keep = g.ID
 		}
-		m.grants = msg.Grants
+		m.grants, m.grantsOmitted = msg.Grants, msg.GrantsOmitted
 		if m.mode == modeGrants {
 			m.buildGrantForm(keep)
 		}
 	case approval.MsgResult:
 		return m.result(msg)
+	case approval.MsgDetail:
+		return m.detail(msg)
 	}
 	// hello again, or a type from a newer daemon: nothing to do.
 	return nil
@@ -607,7 +625,14 @@ func (m *model) pending(msg approval.Message) tea.Cmd {
 		m.errorf("the daemon announced request %s with the details of request %s; it cannot be decided here", esc(id), esc(s.ID))
 		return nil
 	}
-	r := newRequest(m.st, id, msg.Hash, s)
+	var r *request
+	if msg.Summary != nil {
+		// The decision's hash, for a denial until the detail comes: the
+		// daemon's, since this console has not got the full text to hash.
+		r = &request{id: id, hash: msg.Hash, shown: s, summary: msg.Summary}
+	} else {
+		r = newRequest(m.st, id, msg.Hash, s)
+	}
 	if i, old := m.find(id); old != nil {
 		if old.hash == r.hash {
 			return nil
@@ -623,6 +648,54 @@ func (m *model) pending(msg approval.Message) tea.Cmd {
 	m.queue = append(m.queue, r)
 	m.cfg.bell()
 	if len(m.queue) == 1 {
+		return m.promptChanged()
+	}
+	return nil
+}
+
+// complete reports whether r's full text is held (it was announced in
+// full, or its detail has loaded).
+func (r *request) complete() bool {
+	return r.summary == nil || r.loaded
+}
+
+// askDetail asks the daemon for the full text of r when r was announced as
+// a summary and it was not asked yet.
+func (m *model) askDetail(r *request) {
+	if r.complete() || r.detailAsked {
+		return
+	}
+	if err := m.cfg.send(approval.Message{Type: approval.MsgDetail, ID: r.id, Hash: r.hash}); err != nil {
+		m.errorf("could not ask for the full text of request %s: %v", esc(r.id), err)
+		return
+	}
+	r.detailAsked = true
+}
+
+// detail takes the full text of a request announced as a summary. It must
+// be the request announced (same id, same daemon hash); the decision will
+// carry the hash of what arrived, so a detail that does not match what the
+// daemon holds is flagged and any decision on it refused.
+func (m *model) detail(msg approval.Message) tea.Cmd {
+	i, r := m.find(msg.ID)
+	if r == nil || r.complete() {
+		return nil // resolved meanwhile, or a duplicate
+	}
+	s := msg.Request
+	switch {
+	case msg.Hash != r.hash:
+		m.errorf("the daemon sent the full text of request %s for a different version of it; ignored", esc(r.id))
+		return nil
+	case s == nil || s.ID != r.id:
+		m.errorf("the daemon sent no usable full text for request %s", esc(r.id))
+		return nil
+	}
+	full := newRequest(m.st, r.id, msg.Hash, s)
+	full.summary, full.loaded, full.detailAsked = r.summary, true, true
+	m.queue[i] = full
+	if i == 0 {
+		// The prompt starts over, guard included, now that the whole
+		// request is on screen.
 		return m.promptChanged()
 	}
 	return nil
@@ -682,6 +755,13 @@ func (m *model) result(msg approval.Message) tea.Cmd {
 		return s.typ == approval.MsgDecide && msg.ID != "" && s.id == msg.ID ||
 			s.typ == approval.MsgRevoke && msg.Grant != "" && s.grant == msg.Grant
 	})
+	if _, r := m.find(msg.ID); i < 0 && r != nil && !r.complete() && r.detailAsked && msg.Error != "" {
+		// The answer to a detail request: the full text cannot come.
+		r.detailErr = msg.Error
+		r.cache = nil
+		m.errorf("the full text of request %s could not be loaded: %s", esc(r.id), esc(msg.Error))
+		return nil
+	}
 	if i < 0 {
 		if msg.Error != "" {
 			m.errorf("the daemon reported an error: %s", esc(msg.Error))

@@ -176,7 +176,11 @@ func (m *model) requestView() (top, body, bottom []string) {
 		top = append(top, styled(st.danger, wrapText("✗ the daemon's hash of this request does not match what it sent; the daemon will refuse any decision on it", m.width))...)
 	}
 	if r.cacheWidth != m.width || r.cache == nil {
-		r.cache, _ = details(st, r.shown, m.width)
+		if r.complete() {
+			r.cache, _ = details(st, r.shown, m.width)
+		} else {
+			r.cache = summaryDetails(st, r, m.width)
+		}
 		r.cache = fit(r.cache, m.width)
 		r.cacheWidth = m.width
 	}
@@ -193,6 +197,9 @@ func (m *model) requestView() (top, body, bottom []string) {
 			bottom = append(bottom, strings.Split(m.noteForm.View(), "\n")...)
 		}
 		bottom = append(bottom, m.keyHelp([][2]string{{"enter", "deny with this note"}, {"esc", "deny without a note"}, {"ctrl+c", "quit (decides nothing)"}})...)
+	case !r.complete():
+		bottom = append(bottom, styled(st.warn, wrapText("Allow is disabled until the full request has loaded and is shown.", m.width))...)
+		bottom = append(bottom, m.keyHelp([][2]string{{"d", "deny"}, {"g", "session grants"}, {"q", "quit (decides nothing)"}})...)
 	default:
 		if m.form != nil {
 			bottom = append(bottom, strings.Split(m.form.View(), "\n")...)
@@ -247,6 +254,9 @@ func (m *model) grantsView() (top, body, bottom []string) {
 		body = append(body, "", "no session grants")
 	} else {
 		body = append(body, strings.Split(m.grantForm.View(), "\n")...)
+		if m.grantsOmitted > 0 {
+			body = append(body, wrapText(fmt.Sprintf("%d more grant%s not listed (the daemon lists at most %d)", m.grantsOmitted, plural(m.grantsOmitted), approval.MaxGrantsListed), m.width)...)
+		}
 		if g, ok := m.hoveredGrant(); ok {
 			body = append(body, "")
 			body = append(body, grantDetails(st, g, m.width, m.cfg.now())...)
@@ -259,9 +269,14 @@ func (m *model) grantsView() (top, body, bottom []string) {
 
 func grantDetails(st *styles, g approval.Grant, width int, now time.Time) []string {
 	l := newLines(st, width)
-	line, _ := render.CommandLine(g.Pipeline)
 	l.field("grant", esc(g.ID), nil)
-	l.field("command", line, &st.bold)
+	if e := g.Elided; e != nil {
+		l.field("command", fmt.Sprintf("too long to list: %d bytes in %d stage%s (%d argument%s), sha256 %s",
+			e.Bytes, e.Stages, plural(e.Stages), e.Args, plural(e.Args), esc(e.SHA256)), &st.bold)
+	} else {
+		line, _ := render.CommandLine(g.Pipeline)
+		l.field("command", line, &st.bold)
+	}
 	if g.Privileged {
 		l.field("runs", "as root", &st.danger)
 	} else {
@@ -283,6 +298,34 @@ func grantDetails(st *styles, g approval.Grant, width int, now time.Time) []stri
 		left = "in " + d.Round(time.Second).String()
 	}
 	l.field("expires", fmt.Sprintf("%s (%s)", g.Expires.In(now.Location()).Format(time.DateTime), left), nil)
+	return l.out
+}
+
+// summaryDetails renders a request the daemon announced as a summary,
+// while its full text loads: what the summary says, and that the command is
+// not shown yet.
+func summaryDetails(st *styles, r *request, width int) []string {
+	l := newLines(st, width)
+	s, sum := r.shown, r.summary
+	state := "loading it from the daemon…"
+	if r.detailErr != "" {
+		state = "it could not be loaded: " + esc(r.detailErr)
+	}
+	l.field("command", fmt.Sprintf("NOT SHOWN YET: the request is %d bytes (%d stage%s, %d argument%s, %d environment variable%s); %s",
+		sum.Bytes, sum.Stages, plural(sum.Stages), sum.Args, plural(sum.Args), sum.EnvVars, plural(sum.EnvVars), state), &st.danger)
+	if s == nil {
+		return l.out
+	}
+	if s.Privileged {
+		l.field("runs", "as root", &st.danger)
+	} else {
+		l.field("runs", "as "+esc(s.RunAs)+" (unprivileged)", nil)
+	}
+	l.field("cwd", escStrict(s.Cwd), nil)
+	l.field("reason", esc(s.Reason), nil)
+	l.field("session", esc(s.Session), nil)
+	l.field("from", fmt.Sprintf("uid %d (%s), pid %d, %s", s.Peer.UID, esc(s.Peer.User), s.Peer.PID, escStrict(s.Peer.Exe)), nil)
+	l.field("id", esc(r.id), nil)
 	return l.out
 }
 

@@ -396,6 +396,10 @@ type Console struct {
 	t    testing.TB
 	conn net.Conn
 	in   *bufio.Scanner
+	// LastSize is the length in bytes of the last line Next read.
+	LastSize int
+	// Timeout is how long Next waits for a line; zero means 30s.
+	Timeout time.Duration
 }
 
 // Dial connects to the approver socket at socket, reads the hello and the
@@ -409,7 +413,7 @@ func Dial(t testing.TB, socket string) *Console {
 	}
 	t.Cleanup(func() { conn.Close() })
 	sc := bufio.NewScanner(conn)
-	sc.Buffer(nil, 4<<20)
+	sc.Buffer(nil, approval.MaxLine)
 	c := &Console{t: t, conn: conn, in: sc}
 	if m := c.Next(); m.Type != approval.MsgHello || m.Version == "" {
 		t.Fatalf("first message %+v, want hello", m)
@@ -423,10 +427,15 @@ func Dial(t testing.TB, socket string) *Console {
 // Next returns the next message, waiting up to 30s.
 func (c *Console) Next() approval.Message {
 	c.t.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if !c.in.Scan() {
-		c.t.Fatalf("approver channel: closed or no message within 30s: %v", c.in.Err())
+	wait := c.Timeout
+	if wait == 0 {
+		wait = 30 * time.Second
 	}
+	_ = c.conn.SetReadDeadline(time.Now().Add(wait))
+	if !c.in.Scan() {
+		c.t.Fatalf("approver channel: closed or no message within %s: %v", wait, c.in.Err())
+	}
+	c.LastSize = len(c.in.Bytes()) + 1
 	var m approval.Message
 	if err := json.Unmarshal(c.in.Bytes(), &m); err != nil {
 		c.t.Fatalf("approver channel: bad line %q: %v", c.in.Bytes(), err)
