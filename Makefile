@@ -11,7 +11,20 @@ VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 LDFLAGS      := -X github.com/agent-sudo/agent-sudo/daemon.version=$(VERSION) \
                 -X github.com/agent-sudo/agent-sudo/cmd/agent-sudo/cli.version=$(VERSION)
 
-.PHONY: help build test vet staticcheck unit fuzz bench run clean
+# A Debian version must start with a digit: tag v1.2.3 -> 1.2.3, anything else
+# (a commit) -> 0.0~git<commit>, which sorts before any release.
+DEB_VERSION  ?= $(shell v='$(VERSION)'; case $$v in (v[0-9]*) v=$${v#v};; (*) v=0.0~git$$v;; esac; echo $$v | tr - '~')
+DEB_ARCHES   ?= amd64 arm64
+DIST         := dist
+# make install: PREFIX for the binaries and docs, DESTDIR to stage into.
+PREFIX       ?= /usr/local
+DESTDIR      ?=
+SYSTEMDUNITDIR ?= /lib/systemd/system
+SYSUSERSDIR  ?= /usr/lib/sysusers.d
+TMPFILESDIR  ?= /usr/lib/tmpfiles.d
+DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
+
+.PHONY: help build test vet staticcheck unit fuzz bench run clean deb install uninstall systemtest
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -45,4 +58,56 @@ run: build ## build and start the daemon in the foreground with the terminal app
 	scripts/dev-run.sh
 
 clean: ## remove build output
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)
+
+# The package's config file: config.example.toml with every setting
+# commented out (built-in defaults, no rules: a human approves everything).
+# packaging_test.go checks that the committed file is up to date.
+packaging/config.toml: packaging/config.example.toml
+	{ printf '%s\n' "# Installed by the agent-sudo package as /etc/agent-sudo/config.toml." \
+	  "# Every line below is commented out: the daemon runs on its built-in" \
+	  "# defaults with no rules, so a human approves every request. Uncomment and" \
+	  "# edit what you need; the full reference is docs/config.md." "#"; \
+	  sed -E 's/^([^#[:space:]])/# \1/' $<; } > $@
+
+deb: packaging/config.toml ## build dist/agent-sudo_<version>_<arch>.deb for DEB_ARCHES (amd64 arm64)
+	$(GO) -C packaging/debbuild build -o "$(CURDIR)/$(DIST)/debbuild" .
+	@# Debian wants a changelog; the git history is the real one.
+	{ printf 'agent-sudo (%s) unstable; urgency=medium\n\n  * Built from commit %s; the changes are in its git history.\n\n -- %s  %s\n' \
+	  '$(DEB_VERSION)' "$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+	  'agent-sudo maintainers <maintainers@users.noreply.a-seed-15863507.example>' \
+	  "$$(git log -1 --format=%aD 2>/dev/null || date -R)"; } | gzip -9n > $(DIST)/changelog.gz
+	@set -e; for arch in $(DEB_ARCHES); do \
+	  echo "== $$arch"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/$$arch/ ./cmd/agent-sudod ./cmd/agent-sudo; \
+	  VERSION='$(DEB_VERSION)' GOARCH=$$arch $(DIST)/debbuild \
+	    -config packaging/nfpm.yaml -out $(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb; \
+	  echo "$(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb"; \
+	done
+
+install: build packaging/config.toml ## install into DESTDIR with PREFIX (default /usr/local); the config only if absent
+	install -D -m 0755 $(BIN)/agent-sudod $(DESTDIR)$(PREFIX)/bin/agent-sudod
+	install -D -m 0755 $(BIN)/agent-sudo $(DESTDIR)$(PREFIX)/bin/agent-sudo
+	sed 's#^ExecStart=/usr/bin/agent-sudod#ExecStart=$(PREFIX)/bin/agent-sudod#' packaging/systemd/agent-sudo.service > $(BIN)/agent-sudo.service
+	install -D -m 0644 $(BIN)/agent-sudo.service $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.service
+	install -D -m 0644 packaging/systemd/agent-sudo.socket $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.socket
+	install -D -m 0644 packaging/sysusers.d/agent-sudo.conf $(DESTDIR)$(SYSUSERSDIR)/agent-sudo.conf
+	install -D -m 0644 packaging/tmpfiles.d/agent-sudo.conf $(DESTDIR)$(TMPFILESDIR)/agent-sudo.conf
+	install -D -m 0644 packaging/logrotate.d/agent-sudo $(DESTDIR)/etc/logrotate.d/agent-sudo
+	@if [ -e $(DESTDIR)/etc/agent-sudo/config.toml ]; then \
+	  echo "keeping the existing $(DESTDIR)/etc/agent-sudo/config.toml"; \
+	else \
+	  install -D -m 0644 packaging/config.toml $(DESTDIR)/etc/agent-sudo/config.toml; \
+	fi
+	install -D -m 0644 packaging/deb/copyright $(DESTDIR)$(DOCDIR)/copyright
+	install -D -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -D -m 0644 packaging/config.example.toml $(DESTDIR)$(DOCDIR)/examples/config.example.toml
+	install -d $(DESTDIR)$(DOCDIR)/docs
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+
+uninstall: ## remove what make install installed, except /etc/agent-sudo and /var/log/agent-sudo
+	rm -f $(DESTDIR)$(PREFIX)/bin/agent-sudod $(DESTDIR)$(PREFIX)/bin/agent-sudo \
+	  $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.service $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.socket \
+	  $(DESTDIR)$(SYSUSERSDIR)/agent-sudo.conf $(DESTDIR)$(TMPFILESDIR)/agent-sudo.conf \
+	  $(DESTDIR)/etc/logrotate.d/agent-sudo
+	rm -rf $(DESTDIR)$(DOCDIR)

@@ -1,0 +1,124 @@
+package packaging_test
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agent-sudo/agent-sudo/daemon/config"
+)
+
+const (
+	exampleConfig = "config.example.toml"
+	// packageConfig is what the package installs as
+	// /etc/agent-sudo/config.toml; `make packaging/config.toml` derives
+	// it from exampleConfig.
+	packageConfig = "config.toml"
+	nfpmConfig    = "nfpm.yaml"
+)
+
+// commentOut is the Makefile's derivation of packageConfig: every line of
+// the example that is not blank and not a comment gets "# " in front.
+func commentOut(example string) string {
+	return regexp.MustCompile(`(?m)^([^#\s])`).ReplaceAllString(example, "# $1")
+}
+
+// TestPackageConfigIsTheExampleCommentedOut checks that the installed
+// config file is the current example with every setting commented out, and
+// that the daemon loads it as its built-in defaults with no rules, so that
+// after installing the package a human approves every request.
+func TestPackageConfigIsTheExampleCommentedOut(t *testing.T) {
+	example, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed, err := os.ReadFile(packageConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(installed), commentOut(string(example))) {
+		t.Errorf("%s is not %s with every setting commented out; run `make packaging/config.toml`", packageConfig, exampleConfig)
+	}
+	for n, l := range strings.Split(string(installed), "\n") {
+		if s := strings.TrimSpace(l); s != "" && s[0] != '#' {
+			t.Errorf("%s:%d sets something: %q", packageConfig, n+1, l)
+		}
+	}
+	cfg, err := config.Load(packageConfig, true)
+	if err != nil {
+		t.Fatalf("the daemon does not load %s: %v", packageConfig, err)
+	}
+	if len(cfg.Rules) != 0 {
+		t.Errorf("%s has %d rules, want none (everything asks)", packageConfig, len(cfg.Rules))
+	}
+	def := config.Default()
+	def.Source = cfg.Source
+	if !reflect.DeepEqual(cfg, def) {
+		t.Errorf("%s does not load as the built-in defaults:\n got %+v\nwant %+v", packageConfig, cfg, def)
+	}
+}
+
+// TestNfpmContents checks that the package description ships every file
+// docs/install.md lists, from sources that exist, with the configuration
+// files as conffiles.
+func TestNfpmContents(t *testing.T) {
+	data, err := os.ReadFile(nfpmConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct{ src, typ string }
+	dst := map[string]entry{}
+	var cur entry
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "- src: "):
+			cur = entry{src: strings.TrimPrefix(l, "- src: ")}
+		case strings.HasPrefix(l, "dst: "):
+			dst[strings.TrimPrefix(l, "dst: ")] = cur
+		case strings.HasPrefix(l, "type: "):
+			for k, e := range dst {
+				if e == cur {
+					e.typ = strings.TrimPrefix(l, "type: ")
+					dst[k] = e
+				}
+			}
+		}
+	}
+	want := map[string]string{ // destination -> type
+		"/usr/bin/agent-sudod":                   "",
+		"/usr/bin/agent-sudo":                    "",
+		"/lib/systemd/system/agent-sudo.service": "",
+		"/lib/systemd/system/agent-sudo.socket":  "",
+		"/usr/lib/sysusers.d/agent-sudo.conf":    "",
+		"/usr/lib/tmpfiles.d/agent-sudo.conf":    "",
+		"/etc/logrotate.d/agent-sudo":            "config",
+		"/etc/agent-sudo/config.toml":            "config",
+		"/usr/share/doc/agent-sudo/copyright":    "",
+		"/usr/share/doc/agent-sudo/changelog.gz": "",
+		"/usr/share/doc/agent-sudo/README.md":    "",
+		"/usr/share/doc/agent-sudo/docs/":        "",
+	}
+	for d, typ := range want {
+		e, ok := dst[d]
+		if !ok {
+			t.Errorf("%s does not install %s", nfpmConfig, d)
+			continue
+		}
+		if e.typ != typ {
+			t.Errorf("%s: %s has type %q, want %q", nfpmConfig, d, e.typ, typ)
+		}
+		src := strings.TrimPrefix(e.src, "../")
+		if strings.HasPrefix(src, "dist/") || strings.ContainsAny(src, "$*") {
+			continue // built by make deb, or a glob
+		}
+		if _, err := os.Stat("../" + src); err != nil {
+			t.Errorf("%s: source of %s: %v", nfpmConfig, d, err)
+		}
+	}
+	if !strings.Contains(string(data), "depends:\n  - sudo\n") {
+		t.Errorf("%s does not depend on sudo", nfpmConfig)
+	}
+}
