@@ -62,15 +62,16 @@ clean: ## remove build output
 
 # The package's config file: config.example.toml with every setting
 # commented out (built-in defaults, no rules: a human approves everything).
-# packaging_test.go checks that the committed file is up to date.
-packaging/config.toml: packaging/config.example.toml
+# packaging/deb_test.go builds it and loads it.
+$(DIST)/config.toml: packaging/config.example.toml
+	@mkdir -p $(DIST)
 	{ printf '%s\n' "# Installed by the agent-sudo package as /etc/agent-sudo/config.toml." \
 	  "# Every line below is commented out: the daemon runs on its built-in" \
 	  "# defaults with no rules, so a human approves every request. Uncomment and" \
 	  "# edit what you need; the full reference is docs/config.md." "#"; \
 	  sed -E 's/^([^#[:space:]])/# \1/' $<; } > $@
 
-deb: packaging/config.toml ## build dist/agent-sudo_<version>_<arch>.deb for DEB_ARCHES (amd64 arm64)
+deb: $(DIST)/config.toml ## build dist/agent-sudo_<version>_<arch>.deb for DEB_ARCHES (amd64 arm64)
 	$(GO) -C packaging/debbuild build -o "$(CURDIR)/$(DIST)/debbuild" .
 	@# Debian wants a changelog; the git history is the real one.
 	{ printf 'agent-sudo (%s) unstable; urgency=medium\n\n  * Built from commit %s; the changes are in its git history.\n\n -- %s  %s\n' \
@@ -85,7 +86,7 @@ deb: packaging/config.toml ## build dist/agent-sudo_<version>_<arch>.deb for DEB
 	  echo "$(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb"; \
 	done
 
-install: build packaging/config.toml ## install into DESTDIR with PREFIX (default /usr/local); the config only if absent
+install: build $(DIST)/config.toml ## install into DESTDIR with PREFIX (default /usr/local); the config only if absent
 	install -D -m 0755 $(BIN)/agent-sudod $(DESTDIR)$(PREFIX)/bin/agent-sudod
 	install -D -m 0755 $(BIN)/agent-sudo $(DESTDIR)$(PREFIX)/bin/agent-sudo
 	sed 's#^ExecStart=/usr/bin/agent-sudod#ExecStart=$(PREFIX)/bin/agent-sudod#' packaging/systemd/agent-sudo.service > $(BIN)/agent-sudo.service
@@ -97,7 +98,7 @@ install: build packaging/config.toml ## install into DESTDIR with PREFIX (defaul
 	@if [ -e $(DESTDIR)/etc/agent-sudo/config.toml ]; then \
 	  echo "keeping the existing $(DESTDIR)/etc/agent-sudo/config.toml"; \
 	else \
-	  install -D -m 0644 packaging/config.toml $(DESTDIR)/etc/agent-sudo/config.toml; \
+	  install -D -m 0644 $(DIST)/config.toml $(DESTDIR)/etc/agent-sudo/config.toml; \
 	fi
 	install -D -m 0644 packaging/deb/copyright $(DESTDIR)$(DOCDIR)/copyright
 	install -D -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md

@@ -2,6 +2,7 @@ package packaging_test
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -12,10 +13,6 @@ import (
 
 const (
 	exampleConfig = "config.example.toml"
-	// packageConfig is what the package installs as
-	// /etc/agent-sudo/config.toml; `make packaging/config.toml` derives
-	// it from exampleConfig.
-	packageConfig = "config.toml"
 	nfpmConfig    = "nfpm.yaml"
 )
 
@@ -25,21 +22,28 @@ func commentOut(example string) string {
 	return regexp.MustCompile(`(?m)^([^#\s])`).ReplaceAllString(example, "# $1")
 }
 
-// TestPackageConfigIsTheExampleCommentedOut checks that the installed
-// config file is the current example with every setting commented out, and
-// that the daemon loads it as its built-in defaults with no rules, so that
-// after installing the package a human approves every request.
+// TestPackageConfigIsTheExampleCommentedOut builds the config file that
+// `make deb` and `make install` install as /etc/agent-sudo/config.toml and
+// checks that it is the example with every setting commented out, and that
+// the daemon loads it as its built-in defaults with no rules, so that after
+// installing a human approves every request.
 func TestPackageConfigIsTheExampleCommentedOut(t *testing.T) {
+	lookTool(t, "make")
 	example, err := os.ReadFile(exampleConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
+	dist := t.TempDir()
+	if out, err := run(t, "..", "make", "-s", "DIST="+dist, dist+"/config.toml"); err != nil {
+		t.Fatalf("make %s/config.toml: %v\n%s", dist, err, out)
+	}
+	packageConfig := filepath.Join(dist, "config.toml")
 	installed, err := os.ReadFile(packageConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(string(installed), commentOut(string(example))) {
-		t.Errorf("%s is not %s with every setting commented out; run `make packaging/config.toml`", packageConfig, exampleConfig)
+		t.Errorf("make's %s is not %s with every setting commented out:\n%s", packageConfig, exampleConfig, installed)
 	}
 	for n, l := range strings.Split(string(installed), "\n") {
 		if s := strings.TrimSpace(l); s != "" && s[0] != '#' {
