@@ -134,9 +134,20 @@ func Run(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts O
 		teaOut = &syncFile{syncWriter: screen, f: f}
 	}
 	outbox := make(chan approval.Message, outboxSize)
+	// Every read from the terminal is logged, so that a key is judged by
+	// the reads around it and not only by when the event loop got to it.
+	reads := newReadLog(opts.Now)
+	var input io.Reader
+	if in != nil {
+		input = reads.wrap(in)
+	}
 	m := newModel(config{
 		now:   opts.Now,
 		guard: opts.Guard,
+		quiet: QuietWindow,
+		alone: func(got, until time.Time, size int) bool {
+			return reads.alone(got, until, size, QuietWindow)
+		},
 		send: func(msg approval.Message) error {
 			select {
 			case outbox <- msg:
@@ -151,7 +162,7 @@ func Run(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts O
 		version:  hello.Version,
 	})
 	p := tea.NewProgram(m,
-		tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(teaOut),
+		tea.WithContext(ctx), tea.WithInput(input), tea.WithOutput(teaOut),
 		tea.WithAltScreen(), tea.WithoutSignalHandler())
 
 	writeDone := make(chan struct{})

@@ -167,8 +167,11 @@ func TestRunDecidesAndQuits(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	io.WriteString(keys, "d")
 	scr.waitFor(t, "Note for the agent")
+	mark = scr.mark()
 	io.WriteString(keys, "\r")
-	time.Sleep(20 * time.Millisecond)
+	// The decision is queued when the quiet window after Enter ends; q
+	// right after it must not lose it.
+	scr.waitAfter(t, mark, "was sent")
 	io.WriteString(keys, "q")
 	if got, want := d.next(), decideMsg(s2, approval.DenyOnce, ""); !equalMsg(got, want) {
 		t.Fatalf("console sent %+v, want %+v", got, want)

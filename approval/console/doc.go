@@ -47,9 +47,9 @@
 //     one. A hint shows while keys are disabled.
 //   - Deny is the focused choice, so Enter alone never allows anything.
 //     Allowing takes a deliberate key: a (allow once), s (allow for this
-//     session) or moving the cursor. A key event that carries several
-//     characters (typed faster than the terminal is read, or pasted) never
-//     decides.
+//     session) or moving the cursor.
+//   - Only a key that arrives alone acts (see Keystrokes below), so pasted
+//     text and keys typed ahead or into the wrong window never decide.
 //   - A decision carries the hash of the request as the console received and
 //     displayed it ([approval.Shown.Hash]); the daemon refuses a decision
 //     whose hash differs from the waiting request's, so what is approved is
@@ -59,6 +59,45 @@
 //     session) could approve its own requests. The multiplexer is found by
 //     walking the console's process ancestry in /proc, not only from the
 //     TMUX and STY variables, which a shell can unset.
+//
+// # Keystrokes
+//
+// A terminal delivers pasted text, and keys typed faster than the console
+// reads them, as one burst of bytes; bubbletea v1 turns a burst into
+// several key events, cut at each space and control character, so that
+// "hello a" arrives as "hello", " " and "a", and "a" alone looks like a
+// keystroke. Terminals and multiplexers without bracketed paste (tmux
+// paste-buffer without -p, for one) do not mark a paste at all. The console
+// therefore judges keys by time, not by how they were split:
+//
+//   - A key that acts (a decision, or anything else that does more than
+//     move a cursor or scroll: every key at the decision prompt, q, g, r, x,
+//     Delete, Enter, Esc) counts only when nothing else arrived within
+//     [QuietWindow] (150 ms) before it and nothing arrives within
+//     QuietWindow after it. It is held for that window (a bubbletea timer
+//     message, never a sleep) and cancelled by any input meanwhile; a key,
+//     a paste, an Alt key, a mouse or focus report, or a sequence bubbletea
+//     cannot parse all count as input. A human pressing one key waits
+//     150 ms for it to act; a paste never acts, however it is chunked.
+//   - Key events get their times on bubbletea's event loop, which renders
+//     the screen between events. A request that is slow to render could
+//     spread the events of one burst more than the window apart, so Run
+//     also logs the time and size of every read from the terminal
+//     (readLog), and a held key acts only if the reads confirm it: one read
+//     of exactly that key's bytes, no other read within the window before
+//     it or up to the moment it acts.
+//   - Scrolling and moving the grants list's cursor act at once and never
+//     decide. Moving the decision prompt's cursor acts at once only when
+//     the key came alone, and any burst puts the cursor back on Deny, so a
+//     paste cannot leave Allow focused for the next Enter.
+//   - A burst is reported on screen ("input discarded: N keys arrived
+//     together"), so that the human knows to press the key again.
+//   - A held key belongs to the screen it was pressed on: when the request
+//     on screen changes (decided elsewhere, changed, timed out, or replaced
+//     by the next one after this console's decision) it is forgotten, and
+//     the new request starts with a fresh [DefaultGuard].
+//
+// Ctrl-C is the one key that acts at once: it quits, which decides nothing.
 //
 // Quitting (q or Ctrl-C) never decides anything: the requests stay pending
 // for other consoles or until they time out.

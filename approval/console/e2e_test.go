@@ -82,7 +82,11 @@ func TestE2EApproveInTmux(t *testing.T) {
 		time.Sleep(600 * time.Millisecond)
 		tm.keys("d")
 		tm.waitFor("Note for the agent (optional)")
-		tm.keys("not today", "Enter")
+		tm.keys("-l", "not today")
+		tm.waitFor("not today")
+		// Enter right after the note's text would arrive with it and be
+		// discarded; it decides only on its own.
+		tm.pressAlone("Enter")
 		resp := r.wait(t)
 		if resp.Status != proto.StatusDenied || !strings.Contains(resp.Message, "not today") {
 			t.Fatalf("denied request: status %q message %q", resp.Status, resp.Message)

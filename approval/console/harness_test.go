@@ -28,6 +28,19 @@ type harness struct {
 	sent    []approval.Message
 	bells   int
 	sendErr error
+	// timers are the model's pending timers (config.after), delivered
+	// by advance when the clock reaches them.
+	timers []fakeTimer
+	// alone, when set, stands for the terminal's read log.
+	alone func(got, until time.Time, size int) bool
+	// onUpdate, when set, is called after each message the model handled.
+	onUpdate func(tea.Msg)
+}
+
+// fakeTimer is a message due at a time of the fake clock.
+type fakeTimer struct {
+	due time.Time
+	msg tea.Msg
 }
 
 func newHarness(t *testing.T, mux string) *harness {
@@ -38,6 +51,14 @@ func newHarness(t *testing.T, mux string) *harness {
 	h.m = newModel(config{
 		now:   func() time.Time { return h.now },
 		guard: DefaultGuard,
+		quiet: QuietWindow,
+		after: func(d time.Duration, msg tea.Msg) tea.Cmd {
+			h.timers = append(h.timers, fakeTimer{due: h.now.Add(d), msg: msg})
+			return func() tea.Msg { return nil }
+		},
+		alone: func(got, until time.Time, size int) bool {
+			return h.alone == nil || h.alone(got, until, size)
+		},
 		send: func(m approval.Message) error {
 			if h.sendErr != nil {
 				return h.sendErr
@@ -60,6 +81,9 @@ func (h *harness) update(msg tea.Msg) tea.Cmd {
 	m, cmd := h.m.Update(msg)
 	if m != h.m {
 		h.t.Fatalf("Update returned another model")
+	}
+	if h.onUpdate != nil {
+		h.onUpdate(msg)
 	}
 	return cmd
 }
@@ -88,7 +112,38 @@ func (h *harness) resolved(id string, v approval.Verdict, by string) {
 	h.daemon(approval.Message{Type: approval.MsgResolved, ID: id, Verdict: v, By: by})
 }
 
-func (h *harness) advance(d time.Duration) { h.now = h.now.Add(d) }
+// advance moves the fake clock d ahead, delivering each timer that falls
+// due on the way at its time, in order.
+func (h *harness) advance(d time.Duration) {
+	h.t.Helper()
+	end := h.now.Add(d)
+	for {
+		i := -1
+		for j, tm := range h.timers {
+			if !tm.due.After(end) && (i < 0 || tm.due.Before(h.timers[i].due)) {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		tm := h.timers[i]
+		h.timers = append(h.timers[:i], h.timers[i+1:]...)
+		if tm.due.After(h.now) {
+			h.now = tm.due
+		}
+		h.update(tm.msg)
+	}
+	h.now = end
+}
+
+// press presses one key on its own: the key, then a quiet keyboard for
+// the quiet window, after which a key that acts has acted.
+func (h *harness) press(name string) {
+	h.t.Helper()
+	h.key(name)
+	h.advance(QuietWindow)
+}
 
 // pastGuard moves the clock past the key guard.
 func (h *harness) pastGuard() { h.advance(DefaultGuard + time.Millisecond) }

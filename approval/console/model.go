@@ -57,6 +57,14 @@ type (
 type config struct {
 	now   func() time.Time
 	guard time.Duration
+	// quiet is the quiet window around a key that acts (QuietWindow).
+	quiet time.Duration
+	// after returns a command that delivers msg after d (tea.Tick).
+	after func(d time.Duration, msg tea.Msg) tea.Cmd
+	// alone, when set, confirms from the terminal's reads that a key
+	// received at got, size bytes long, had no neighbour within quiet up
+	// to until (readLog.alone).
+	alone func(got, until time.Time, size int) bool
 	// send queues a message to the daemon without blocking.
 	send func(approval.Message) error
 	// bell rings the terminal bell.
@@ -134,6 +142,8 @@ type model struct {
 	notices       []notice
 
 	mode mode
+	// kb is the keyboard's timing (keyguard.go).
+	kb keyboard
 	// shownAt is when the current prompt appeared, or when the last key
 	// was dropped; keys before shownAt+guard are dropped.
 	shownAt time.Time
@@ -156,6 +166,14 @@ func newModel(cfg config) *model {
 	}
 	if cfg.guard <= 0 {
 		cfg.guard = DefaultGuard
+	}
+	if cfg.quiet <= 0 {
+		cfg.quiet = QuietWindow
+	}
+	if cfg.after == nil {
+		cfg.after = func(d time.Duration, msg tea.Msg) tea.Cmd {
+			return tea.Tick(d, func(time.Time) tea.Msg { return msg })
+		}
 	}
 	if cfg.bell == nil {
 		cfg.bell = func() {}
@@ -217,6 +235,12 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tick()
 	case guardMsg:
 		return m, nil
+	case quietMsg:
+		return m, m.quiet(msg)
+	}
+	if isInputMsg(msg) {
+		m.otherInput()
+		return m, nil
 	}
 	// Anything else (the note's cursor blink, huh's own messages) belongs
 	// to the form in use.
@@ -268,13 +292,15 @@ func (m *model) guarded() bool {
 // the screen when it ends.
 func (m *model) armGuard() tea.Cmd {
 	m.shownAt = m.cfg.now()
-	return tea.Tick(m.cfg.guard, func(time.Time) tea.Msg { return guardMsg{} })
+	return m.cfg.after(m.cfg.guard, guardMsg{})
 }
 
 // promptChanged is called when the request on screen changes or its prompt
-// reappears: it resets the prompt, with Deny focused, and arms the guard.
+// reappears: it resets the prompt, with Deny focused, forgets a held key
+// and arms the guard.
 func (m *model) promptChanged() tea.Cmd {
 	m.scroll = 0
+	m.resetKeys()
 	if m.mode == modeNote {
 		m.mode = modeDecide
 		m.noteForm, m.noteInput = nil, nil
@@ -293,11 +319,10 @@ func (m *model) promptChanged() tea.Cmd {
 	return m.armGuard()
 }
 
-// key handles one key event.
-func (m *model) key(k tea.KeyMsg) tea.Cmd {
-	if k.Type == tea.KeyCtrlC {
-		return m.quit()
-	}
+// apply does what k does on the current screen. Keys reach it through key
+// (keyguard.go), which times them: keys that act only when they arrived
+// alone.
+func (m *model) apply(k tea.KeyMsg) tea.Cmd {
 	switch m.mode {
 	case modeNote:
 		return m.noteKey(k)
@@ -315,11 +340,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	if m.guarded() {
-		// Dropped, and the guard starts over: only a key pressed after a
-		// pause with the prompt on screen counts.
-		m.addNotice(notice{kind: "guard", text: fmt.Sprintf(
-			"ignored a key pressed within %s of the prompt appearing; wait for the prompt, then press again", guardText(m.cfg.guard))})
-		return m.armGuard()
+		return nil // key drops keys inside the guard; they never act
 	}
 	if scroll, ok := scrollKey(k); ok {
 		m.scrollBy(scroll)

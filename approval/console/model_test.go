@@ -31,7 +31,7 @@ func TestMultiplexerBannerIsPermanent(t *testing.T) {
 	h.pending(shown("r1"))
 	h.wantView(want, "REQUEST WAITING")
 	h.pastGuard()
-	h.key("g")
+	h.press("g")
 	h.wantView(want, "SESSION GRANTS")
 }
 
@@ -123,7 +123,7 @@ func TestDecisionKeys(t *testing.T) {
 			h.pastGuard()
 			sawNote := false
 			for _, k := range tt.keys {
-				h.key(k)
+				h.press(k)
 				if strings.Contains(h.view(), "Note for the agent") {
 					sawNote = true
 				}
@@ -175,7 +175,7 @@ func TestGuardDropsEarlyKeys(t *testing.T) {
 	}
 	h.pastGuard()
 	h.notView("keys enabled in")
-	h.key("a")
+	h.press("a")
 	if got, want := h.takeSent(), []approval.Message{decideMsg(s, approval.AllowOnce, "")}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after the guard, a sent %+v, want %+v", got, want)
 	}
@@ -191,7 +191,7 @@ func TestGuardBoundary(t *testing.T) {
 		t.Fatalf("a key 1ns before the guard ended sent %+v", got)
 	}
 	h.advance(DefaultGuard)
-	h.key("a")
+	h.press("a")
 	if got := h.takeSent(); len(got) != 1 {
 		t.Fatalf("a key right at the end of the guard sent %+v, want the decision", got)
 	}
@@ -219,7 +219,7 @@ func TestQuitDecidesNothing(t *testing.T) {
 	h := newHarness(t, "")
 	h.pending(shown("r1"))
 	h.pastGuard()
-	h.key("q")
+	h.press("q")
 	if !h.m.quitting || len(h.sent) != 0 {
 		t.Errorf("q: quitting=%v sent=%+v", h.m.quitting, h.sent)
 	}
@@ -313,7 +313,7 @@ func TestOwnDecisionConfirmed(t *testing.T) {
 			h.pending(r1)
 			h.pending(r2)
 			h.pastGuard()
-			h.key("s")
+			h.press("s")
 			h.wantView("Your decision (allow for this session) was sent", "id         r1")
 			resolved := approval.Message{Type: approval.MsgResolved, ID: "r1", Verdict: approval.Allow, By: "console uid=0 tty=/dev/pts/1 pid=5 (new session grant g1)"}
 			result := approval.Message{Type: approval.MsgResult, ID: "r1", OK: true}
@@ -344,7 +344,7 @@ func TestDaemonRefusesDecision(t *testing.T) {
 	s := shown("r1")
 	h.pending(s)
 	h.pastGuard()
-	h.key("a")
+	h.press("a")
 	h.takeSent()
 	h.daemon(approval.Message{Type: approval.MsgResult, ID: "r1", Error: "the decision is for a different request than the one waiting (hash mismatch); nothing was decided\x1b[2J"})
 	h.wantView("the daemon refused your decision (allow once) on request r1: the decision is for a different request", `decided\x1b[2J`,
@@ -355,8 +355,8 @@ func TestDaemonRefusesDecision(t *testing.T) {
 		t.Fatalf("key in the new guard sent %+v", got)
 	}
 	h.pastGuard()
-	h.key("d")
-	h.key("esc")
+	h.press("d")
+	h.press("esc")
 	if got, want := h.takeSent(), []approval.Message{decideMsg(s, approval.DenyOnce, "")}; !reflect.DeepEqual(got, want) {
 		t.Errorf("sent %+v, want %+v", got, want)
 	}
@@ -369,7 +369,7 @@ func TestDecisionOnResolvedRequest(t *testing.T) {
 	h := newHarness(t, "")
 	h.pending(shown("r1"))
 	h.pastGuard()
-	h.key("a")
+	h.press("a")
 	h.resolved("r1", approval.Deny, "console uid=0 tty=/dev/pts/9 pid=1")
 	h.daemon(approval.Message{Type: approval.MsgResult, ID: "r1", Error: "the request is no longer waiting (already decided, timed out or withdrawn)"})
 	h.wantView("request r1 was denied by console uid=0 tty=/dev/pts/9 pid=1",
@@ -381,7 +381,7 @@ func TestSendFailureKeepsThePrompt(t *testing.T) {
 	h.pending(shown("r1"))
 	h.pastGuard()
 	h.sendErr = errStuck
-	h.key("a")
+	h.press("a")
 	h.wantView("could not send your decision on request r1: stuck", "> Deny")
 	if h.m.current().submitted != "" {
 		t.Errorf("a failed send marked the request decided")
@@ -409,7 +409,7 @@ func TestHostileRequestIsEscaped(t *testing.T) {
 		`s\u2066`, `h\x00`, `/tmp/\u009b`, `ali\u202ece`, `/usr/bin/py\rthon`, `id         r1\u202e`,
 	)
 	h.pastGuard()
-	h.key("a")
+	h.press("a")
 	if got, want := h.takeSent(), []approval.Message{decideMsg(s, approval.AllowOnce, "")}; !reflect.DeepEqual(got, want) {
 		t.Errorf("sent %+v, want %+v", got, want)
 	}
@@ -466,7 +466,7 @@ func TestHashMismatchIsShown(t *testing.T) {
 	h.daemon(approval.Message{Type: approval.MsgPending, ID: "r1", Hash: "0000", Request: s})
 	h.wantView("the daemon's hash of this request does not match what it sent")
 	h.pastGuard()
-	h.key("a")
+	h.press("a")
 	// The decision carries the hash of what was shown, never the daemon's.
 	if got := h.takeSent(); len(got) != 1 || got[0].Hash != s.Hash() {
 		t.Errorf("sent %+v, want hash %s", got, s.Hash())
@@ -484,7 +484,7 @@ func TestChangedRequestIsShownAgain(t *testing.T) {
 	h.pending(s2)
 	h.wantView("request r1 changed while it waited", "command    rm -rf /", "(keys enabled in 0.5s)")
 	h.pastGuard()
-	h.key("a")
+	h.press("a")
 	if got := h.takeSent(); len(got) != 1 || got[0].Hash != s2.Hash() {
 		t.Errorf("sent %+v, want the hash of the new version", got)
 	}
@@ -511,9 +511,9 @@ func TestMalformedDaemonMessages(t *testing.T) {
 	}
 	h.wantView("request nodetails without its details", "request a with the details of request b", "command     | x | ", "stage 3 ")
 	h.pastGuard()
-	h.key("g")
-	h.key("r")
-	h.key("esc")
+	h.press("g")
+	h.press("r")
+	h.press("esc")
 	h.view()
 }
 
@@ -526,16 +526,16 @@ func TestGrantsViewAndRevoke(t *testing.T) {
 			By: "console", Created: t0, Expires: t0.Add(time.Hour)},
 	}
 	h.daemon(approval.Message{Type: approval.MsgGrants, Grants: grants})
-	h.key("g")
+	h.press("g")
 	h.wantView("SESSION GRANTS", "g1  uid 1000  session build-42", `g2  uid 1001  session s\u202e`,
 		"command    apt-get update", "runs       as root", "expires", "(in 15m0s)", "r revoke")
-	h.key("down")
+	h.press("down")
 	h.wantView(`command    echo $'\x1b[2J'`, `env keys   A B\x1b`, "runs       unprivileged")
-	h.key("r")
+	h.press("r")
 	if got, want := h.takeSent(), []approval.Message{{Type: approval.MsgRevoke, Grant: "g2"}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("r sent %+v, want %+v", got, want)
 	}
-	h.key("r") // already on its way
+	h.press("r") // already on its way
 	if got := h.takeSent(); len(got) != 0 {
 		t.Errorf("second r sent %+v", got)
 	}
@@ -543,7 +543,7 @@ func TestGrantsViewAndRevoke(t *testing.T) {
 	h.daemon(approval.Message{Type: approval.MsgGrants, Grants: grants[:1]})
 	h.wantView("session grant g2 revoked", "g1  uid 1000")
 	h.notView("g2  uid")
-	h.key("enter")
+	h.press("enter")
 	if got, want := h.takeSent(), []approval.Message{{Type: approval.MsgRevoke, Grant: "g1"}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("enter sent %+v, want %+v", got, want)
 	}
@@ -555,7 +555,7 @@ func TestGrantsViewAndRevoke(t *testing.T) {
 	h.pending(shown("r1"))
 	h.wantView("SESSION GRANTS")
 	h.advance(time.Second)
-	h.key("esc")
+	h.press("esc")
 	h.wantView("REQUEST WAITING", "(keys enabled in 0.5s)")
 	h.key("a")
 	if got := h.takeSent(); len(got) != 0 {
@@ -563,7 +563,7 @@ func TestGrantsViewAndRevoke(t *testing.T) {
 	}
 	h.daemon(approval.Message{Type: approval.MsgGrants})
 	h.pastGuard()
-	h.key("g")
+	h.press("g")
 	h.wantView("no session grants")
 }
 
@@ -703,7 +703,7 @@ func TestResolvedWhileTypingANote(t *testing.T) {
 	h.pending(shown("r1"))
 	h.pending(shown("r2"))
 	h.pastGuard()
-	h.key("d")
+	h.press("d")
 	h.key("n")
 	h.wantView("Note for the agent")
 	h.resolved("r1", approval.Timeout, "approval_timeout")
