@@ -42,11 +42,11 @@ func TestSummarisedRequestCannotBeAllowedUnseen(t *testing.T) {
 			h.pastGuard()
 			press := func() {
 				if key == "up+enter" {
-					h.key("up")
-					h.key("up")
-					h.key("enter")
+					h.press("up")
+					h.press("up")
+					h.press("enter")
 				} else {
-					h.key(key)
+					h.press(key)
 				}
 			}
 			press()
@@ -89,8 +89,8 @@ func TestSummarisedRequestCanBeDenied(t *testing.T) {
 	h.daemon(approval.Message{Type: approval.MsgResult, ID: "huge", Error: "the detail message for request huge would be 99999999 bytes"})
 	h.wantView("could not be loaded", "99999999 bytes", "NOT SHOWN YET")
 	h.pastGuard()
-	h.key("d")
-	h.key("esc")
+	h.press("d")
+	h.press("esc")
 	got := h.takeSent()
 	if len(got) != 1 || got[0].Decision != approval.DenyOnce || got[0].Hash != s.Hash() {
 		t.Fatalf("sent %+v; want a denial with the announced hash", got)
@@ -106,6 +106,6 @@ func TestElidedGrantIsListedBySizeAndHash(t *testing.T) {
 		ID: "g1", Session: "s", UID: 1000, Privileged: true, Cwd: "/", Expires: t0.Add(1e12),
 		Elided: &approval.Elided{Bytes: 990123, SHA256: strings.Repeat("ab", 32), Stages: 1, Args: 2},
 	}}})
-	h.key("g")
+	h.press("g")
 	h.wantView("too long to list: 990123 bytes in 1 stage (2 arguments), sha256 abab", "7 more grants not listed")
 }
