@@ -77,7 +77,7 @@ func CheckConfig(cfg *config.Config) ([]rules.Warning, error) {
 	if _, _, _, err := build(cfg); err != nil {
 		return nil, err
 	}
-	return rules.Lint(cfg.Rules, cfg.TrustedDirs()), nil
+	return cfg.Lint(), nil
 }
 
 // build makes the parts of a Server that come from the configuration alone.
@@ -120,7 +120,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	for _, w := range rules.Lint(cfg.Rules, cfg.TrustedDirs()) {
+	for _, w := range cfg.Lint() {
 		s.log.Warn("rule linter: this allow rule may give root away", "rule", w.Rule, "warning", w.Message)
 	}
 	if s.now == nil {

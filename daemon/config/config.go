@@ -179,6 +179,32 @@ func (c *Config) TrustedDirs() []string {
 	return strings.Split(c.SecurePath, ":")
 }
 
+// Lint returns the rule linter's warnings about c's rules ([rules.Lint]),
+// followed by those that depend on the rest of the configuration: an allow
+// rule with forward_agent = true while unprivileged_user is empty. Such a
+// rule hands the human's SSH agent to a command that runs as the requesting
+// agent's own user, whose configuration files (~/.gitconfig, ~/.ssh/config)
+// the agent writes and whose processes it can trace: the agent can make the
+// command use the keys as it likes.
+func (c *Config) Lint() []rules.Warning {
+	ws := rules.Lint(c.Rules, c.TrustedDirs())
+	if c.UnprivilegedUser != "" {
+		return ws
+	}
+	for i, r := range c.Rules {
+		if r.Action != rules.Allow || !r.ForwardAgent {
+			continue
+		}
+		label := "rule " + strconv.Itoa(i+1)
+		if r.Name != "" {
+			label = fmt.Sprintf("%s (%q)", label, r.Name)
+		}
+		ws = append(ws, rules.Warning{Rule: label, Message: "forward_agent = true with unprivileged_user empty hands the human's SSH agent to a command running as the requesting agent's own user, " +
+			"whose configuration (~/.gitconfig, ~/.ssh/config) the agent writes and whose processes it can trace; set unprivileged_user to an account agents cannot write to, or let a human decide"})
+	}
+	return ws
+}
+
 // Engine compiles the rules into an engine whose trusted directories are
 // [Config.TrustedDirs], resolving the user and group names the rules name
 // with the system's user database ([OSAccounts]). For a Config from [Load],

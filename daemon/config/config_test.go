@@ -480,8 +480,14 @@ func TestExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ws := rules.Lint(c.Rules, c.TrustedDirs()); len(ws) != 0 {
+	if ws := c.Lint(); len(ws) != 0 {
 		t.Errorf("the linter warns about the example's rules: %q", ws)
+	}
+	// The same rules with unprivileged_user empty hand the human's SSH agent
+	// to a command running as the agent's own user: the linter says so.
+	c.UnprivilegedUser = ""
+	if ws := c.Lint(); len(ws) != 1 || !strings.Contains(ws[0].String(), "forward_agent = true with unprivileged_user empty") {
+		t.Errorf("with unprivileged_user empty, the linter should warn once about the forward_agent rule; got %q", ws)
 	}
 	dev := &rules.Peer{UID: 1000, GIDs: []uint32{1000}}
 	root := &rules.Peer{UID: 0, GIDs: []uint32{0}}

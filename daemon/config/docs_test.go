@@ -153,7 +153,7 @@ func TestDocsWorkedExamples(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the worked rule set in docs/config.md does not load: %v", err)
 		}
-		if ws := rules.Lint(c.Rules, c.TrustedDirs()); len(ws) != 0 {
+		if ws := c.Lint(); len(ws) != 0 {
 			t.Errorf("the linter warns about the worked rule set in docs/config.md: %q", ws)
 		}
 		e, err := rules.New(c.Rules, c.TrustedDirs(), docAccounts{})

@@ -96,7 +96,7 @@ func rulesTestMain(_ context.Context, inv *invocation, args []string) int {
 		Privileged: !*unprivileged, Session: *session, Peer: peer,
 		Env: slices.Sorted(maps.Keys(env)), ForwardAgent: *forward,
 	}, env)
-	for _, w := range rules.Lint(cfg.Rules, cfg.TrustedDirs()) {
+	for _, w := range cfg.Lint() {
 		fmt.Fprintf(out, "warning: %s\n", visible(w.String()))
 	}
 	if _, err := io.WriteString(inv.stdout, out.String()); err != nil {
