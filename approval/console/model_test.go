@@ -585,7 +585,7 @@ func TestLongValuesWrapAndScroll(t *testing.T) {
 		t.Fatalf("no scroll indicator on a screen that does not fit:\n%s", v)
 	}
 	// The command's lines put back together hold the whole argument.
-	_, body, _ := h.m.layout()
+	_, body, _ := h.m.layout(-1)
 	var cmd strings.Builder
 	inCmd := false
 	for _, line := range body {
@@ -713,5 +713,43 @@ func TestResolvedWhileTypingANote(t *testing.T) {
 	h.key("enter")
 	if got := h.takeSent(); len(got) != 0 {
 		t.Errorf("sent %+v", got)
+	}
+}
+
+// TestNoticesNeverEvictTheHeaderOrTheRequest: notices are caused by agents
+// (each withdrawn request leaves one), so on an 80×24 screen inside tmux a
+// burst of them must not push the header, the multiplexer warning or the
+// request's command line off the screen (red-team finding: four withdrawn
+// requests hid the header and the "runs inside tmux" warning).
+func TestNoticesNeverEvictTheHeaderOrTheRequest(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {60, 20}, {100, 30}} {
+		h := newHarness(t, "tmux")
+		h.update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		for i := range maxNotices + 2 {
+			id := strings.Repeat(string(rune('a'+i)), 36) // long, as UUIDs are
+			h.pending(shown(id))
+			h.resolved(id, approval.Withdrawn, "client")
+		}
+		s := shown("big")
+		s.Pipeline = [][]string{{"bash", "-c", strings.Repeat("echo hello; ", 40) + "id > /tmp/pwned"}}
+		s.Programs = []string{"/usr/bin/bash"}
+		h.pending(s)
+		v := h.view()
+		lines := strings.Split(v, "\n")
+		if len(lines) > size[1] {
+			t.Errorf("%dx%d: the view has %d lines, more than the screen:\n%s", size[0], size[1], len(lines), v)
+		}
+		if !strings.HasPrefix(lines[0], "agent-sudo approve · 1 waiting") {
+			t.Errorf("%dx%d: the first line is not the header:\n%s", size[0], size[1], v)
+		}
+		wants := []string{"runs inside tmux", "REQUEST WAITING", "command"}
+		if size == [2]int{80, 24} {
+			wants = append(wants, "not shown: the screen is too small")
+		}
+		for _, want := range wants {
+			if !strings.Contains(v, want) {
+				t.Errorf("%dx%d: screen lacks %q:\n%s", size[0], size[1], want, v)
+			}
+		}
 	}
 }

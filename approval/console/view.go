@@ -29,8 +29,7 @@ func (m *model) View() string {
 	if m.quitting {
 		return ""
 	}
-	top, body, bottom := m.layout()
-	avail := m.bodyHeight(len(top), len(bottom))
+	top, body, bottom, avail := m.screen()
 	lines := make([]string, 0, len(top)+avail+len(bottom)+1)
 	lines = append(lines, top...)
 	if len(body) <= avail {
@@ -52,6 +51,21 @@ func (m *model) View() string {
 	return strings.Join(lines, "\n")
 }
 
+// screen lays the screen out and returns its parts and the lines the body
+// gets. Notices are caused by agents, so when the body would get fewer than
+// minBody lines they give up their room first: the header, the warnings and
+// the request stay on screen.
+func (m *model) screen() (top, body, bottom []string, avail int) {
+	top, body, bottom = m.layout(-1)
+	avail = m.bodyHeight(len(top), len(bottom))
+	if need, have := min(len(body), minBody), m.height-len(top)-len(bottom); have < need && len(m.notices) > 0 {
+		room := max(len(m.noticeLines(-1))-(need-have), 0)
+		top, body, bottom = m.layout(room)
+		avail = m.bodyHeight(len(top), len(bottom))
+	}
+	return top, body, bottom, avail
+}
+
 // bodyHeight is how many lines the body gets: what the top and bottom
 // leave, but at least 3 (a terminal too small for that loses lines at the
 // top, never the prompt).
@@ -64,8 +78,8 @@ func (m *model) bodyHeight(top, bottom int) int {
 // console's one width function, so that neither lipgloss nor bubbletea nor
 // the terminal ever wraps or cuts a line: the line count the body's
 // scrolling is computed from is the terminal's.
-func (m *model) layout() (top, body, bottom []string) {
-	top, body, bottom = m.compose()
+func (m *model) layout(noticeRoom int) (top, body, bottom []string) {
+	top, body, bottom = m.compose(noticeRoom)
 	if r := m.current(); m.mode != modeGrants && r != nil {
 		// The request's details are fitted once, when they are cached: a
 		// request of a megabyte has tens of thousands of lines, and View
@@ -99,8 +113,9 @@ func fit(lines []string, width int) []string {
 	return lines
 }
 
-// compose renders the screen's three parts at the current width.
-func (m *model) compose() (top, body, bottom []string) {
+// compose renders the screen's three parts at the current width, with at
+// most noticeRoom lines of notices (-1: all of them).
+func (m *model) compose(noticeRoom int) (top, body, bottom []string) {
 	w := m.width
 	st := m.st
 	top = append(top, m.header()...)
@@ -108,14 +123,7 @@ func (m *model) compose() (top, body, bottom []string) {
 		top = append(top, styled(st.danger, wrapText(fmt.Sprintf("⚠ WARNING: this console runs inside %s: %s. Approve from a terminal outside any multiplexer.",
 			m.cfg.mux, muxWarning), w))...)
 	}
-	for _, n := range m.notices {
-		s := st.notice
-		prefix := "• "
-		if n.isErr {
-			s, prefix = st.warn, "✗ "
-		}
-		top = append(top, styled(s, wrapText(prefix+n.text, w))...)
-	}
+	top = append(top, m.noticeLines(noticeRoom)...)
 	switch {
 	case m.mode == modeGrants:
 		t, b, btm := m.grantsView()
@@ -126,6 +134,41 @@ func (m *model) compose() (top, body, bottom []string) {
 	}
 	t, b, btm := m.requestView()
 	return append(top, t...), b, btm
+}
+
+// minBody is how many body lines notices may never take away: enough for
+// the start of a request's command line and its first stage.
+const minBody = 6
+
+// noticeLines renders the notices, newest last, in at most room lines (-1:
+// no limit). When they do not fit, the newest that fit are kept after one
+// line that says how many were left out.
+func (m *model) noticeLines(room int) []string {
+	var all [][]string
+	for _, n := range m.notices {
+		s := m.st.notice
+		prefix := "• "
+		if n.isErr {
+			s, prefix = m.st.warn, "✗ "
+		}
+		all = append(all, styled(s, wrapText(prefix+n.text, m.width)))
+	}
+	flat := slices.Concat(all...)
+	if room < 0 || len(flat) <= room {
+		return flat
+	}
+	if room < 1 {
+		return nil
+	}
+	var out []string
+	kept := 0
+	for i := len(all) - 1; i >= 0 && len(out)+len(all[i]) <= room-1; i-- {
+		out = slices.Concat(all[i], out)
+		kept++
+	}
+	hidden := len(all) - kept
+	note := fmt.Sprintf("(%d notice%s not shown: the screen is too small)", hidden, plural(hidden))
+	return append(styled(m.st.dim, wrapText(note, m.width))[:1], out...)
 }
 
 func (m *model) header() []string {
@@ -512,8 +555,7 @@ func plural(n int) string {
 
 // clampScroll keeps the body's scroll position within the body.
 func (m *model) clampScroll() {
-	top, body, bottom := m.layout()
-	avail := m.bodyHeight(len(top), len(bottom))
+	_, body, _, avail := m.screen()
 	maxScroll := 0
 	if len(body) > avail {
 		maxScroll = len(body) - (avail - 1)
@@ -523,8 +565,8 @@ func (m *model) clampScroll() {
 
 // scrollBy scrolls the body by a page (±1) or to an end (±2).
 func (m *model) scrollBy(n int) {
-	top, _, bottom := m.layout()
-	page := max(m.bodyHeight(len(top), len(bottom))-2, 1)
+	_, _, _, avail := m.screen()
+	page := max(avail-2, 1)
 	switch n {
 	case -2:
 		m.scroll = 0

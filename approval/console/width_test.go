@@ -64,7 +64,7 @@ func TestHostileWidthsFit(t *testing.T) {
 			}
 			// The body, which the screen shows a page at a time (scrolling
 			// is tested elsewhere), holds the whole command line.
-			_, body, _ := h.m.layout()
+			_, body, _ := h.m.layout(-1)
 			if got := fieldText(strings.Join(body, "\n"), "command", size[0]); got != line {
 				t.Errorf("%s at %dx%d: the command field reads\n%q\nwant\n%q\nscreen:\n%s", tt.name, size[0], size[1], got, line, screen)
 			}
