@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -129,11 +130,14 @@ func TestCgroupEscapeesOverTheWire(t *testing.T) {
 					if resp.Status != proto.StatusOK || len(resp.Stages) != 1 || resp.Stages[0].ExitCode != 0 {
 						t.Fatalf("response %+v; want ok, exit 0", resp)
 					}
-					if !contains(resp.Message, "left 1 process(es)", "they were killed", `"/usr/bin/sleep"`) {
+					// The double fork's middle shell may not have exited yet
+					// when the stage does; it is then a survivor too.
+					if !contains(resp.Message, "process(es) running in its cgroup", "they were killed", `"/usr/bin/sleep"`) {
 						t.Errorf("message %q; want the escaped sleep reported", resp.Message)
 					}
 					rec := resultRecord(t, filepath.Join(d.Dir, "audit.jsonl"), id)
-					if rec.SurvivorsCount != 1 || len(rec.Survivors) != 1 || rec.Survivors[0].Exe != "/usr/bin/sleep" || rec.Survivors[0].PID <= 0 {
+					if rec.SurvivorsCount < 1 || rec.SurvivorsCount != len(rec.Survivors) ||
+						!slices.ContainsFunc(rec.Survivors, func(s audit.Survivor) bool { return s.Exe == "/usr/bin/sleep" && s.PID > 0 }) {
 						t.Errorf("audit result: survivors %+v (count %d); want the sleep", rec.Survivors, rec.SurvivorsCount)
 					}
 				})

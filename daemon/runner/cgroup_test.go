@@ -226,7 +226,8 @@ func TestCgroupKillByFreezing(t *testing.T) {
 			s.Cgroups = noKill
 			res := mustRun(t, s)
 			checkNoneAlive(t, marker)
-			if len(res.Survivors) != 1 || res.CgroupError != "" {
+			// The double fork's middle shell may still be alive too.
+			if !slices.ContainsFunc(res.Survivors, func(s Survivor) bool { return filepath.Base(s.Exe) == "sleep" }) || res.CgroupError != "" {
 				t.Errorf("Survivors %+v, CgroupError %q; want the sleep, no error", res.Survivors, res.CgroupError)
 			}
 		})
