@@ -120,6 +120,14 @@ type RequestSection struct {
 	Env map[string]string `json:"env,omitzero"`
 	// EnvValues is EnvSHA256 or EnvFull; set when Env is.
 	EnvValues string `json:"env_values,omitempty"`
+	// RawBytes and RawSHA256 are the size and the hex SHA-256 of the
+	// request line as read, on a refused request whose line was read.
+	RawBytes  int    `json:"raw_bytes,omitempty"`
+	RawSHA256 string `json:"raw_sha256,omitempty"`
+	// RawPrefix is the first RawPrefixBytes of a refused request line longer
+	// than MaxRefusedRequestBytes, whose pipeline, reason and environment
+	// are then not recorded.
+	RawPrefix string `json:"raw_prefix,omitempty"`
 }
 
 // DecisionSection is how the request was decided.

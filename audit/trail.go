@@ -2,10 +2,12 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/coreos/go-systemd/v22/journal"
 
@@ -36,8 +38,40 @@ type Refusal struct {
 	// Peer is the connecting process, or nil when its credentials could not
 	// be read.
 	Peer *peercred.Creds
-	// Reason says why, as the daemon answered it.
+	// Reason says why, as the daemon answered it. The record keeps at most
+	// MaxRefusedReasonBytes of it.
 	Reason string
+	// Raw is the request line as the daemon read it, or nil when none was
+	// read. Its size and SHA-256 are recorded; when it is longer than
+	// MaxRefusedRequestBytes, a prefix of it is recorded instead of the
+	// decoded request's pipeline, reason and environment.
+	Raw []byte
+}
+
+// Bounds on what a refused request writes, so that a hostile request of up
+// to proto.MaxRequestBytes cannot make a record (or a journal entry) of
+// several megabytes.
+const (
+	// MaxRefusedReasonBytes bounds the refusal reason kept in the record.
+	MaxRefusedReasonBytes = 2048
+	// MaxRefusedRequestBytes is the longest request line whose decoded
+	// fields are recorded in full.
+	MaxRefusedRequestBytes = 8192
+	// RawPrefixBytes is how much of a longer line is recorded.
+	RawPrefixBytes = 1024
+)
+
+// Bound returns s if it is at most max bytes long, else its first max bytes
+// (cut at a UTF-8 boundary) and a note of how long it was.
+func Bound(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (cut: %d bytes in all)", strings.ToValidUTF8(s[:cut], "\ufffd"), len(s))
 }
 
 // Refused writes the request record of a refused request: one that was
@@ -45,23 +79,39 @@ type Refusal struct {
 // planned. It is the request's only record. It also sends a journal entry.
 // An error means the record is not durable.
 func (l *Log) Refused(ctx context.Context, r Refusal) error {
-	rec := &Record{Type: TypeRequest, ID: r.ID, Request: &RequestSection{Refused: r.Reason}}
+	reason := Bound(r.Reason, MaxRefusedReasonBytes)
+	rec := &Record{Type: TypeRequest, ID: r.ID, Request: &RequestSection{Refused: reason}}
 	if r.Peer != nil {
 		rec.Peer = peerOf(*r.Peer)
 	}
+	long := len(r.Raw) > MaxRefusedRequestBytes
 	if r.Request != nil {
 		fillRequest(rec, r.Request, l.opts.EnvValues)
-		rec.Request.Refused = r.Reason
+		rec.Request.Refused = reason
+		if long {
+			// Header fields and flags are bounded by the decoder; the
+			// pipeline, reason and environment are not recorded.
+			rec.Request.Pipeline, rec.Request.Reason = nil, ""
+			rec.Request.Env, rec.Request.EnvValues = nil, ""
+		}
 		if rec.ID == "" {
 			rec.ID = r.Request.ID
+		}
+	}
+	if r.Raw != nil {
+		sum := sha256.Sum256(r.Raw)
+		rec.Request.RawBytes = len(r.Raw)
+		rec.Request.RawSHA256 = hex.EncodeToString(sum[:])
+		if long {
+			rec.Request.RawPrefix = strings.ToValidUTF8(string(r.Raw[:RawPrefixBytes]), "\ufffd")
 		}
 	}
 	rcpt, err := l.Append(ctx, rec)
 	fields := map[string]string{
 		"AGENT_SUDO_STATUS": string(proto.StatusError),
-		"AGENT_SUDO_REASON": r.Reason,
+		"AGENT_SUDO_REASON": reason,
 	}
-	l.journal(rec, rcpt, err, journal.PriNotice, fmt.Sprintf("audit: request %s refused: %s", rec.ID, r.Reason), fields)
+	l.journal(rec, rcpt, err, journal.PriNotice, fmt.Sprintf("audit: request %s refused: %s", rec.ID, reason), fields)
 	return err
 }
 

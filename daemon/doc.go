@@ -18,6 +18,26 @@
 // package manager half-way can leave the system broken. The result is still
 // logged.
 //
+// # Connection limits
+//
+// Every connection holds a slot from accept until its answer is written.
+// Non-root peers share max_connections slots, one uid holding at most
+// max_connections_per_user of them (waiting connections count too), so one
+// user's idle or slow connections cannot take them all; root has
+// root_connections slots of its own, so the administrator and `agent-sudo
+// status` are never locked out by other users. A connection that sends no
+// byte within first_byte_timeout is closed, which ends the cheapest way to
+// hold a slot; read_timeout bounds the whole line. Each non-root uid may
+// open max_requests_per_minute connections a minute (a token bucket).
+// Connections refused before they are read (busy, rate limited) and idle
+// ones carry no request, so they are not audited; their log lines are
+// limited to one per kind and uid every 10 seconds, counting the rest, so
+// that a flood of refusals cannot flood the log or fill the disk.
+//
+// What a refused request writes is bounded too: the audit record keeps its
+// size, SHA-256 and, for a long line, a prefix instead of its pipeline, and
+// the reason is cut (see audit.Refusal); the log line is cut likewise.
+//
 // # Shutdown
 //
 // On cancellation (SIGTERM) the daemon stops accepting, ends waiting

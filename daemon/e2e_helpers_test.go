@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,9 @@ const clientEnv = "AGENT_SUDO_E2E_CLIENT"
 func TestMain(m *testing.M) {
 	if line := os.Getenv(clientEnv); line != "" {
 		os.Exit(actAsClient(os.Getenv("AGENT_SUDO_E2E_SOCKET"), line))
+	}
+	if n := os.Getenv(holdEnv); n != "" {
+		os.Exit(holdConnections(os.Getenv("AGENT_SUDO_E2E_SOCKET"), n))
 	}
 	code := m.Run()
 	daemontest.RemoveBinaries()
@@ -74,4 +78,40 @@ func contains(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// holdEnv makes the test binary open that many connections to the socket
+// and send nothing on them: it prints "open N" once they are connected,
+// and, after reading a line on stdin, the first response line of each
+// connection (or "none" when none is there within a short time), then
+// exits, closing them.
+const holdEnv = "AGENT_SUDO_E2E_HOLD"
+
+func holdConnections(sock, count string) int {
+	n, err := strconv.Atoi(count)
+	if err != nil {
+		fmt.Println("bad count:", err)
+		return 1
+	}
+	conns := make([]net.Conn, 0, n)
+	for range n {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			fmt.Printf("DIAL ERROR: %v\n", err)
+			return 1
+		}
+		conns = append(conns, c)
+	}
+	fmt.Printf("open %d\n", len(conns))
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		resp, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			fmt.Println("none")
+			continue
+		}
+		fmt.Print(resp)
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,9 +37,11 @@ type Server struct {
 	log      *slog.Logger
 	now      func() time.Time
 	replay   *replayCache
-	slots    chan struct{}
-	// waiting holds the connections waiting for a slot (see busyWait).
-	waiting chan struct{}
+	// limits shares the connection slots; rates limits connections per
+	// uid; logs keeps refusals from flooding the log (see doc.go).
+	limits *connLimits
+	rates  *rateLimits
+	logs   *logLimiter
 	// sshAuthSock is the approving human's agent socket, handed only to
 	// unprivileged forward_agent requests.
 	sshAuthSock string
@@ -110,9 +113,10 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s := &Server{
 		cfg: cfg, rules: engine, env: env, approver: opts.Approver, audit: opts.Audit, auth: auth, log: opts.Logger,
 		now: opts.Now, sshAuthSock: opts.SSHAuthSock,
-		replay:  newReplayCache(replayWindow(cfg)),
-		slots:   make(chan struct{}, cfg.MaxConnections),
-		waiting: make(chan struct{}, cfg.MaxConnections),
+		replay: newReplayCache(replayWindow(cfg)),
+		limits: newConnLimits(cfg.MaxConnections, cfg.RootConnections, cfg.MaxConnectionsPerUser),
+		rates:  newRateLimits(cfg.MaxRequestsPerMinute),
+		logs:   newLogLimiter(logEvery),
 	}
 	if s.approver == nil {
 		s.approver = approval.Nobody{}
@@ -177,58 +181,76 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			_ = c.Close()
 			continue
 		}
-		// A connection over max_connections waits up to busyWait for a
-		// slot before it is told "busy": a slot is freed only after its
+		// The peer's credentials are read once, here: the limits below
+		// are per uid. A peer whose credentials cannot be read is handled
+		// (and refused) as an unknown non-root uid.
+		peer, perr := peercred.Get(conn)
+		uid := peer.UID
+		if perr != nil {
+			uid = unknownUID
+		}
+		if ok, after := s.rates.allow(uid, time.Now()); !ok {
+			s.refuseConn(conn, uid, "rate", fmt.Sprintf(
+				"rate limited: uid %d opened more than %d connections in the last minute (max_requests_per_minute); try again in %s",
+				uid, s.cfg.MaxRequestsPerMinute, (after+time.Second-1).Truncate(time.Second)))
+			continue
+		}
+		// A connection that finds no free slot waits up to busyWait for
+		// one before it is told "busy": a slot is freed only after its
 		// client has read the answer, so a client that sends its next
-		// request at once would otherwise be refused on a race. At most
-		// max_connections connections wait; beyond that, busy at once.
-		waits := false
-		select {
-		case s.slots <- struct{}{}:
-		case s.waiting <- struct{}{}:
-			waits = true
-		default:
-			s.refuseBusy(conn)
+		// request at once would otherwise be refused on a race.
+		verdict, msg := s.limits.admit(uid)
+		if verdict == refused {
+			s.refuseConn(conn, uid, "busy", msg)
 			continue
 		}
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
-			if waits && !s.waitForSlot() {
-				s.refuseBusy(conn)
+			if verdict == mustWait && !s.limits.wait(ctx, uid, busyWait) {
+				s.refuseConn(conn, uid, "busy", s.limits.busyMessage(uid))
 				return
 			}
-			defer func() { <-s.slots }()
-			s.handle(ctx, execCtx, conn)
+			defer s.limits.release(uid)
+			s.handle(ctx, execCtx, conn, peer, perr)
 		}()
 	}
 	s.conns.Wait()
 	return acceptErr
 }
 
-// busyWait is how long a connection over max_connections waits for a slot.
+// unknownUID stands for a peer whose credentials could not be read, for the
+// connection limits only; such a peer is always refused.
+const unknownUID = 1<<32 - 1
+
+// busyWait is how long a connection that finds no free slot waits for one.
 const busyWait = time.Second
 
-// waitForSlot gives up the caller's waiting place and reports whether it
-// got a slot within busyWait.
-func (s *Server) waitForSlot() bool {
-	defer func() { <-s.waiting }()
-	t := time.NewTimer(busyWait)
-	defer t.Stop()
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	case <-t.C:
-		return false
-	}
-}
+// logEvery is how often each kind of refusal is logged per uid at most.
+const logEvery = 10 * time.Second
 
-func (s *Server) refuseBusy(conn *net.UnixConn) {
+// refuseConn answers a connection refused before it is read (busy, rate
+// limited) and closes it. Such connections are not audited, since no
+// request was read; the log gets at most one line per kind and uid per
+// logEvery, saying how many were held back.
+func (s *Server) refuseConn(conn *net.UnixConn, uid uint32, kind, msg string) {
 	defer conn.Close()
 	_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
-	_ = proto.WriteResponse(conn, &proto.Response{Status: proto.StatusError, Message: fmt.Sprintf(
-		"busy: the daemon is already serving %d connections (max_connections); try again shortly", cap(s.slots))})
-	s.log.Warn("refused connection: busy", "max_connections", cap(s.slots))
+	_ = proto.WriteResponse(conn, &proto.Response{Status: proto.StatusError, Message: msg})
+	s.warnLimited(s.log, kind, uid, "refused connection", "reason", msg)
+}
+
+// warnLimited logs a warning at most once per logEvery for kind and uid,
+// with the number of lines held back since the last one.
+func (s *Server) warnLimited(log *slog.Logger, kind string, uid uint32, msg string, args ...any) {
+	ok, held := s.logs.allow(fmt.Sprintf("%s/%d", kind, uid), time.Now())
+	if !ok {
+		return
+	}
+	if held > 0 {
+		args = append(args, "held_back", held)
+	}
+	log.Warn(msg, append(args, "peer_uid", uid, "kind", kind)...)
 }
 
 // handle serves one connection: one request, one response. Every request
@@ -238,9 +260,9 @@ func (s *Server) refuseBusy(conn *net.UnixConn) {
 // the first stage starts, and its result. If a record cannot be written the
 // request goes no further. Audit writes use execCtx, which outlives a
 // shutdown, so the outcome of a request ended by shutdown is still recorded.
-func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
+func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer peercred.Creds, err error) {
 	defer conn.Close()
-	peer, err := peercred.Get(conn)
+	accepted := time.Now()
 	if err != nil {
 		s.log.Error("cannot identify peer", "err", err)
 		msg := "cannot read the peer's credentials; refusing the connection"
@@ -251,19 +273,29 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 	why, allowed := s.auth.check(peer)
 	if !allowed {
 		reason := why
-		log.Warn("refused unauthorised peer", "reason", reason)
+		s.warnLimited(log, "unauthorised", peer.UID, "refused unauthorised peer", "reason", reason)
 		s.refuse(execCtx, conn, audit.Refusal{Peer: &peer, Reason: reason}, &proto.Response{Status: proto.StatusError, Message: reason})
 		return
 	}
 
-	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
-	req, err := proto.ReadRequest(conn, proto.DecodeOptions{Now: s.now, MaxClockSkew: s.cfg.MaxClockSkew})
+	raw, idle, err := s.readLine(conn, accepted)
+	if idle {
+		// Nothing at all was sent: not a request, so not audited.
+		msg := fmt.Sprintf("no request: nothing was sent within first_byte_timeout (%s) of connecting; closing the connection", s.cfg.FirstByteTimeout)
+		s.warnLimited(log, "idle", peer.UID, "closed idle connection", "reason", msg)
+		s.respond(conn, &proto.Response{Status: proto.StatusError, Message: msg})
+		return
+	}
+	var req *proto.Request
+	if err == nil {
+		req, err = proto.DecodeRequest(raw, proto.DecodeOptions{Now: s.now, MaxClockSkew: s.cfg.MaxClockSkew})
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("timed out after %s waiting for a complete request line", s.cfg.ReadTimeout)
 		}
-		log.Warn("refused request", "id", proto.IDOf(err), "err", err)
-		s.refuse(execCtx, conn, audit.Refusal{ID: proto.IDOf(err), Peer: &peer, Reason: err.Error()}, proto.ErrorResponse(err))
+		s.warnLimited(log, "refused", peer.UID, "refused request", "id", proto.IDOf(err), "err", audit.Bound(err.Error(), audit.MaxRefusedReasonBytes))
+		s.refuse(execCtx, conn, audit.Refusal{ID: proto.IDOf(err), Peer: &peer, Reason: err.Error(), Raw: raw}, proto.ErrorResponse(err))
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
@@ -275,8 +307,8 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 		return
 	}
 	refuseRequest := func(msg string) {
-		log.Warn("refused request", "err", msg)
-		s.refuse(execCtx, conn, audit.Refusal{ID: req.ID, Request: req, Peer: &peer, Reason: msg},
+		s.warnLimited(log, "refused", peer.UID, "refused request", "err", audit.Bound(msg, audit.MaxRefusedReasonBytes))
+		s.refuse(execCtx, conn, audit.Refusal{ID: req.ID, Request: req, Peer: &peer, Reason: msg, Raw: raw},
 			&proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg})
 	}
 	if !s.replay.firstUse(req.ID, s.now()) {
@@ -289,7 +321,7 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 		refuseRequest(err.Error())
 		return
 	}
-	log.Info("request", "pipeline", p.display(), "run_as", p.target.Name, "reason", req.Reason)
+	log.Info("request", "pipeline", audit.Bound(p.display(), maxLogPipeline), "run_as", p.target.Name, "reason", req.Reason)
 	trail, err := s.audit.Received(execCtx, req, peer)
 	if err != nil {
 		s.auditFailed(conn, log, req.ID, nil, err)
@@ -358,6 +390,32 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn) {
 		log.Error("audit: result not recorded", "err", err)
 	}
 	s.respond(conn, resp)
+}
+
+// maxLogPipeline bounds the pipeline written in the daemon's log; the audit
+// log has it in full.
+const maxLogPipeline = 4096
+
+// readLine reads the request line of a connection accepted at accepted. A
+// connection that sends no byte within first_byte_timeout is idle (true);
+// read_timeout bounds the whole line. The line is returned as read, also
+// with an error when it was read but something else failed.
+func (s *Server) readLine(conn *net.UnixConn, accepted time.Time) (line []byte, idle bool, err error) {
+	deadline := accepted.Add(s.cfg.ReadTimeout)
+	first := accepted.Add(s.cfg.FirstByteTimeout)
+	if deadline.Before(first) {
+		first = deadline
+	}
+	_ = conn.SetReadDeadline(first)
+	var b [1]byte
+	n, err := conn.Read(b[:])
+	if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, true, nil
+	}
+	_ = conn.SetReadDeadline(deadline)
+	line, err = proto.ReadLine(io.MultiReader(bytes.NewReader(b[:n]), conn))
+	_ = conn.SetReadDeadline(time.Time{})
+	return line, false, err
 }
 
 // refuse records a request refused before anyone was asked and answers it.

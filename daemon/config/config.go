@@ -141,9 +141,23 @@ type Config struct {
 	// restarts.
 	SessionGrantTTL time.Duration
 
-	// MaxConnections bounds the connections served at once (key
-	// "max_connections").
+	// MaxConnections bounds the connections from users other than root
+	// served at once (key "max_connections").
 	MaxConnections int
+	// MaxConnectionsPerUser bounds the connections one non-root uid may
+	// have open or waiting at once (key "max_connections_per_user").
+	MaxConnectionsPerUser int
+	// RootConnections are connection slots only root may use, apart from
+	// MaxConnections, so other users cannot lock root out (key
+	// "root_connections").
+	RootConnections int
+	// FirstByteTimeout is how long a new connection may stay silent before
+	// it is closed (key "first_byte_timeout"); ReadTimeout still bounds the
+	// whole line.
+	FirstByteTimeout time.Duration
+	// MaxRequestsPerMinute bounds the connections one non-root uid may open
+	// per minute, with bursts of as many (key "max_requests_per_minute").
+	MaxRequestsPerMinute int
 
 	// Rules are the [[rule]] tables, in file order.
 	Rules []rules.Rule
@@ -170,6 +184,11 @@ func Default() *Config {
 		ShutdownTimeout: 30 * time.Second,
 		SessionGrantTTL: 8 * time.Hour,
 		MaxConnections:  64,
+
+		MaxConnectionsPerUser: 8,
+		RootConnections:       8,
+		FirstByteTimeout:      2 * time.Second,
+		MaxRequestsPerMinute:  300,
 	}
 }
 
@@ -349,28 +368,33 @@ func Parse(data []byte) (*Config, error) {
 
 // file is the TOML shape of the configuration.
 type file struct {
-	Socket           string    `toml:"socket"`
-	SocketGroup      string    `toml:"socket_group"`
-	AllowedUsers     []string  `toml:"allowed_users"`
-	AllowedGroups    []string  `toml:"allowed_groups"`
-	ApproverSocket   string    `toml:"approver_socket"`
-	AuditLog         string    `toml:"audit_log"`
-	AuditEnvValues   bool      `toml:"audit_env_values"`
-	Exec             string    `toml:"exec"`
-	Cgroup           string    `toml:"cgroup"`
-	SudoPath         string    `toml:"sudo_path"`
-	SecurePath       string    `toml:"secure_path"`
-	UnprivilegedUser string    `toml:"unprivileged_user"`
-	EnvAllow         []string  `toml:"env_allow"`
-	MaxClockSkew     duration  `toml:"max_clock_skew"`
-	ApprovalTimeout  duration  `toml:"approval_timeout"`
-	CommandTimeout   duration  `toml:"command_timeout"`
-	KillGrace        duration  `toml:"kill_grace"`
-	ReadTimeout      duration  `toml:"read_timeout"`
-	ShutdownTimeout  duration  `toml:"shutdown_timeout"`
-	SessionGrantTTL  duration  `toml:"session_grant_ttl"`
-	MaxConnections   int       `toml:"max_connections"`
-	Rule             []ruleRaw `toml:"rule"`
+	Socket           string   `toml:"socket"`
+	SocketGroup      string   `toml:"socket_group"`
+	AllowedUsers     []string `toml:"allowed_users"`
+	AllowedGroups    []string `toml:"allowed_groups"`
+	ApproverSocket   string   `toml:"approver_socket"`
+	AuditLog         string   `toml:"audit_log"`
+	AuditEnvValues   bool     `toml:"audit_env_values"`
+	Exec             string   `toml:"exec"`
+	Cgroup           string   `toml:"cgroup"`
+	SudoPath         string   `toml:"sudo_path"`
+	SecurePath       string   `toml:"secure_path"`
+	UnprivilegedUser string   `toml:"unprivileged_user"`
+	EnvAllow         []string `toml:"env_allow"`
+	MaxClockSkew     duration `toml:"max_clock_skew"`
+	ApprovalTimeout  duration `toml:"approval_timeout"`
+	CommandTimeout   duration `toml:"command_timeout"`
+	KillGrace        duration `toml:"kill_grace"`
+	ReadTimeout      duration `toml:"read_timeout"`
+	ShutdownTimeout  duration `toml:"shutdown_timeout"`
+	SessionGrantTTL  duration `toml:"session_grant_ttl"`
+	MaxConnections   int      `toml:"max_connections"`
+
+	MaxConnectionsPerUser int       `toml:"max_connections_per_user"`
+	RootConnections       int       `toml:"root_connections"`
+	FirstByteTimeout      duration  `toml:"first_byte_timeout"`
+	MaxRequestsPerMinute  int       `toml:"max_requests_per_minute"`
+	Rule                  []ruleRaw `toml:"rule"`
 }
 
 // ruleRaw is the TOML shape of one [[rule]] table.
@@ -428,6 +452,11 @@ func fromConfig(c *Config) file {
 		ShutdownTimeout:  duration(c.ShutdownTimeout),
 		SessionGrantTTL:  duration(c.SessionGrantTTL),
 		MaxConnections:   c.MaxConnections,
+
+		MaxConnectionsPerUser: c.MaxConnectionsPerUser,
+		RootConnections:       c.RootConnections,
+		FirstByteTimeout:      duration(c.FirstByteTimeout),
+		MaxRequestsPerMinute:  c.MaxRequestsPerMinute,
 	}
 }
 
@@ -454,6 +483,11 @@ func (f file) toConfig() (*Config, error) {
 		ShutdownTimeout:  time.Duration(f.ShutdownTimeout),
 		SessionGrantTTL:  time.Duration(f.SessionGrantTTL),
 		MaxConnections:   f.MaxConnections,
+
+		MaxConnectionsPerUser: f.MaxConnectionsPerUser,
+		RootConnections:       f.RootConnections,
+		FirstByteTimeout:      time.Duration(f.FirstByteTimeout),
+		MaxRequestsPerMinute:  f.MaxRequestsPerMinute,
 	}
 	var errs []error
 	for i, r := range f.Rule {
@@ -488,7 +522,8 @@ func topKeys() []string {
 		"audit_log", "audit_env_values", "exec", "cgroup", "sudo_path", "secure_path",
 		"unprivileged_user", "env_allow", "max_clock_skew", "approval_timeout",
 		"command_timeout", "kill_grace", "read_timeout", "shutdown_timeout", "session_grant_ttl",
-		"max_connections", "rule",
+		"max_connections", "max_connections_per_user", "root_connections", "first_byte_timeout",
+		"max_requests_per_minute", "rule",
 	}
 }
 
@@ -675,6 +710,7 @@ func (c *Config) Validate() error {
 		{"command_timeout", c.CommandTimeout},
 		{"kill_grace", c.KillGrace},
 		{"read_timeout", c.ReadTimeout},
+		{"first_byte_timeout", c.FirstByteTimeout},
 		{"shutdown_timeout", c.ShutdownTimeout},
 		{"session_grant_ttl", c.SessionGrantTTL},
 	} {
@@ -682,8 +718,18 @@ func (c *Config) Validate() error {
 			add(d.key, "%q must be greater than zero", d.v.String())
 		}
 	}
-	if c.MaxConnections <= 0 {
-		add("max_connections", "%d must be greater than zero", c.MaxConnections)
+	for _, n := range []struct {
+		key string
+		v   int
+	}{
+		{"max_connections", c.MaxConnections},
+		{"max_connections_per_user", c.MaxConnectionsPerUser},
+		{"root_connections", c.RootConnections},
+		{"max_requests_per_minute", c.MaxRequestsPerMinute},
+	} {
+		if n.v <= 0 {
+			add(n.key, "%d must be greater than zero", n.v)
+		}
 	}
 
 	// Rules are checked against the trusted directories only when those

@@ -175,6 +175,11 @@ func TestInvalidValues(t *testing.T) {
 		{`exec = ""`, `exec: "" is not valid`},
 		{`max_connections = 0`, `max_connections: 0 must be greater than zero`},
 		{`max_connections = -5`, `max_connections: -5 must be greater than zero`},
+		{`max_connections_per_user = 0`, `max_connections_per_user: 0 must be greater than zero`},
+		{`root_connections = -1`, `root_connections: -1 must be greater than zero`},
+		{`max_requests_per_minute = 0`, `max_requests_per_minute: 0 must be greater than zero`},
+		{`first_byte_timeout = "0s"`, `first_byte_timeout: "0s" must be greater than zero`},
+		{`first_byte_timeout = 2`, `a duration must be a string with a unit`},
 		// Rule keys added for issue 10.
 		{"[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuid = -1", `rule 1: uid: -1 is not a valid uid (0 to 4294967294)`},
 		{"[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuid = 4294967295", `rule 1: uid: 4294967295 is not a valid uid`},
@@ -310,6 +315,10 @@ read_timeout = "3s"
 shutdown_timeout = "45s"
 session_grant_ttl = "2h"
 max_connections = 7
+max_connections_per_user = 3
+root_connections = 2
+first_byte_timeout = "750ms"
+max_requests_per_minute = 90
 
 [[rule]]
 action = "allow"
@@ -343,6 +352,11 @@ session = "c-*"
 		ShutdownTimeout:  45 * time.Second,
 		SessionGrantTTL:  2 * time.Hour,
 		MaxConnections:   7,
+
+		MaxConnectionsPerUser: 3,
+		RootConnections:       2,
+		FirstByteTimeout:      750 * time.Millisecond,
+		MaxRequestsPerMinute:  90,
 		Rules: []rules.Rule{{Action: rules.Allow, Match: []string{"apt-get", "update"},
 			Privileged: &yes, Session: "c-*"}},
 	}
@@ -377,6 +391,10 @@ func TestDefault(t *testing.T) {
 		{"ReadTimeout", c.ReadTimeout, 10 * time.Second},
 		{"ShutdownTimeout", c.ShutdownTimeout, 30 * time.Second},
 		{"MaxConnections", c.MaxConnections, 64},
+		{"MaxConnectionsPerUser", c.MaxConnectionsPerUser, 8},
+		{"RootConnections", c.RootConnections, 8},
+		{"FirstByteTimeout", c.FirstByteTimeout, 2 * time.Second},
+		{"MaxRequestsPerMinute", c.MaxRequestsPerMinute, 300},
 		{"AllowedUsersSet", c.AllowedUsersSet, false},
 		{"AllowedGroupsSet", c.AllowedGroupsSet, false},
 		{"UnprivilegedUser", c.UnprivilegedUser, ""},

@@ -1,0 +1,150 @@
+package daemon_test
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
+)
+
+// TestE2ERefusedRequestsBounded reproduces issue 10 M5's amplification over
+// the wire: hostile requests of about 1 MB, refused, sent in parallel. Each
+// must add a bounded number of bytes to the audit log and to the daemon's
+// log (its size, SHA-256 and a prefix are recorded, not the whole request).
+func TestE2ERefusedRequestsBounded(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Config{})
+	big := strings.Repeat("A", 1000_000)
+	kinds := map[string]func(id string) string{
+		// Refused when planned: no such program; the argument is huge.
+		"huge argument": func(id string) string {
+			return line(map[string]any{"id": id, "pipeline": [][]string{{"no-such-program-xyz", big}}})
+		},
+		// Refused when planned; the program name itself is huge and is
+		// quoted in the refusal.
+		"huge program name": func(id string) string {
+			return line(map[string]any{"id": id, "pipeline": [][]string{{"no-such-" + big}}})
+		},
+		// Refused when decoded: the reason is over its limit.
+		"huge invalid request": func(id string) string {
+			return line(map[string]any{"id": id, "pipeline": [][]string{{"true"}}, "reason": big})
+		},
+	}
+	auditPath := filepath.Join(d.Dir, "audit.jsonl")
+	sizeOf := func() int64 {
+		fi, err := os.Stat(auditPath)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	auditBefore, logBefore := sizeOf(), len(d.Logs.String())
+	const perKind = 6
+	lines := map[string]string{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for kind, mk := range kinds {
+		for i := range perKind {
+			id := strings.ReplaceAll(kind, " ", "-") + "-" + strconv.Itoa(i)
+			l := mk(id)
+			lines[id] = l
+			wg.Go(func() {
+				resp := d.Send(l)
+				if !strings.Contains(resp, `"status":"error"`) {
+					mu.Lock()
+					t.Errorf("%s: %.300s", id, resp)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	n := int64(len(lines))
+	if grew := sizeOf() - auditBefore; grew > n*16<<10 {
+		t.Errorf("audit log grew by %d bytes for %d refused requests of ~1 MB: more than 16 KiB each", grew, n)
+	}
+	if grew := len(d.Logs.String()) - logBefore; grew > int(n)*8<<10 {
+		t.Errorf("daemon log grew by %d bytes for %d refused requests: more than 8 KiB each", grew, n)
+	}
+	// Each refusal records the request's size and hash, and a prefix.
+	f, err := os.Open(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	seen := 0
+	for sc.Scan() {
+		var rec struct {
+			Type    string `json:"type"`
+			ID      string `json:"id"`
+			Request struct {
+				Refused   string     `json:"refused"`
+				Pipeline  [][]string `json:"pipeline"`
+				RawBytes  int        `json:"raw_bytes"`
+				RawSHA256 string     `json:"raw_sha256"`
+				RawPrefix string     `json:"raw_prefix"`
+			} `json:"request"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		l, ok := lines[rec.ID]
+		if !ok || rec.Type != "request" {
+			continue
+		}
+		seen++
+		raw := l + "\n"
+		sum := sha256.Sum256([]byte(raw))
+		q := rec.Request
+		if q.RawBytes != len(raw) || q.RawSHA256 != hex.EncodeToString(sum[:]) || q.RawPrefix != raw[:1024] || q.Pipeline != nil {
+			t.Errorf("%s: raw_bytes %d (want %d), raw_sha256 %s (want %x), prefix %d bytes, pipeline recorded: %v",
+				rec.ID, q.RawBytes, len(raw), q.RawSHA256, sum, len(q.RawPrefix), q.Pipeline != nil)
+		}
+		if q.Refused == "" || len(q.Refused) > 2200 {
+			t.Errorf("%s: refusal reason of %d bytes", rec.ID, len(q.Refused))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != len(lines) {
+		t.Errorf("%d refusals audited, want %d", seen, len(lines))
+	}
+}
+
+// TestE2ERateLimitPerUser: a non-root user that opens more connections
+// than max_requests_per_minute in a burst is answered "rate limited"
+// without being read; root and other users are not affected.
+func TestE2ERateLimitPerUser(t *testing.T) {
+	daemontest.RequireRoot(t)
+	group, _ := daemontest.AddGroup(t, "rl")
+	fast := daemontest.AddUser(t, "rlf", group)
+	other := daemontest.AddUser(t, "rlo", group)
+	d := daemontest.Start(t, daemontest.Config{SocketGroup: group, Extra: "max_requests_per_minute = 5"})
+	for i := range 5 {
+		if code, out := cliAs(t, d, fast, "status"); code != 0 {
+			t.Fatalf("request %d of the allowed burst: %d %q", i+1, code, out)
+		}
+	}
+	code, out := cliAs(t, d, fast, "status")
+	if code == 0 || !strings.Contains(out, "rate limited: uid "+strconv.Itoa(int(fast.UID))+" opened more than 5 connections in the last minute (max_requests_per_minute); try again in 12s") {
+		t.Fatalf("6th request: %d %q", code, out)
+	}
+	if code, out := cliAs(t, d, other, "status"); code != 0 {
+		t.Fatalf("another user: %d %q", code, out)
+	}
+	for range 10 {
+		if code, out := cliAs(t, d, nil, "status"); code != 0 {
+			t.Fatalf("root: %d %q", code, out)
+		}
+	}
+}
