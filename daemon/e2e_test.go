@@ -465,14 +465,19 @@ func TestE2EPing(t *testing.T) {
 }
 
 func TestE2EBusy(t *testing.T) {
-	// Root has root_connections slots of its own; with one, a second
-	// connection from root finds none free.
+	// Root has root_connections slots of its own and may use the
+	// max_connections ones too; with one of each, two connections that say
+	// nothing hold them all until the first-byte timeout ends them.
 	d := daemontest.Start(t, daemontest.Config{MaxConnections: 1, Extra: "root_connections = 1"})
-	// One connection that says nothing holds the only slot until the read
-	// timeout ends it. The slot of the start-up ping may not be free yet, so
-	// retry until the holder is not itself refused as busy.
-	var hold net.Conn
-	for attempt := 0; ; attempt++ {
+	// The slot of the start-up ping may not be free yet, so retry until the
+	// holders are not themselves refused as busy.
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for attempt := 0; len(held) < 2; attempt++ {
 		c, err := net.Dial("unix", d.Socket)
 		if err != nil {
 			t.Fatal(err)
@@ -480,17 +485,16 @@ func TestE2EBusy(t *testing.T) {
 		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 		n, err := c.Read(make([]byte, 512))
 		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
-			hold = c
-			break
+			held = append(held, c)
+			continue
 		}
 		c.Close()
 		if attempt == 20 {
-			t.Fatal("could not take the only connection slot")
+			t.Fatal("could not take both connection slots")
 		}
 	}
-	defer hold.Close()
 	raw := d.Send(line(map[string]any{"pipeline": [][]string{{"true"}}}))
-	if !contains(raw, `"status":"error"`, `busy: the daemon is already serving 1 connections from root (root_connections)`) {
+	if !contains(raw, `"status":"error"`, `busy: the daemon is already serving 2 connections (root_connections and max_connections)`) {
 		t.Fatalf("got %s", raw)
 	}
 }

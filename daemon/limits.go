@@ -11,13 +11,15 @@ import (
 // connLimits shares the connection slots between peers (see doc.go,
 // "Connection limits"): non-root peers share max_connections slots, each
 // uid holding at most perUID of them (counting connections that wait for a
-// slot); root has rootMax slots of its own, which no other user can take.
+// slot); root has rootMax slots of its own, which no other user can take,
+// and when those are taken it may use the shared ones too.
 type connLimits struct {
 	max, rootMax, perUID int
 
 	mu      sync.Mutex
 	users   int            // slots held by non-root peers
-	root    int            // slots held by root
+	root    int            // root's own slots held
+	rootIn  int            // shared slots held by root
 	waiting int            // connections waiting for a slot
 	byUID   map[uint32]int // non-root connections per uid, held or waiting
 	freed   chan struct{}  // closed and replaced whenever a slot is freed
@@ -64,11 +66,16 @@ func (l *connLimits) admit(uid uint32) (admission, string) {
 // handles that).
 func (l *connLimits) takeLocked(uid uint32) bool {
 	if uid == 0 {
-		if l.root < l.rootMax {
+		switch {
+		case l.root < l.rootMax:
 			l.root++
-			return true
+		case l.users < l.max:
+			l.users++
+			l.rootIn++
+		default:
+			return false
 		}
-		return false
+		return true
 	}
 	if l.users < l.max {
 		l.users++
@@ -133,9 +140,13 @@ func (l *connLimits) dropLocked(uid uint32) {
 func (l *connLimits) release(uid uint32) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if uid == 0 {
+	switch {
+	case uid == 0 && l.rootIn > 0:
+		l.rootIn--
+		l.users--
+	case uid == 0:
 		l.root--
-	} else {
+	default:
 		l.users--
 		l.dropLocked(uid)
 	}
@@ -146,7 +157,7 @@ func (l *connLimits) release(uid uint32) {
 // busyMessage is the refusal for a connection that found no free slot.
 func (l *connLimits) busyMessage(uid uint32) string {
 	if uid == 0 {
-		return fmt.Sprintf("busy: the daemon is already serving %d connections from root (root_connections); try again shortly", l.rootMax)
+		return fmt.Sprintf("busy: the daemon is already serving %d connections (root_connections and max_connections); try again shortly", l.rootMax+l.max)
 	}
 	return fmt.Sprintf("busy: the daemon is already serving %d connections (max_connections); try again shortly", l.max)
 }

@@ -40,11 +40,26 @@ func TestConnLimits(t *testing.T) {
 	l.giveUpWaiting(1002)
 	l.release(0)
 	want(0, admitted, "")
-	if got := l.busyMessage(0); !strings.Contains(got, "1 connections from root (root_connections)") {
+	if got := l.busyMessage(0); !strings.Contains(got, "4 connections (root_connections and max_connections)") {
 		t.Errorf("root busy message %q", got)
 	}
 	if got := l.busyMessage(5); !strings.Contains(got, "3 connections (max_connections)") {
 		t.Errorf("user busy message %q", got)
+	}
+	// Root uses the shared slots once its own are taken, and gives them
+	// back.
+	shared := newConnLimits(1, 1, 1)
+	for range 2 {
+		if v, _ := shared.admit(0); v != admitted {
+			t.Fatalf("root: %v, want admitted", v)
+		}
+	}
+	if v, _ := shared.admit(5); v != mustWait {
+		t.Fatalf("user with every slot taken by root: %v, want mustWait", v)
+	}
+	shared.release(0)
+	if !shared.wait(context.Background(), 5, time.Minute) {
+		t.Fatal("the shared slot root gave back did not go to the waiting user")
 	}
 	// Waiting is bounded: with every slot and wait place taken, refused.
 	full := newConnLimits(1, 1, 10)
