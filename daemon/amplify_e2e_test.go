@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
 )
@@ -21,7 +23,9 @@ import (
 // must add a bounded number of bytes to the audit log and to the daemon's
 // log (its size, SHA-256 and a prefix are recorded, not the whole request).
 func TestE2ERefusedRequestsBounded(t *testing.T) {
-	d := daemontest.Start(t, daemontest.Config{})
+	// A generous read_timeout: 18 parallel 1 MB lines on a loaded machine
+	// with the race detector can take seconds to read.
+	d := daemontest.Start(t, daemontest.Config{ReadTimeout: "60s"})
 	big := strings.Repeat("A", 1000_000)
 	kinds := map[string]func(id string) string{
 		// Refused when planned: no such program; the argument is huge.
@@ -57,10 +61,10 @@ func TestE2ERefusedRequestsBounded(t *testing.T) {
 			l := mk(id)
 			lines[id] = l
 			wg.Go(func() {
-				resp := d.Send(l)
-				if !strings.Contains(resp, `"status":"error"`) {
+				resp, err := sendLine(d.Socket, l)
+				if err != nil || !strings.Contains(resp, `"status":"error"`) {
 					mu.Lock()
-					t.Errorf("%s: %.300s", id, resp)
+					t.Errorf("%s: %v %.300s", id, err, resp)
 					mu.Unlock()
 				}
 			})
@@ -151,4 +155,19 @@ func TestE2ERateLimitPerUser(t *testing.T) {
 			t.Fatalf("root: %d %q", code, out)
 		}
 	}
+}
+
+// sendLine sends one line and returns the response line; unlike
+// daemontest's Send it may be called from any goroutine.
+func sendLine(socket, l string) (string, error) {
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(120 * time.Second))
+	if _, err := c.Write([]byte(l + "\n")); err != nil {
+		return "", err
+	}
+	return bufio.NewReader(c).ReadString('\n')
 }

@@ -2,9 +2,14 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/coreos/go-systemd/v22/journal"
 )
@@ -81,4 +86,56 @@ func journalPriority(l slog.Level) journal.Priority {
 		return journal.PriInfo
 	}
 	return journal.PriDebug
+}
+
+// OpenLogFile opens the daemon's log file at path for appending, creating
+// it (mode 0600) and its directory (mode 0755) if needed. It refuses what an
+// agent could have planted: a directory that CheckSecureDir refuses, a
+// symbolic link at path (the file is opened with O_NOFOLLOW), anything
+// that is not a regular file, a file with more than one link, and a file
+// owned by another user or writable by group or others.
+func OpenLogFile(path string) (*os.File, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log file %s: create directory: %w", path, err)
+	}
+	if err := CheckSecureDir(dir, "log directory"); err != nil {
+		return nil, fmt.Errorf("log file %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0o600)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("log file %s is a symbolic link; refusing to follow it (remove it, or give another path)", path)
+		}
+		return nil, fmt.Errorf("log file %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkLogFile(fi)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("log file %s: %w", path, err)
+	}
+	return f, nil
+}
+
+func checkLogFile(fi os.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (mode %v)", fi.Mode())
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return errors.New("no ownership information")
+	}
+	if st.Uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("owned by uid %d, not by the daemon's uid %d", st.Uid, os.Geteuid())
+	}
+	if st.Nlink != 1 {
+		return fmt.Errorf("has %d hard links; a log file must have exactly one", st.Nlink)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("writable by group or others (mode %04o); run chmod go-w on it", perm)
+	}
+	return nil
 }

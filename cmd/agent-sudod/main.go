@@ -92,13 +92,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := daemon.NewLogger(stderr)
 	if *logFile != "" {
-		if err := os.MkdirAll(filepath.Dir(*logFile), 0o755); err != nil {
-			fmt.Fprintf(stderr, "agent-sudod: log file: %v\n", err)
-			return 1
-		}
-		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := daemon.OpenLogFile(*logFile)
 		if err != nil {
-			fmt.Fprintf(stderr, "agent-sudod: log file: %v\n", err)
+			fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
 			return 1
 		}
 		defer f.Close()
