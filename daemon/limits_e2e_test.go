@@ -118,7 +118,7 @@ func TestE2EIdleConnectionsDoNotLockOutRoot(t *testing.T) {
 	if none != 8 || busy != idle-8 {
 		t.Errorf("%d connections held and %d refused as busy, want 8 and %d", none, busy, idle-8)
 	}
-	refusals := regexp.MustCompile(`msg="refused connection".*peer_uid=` + strconv.Itoa(int(hog.UID)) + ` kind=busy`)
+	refusals := regexp.MustCompile(`msg="refused connection" peer_uid=` + strconv.Itoa(int(hog.UID)) + ` .*kind=busy`)
 	if n := len(refusals.FindAllString(d.Logs.String(), -1)); n < 1 || n > 2 {
 		t.Errorf("%d log lines for %d refused connections, want 1 or 2 (the rest held back):\n%s", n, idle-8, d.Logs.String())
 	}

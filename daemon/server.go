@@ -237,11 +237,12 @@ func (s *Server) refuseConn(conn *net.UnixConn, uid uint32, kind, msg string) {
 	defer conn.Close()
 	_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
 	_ = proto.WriteResponse(conn, &proto.Response{Status: proto.StatusError, Message: msg})
-	s.warnLimited(s.log, kind, uid, "refused connection", "reason", msg)
+	s.warnLimited(s.log.With("peer_uid", uid), kind, uid, "refused connection", "reason", msg)
 }
 
-// warnLimited logs a warning at most once per logEvery for kind and uid,
-// with the number of lines held back since the last one.
+// warnLimited logs a warning on log (which names the peer) at most once per
+// logEvery for kind and uid, with the number of lines held back since the
+// last one.
 func (s *Server) warnLimited(log *slog.Logger, kind string, uid uint32, msg string, args ...any) {
 	ok, held := s.logs.allow(fmt.Sprintf("%s/%d", kind, uid), time.Now())
 	if !ok {
@@ -250,7 +251,7 @@ func (s *Server) warnLimited(log *slog.Logger, kind string, uid uint32, msg stri
 	if held > 0 {
 		args = append(args, "held_back", held)
 	}
-	log.Warn(msg, append(args, "peer_uid", uid, "kind", kind)...)
+	log.Warn(msg, append(args, "kind", kind)...)
 }
 
 // handle serves one connection: one request, one response. Every request
