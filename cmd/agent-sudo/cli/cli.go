@@ -45,6 +45,7 @@ const (
 	exitUnavailable = 69
 	exitSoftware    = 70
 	exitIO          = 74
+	exitTempFail    = 75
 	exitDenied      = 77
 	exitTimeout     = 124
 	exitInterrupted = 130

@@ -57,6 +57,11 @@ func statusMain(ctx context.Context, inv *invocation, args []string) int {
 		if strings.HasPrefix(resp.Message, "not allowed") {
 			return inv.fail(exitDenied, "agent-sudod is up at %s, but %s", socket, resp.Message)
 		}
+		// Refused before the daemon looked at who is asking: whether this
+		// user may use it is not known yet, so say so rather than guess.
+		if strings.HasPrefix(resp.Message, "busy:") || strings.HasPrefix(resp.Message, "rate limited:") {
+			return inv.fail(exitTempFail, "agent-sudod is up at %s but did not say whether you may use it: %s", socket, resp.Message)
+		}
 	}
 	return inv.fail(exitSoftware, "agent-sudod at %s answered %s: %s", socket, resp.Status, resp.Message)
 }
@@ -75,6 +80,7 @@ exit status:
   0    the daemon is up and you may use it
   69   the daemon cannot be reached, or you may not open its socket
   70   the daemon answered something unexpected
+  75   the daemon is up but busy, or you sent too many requests; try again
   77   the daemon is up but does not serve your user
 `)
 	return err

@@ -22,6 +22,10 @@ func TestStatus(t *testing.T) {
 			0, "agent-sudod v1 is up and user alice may use it (socket %SOCK%)\n", ""},
 		{"up, not allowed", &proto.Response{Status: proto.StatusError, Message: "not allowed: user bob (uid 1001) may not use agent-sudo; ask"},
 			77, "", "agent-sudo: agent-sudod is up at %SOCK%, but not allowed: user bob (uid 1001) may not use agent-sudo; ask\n"},
+		{"busy says nothing about access", &proto.Response{Status: proto.StatusError, Message: "busy: uid 1001 already has 8 connections open or waiting (max_connections_per_user); close some and try again"},
+			75, "", "agent-sudo: agent-sudod is up at %SOCK% but did not say whether you may use it: busy: uid 1001 already has 8 connections open or waiting (max_connections_per_user); close some and try again\n"},
+		{"rate limited", &proto.Response{Status: proto.StatusError, Message: "rate limited: uid 1001 opened more than 2 connections in the last minute (max_requests_per_minute); try again in 9s"},
+			75, "", "agent-sudo: agent-sudod is up at %SOCK% but did not say whether you may use it: rate limited: uid 1001 opened more than 2 connections in the last minute (max_requests_per_minute); try again in 9s\n"},
 		{"hostile message is escaped", &proto.Response{Status: proto.StatusOK, Version: "v1", Message: "up\x1b[2J\u202e"},
 			0, "up\\x1b[2J\\u202e (socket %SOCK%)\n", ""},
 	}
