@@ -112,3 +112,7 @@ uninstall: ## remove what make install installed, except /etc/agent-sudo and /va
 	  $(DESTDIR)$(SYSUSERSDIR)/agent-sudo.conf $(DESTDIR)$(TMPFILESDIR)/agent-sudo.conf \
 	  $(DESTDIR)/etc/logrotate.d/agent-sudo
 	rm -rf $(DESTDIR)$(DOCDIR)
+
+systemtest: ## build the .deb for this machine and test it in a booted Debian 12 container (root; see test/system/run.sh)
+	$(MAKE) deb DEB_ARCHES=$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH)
+	test/system/run.sh $(DIST)/agent-sudo_$(DEB_VERSION)_$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH).deb
