@@ -100,7 +100,9 @@ func (s *screen) waitFor(t *testing.T, want string) {
 // waitAfter waits until what is drawn after mark shows want.
 func (s *screen) waitAfter(t *testing.T, mark int, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: a megabyte request under -race on a loaded machine takes
+	// over ten seconds to draw. Only a failing test waits this long.
+	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(s.String()[mark:], want) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the screen never showed %q; it has:\n%q", want, s.String())
