@@ -64,6 +64,7 @@ func (p *Pending) Shown() *Shown {
 		ID: r.ID, Session: r.Session, Host: r.Host, Reason: r.Reason, Time: r.Time,
 		Pipeline: r.Pipeline, Programs: p.Programs, Env: r.Env, Cwd: cwd,
 		Privileged: r.Privileged, RunAs: strings.ToValidUTF8(p.RunAs, "\uFFFD"), ForwardAgent: r.ForwardAgent,
+		Stdin: NewStdinShown(r.Stdin),
 		// The peer's name and exe come from the system, not the validated
 		// request, and may not be UTF-8; the hash must cover exactly what
 		// the console receives, so they are made valid first.

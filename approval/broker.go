@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -250,6 +251,9 @@ func announce(s *Shown, hash string, size int) Message {
 		return m
 	}
 	sum := &Summary{Bytes: size, Stages: len(s.Pipeline), EnvVars: len(s.Env)}
+	if s.Stdin != nil {
+		sum.StdinBytes = s.Stdin.Size
+	}
 	for _, st := range s.Pipeline {
 		sum.Args += len(st)
 	}
@@ -394,6 +398,9 @@ func (b *Broker) addGrant(s *Shown, by string) *grant {
 		},
 		shown: s,
 	}
+	if s.Stdin != nil {
+		g.StdinSHA256 = s.Stdin.SHA256
+	}
 	g.listed = listing(g.Grant)
 	b.grants = append(b.grants, g)
 	b.broadcastGrants()
@@ -410,8 +417,8 @@ func (b *Broker) expireGrants() {
 }
 
 // matchGrant finds a live grant covering s from uid. A grant covers only the
-// exact same request: every argument, program path, env value, cwd,
-// privilege, target user, agent forwarding, session and uid.
+// exact same request: every argument, program path, env value, cwd, stdin
+// byte, privilege, target user, agent forwarding, session and uid.
 func (b *Broker) matchGrant(s *Shown, uid uint32) *grant {
 	b.expireGrants()
 	for _, g := range b.grants {
@@ -419,6 +426,7 @@ func (b *Broker) matchGrant(s *Shown, uid uint32) *grant {
 		if a.Session == s.Session && g.UID == uid && a.Peer.UID == s.Peer.UID &&
 			a.Privileged == s.Privileged && a.RunAs == s.RunAs && a.ForwardAgent == s.ForwardAgent &&
 			a.Cwd == s.Cwd && slices.Equal(a.Programs, s.Programs) && maps.Equal(a.Env, s.Env) &&
+			sameStdin(a.Stdin, s.Stdin) &&
 			slices.EqualFunc(a.Pipeline, s.Pipeline, slices.Equal) {
 			return g
 		}
@@ -441,4 +449,12 @@ func listing(g Grant) Grant {
 	}
 	g.Pipeline, g.Elided = nil, e
 	return g
+}
+
+// sameStdin reports whether two requests feed exactly the same input.
+func sameStdin(a, b *StdinShown) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return bytes.Equal(a.Data, b.Data)
 }

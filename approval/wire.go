@@ -27,11 +27,35 @@ type Shown struct {
 	Privileged   bool              `json:"privileged"`
 	RunAs        string            `json:"run_as"`
 	ForwardAgent bool              `json:"forward_agent"`
-	Peer         PeerInfo          `json:"peer"`
+	// Stdin is what the first stage reads (the stdin extension); nil when
+	// the request has none, so that such a request hashes as before.
+	Stdin *StdinShown `json:"stdin,omitempty"`
+	Peer  PeerInfo    `json:"peer"`
 	// Received is when the daemon accepted the request; Deadline is when it
 	// times out if nobody decides.
 	Received time.Time `json:"received"`
 	Deadline time.Time `json:"deadline"`
+}
+
+// StdinShown is the input a request feeds to its first stage. Data is the
+// full content: the hash of the Shown covers it, so a decision binds exactly
+// these bytes, and the daemon feeds exactly the request's bytes.
+type StdinShown struct {
+	// Size is len(Data).
+	Size int `json:"size"`
+	// SHA256 is the lower-case hex SHA-256 of Data.
+	SHA256 string `json:"sha256"`
+	// Data is the content (base64 in JSON).
+	Data []byte `json:"data"`
+}
+
+// NewStdinShown describes data, or returns nil when data is empty.
+func NewStdinShown(data []byte) *StdinShown {
+	if len(data) == 0 {
+		return nil
+	}
+	sum := sha256.Sum256(data)
+	return &StdinShown{Size: len(data), SHA256: hex.EncodeToString(sum[:]), Data: data}
 }
 
 // PeerInfo is the requesting process as the kernel identified it.
@@ -86,12 +110,15 @@ type Grant struct {
 	EnvKeys []string `json:"env_keys"`
 	// Elided is set, and Pipeline empty, in a listing when the pipeline
 	// was too long to list (see MaxGrantPipeline).
-	Elided     *Elided   `json:"elided,omitempty"`
-	Privileged bool      `json:"privileged"`
-	Cwd        string    `json:"cwd"`
-	By         string    `json:"by"`
-	Created    time.Time `json:"created"`
-	Expires    time.Time `json:"expires"`
+	Elided     *Elided `json:"elided,omitempty"`
+	Privileged bool    `json:"privileged"`
+	Cwd        string  `json:"cwd"`
+	// StdinSHA256 is the hex SHA-256 of the stdin the grant covers (exactly
+	// that content); empty when it covers only requests without stdin.
+	StdinSHA256 string    `json:"stdin_sha256,omitempty"`
+	By          string    `json:"by"`
+	Created     time.Time `json:"created"`
+	Expires     time.Time `json:"expires"`
 }
 
 // Message types on the approver channel; see docs/approver-protocol.md.
@@ -139,6 +166,8 @@ type Summary struct {
 	Stages  int `json:"stages"`
 	Args    int `json:"args"`
 	EnvVars int `json:"env_vars"`
+	// StdinBytes is the size of the request's stdin; zero when it has none.
+	StdinBytes int `json:"stdin_bytes,omitempty"`
 }
 
 // Elided replaces a grant's pipeline in a listing when it is too long to

@@ -128,6 +128,11 @@ type RequestSection struct {
 	// than MaxRefusedRequestBytes, whose pipeline, reason and environment
 	// are then not recorded.
 	RawPrefix string `json:"raw_prefix,omitempty"`
+	// StdinBytes and StdinSHA256 (lower-case hex) describe the stdin the
+	// request fed to its first stage; absent when it had none. The content
+	// itself is never recorded.
+	StdinBytes  int    `json:"stdin_bytes,omitempty"`
+	StdinSHA256 string `json:"stdin_sha256,omitempty"`
 }
 
 // DecisionSection is how the request was decided.

@@ -293,4 +293,10 @@ func fillRequest(rec *Record, req *proto.Request, fullEnv bool) {
 		env = map[string]string{}
 	}
 	s.Env, s.EnvValues = encodeEnv(env, fullEnv)
+	if len(req.Stdin) > 0 {
+		// Only its size and hash: the content may be a secret (a key, a
+		// password file), and the hash proves which content ran.
+		sum := sha256.Sum256(req.Stdin)
+		s.StdinBytes, s.StdinSHA256 = len(req.Stdin), hex.EncodeToString(sum[:])
+	}
 }

@@ -263,8 +263,10 @@ func TestRunSendsRequest(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("server read %d requests, want 1", len(got))
 	}
-	if !got[0].Time.Equal(want.Time) {
-		t.Errorf("sent time %v, want %v", got[0].Time, want.Time)
+	// Whole seconds of UTC: the protocol's origin (sudo-proxy) accepts
+	// only YYYY-MM-DDTHH:MM:SSZ.
+	if !got[0].Time.Equal(want.Time.Truncate(time.Second)) || got[0].Time.Nanosecond() != 0 {
+		t.Errorf("sent time %v, want %v", got[0].Time, want.Time.Truncate(time.Second))
 	}
 	got[0].Time = want.Time
 	if !reflect.DeepEqual(got[0], &want) {

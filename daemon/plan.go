@@ -94,6 +94,7 @@ func (p *plan) spec(cfg *config.Config) runner.Spec {
 		Stages: p.stages, Env: p.env, Dir: p.dir,
 		Mode: runner.Mode(cfg.Exec), SudoPath: cfg.SudoPath, Target: p.target,
 		Timeout: cfg.CommandTimeout, KillGrace: cfg.KillGrace, MaxOutput: proto.MaxOutputBytes,
+		Stdin: p.req.Stdin, // the bytes approval.Shown.Stdin carried, and its hash bound
 	}
 }
 

@@ -310,7 +310,11 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer p
 	refuseRequest := func(msg string) {
 		s.warnLimited(log, "refused", peer.UID, "refused request", "err", audit.Bound(msg, audit.MaxRefusedReasonBytes))
 		s.refuse(execCtx, conn, audit.Refusal{ID: req.ID, Request: req, Peer: &peer, Reason: msg, Raw: raw},
-			&proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg})
+			&proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg, Version: Version()})
+	}
+	if req.Action == proto.ActionStop {
+		refuseRequest(`action "stop" is refused: agent-sudod is a system service shared by every user of this machine and is not stopped by its clients; an administrator stops it (systemctl stop agent-sudo)`)
+		return
 	}
 	if !s.replay.firstUse(req.ID, s.now()) {
 		refuseRequest(fmt.Sprintf("request id %q was already used within the last %s; refusing it as a replay (send a fresh id, or omit it)",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 var fuzzSeeds = []string{
@@ -15,6 +16,11 @@ var fuzzSeeds = []string{
 	`{"id":"x","pipeline":[["a"]],"pipeline":[["b"]]}` + "\n",
 	`{"time":"2026-02-13T14:30:00Z","pipeline":[["a"]],"env":{"A":"1","A":"2"}}` + "\n",
 	`{"time":"2026-02-13T14:30:00Z","pipeline":[["a"]],"privileged":false,"forward_agent":true,"cwd":"/"}` + "\n",
+	`{"time":"2026-02-13T14:30:00Z","pipeline":[["tee","/etc/x"]],"stdin":"aGVsbG8K"}` + "\n",
+	`{"time":"2026-02-13T14:30:00Z","pipeline":[["a"]],"stdin":""}` + "\n",
+	`{"time":"2026-02-13T14:30:00Z","pipeline":[["a"]],"stdin":"!!"}` + "\n",
+	`{"action":"stop","time":"2026-02-13T14:30:00Z","pipeline":[]}` + "\n",
+	`{"action":"exec","version":"1.1.0","time":"2026-02-13T14:30:00Z","pipeline":[["a"]]}` + "\n",
 	`[]` + "\n", `{` + "\n", "\n", "", `{"id":"\u0000"}`, "{\"id\":\"\xff\"}\n",
 }
 
@@ -42,7 +48,14 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("MarshalJSON: %v", err)
 		}
-		back, err := DecodeRequest(again, testOpts)
+		// The client sends whole seconds, which may move a time at the
+		// edge of the window by up to a second.
+		reopts := testOpts
+		if reopts.MaxClockSkew == 0 {
+			reopts.MaxClockSkew = DefaultMaxClockSkew
+		}
+		reopts.MaxClockSkew += time.Second
+		back, err := DecodeRequest(again, reopts)
 		if err != nil {
 			t.Fatalf("re-decoding %s: %v", again, err)
 		}
@@ -83,6 +96,12 @@ func checkInvariants(t *testing.T, req *Request) {
 	}
 	if req.Cwd != "" && req.Cwd[0] != '/' {
 		t.Fatalf("relative cwd %q", req.Cwd)
+	}
+	if len(req.Stdin) > MaxStdinBytes || (req.Stdin != nil && len(req.Stdin) == 0) {
+		t.Fatalf("stdin of %d bytes (nil: %v)", len(req.Stdin), req.Stdin == nil)
+	}
+	if req.Action != ActionExecute && req.Stdin != nil {
+		t.Fatalf("stdin on a %s request", req.Action)
 	}
 	if req.Time.IsZero() {
 		t.Fatal("zero time accepted")

@@ -2,6 +2,7 @@ package proto
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -320,12 +321,12 @@ func (d *requestDecoder) decode(opts DecodeOptions) *Request {
 
 	req.Action = d.str("action", 32)
 	switch req.Action {
-	case "", ActionExecute:
+	case "", ActionExecute, ActionExec:
 		req.Action = ActionExecute
-	case ActionPing:
+	case ActionPing, ActionStop:
 	default:
 		if d.err == nil {
-			d.fail("action", "unknown action %q; known actions are %q and %q", req.Action, ActionExecute, ActionPing)
+			d.fail("action", "unknown action %q; known actions are %q (or %q), %q and %q", req.Action, ActionExecute, ActionExec, ActionPing, ActionStop)
 		}
 	}
 	req.Host = d.str("host", MaxHostLen)
@@ -342,14 +343,50 @@ func (d *requestDecoder) decode(opts DecodeOptions) *Request {
 		d.fail("cwd", "must be an absolute path, got %q", req.Cwd)
 	}
 	req.Env = d.env()
-	if req.Action == ActionPing {
-		if _, given := d.raw("pipeline"); given {
-			d.fail("pipeline", "must be absent in a ping request")
+	req.Stdin = d.stdin()
+	if req.Action != ActionExecute {
+		// sudo-proxy 1.1 clients send control actions with "pipeline": [].
+		if raw, given := d.raw("pipeline"); given && d.err == nil && string(bytes.TrimSpace(raw)) != "[]" {
+			d.fail("pipeline", "must be absent or [] in a %s request", req.Action)
+		}
+		if req.Stdin != nil && d.err == nil {
+			d.fail("stdin", "must be absent in a %s request", req.Action)
 		}
 	} else {
 		req.Pipeline = d.pipeline()
 	}
 	return req
+}
+
+// stdin decodes the stdin extension: standard padded base64 of at most
+// MaxStdinBytes bytes. Empty means absent.
+func (d *requestDecoder) stdin() []byte {
+	raw, ok := d.raw("stdin")
+	if !ok || d.err != nil {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		d.fail("stdin", "must be a base64 string, got %s", rawKind(raw))
+		return nil
+	}
+	if base64.StdEncoding.DecodedLen(len(s)) > MaxStdinBytes+2 {
+		d.fail("stdin", "decodes to more than %d bytes, the most a request can carry", MaxStdinBytes)
+		return nil
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil {
+		d.fail("stdin", "is not standard padded base64: %v", err)
+		return nil
+	}
+	if len(b) > MaxStdinBytes {
+		d.fail("stdin", "decodes to %d bytes; at most %d are allowed", len(b), MaxStdinBytes)
+		return nil
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // checkID returns why a client-chosen id is refused, or "" if it is fine.
@@ -548,23 +585,25 @@ type requestWire struct {
 	Privileged   bool              `json:"privileged"`
 	ForwardAgent bool              `json:"forward_agent"`
 	Cwd          string            `json:"cwd,omitempty"`
+	Stdin        []byte            `json:"stdin,omitempty"`
 }
 
 // MarshalJSON encodes r as a client sends it: every field explicit (so the
-// daemon's defaults never decide for the client), time in RFC 3339 with
-// nanoseconds, and the extension fields only when set. An execute action is
+// daemon's defaults never decide for the client), time in whole seconds of
+// UTC ("2026-02-13T14:30:00Z", the only form the protocol's origin,
+// sudo-proxy, accepts), and the extension fields only when set. An execute action is
 // left implicit so that requests stay within the reference protocol.
 func (r *Request) MarshalJSON() ([]byte, error) {
 	w := requestWire{
 		ID: r.ID, Host: r.Host, Session: r.Session, Pipeline: r.Pipeline,
 		Env: r.Env, Reason: r.Reason, Privileged: r.Privileged,
-		ForwardAgent: r.ForwardAgent, Cwd: r.Cwd,
+		ForwardAgent: r.ForwardAgent, Cwd: r.Cwd, Stdin: r.Stdin,
 	}
 	if r.Action != ActionExecute {
 		w.Action = r.Action
 	}
 	if !r.Time.IsZero() {
-		w.Time = r.Time.Format(time.RFC3339Nano)
+		w.Time = r.Time.UTC().Truncate(time.Second).Format(time.RFC3339)
 	}
 	if w.Env == nil {
 		w.Env = map[string]string{}

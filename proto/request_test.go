@@ -50,8 +50,9 @@ func TestDecodeRequestReferenceExample(t *testing.T) {
 func assertRequest(t *testing.T, got, want *Request) {
 	t.Helper()
 	if got.ID != want.ID || got.Action != want.Action || got.Host != want.Host ||
-		got.Session != want.Session || !got.Time.Equal(want.Time) || got.Reason != want.Reason ||
-		got.Privileged != want.Privileged || got.ForwardAgent != want.ForwardAgent || got.Cwd != want.Cwd {
+		got.Session != want.Session || !got.Time.Truncate(time.Second).Equal(want.Time.Truncate(time.Second)) || got.Reason != want.Reason ||
+		got.Privileged != want.Privileged || got.ForwardAgent != want.ForwardAgent || got.Cwd != want.Cwd ||
+		!bytes.Equal(got.Stdin, want.Stdin) {
 		t.Errorf("scalar fields:\n got %+v\nwant %+v", *got, *want)
 	}
 	if len(got.Pipeline) != len(want.Pipeline) {
@@ -188,8 +189,13 @@ func TestDecodeRequestRejects(t *testing.T) {
 		{"arg null", `{"id":"x",` + okTime + `,"pipeline":[["a",null]]}`, ErrInvalid, `invalid request: field "pipeline[0][1]": must be a string, got null`, "x"},
 		{"program empty", `{"id":"x",` + okTime + `,"pipeline":[["a"],["","x"]]}`, ErrInvalid, `invalid request: field "pipeline[1][0]": the program name must not be empty`, "x"},
 		{"NUL in arg", `{"id":"x",` + okTime + `,"pipeline":[["a","b\u0000c"]]}`, ErrInvalid, `invalid request: field "pipeline[0][1]": contains a NUL byte, which an argument cannot carry`, "x"},
-		{"ping with pipeline", `{"id":"x","action":"ping",` + okTime + `,"pipeline":[["a"]]}`, ErrInvalid, `invalid request: field "pipeline": must be absent in a ping request`, "x"},
-		{"unknown action", `{"id":"x","action":"approve",` + okTime + `,"pipeline":[["a"]]}`, ErrInvalid, `invalid request: field "action": unknown action "approve"; known actions are "execute" and "ping"`, "x"},
+		{"ping with pipeline", `{"id":"x","action":"ping",` + okTime + `,"pipeline":[["a"]]}`, ErrInvalid, `invalid request: field "pipeline": must be absent or [] in a ping request`, "x"},
+		{"stop with pipeline", `{"id":"x","action":"stop",` + okTime + `,"pipeline":[["a"]]}`, ErrInvalid, `invalid request: field "pipeline": must be absent or [] in a stop request`, "x"},
+		{"ping with stdin", `{"id":"x","action":"ping",` + okTime + `,"stdin":"aGk="}`, ErrInvalid, `invalid request: field "stdin": must be absent in a ping request`, "x"},
+		{"unknown action", `{"id":"x","action":"approve",` + okTime + `,"pipeline":[["a"]]}`, ErrInvalid, `invalid request: field "action": unknown action "approve"; known actions are "execute" (or "exec"), "ping" and "stop"`, "x"},
+		{"stdin not a string", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":[1]}`, ErrInvalid, `invalid request: field "stdin": must be a base64 string, got an array`, "x"},
+		{"stdin not base64", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":"aGk"}`, ErrInvalid, `invalid request: field "stdin": is not standard padded base64: illegal base64 data at input byte 0`, "x"},
+		{"stdin url alphabet", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":"-_8="}`, ErrInvalid, `invalid request: field "stdin": is not standard padded base64: illegal base64 data at input byte 0`, "x"},
 
 		{"env not object", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"env":["A=b"]}`, ErrInvalid, `invalid request: field "env": must be an object of string values, got an array`, "x"},
 		{"env bad name", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"env":{"1A":"b"}}`, ErrInvalid, `invalid request: field "env": "1A" is not a valid variable name: names match [A-Za-z_][A-Za-z0-9_]*`, "x"},
@@ -349,6 +355,21 @@ func TestRequestMarshalRoundTrip(t *testing.T) {
 		t.Fatalf("DecodeRequest(%s): %v", line, err)
 	}
 	assertRequest(t, out, in)
+
+	if !bytes.Contains(line, []byte(`"time":"2026-02-13T14:30:00Z"`)) {
+		t.Errorf("time not sent as whole UTC seconds (the only form sudo-proxy accepts): %s", line)
+	}
+	withStdin := *in
+	withStdin.Stdin = []byte("hello\n\x00\xff")
+	line, _ = withStdin.MarshalJSON()
+	if !bytes.Contains(line, []byte(`"stdin":"aGVsbG8KAP8="`)) {
+		t.Errorf("stdin not sent as base64: %s", line)
+	}
+	out, err = DecodeRequest(line, testOpts)
+	if err != nil {
+		t.Fatalf("DecodeRequest(%s): %v", line, err)
+	}
+	assertRequest(t, out, &withStdin)
 
 	ping := &Request{ID: "p", Action: ActionPing, Time: fixedNow}
 	line, _ = ping.MarshalJSON()

@@ -32,6 +32,11 @@ const (
 	MaxEnvBytes = 32 << 10
 	// MaxCwdLen bounds the cwd extension field (PATH_MAX on Linux).
 	MaxCwdLen = 4096
+	// MaxStdinBytes bounds the decoded stdin extension field. Base64 makes
+	// 3 bytes 4, so this is the most that fits in a MaxRequestBytes line
+	// with room left for a pipeline, env and reason; the request line cap
+	// still applies to the whole request.
+	MaxStdinBytes = 3 * (MaxRequestBytes - 64<<10) / 4
 	// DefaultMaxClockSkew is how far a request's time may lie from the
 	// daemon's clock, in either direction, unless configured otherwise.
 	DefaultMaxClockSkew = 60 * time.Second
@@ -59,12 +64,19 @@ func (s Status) Valid() bool {
 }
 
 // Actions a request can ask for. The reference protocol has only execution;
-// ping is an agent-sudo extension documented in docs/protocol.md.
+// ping and stop are the 1.1 extensions documented in docs/protocol.md.
 const (
 	// ActionExecute runs the pipeline. It is what an absent action means.
 	ActionExecute = "execute"
+	// ActionExec is the name the protocol's origin (sudo-proxy 1.1) uses
+	// for ActionExecute; the decoder accepts it and reports ActionExecute.
+	ActionExec = "exec"
 	// ActionPing asks whether the daemon is up and the peer may use it.
 	ActionPing = "ping"
+	// ActionStop asks the daemon to shut down. The decoder accepts it so
+	// that the daemon can refuse it with a clear message: a root system
+	// service is not stopped by its clients.
+	ActionStop = "stop"
 )
 
 // Request is one decoded, defaulted and validated request.
@@ -98,6 +110,10 @@ type Request struct {
 	ForwardAgent bool
 	// Cwd is the working directory (extension); empty means "/".
 	Cwd string
+	// Stdin is fed to the first stage's standard input (extension, base64
+	// on the wire). nil when absent or empty: the first stage then reads
+	// /dev/null, exactly as without the extension.
+	Stdin []byte
 }
 
 // Stage is the result of one pipeline stage.

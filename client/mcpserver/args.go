@@ -8,7 +8,9 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -23,7 +25,12 @@ type executeArgs struct {
 	Privileged   *bool             `json:"privileged"`
 	ForwardAgent bool              `json:"forward_agent"`
 	Cwd          string            `json:"cwd"`
+	Stdin        *string           `json:"stdin"`
 }
+
+// argNames are the execute tool's argument names, exactly as spelled in
+// inputSchema; strictObject refuses any other key.
+var argNames = []string{"argv", "pipeline", "reason", "env", "privileged", "forward_agent", "cwd", "stdin"}
 
 // request is a checked execute call.
 type request struct {
@@ -33,6 +40,7 @@ type request struct {
 	privileged   bool
 	forwardAgent bool
 	cwd          string
+	stdin        []byte
 }
 
 // shellToken reports whether arg is something only a shell understands,
@@ -52,7 +60,7 @@ func shellToken(arg string) (why string, ok bool) {
 	case ">>":
 		return `a redirection: to append to a file, end a pipeline with ["tee", "-a", "FILE"]`, true
 	case "<":
-		return "a redirection: stdin cannot be given; pass the file as an argument instead", true
+		return `a redirection: give the input as the stdin argument, or pass the file as an argument`, true
 	case "2>&1", "2>", "&>":
 		return "a redirection: stderr is always returned separately", true
 	}
@@ -64,6 +72,13 @@ func shellToken(arg string) (why string, ok bool) {
 func parseArgs(raw json.RawMessage) (*request, error) {
 	var a executeArgs
 	if len(bytes.TrimSpace(raw)) > 0 {
+		// encoding/json lets the last of two equal keys win and matches
+		// keys case-insensitively ("ARGV" fills argv): what a reviewer of
+		// the call reads could then differ from what runs. The wire decoder
+		// refuses both; so does this one, before decoding.
+		if err := strictObject(raw); err != nil {
+			return nil, err
+		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&a); err != nil {
@@ -74,6 +89,12 @@ func parseArgs(raw json.RawMessage) (*request, error) {
 		}
 	}
 	r := &request{reason: a.Reason, env: a.Env, privileged: true, forwardAgent: a.ForwardAgent, cwd: a.Cwd}
+	if a.Stdin != nil {
+		if len(*a.Stdin) > proto.MaxStdinBytes {
+			return nil, fmt.Errorf("stdin is %d bytes; at most %d can go with one request: write the file in a place you can and copy it with [\"install\", \"-m\", \"0644\", \"/tmp/x\", \"/etc/x\"]", len(*a.Stdin), proto.MaxStdinBytes)
+		}
+		r.stdin = []byte(*a.Stdin)
+	}
 	if a.Privileged != nil {
 		r.privileged = *a.Privileged
 	}
@@ -111,6 +132,75 @@ func parseArgs(raw json.RawMessage) (*request, error) {
 		}
 	}
 	return r, nil
+}
+
+// strictObject checks that raw is valid UTF-8 holding one JSON object whose
+// keys are all in argNames, spelled exactly, each at most once, and whose
+// env object (when given as an object) has no key twice.
+func strictObject(raw json.RawMessage) error {
+	if !utf8.Valid(raw) {
+		return errors.New("invalid arguments: not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil // not an object: the decoder reports it precisely
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // broken JSON: the decoder reports it
+		}
+		key, _ := tok.(string)
+		switch {
+		case seen[key]:
+			return fmt.Errorf("invalid arguments: %q appears more than once; give each argument once", key)
+		case !slices.Contains(argNames, key):
+			hint := ""
+			for _, n := range argNames {
+				if strings.EqualFold(n, key) {
+					hint = fmt.Sprintf(" (names are case-sensitive: did you mean %q?)", n)
+				}
+			}
+			return fmt.Errorf("invalid arguments: unknown field %q%s; the execute tool takes argv or pipeline, reason, and optionally env, privileged, forward_agent, cwd and stdin", key, hint)
+		}
+		seen[key] = true
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil
+		}
+		if key == "env" {
+			if err := uniqueKeys(val); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// uniqueKeys refuses an env object that names a variable twice.
+func uniqueKeys(raw json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return fmt.Errorf("invalid arguments: env: %q appears more than once; give each variable once", key)
+		}
+		seen[key] = true
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // checkArgv checks the argv form, which must be a command and not shell
@@ -174,7 +264,7 @@ func argsDecodeError(err error) error {
 	case errors.As(err, &syntaxErr):
 		return fmt.Errorf("invalid arguments: not valid JSON: %v", err)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return fmt.Errorf("invalid arguments: %s; the execute tool takes argv or pipeline, reason, and optionally env, privileged, forward_agent and cwd",
+		return fmt.Errorf("invalid arguments: %s; the execute tool takes argv or pipeline, reason, and optionally env, privileged, forward_agent, cwd and stdin",
 			strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return fmt.Errorf("invalid arguments: %v", err)

@@ -12,7 +12,7 @@ A human approves each call (unless a rule the human wrote allows it), so a call 
 There is NO shell. The command is an argv array executed directly, so |, >, <, &&, ||, ;, globs (*), ~ and $VAR are NOT interpreted: they reach the program as literal arguments.
 - One command: argv, e.g. ["apt-get", "install", "-y", "nginx"]. Each argument is its own string, without quotes.
 - A pipe: pipeline, one argv per stage, e.g. [["journalctl", "-u", "nginx", "-n", "100"], ["grep", "error"]].
-- To write a file, pipe into tee: [["printf", "%s\n", "listen 8080;"], ["tee", "/etc/nginx/conf.d/port.conf"]] (tee -a appends). To copy a file you wrote yourself: ["install", "-m", "0644", "/tmp/x.conf", "/etc/x.conf"].
+- To write a file, give its content as stdin and run tee: {"argv": ["tee", "/etc/nginx/conf.d/port.conf"], "stdin": "listen 8080;\n"} (tee -a appends). To copy a file you wrote yourself: ["install", "-m", "0644", "/tmp/x.conf", "/etc/x.conf"].
 - Stdin is empty (/dev/null): nothing can be typed or piped in from outside.
 - A shell script is possible only as ["sh", "-c", "..."], which the human must read and approve as a whole; prefer plain commands.`
 
@@ -59,6 +59,11 @@ const inputSchema = `{
     "cwd": {
       "type": "string",
       "description": "Working directory of the command: an absolute path to an existing directory. Default /."
+    },
+    "stdin": {
+      "type": "string",
+      "maxLength": 737280,
+      "description": "Text the (first) command reads on its standard input, e.g. a file's new content for [\"tee\", \"/etc/x.conf\"]. The human sees it before approving. Default: no input."
     }
   },
   "required": ["reason"],

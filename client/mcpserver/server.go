@@ -164,6 +164,7 @@ func (h *handler) execute(ctx context.Context, call *mcp.CallToolRequest) (*mcp.
 		Privileged:   a.privileged,
 		ForwardAgent: a.forwardAgent,
 		Cwd:          a.cwd,
+		Stdin:        a.stdin,
 	}
 	var token any
 	if call.Params != nil {

@@ -10,8 +10,10 @@
 // Every stage is an argv array handed to execve(2) (through
 // [os.StartProcess]). Nothing is joined into a string and nothing is parsed
 // by a shell, so no argument can become a second command. Stage i's stdout is
-// a pipe to stage i+1's stdin; the first stage reads /dev/null and can never
-// reach the daemon's stdin or the operator's terminal.
+// a pipe to stage i+1's stdin; the first stage reads a pipe that a goroutine
+// fills with the request's stdin ([Spec.Stdin], then end of file), or
+// /dev/null when there is none, and can never reach the daemon's stdin or the
+// operator's terminal.
 //
 // # What is approved is what runs: program resolution
 //

@@ -100,6 +100,9 @@ type Spec struct {
 	// Cgroups, when set, puts the pipeline in a cgroup of its own (see the
 	// package documentation); nil runs it in process groups only.
 	Cgroups *Cgroups
+	// Stdin is written to the first stage's standard input, which is then
+	// closed; empty means the first stage reads /dev/null.
+	Stdin []byte
 }
 
 // StageResult is the outcome of one stage.
@@ -277,6 +280,9 @@ type pipeline struct {
 	readers  sync.WaitGroup
 	readEnds []*os.File // the daemon's ends of the output pipes
 
+	// writer feeds Spec.Stdin; closeAll unblocks it by closing its pipe.
+	writer sync.WaitGroup
+
 	// toClose holds every file the daemon still has open; closeAll closes
 	// them all, whatever happened.
 	toClose []*os.File
@@ -288,6 +294,7 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 		// set up, closing the pipes stops the readers that were started.
 		p.closeAll()
 		p.readers.Wait()
+		p.writer.Wait()
 		if err != nil {
 			p.releaseCaptures()
 		}
@@ -433,12 +440,21 @@ func (p *pipeline) endCgroup() error {
 func (p *pipeline) plumb() ([][3]*os.File, error) {
 	n := len(p.spec.Stages)
 	files := make([][3]*os.File, n)
-	devNull, err := os.Open(os.DevNull)
-	if err != nil {
-		return nil, fmt.Errorf("runner: opening %s: %w", os.DevNull, err)
+	if len(p.spec.Stdin) > 0 {
+		r, w, err := p.pipe()
+		if err != nil {
+			return nil, err
+		}
+		files[0][0] = r
+		p.feed(w, p.spec.Stdin)
+	} else {
+		devNull, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, fmt.Errorf("runner: opening %s: %w", os.DevNull, err)
+		}
+		p.toClose = append(p.toClose, devNull)
+		files[0][0] = devNull
 	}
-	p.toClose = append(p.toClose, devNull)
-	files[0][0] = devNull
 	for i := range n - 1 {
 		r, w, err := p.pipe()
 		if err != nil {
@@ -479,6 +495,20 @@ func (p *pipeline) pipe() (r, w *os.File, err error) {
 	}
 	p.toClose = append(p.toClose, r, w)
 	return r, w, nil
+}
+
+// feed starts a goroutine that writes data to w and then closes w, so the
+// first stage sees the end of its input. The write never holds up the
+// pipeline: a stage that exits without reading everything makes it fail with
+// EPIPE (the runtime does not raise SIGPIPE for this descriptor), and
+// closeAll, at the end of the run, closes w under a write that a process
+// which left the group still blocks. Either way the rest is dropped; what
+// the stage read is its business, as with any pipe.
+func (p *pipeline) feed(w *os.File, data []byte) {
+	p.writer.Go(func() {
+		_, _ = w.Write(data)
+		_ = w.Close() // closeAll may close it too; a second Close is harmless
+	})
 }
 
 // read starts a goroutine that fills c from r until EOF, an error, or the

@@ -29,8 +29,10 @@ const (
 // runOptions are run's flags.
 type runOptions struct {
 	socket, session, host, reason, cwd string
+	stdin                              string
 	env                                envFlag
 	unprivileged, forwardAgent         bool
+	noStdin                            bool
 	pipefail, json                     bool
 	timeout                            time.Duration
 }
@@ -53,6 +55,8 @@ func runFlags(inv *invocation) (*flag.FlagSet, *runOptions) {
 	fset.BoolVar(&o.unprivileged, "unprivileged", false, "run the command without root privileges")
 	fset.BoolVar(&o.forwardAgent, "forward-agent", false, "give the command the approver's SSH agent; needs --unprivileged")
 	fset.StringVar(&o.cwd, "cwd", "", "working `directory` of the command, an absolute path (default: /)")
+	fset.StringVar(&o.stdin, "stdin", "", "feed the first stage this `file`'s content, or agent-sudo's stdin with '-' (default: stdin when it is not a terminal)")
+	fset.BoolVar(&o.noStdin, "no-stdin", false, "never forward stdin: the first stage reads /dev/null")
 	fset.BoolVar(&o.pipefail, "pipefail", false, "exit with the status of the first stage that failed, not the last stage's")
 	fset.BoolVar(&o.json, "json", false, "print the daemon's response line instead of the output; the exit status is the same")
 	fset.DurationVar(&o.timeout, "timeout", 0, "give up waiting for an answer after `duration`, e.g. 10m (default: wait as long as the daemon takes)")
@@ -74,6 +78,15 @@ the shell passes it on:
 
 Use -- before the command: every argument after it belongs to the command.
 An argument that is exactly '|' always separates stages.
+
+stdin: when agent-sudo's stdin is not a terminal, it is read to its end and
+sent with the request (at most 737280 bytes; more is refused, never cut), the
+human sees it before deciding, and the first stage reads it:
+
+    echo 'nameserver 192.0.2.53' | agent-sudo run -- tee /etc/resolv.conf
+
+--stdin FILE sends a file's content instead, --no-stdin sends nothing. On a
+terminal nothing is read unless --stdin - says so.
 
 The last stage's stdout is copied to stdout and every stage's stderr to
 stderr, unchanged and in stage order. agent-sudo exits with the last stage's
@@ -133,9 +146,18 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 	case o.timeout < 0:
 		return inv.fail(exitUsage, "run: --timeout %v is negative", o.timeout)
 	}
+	if o.noStdin && o.stdin != "" {
+		return inv.fail(exitUsage, "run: --stdin and --no-stdin contradict each other; give one")
+	}
 	if !flagSet(fset, "host") {
 		if o.host, err = os.Hostname(); err != nil {
 			return inv.fail(exitSoftware, "read this machine's host name: %v; pass --host", err)
+		}
+	}
+	var input []byte
+	if !o.noStdin {
+		if input, err = inv.readInput(o.stdin); err != nil {
+			return inv.fail(exitUsage, "run: %v; nothing was sent", err)
 		}
 	}
 
@@ -151,6 +173,7 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 		Privileged:   !o.unprivileged,
 		ForwardAgent: o.forwardAgent,
 		Cwd:          o.cwd,
+		Stdin:        input,
 	}
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
@@ -400,4 +423,76 @@ func isTerminalWriter(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// readInput returns what the request's first stage should read: the content
+// of the file from ("-" for stdin), or, when from is empty, all of stdin
+// unless it is a terminal (or absent). It refuses more than
+// proto.MaxStdinBytes rather than cutting the input short.
+func (inv *invocation) readInput(from string) ([]byte, error) {
+	var r io.Reader
+	name := "stdin"
+	switch from {
+	case "":
+		if inv.stdin == nil {
+			return nil, nil
+		}
+		if f, ok := inv.stdin.(*os.File); ok {
+			if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+				return nil, nil // a terminal: the human typing is not input
+			}
+			if err := awaitInput(f); err != nil {
+				return nil, err
+			}
+		}
+		r = inv.stdin
+	case "-":
+		if inv.stdin == nil {
+			return nil, nil
+		}
+		r = inv.stdin
+	default:
+		f, err := os.Open(from)
+		if err != nil {
+			return nil, fmt.Errorf("--stdin: %w", err)
+		}
+		defer f.Close()
+		r, name = f, fmt.Sprintf("--stdin %q", from)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, proto.MaxStdinBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if len(data) > proto.MaxStdinBytes {
+		return nil, fmt.Errorf("%s holds more than %d bytes, the most one request can carry (a request is at most %d bytes and stdin travels as base64); "+
+			"write the data to a file you can write and copy it into place (e.g. agent-sudo run -- install -m 0644 /tmp/FILE /etc/FILE), or pass --no-stdin if the command needs no input",
+			name, proto.MaxStdinBytes, proto.MaxRequestBytes)
+	}
+	return data, nil
+}
+
+// stdinWait is how long run waits, when it was not told whether to read
+// stdin, for a pipe on stdin to show data or its end.
+const stdinWait = 2 * time.Second
+
+// awaitInput returns nil when f is not a pipe or socket, or when it has data
+// or its end within stdinWait; otherwise an error telling the user to choose.
+// An agent's harness may leave stdin an open pipe that nobody writes: run
+// must then neither wait forever nor go on without the input it may carry.
+func awaitInput(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) == 0 {
+		return nil
+	}
+	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(stdinWait/time.Millisecond))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n > 0 {
+			return nil // data, its end, or an error the read will report
+		}
+		return fmt.Errorf("stdin is a pipe that sent neither data nor its end within %s; pass --stdin - to wait for it, or --no-stdin if the command needs no input", stdinWait)
+	}
 }

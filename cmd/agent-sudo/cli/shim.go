@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/agent-sudo/agent-sudo/daemon/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -71,13 +69,10 @@ func Dispatch(ctx context.Context, name string, args []string, stdin io.Reader, 
 type shimDeps struct {
 	currentUser func() (*user.User, error)
 	getwd       func() (string, error)
-	// stdinHasInput reports whether stdin holds data that a command would
-	// have read.
-	stdinHasInput func(stdin io.Reader) bool
 }
 
 func realShimDeps() shimDeps {
-	return shimDeps{currentUser: user.Current, getwd: os.Getwd, stdinHasInput: stdinHasInput}
+	return shimDeps{currentUser: user.Current, getwd: os.Getwd}
 }
 
 // sudoCommand is a parsed sudo command line.
@@ -227,9 +222,9 @@ func sudoMain(ctx context.Context, inv *invocation, deps shimDeps, args []string
 			return inv.shimFail("a standalone '|' argument cannot go through the shim; use agent-sudo run, where '|' separates pipeline stages")
 		}
 	}
-	if deps.stdinHasInput(inv.stdin) {
-		return inv.shimFail("stdin has data, but the command would not get it: agent-sudo runs commands with stdin from /dev/null. Nothing was sent. To write a file as root, write it somewhere you can first and copy it: sudo install -m 0644 /tmp/FILE /etc/FILE")
-	}
+	// stdin is forwarded as agent-sudo run forwards it (read to its end
+	// when it is not a terminal), so "echo x | sudo tee FILE" works and the
+	// human sees x before deciding.
 
 	reason := inv.getenv(envReason)
 	if reason == "" {
@@ -276,36 +271,6 @@ func (d shimDeps) runsAsRoot(name string) (bool, error) {
 func (inv *invocation) shimFail(format string, args ...any) int {
 	fmt.Fprintf(inv.stderr, "agent-sudo shim: %s\n", visible(fmt.Sprintf(format, args...)))
 	return exitShimUsage
-}
-
-// stdinHasInput reports whether stdin is a non-empty file, or a pipe or
-// socket with data ready within a moment. Reading it consumes a byte,
-// which does not matter: the caller then refuses to run.
-func stdinHasInput(stdin io.Reader) bool {
-	f, ok := stdin.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	switch {
-	case fi.Mode().IsRegular():
-		off, err := f.Seek(0, io.SeekCurrent)
-		return err == nil && off < fi.Size()
-	case fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0:
-		// A writer that has not written yet is missed; a pipe whose
-		// writer is gone reports POLLHUP without POLLIN.
-		fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
-		if n, err := unix.Poll(fds, 50); err != nil || n == 0 || fds[0].Revents&unix.POLLIN == 0 {
-			return false
-		}
-		var b [1]byte
-		n, _ := f.Read(b[:])
-		return n > 0
-	}
-	return false // a terminal or /dev/null
 }
 
 func shimSudoUsage(w io.Writer) error {
@@ -358,10 +323,11 @@ environment:
   AGENT_SUDO_SESSION  the session name (default: none)
   AGENT_SUDO_SOCKET   agent-sudod's socket
 
-stdin: commands run with stdin from /dev/null; the shim does not forward
-stdin. "echo x | sudo tee FILE" therefore cannot work, and the shim refuses
-to send a command when it sees data on stdin. Write the file where you can,
-then copy it: sudo install -m 0644 /tmp/FILE /etc/FILE.
+stdin: when stdin is not a terminal it is read to its end and sent with the
+request, as 'agent-sudo run' does, so "echo x | sudo tee FILE", "sudo tee -a
+FILE" and "sudo dd of=FILE" work; the human sees the input before deciding.
+At most 737280 bytes; more is refused, never cut. Larger files: write them
+where you can, then copy them: sudo install -m 0644 /tmp/FILE /etc/FILE.
 
 exit status: as for 'agent-sudo run' (the command's own status, or 69, 70,
 74, 77, 124 or 130 for agent-sudo's outcomes), and 1 for a refused sudo

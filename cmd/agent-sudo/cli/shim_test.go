@@ -77,9 +77,8 @@ func TestParseSudo(t *testing.T) {
 // alice (uid 1000) in /work/proj, with nothing on stdin.
 func fakeShimDeps() shimDeps {
 	return shimDeps{
-		currentUser:   func() (*user.User, error) { return &user.User{Username: "alice", Uid: "1000"}, nil },
-		getwd:         func() (string, error) { return "/work/proj", nil },
-		stdinHasInput: func(io.Reader) bool { return false },
+		currentUser: func() (*user.User, error) { return &user.User{Username: "alice", Uid: "1000"}, nil },
+		getwd:       func() (string, error) { return "/work/proj", nil },
 	}
 }
 
@@ -97,8 +96,6 @@ func runSudo(srv *clienttest.Server, deps shimDeps, env map[string]string, args 
 
 func TestSudoRefused(t *testing.T) {
 	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{}}})))
-	withInput := fakeShimDeps()
-	withInput.stdinHasInput = func(io.Reader) bool { return true }
 	tests := []struct {
 		name string
 		deps shimDeps
@@ -112,7 +109,6 @@ func TestSudoRefused(t *testing.T) {
 		{"another uid", fakeShimDeps(), []string{"-u", "#65534", "id"}, "agent-sudo shim: sudo -u #65534 is not supported"},
 		{"no command", fakeShimDeps(), []string{"-n"}, "agent-sudo shim: no command given; usage: sudo [-n] [-E] [--preserve-env=LIST] [-u root] [--] COMMAND [ARG...]\n"},
 		{"standalone pipe", fakeShimDeps(), []string{"grep", "|", "f"}, "agent-sudo shim: a standalone '|' argument cannot go through the shim; use agent-sudo run"},
-		{"stdin with data", withInput, []string{"tee", "/etc/x"}, "agent-sudo shim: stdin has data, but the command would not get it: agent-sudo runs commands with stdin from /dev/null. Nothing was sent. To write a file as root, write it somewhere you can first and copy it: sudo install -m 0644 /tmp/FILE /etc/FILE\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,7 +235,10 @@ func TestDispatch(t *testing.T) {
 	}
 }
 
-func TestStdinHasInput(t *testing.T) {
+// TestReadInput checks what run (and so the shim) sends as stdin: all of a
+// pipe, file or reader; nothing for /dev/null or an empty pipe; a clear
+// refusal for a pipe that stays silent and open, and for too much input.
+func TestReadInput(t *testing.T) {
 	pipe := func(data string, closeWriter bool) *os.File {
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -271,23 +270,42 @@ func TestStdinHasInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer devNull.Close()
+	named := filepath.Join(t.TempDir(), "named")
+	if err := os.WriteFile(named, []byte("from a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tooMuch := strings.Repeat("x", proto.MaxStdinBytes+1)
 	tests := []struct {
-		name  string
-		stdin io.Reader
-		want  bool
+		name    string
+		from    string
+		stdin   io.Reader
+		want    string
+		wantErr string
 	}{
-		{"pipe with data", pipe("x\n", true), true},
-		{"pipe with data, writer open", pipe("x", false), true},
-		{"empty pipe, writer gone", pipe("", true), false},
-		{"empty pipe, writer open", pipe("", false), false},
-		{"file with data", file("data"), true},
-		{"empty file", file(""), false},
-		{"/dev/null", devNull, false},
-		{"not a file", strings.NewReader("data"), false},
+		{"pipe with data", "", pipe("x\n", true), "x\n", ""},
+		{"empty pipe, writer gone", "", pipe("", true), "", ""},
+		{"empty pipe, writer open", "", pipe("", false), "", "stdin is a pipe that sent neither data nor its end within 2s; pass --stdin - to wait for it, or --no-stdin if the command needs no input"},
+		{"file with data", "", file("data"), "data", ""},
+		{"empty file", "", file(""), "", ""},
+		{"/dev/null", "", devNull, "", ""},
+		{"a reader", "", strings.NewReader("data"), "data", ""},
+		{"no stdin", "", nil, "", ""},
+		{"--stdin -", "-", strings.NewReader("dash"), "dash", ""},
+		{"--stdin FILE", named, strings.NewReader("ignored"), "from a file", ""},
+		{"--stdin missing", "/nonexistent/x", nil, "", "--stdin: open /nonexistent/x: no such file or directory"},
+		{"too much", "", strings.NewReader(tooMuch), "", "stdin holds more than 737280 bytes, the most one request can carry"},
+		{"too much, exactly the cap is fine", "", strings.NewReader(tooMuch[1:]), tooMuch[1:], ""},
 	}
 	for _, tt := range tests {
-		if got := stdinHasInput(tt.stdin); got != tt.want {
-			t.Errorf("%s: stdinHasInput = %v, want %v", tt.name, got, tt.want)
+		inv := &invocation{stdin: tt.stdin}
+		got, err := inv.readInput(tt.from)
+		switch {
+		case tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)):
+			t.Errorf("%s: error %v, want %q", tt.name, err, tt.wantErr)
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case string(got) != tt.want:
+			t.Errorf("%s: read %d bytes, want %d", tt.name, len(got), len(tt.want))
 		}
 	}
 }
@@ -453,7 +471,7 @@ func TestShimE2E(t *testing.T) {
 		}
 	})
 
-	t.Run("stdin with data is refused", func(t *testing.T) {
+	t.Run("stdin is forwarded to the command", func(t *testing.T) {
 		r, w, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)
@@ -465,11 +483,11 @@ func TestShimE2E(t *testing.T) {
 		w.Close()
 		target := filepath.Join(d.Dir, "tee-target")
 		got := sudoRun(t, r, "", nil, "tee", target)
-		if got.code != 1 || !strings.HasPrefix(got.stderr, "agent-sudo shim: stdin has data") {
+		if got != (run{0, "x\n", ""}) {
 			t.Errorf("got %+v", got)
 		}
-		if _, err := os.Stat(target); err == nil {
-			t.Error("tee ran")
+		if b, err := os.ReadFile(target); err != nil || string(b) != "x\n" {
+			t.Errorf("the file holds %q (%v)", b, err)
 		}
 	})
 }
