@@ -140,7 +140,7 @@ func TestListTools(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"argv", "cwd", "env", "forward_agent", "pipeline", "privileged", "reason"}; !slices.Equal(names, want) {
+	if want := []string{"argv", "cwd", "env", "forward_agent", "pipeline", "privileged", "reason", "stdin"}; !slices.Equal(names, want) {
 		t.Errorf("properties %q, want %q", names, want)
 	}
 	if req, _ := schema["required"].([]any); len(req) != 1 || req[0] != "reason" {
