@@ -126,7 +126,7 @@ c runuser -u alice -- agent-sudo run --session sys-other --reason "system test" 
 # journald indexes entries asynchronously: wait (up to 30s) for the last
 # request's.
 for _ in $(seq 300); do
-	c journalctl -q -o export AGENT_SUDO_SESSION=sys-other | grep -q '^AGENT_SUDO_SESSION=sys-other$' && break
+	c journalctl -q -o export AGENT_SUDO_SESSION=sys-other | grep -a '^AGENT_SUDO_SESSION=sys-other$' >/dev/null && break
 	sleep 0.1
 done
 n=$(c journalctl -q -o cat --output-fields=AGENT_SUDO_SESSION AGENT_SUDO_SESSION=sys-a | wc -l)
@@ -134,7 +134,7 @@ other=$(c journalctl -q -o export AGENT_SUDO_SESSION=sys-a | grep -c '^AGENT_SUD
 wrong=$(c journalctl -q -o export AGENT_SUDO_SESSION=sys-a | grep '^AGENT_SUDO_SESSION=' | grep -vcx 'AGENT_SUDO_SESSION=sys-a' || true)
 [ "$n" -gt 0 ] && [ "$other" -gt 0 ] || die "journal: journalctl AGENT_SUDO_SESSION=sys-a found nothing"
 [ "$wrong" = 0 ] || die "journal: journalctl AGENT_SUDO_SESSION=sys-a found $wrong entries of other sessions"
-c journalctl -q -o export AGENT_SUDO_SESSION=sys-other | grep -q '^AGENT_SUDO_SESSION=sys-other$' ||
+c journalctl -q -o export AGENT_SUDO_SESSION=sys-other | grep -a '^AGENT_SUDO_SESSION=sys-other$' >/dev/null ||
 	die "journal: no entries for sys-other; sessions in the journal: $(c journalctl -q -o export | grep -a '^AGENT_SUDO_SESSION=' | sort | uniq -c | tr '\n' ' '); last lines: $(c journalctl -q -n 5 -u agent-sudo.service | tr '\n' ' ')"
 ok "journalctl AGENT_SUDO_SESSION=sys-a finds $other entries, all of session sys-a"
 
