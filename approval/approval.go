@@ -45,7 +45,13 @@ type Pending struct {
 	Request *proto.Request
 	Peer    peercred.Creds
 	// Programs holds each stage's program as it will really be executed.
-	Programs []string
+	Programs []Program
+	// Cwd is the resolved working directory, CwdChain its symlink chain
+	// (empty when none) and CwdWritable who other than root can write it.
+	// An empty Cwd means the request's, or "/".
+	Cwd         string
+	CwdChain    []string
+	CwdWritable []Writable
 	// RunAs names the user the pipeline will run as.
 	RunAs string
 	// Received is when the daemon accepted the request; Deadline is when it
@@ -56,13 +62,17 @@ type Pending struct {
 // Shown returns what a human is shown of p.
 func (p *Pending) Shown() *Shown {
 	r := p.Request
-	cwd := r.Cwd
+	cwd := p.Cwd
+	if cwd == "" {
+		cwd = r.Cwd
+	}
 	if cwd == "" {
 		cwd = "/"
 	}
 	return &Shown{
 		ID: r.ID, Session: r.Session, Host: r.Host, Reason: r.Reason, Time: r.Time,
 		Pipeline: r.Pipeline, Programs: p.Programs, Env: r.Env, Cwd: cwd,
+		CwdChain: p.CwdChain, CwdWritable: p.CwdWritable,
 		Privileged: r.Privileged, RunAs: strings.ToValidUTF8(p.RunAs, "\uFFFD"), ForwardAgent: r.ForwardAgent,
 		Stdin: NewStdinShown(r.Stdin),
 		// The peer's name and exe come from the system, not the validated

@@ -29,6 +29,9 @@ var (
 	ErrHashMismatch = errors.New("the decision is for a different request than the one waiting (hash mismatch); nothing was decided")
 	// ErrBadChoice: the decision is none of allow_once, allow_session, deny.
 	ErrBadChoice = errors.New("unknown decision")
+	// ErrNoSessionGrant: allow_session for a request whose program someone
+	// other than root can change; nothing was decided.
+	ErrNoSessionGrant = errors.New("allow for this session refused; nothing was decided")
 	// ErrNoGrant: revoke named a grant that does not exist.
 	ErrNoGrant = errors.New("no such session grant")
 	// ErrDuplicateID: a request with the same id is already waiting. Two
@@ -174,6 +177,9 @@ func (b *Broker) Decide(id, hash string, choice Choice, note, by string) error {
 		return ErrHashMismatch
 	}
 	if choice == AllowSession {
+		if why := e.shown.GrantRefusal(); why != "" {
+			return fmt.Errorf("%w: %s", ErrNoSessionGrant, why)
+		}
 		g := b.addGrant(e.shown, by)
 		d.By = fmt.Sprintf("%s (new session grant %s)", by, g.ID)
 	}
@@ -416,16 +422,25 @@ func (b *Broker) expireGrants() {
 	}
 }
 
+// sameProgram reports whether a and b are the same file reached the same
+// way: chain, device, inode and content hash.
+func sameProgram(a, b Program) bool {
+	return slices.Equal(a.Chain, b.Chain) && a.Dev == b.Dev && a.Ino == b.Ino && a.SHA256 == b.SHA256 &&
+		len(a.Writable) == 0 && len(b.Writable) == 0
+}
+
 // matchGrant finds a live grant covering s from uid. A grant covers only the
-// exact same request: every argument, program path, env value, cwd, stdin
-// byte, privilege, target user, agent forwarding, session and uid.
+// exact same request: every argument, program (symlink chain, device, inode
+// and content hash; never a program someone other than root can change),
+// env value, resolved cwd, stdin byte, privilege, target user, agent
+// forwarding, session and uid.
 func (b *Broker) matchGrant(s *Shown, uid uint32) *grant {
 	b.expireGrants()
 	for _, g := range b.grants {
 		a := g.shown
 		if a.Session == s.Session && g.UID == uid && a.Peer.UID == s.Peer.UID &&
 			a.Privileged == s.Privileged && a.RunAs == s.RunAs && a.ForwardAgent == s.ForwardAgent &&
-			a.Cwd == s.Cwd && slices.Equal(a.Programs, s.Programs) && maps.Equal(a.Env, s.Env) &&
+			a.Cwd == s.Cwd && slices.EqualFunc(a.Programs, s.Programs, sameProgram) && maps.Equal(a.Env, s.Env) &&
 			sameStdin(a.Stdin, s.Stdin) &&
 			slices.EqualFunc(a.Pipeline, s.Pipeline, slices.Equal) {
 			return g

@@ -26,7 +26,7 @@ func pending(id string, argv ...string) *Pending {
 		Request: &proto.Request{ID: id, Session: "s1", Pipeline: [][]string{argv}, Privileged: true,
 			Env: map[string]string{"LANG": "C"}},
 		Peer:     peercred.Creds{UID: 1000, PID: 42, Exe: "/usr/bin/agent"},
-		Programs: []string{"/usr/bin/" + argv[0]},
+		Programs: []Program{{Chain: []string{"/usr/bin/" + argv[0]}, SHA256: "00"}},
 		RunAs:    "root",
 	}
 }
@@ -219,7 +219,7 @@ func TestBrokerSessionGrants(t *testing.T) {
 		{"other session", func(p *Pending) { p.Request.Session = "s2" }},
 		{"other uid", func(p *Pending) { p.Peer.UID = 1001 }},
 		{"other cwd", func(p *Pending) { p.Request.Cwd = "/tmp" }},
-		{"other program path", func(p *Pending) { p.Programs = []string{"/usr/local/bin/apt"} }},
+		{"other program path", func(p *Pending) { p.Programs = []Program{{Chain: []string{"/usr/local/bin/apt"}, SHA256: "00"}} }},
 		{"other target user", func(p *Pending) { p.RunAs = "alice" }},
 	}
 	for _, v := range variants {
@@ -325,7 +325,7 @@ func TestShownHashCoversEveryField(t *testing.T) {
 		"reason":  func(p *Pending) { p.Request.Reason = "x" },
 		"host":    func(p *Pending) { p.Request.Host = "x" },
 		"env":     func(p *Pending) { p.Request.Env["LANG"] = "D" },
-		"program": func(p *Pending) { p.Programs[0] = "/tmp/apt" },
+		"program": func(p *Pending) { p.Programs[0].Chain = []string{"/tmp/apt"} },
 		"run as":  func(p *Pending) { p.RunAs = "nobody" },
 		"pid":     func(p *Pending) { p.Peer.PID = 43 },
 		"arg":     func(p *Pending) { p.Request.Pipeline[0][2] = "nginx " },

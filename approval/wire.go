@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -18,15 +19,22 @@ type Shown struct {
 	Reason   string     `json:"reason"`
 	Time     time.Time  `json:"time"`
 	Pipeline [][]string `json:"pipeline"`
-	// Programs holds, per stage, the absolute path that will be executed,
-	// with the symlink chain when there was one ("/usr/sbin/iptables ->
-	// /usr/sbin/xtables-legacy-multi").
-	Programs     []string          `json:"programs"`
-	Env          map[string]string `json:"env"`
-	Cwd          string            `json:"cwd"`
-	Privileged   bool              `json:"privileged"`
-	RunAs        string            `json:"run_as"`
-	ForwardAgent bool              `json:"forward_agent"`
+	// Programs holds, per stage, the program file that will be executed:
+	// its symlink chain, its identity and content hash, and what non-root
+	// users could change about it.
+	Programs []Program         `json:"programs"`
+	Env      map[string]string `json:"env"`
+	// Cwd is the working directory, resolved: absolute and symlink-free.
+	Cwd string `json:"cwd"`
+	// CwdChain is the directory as requested and every hop to Cwd, when
+	// symlinks were involved; empty otherwise.
+	CwdChain []string `json:"cwd_chain,omitempty"`
+	// CwdWritable is set when someone other than root can write Cwd (so
+	// the requester may be able to change what the command finds there).
+	CwdWritable  []Writable `json:"cwd_writable,omitempty"`
+	Privileged   bool       `json:"privileged"`
+	RunAs        string     `json:"run_as"`
+	ForwardAgent bool       `json:"forward_agent"`
 	// Stdin is what the first stage reads (the stdin extension); nil when
 	// the request has none, so that such a request hashes as before.
 	Stdin *StdinShown `json:"stdin,omitempty"`
@@ -56,6 +64,46 @@ func NewStdinShown(data []byte) *StdinShown {
 	}
 	sum := sha256.Sum256(data)
 	return &StdinShown{Size: len(data), SHA256: hex.EncodeToString(sum[:]), Data: data}
+}
+
+// Program is one stage's program file as the daemon will execute it.
+type Program struct {
+	// Chain is every path from the name the program was found by to the
+	// file that runs, both included: Chain[0] is argv[0] when absolute,
+	// else its match in the secure path; each following element is where a
+	// symlink led; the last is the absolute, symlink-free path of the file.
+	// It is a list so that no file name can forge a hop.
+	Chain []string `json:"chain"`
+	// Dev, Ino and SHA256 identify the file the daemon opened when it
+	// planned the request and will execute: a decision and a session grant
+	// cover this file with this content, not whatever the path holds later.
+	Dev    uint64 `json:"dev"`
+	Ino    uint64 `json:"ino"`
+	SHA256 string `json:"sha256"`
+	// Writable lists every directory on the way and the file itself when
+	// someone other than root can write it, that is, could replace or
+	// rewrite what runs. Non-empty means "allow for this session" is
+	// refused for the request.
+	Writable []Writable `json:"writable,omitempty"`
+}
+
+// Writable is a path someone other than root can write, and who.
+type Writable struct {
+	Path string `json:"path"`
+	// Why is the daemon's description from the owner and mode ("the
+	// directory is owned by uid 1001").
+	Why string `json:"why"`
+}
+
+// GrantRefusal says why a session grant cannot be given for s (a program
+// someone other than root can replace or rewrite), or returns "".
+func (s *Shown) GrantRefusal() string {
+	for i, p := range s.Programs {
+		if len(p.Writable) > 0 {
+			return fmt.Sprintf("stage %d's program can be changed by someone other than root, so it is not granted for the session; allow it once after checking it", i+1)
+		}
+	}
+	return ""
 }
 
 // PeerInfo is the requesting process as the kernel identified it.

@@ -11,6 +11,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/agent-sudo/agent-sudo/daemon/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -158,8 +159,15 @@ type ExecSection struct {
 	Mode string `json:"mode"`
 	// SudoPath is the sudo binary, in sudo mode.
 	SudoPath string `json:"sudo_path,omitempty"`
-	// Dir is the working directory.
+	// Dir is the working directory, resolved (symlink-free), which the
+	// stages enter through a descriptor opened when the request was
+	// planned.
 	Dir string `json:"dir"`
+	// DirChain is the directory as requested and every symlink hop to
+	// Dir; absent when no symlink was involved.
+	DirChain []string `json:"dir_chain,omitempty"`
+	// DirWritable is set when someone other than root can write Dir.
+	DirWritable []runner.Writable `json:"dir_writable,omitempty"`
 	// Env is the complete environment the stages get (before what sudo
 	// adds), values encoded as EnvValues says.
 	Env map[string]string `json:"env"`
@@ -174,6 +182,18 @@ type ExecStage struct {
 	// Link is the path the program was found at in the secure path, when
 	// it differs from Path (a symlink).
 	Link string `json:"link,omitempty"`
+	// Chain is every hop from the name the program was found by to Path,
+	// both included, as a list (never joined, so no file name can forge a
+	// hop).
+	Chain []string `json:"chain,omitempty"`
+	// Dev, Ino and SHA256 identify the file the daemon opened when it
+	// planned the request and executes (SHA256 in lower-case hex).
+	Dev    uint64 `json:"dev,omitempty"`
+	Ino    uint64 `json:"ino,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	// Writable lists the directories on the way and the file itself when
+	// someone other than root can write them.
+	Writable []runner.Writable `json:"writable,omitempty"`
 	// Argv is the argument vector; Argv[0] as the agent gave it.
 	Argv []string `json:"argv"`
 }

@@ -169,11 +169,16 @@ func (t *Trail) Started(ctx context.Context, spec runner.Spec) error {
 	if x.Dir == "" {
 		x.Dir = "/"
 	}
+	x.DirChain, x.DirWritable = spec.DirChain, spec.DirUntrusted
 	if spec.Mode == runner.ModeSudo {
 		x.SudoPath = spec.SudoPath
 	}
 	for i, c := range spec.Stages {
-		x.Stages[i] = ExecStage{Path: c.Path, Argv: c.Args}
+		x.Stages[i] = ExecStage{Path: c.Path, Argv: c.Args, Chain: c.Chain, Writable: c.Untrusted}
+		if c.Program != nil {
+			x.Stages[i].Dev, x.Stages[i].Ino = c.Program.Dev, c.Program.Ino
+			x.Stages[i].SHA256 = hex.EncodeToString(c.Program.SHA256[:])
+		}
 		if c.Link != "" && c.Link != c.Path {
 			x.Stages[i].Link = c.Link
 		}

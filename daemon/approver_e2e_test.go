@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestE2EApproverChannel(t *testing.T) {
 			Session: "s1", Reason: "test"})
 		p1, p2 := c1.Pending("appr-1"), c2.Pending("appr-1")
 		if p1.ID != "appr-1" || p2.ID != "appr-1" || p1.Hash != p2.Hash || p1.Request.Reason != "test" ||
-			p1.Request.Programs[0] != "/usr/bin/echo" || p1.Request.RunAs != "root" || p1.Request.Peer.UID != 0 {
+			!slices.Equal(p1.Request.Programs[0].Chain, []string{"/usr/bin/echo"}) || p1.Request.RunAs != "root" || p1.Request.Peer.UID != 0 {
 			t.Fatalf("pending: %+v / %+v", p1, p1.Request)
 		}
 		// A decision bound to another rendering is refused.

@@ -326,6 +326,7 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer p
 		refuseRequest(err.Error())
 		return
 	}
+	defer p.close()
 	log.Info("request", "pipeline", audit.Bound(p.display(), maxLogPipeline), "run_as", p.target.Name, "reason", req.Reason)
 	trail, err := s.audit.Received(execCtx, req, peer)
 	if err != nil {
@@ -528,6 +529,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 
 	d, err := s.approver.Ask(actx, &approval.Pending{
 		Request: p.req, Peer: p.peer, Programs: p.programs, RunAs: p.target.Name,
+		Cwd: p.dir, CwdChain: p.dirChain, CwdWritable: p.dirWritable,
 		Received: p.received, Deadline: deadline,
 	})
 	switch {

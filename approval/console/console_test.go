@@ -275,7 +275,7 @@ func TestRunAcceptsTheLargestPending(t *testing.T) {
 	s := shown("big")
 	arg := strings.Repeat("<", proto.MaxRequestBytes-1024)
 	s.Pipeline = [][]string{{"echo", arg}}
-	s.Programs = []string{"/usr/bin/echo"}
+	s.Programs = []approval.Program{{Chain: []string{"/usr/bin/echo"}}}
 	m := approval.Message{Type: approval.MsgPending, ID: "big", Hash: s.Hash(), Request: s}
 	var line bytes.Buffer
 	if err := json.NewEncoder(&line).Encode(m); err != nil { // as the daemon encodes

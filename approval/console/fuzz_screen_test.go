@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/approval/render"
 )
 
@@ -62,7 +63,7 @@ func FuzzScreen(f *testing.F) {
 		h.update(tea.WindowSizeMsg{Width: width, Height: height})
 		s := shown("r1")
 		s.Pipeline = [][]string{{"bash", "-c", arg}, {"tee", text}}
-		s.Programs = []string{"/usr/bin/bash", "/usr/bin/tee"}
+		s.Programs = []approval.Program{{Chain: []string{"/usr/bin/bash"}}, {Chain: []string{"/usr/bin/tee"}}}
 		s.Env = map[string]string{"LANG": text}
 		s.Reason, s.Session, s.Host = text, text, text
 		h.pending(s)

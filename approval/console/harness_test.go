@@ -211,7 +211,7 @@ func shown(id string) *approval.Shown {
 		ID: id, Session: "build-42", Host: "devbox", Reason: "install nginx for the web tests",
 		Time:     t0.Add(-time.Second),
 		Pipeline: [][]string{{"apt-get", "install", "-y", "nginx"}, {"tee", "/var/log/x y.log"}},
-		Programs: []string{"/usr/bin/apt-get", "/usr/bin/tee"},
+		Programs: []approval.Program{{Chain: []string{"/usr/bin/apt-get"}}, {Chain: []string{"/usr/bin/tee"}}},
 		Env:      map[string]string{"DEBIAN_FRONTEND": "noninteractive"},
 		Cwd:      "/", Privileged: true, RunAs: "root",
 		Peer:     approval.PeerInfo{UID: 1000, User: "alice", PID: 4242, Exe: "/usr/bin/python3"},

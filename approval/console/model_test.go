@@ -39,7 +39,7 @@ func TestRequestScreenShowsEverything(t *testing.T) {
 	h := newHarness(t, "")
 	s := shown("r1")
 	s.Pipeline = [][]string{{"iptables", "-L", "-n"}, {"grep", "DROP it"}}
-	s.Programs = []string{"/usr/sbin/iptables -> /usr/sbin/xtables-legacy-multi", "/usr/bin/grep"}
+	s.Programs = []approval.Program{{Chain: []string{"/usr/sbin/iptables", "/usr/sbin/xtables-legacy-multi"}}, {Chain: []string{"/usr/bin/grep"}}}
 	h.pending(s)
 	h.pending(shown("r2"))
 	h.pending(shown("r3"))
@@ -392,7 +392,7 @@ func TestHostileRequestIsEscaped(t *testing.T) {
 	h := newHarness(t, "")
 	s := shown("r1\u202e")
 	s.Pipeline = [][]string{{"echo", "\x1b[2J", "\x1b]0;title\x07", "safe\u202etxt.exe", "a\rb"}}
-	s.Programs = []string{"/usr/bin/echo"}
+	s.Programs = []approval.Program{{Chain: []string{"/usr/bin/echo"}}}
 	s.Env = map[string]string{"K\x1b[1m": "v\x1b[0m", "Z": "\u200bhidden"}
 	s.Reason = "looks fine\x1b[8m hidden text\nsecond line \x1b]8;;http://evil\x07link"
 	s.Session = "s\u2066"
@@ -420,7 +420,7 @@ func TestEveryFieldCanRaiseTheNotice(t *testing.T) {
 	fields := map[string]func(*approval.Shown){
 		"argument": func(s *approval.Shown) { s.Pipeline[0][1] = bad },
 		"program":  func(s *approval.Shown) { s.Pipeline[0][0] = bad },
-		"resolved": func(s *approval.Shown) { s.Programs[0] = bad },
+		"resolved": func(s *approval.Shown) { s.Programs[0].Chain = []string{bad} },
 		"env key":  func(s *approval.Shown) { s.Env[bad] = "v" },
 		"env val":  func(s *approval.Shown) { s.Env["K"] = bad },
 		"reason":   func(s *approval.Shown) { s.Reason = bad },
@@ -480,7 +480,7 @@ func TestChangedRequestIsShownAgain(t *testing.T) {
 	h.pastGuard()
 	s2 := shown("r1")
 	s2.Pipeline = [][]string{{"rm", "-rf", "/"}}
-	s2.Programs = []string{"/usr/bin/rm"}
+	s2.Programs = []approval.Program{{Chain: []string{"/usr/bin/rm"}}}
 	h.pending(s2)
 	h.wantView("request r1 changed while it waited", "command    rm -rf /", "(keys enabled in 0.5s)")
 	h.pastGuard()
@@ -492,7 +492,7 @@ func TestChangedRequestIsShownAgain(t *testing.T) {
 
 func TestMalformedDaemonMessages(t *testing.T) {
 	h := newHarness(t, "")
-	odd := &approval.Shown{ID: "odd", Pipeline: [][]string{{}, {"x"}, nil}, Programs: []string{"", "/bin/x", "/bin/y", "/bin/z"}}
+	odd := &approval.Shown{ID: "odd", Pipeline: [][]string{{}, {"x"}, nil}, Programs: []approval.Program{{}, {Chain: []string{"/bin/x"}}, {Chain: []string{"/bin/y"}}, {Chain: []string{"/bin/z"}}}}
 	for _, m := range []approval.Message{
 		{Type: approval.MsgPending, ID: "nodetails"},
 		{Type: approval.MsgPending, ID: "a", Request: &approval.Shown{ID: "b"}},
@@ -573,7 +573,7 @@ func TestLongValuesWrapAndScroll(t *testing.T) {
 	long := strings.Repeat("0123456789", 30) + "END"
 	s := shown("r1")
 	s.Pipeline = [][]string{{"echo", long, "\x1b[2J" + strings.Repeat("x", 50)}}
-	s.Programs = []string{"/usr/bin/echo"}
+	s.Programs = []approval.Program{{Chain: []string{"/usr/bin/echo"}}}
 	h.pending(s)
 	v := h.view()
 	for _, line := range strings.Split(v, "\n") {

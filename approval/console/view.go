@@ -19,7 +19,12 @@ const (
 	escapedNotice = "⚠ this request contains control, invisible or ambiguous-width characters; they are shown escaped (\\x1b, \\u202e, ...)"
 	muxWarning    = "an agent that can type into this multiplexer could approve its own requests"
 	idleText      = "waiting for requests…"
-	sshWarning    = "⚠ SSH AGENT FORWARDED: the command gets the SSH agent of the daemon's operator and can use those keys while it runs"
+	// writableWarning starts the line under a stage whose program someone
+	// other than root can change, and under a writable working directory.
+	writableWarning  = "⚠ NOT ROOT-ONLY:"
+	writableMeans    = "someone other than root can replace or rewrite this program; the daemon runs the file it opened and hashed, but check what it is"
+	cwdWritableMeans = "someone other than root can change what the command finds in its working directory"
+	sshWarning       = "⚠ SSH AGENT FORWARDED: the command gets the SSH agent of the daemon's operator and can use those keys while it runs"
 )
 
 // View renders the screen: a fixed top (header, warnings, notices), a body
@@ -404,14 +409,17 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 	l.field("command", line, &st.bold)
 	for i, stage := range s.Pipeline {
 		var b strings.Builder
-		if i < len(s.Programs) && s.Programs[i] != "" {
-			// "/usr/sbin/iptables -> /usr/sbin/xtables-legacy-multi"
-			for j, p := range strings.Split(s.Programs[i], " -> ") {
+		var writable []approval.Writable
+		if i < len(s.Programs) && len(s.Programs[i].Chain) > 0 {
+			// Each hop quoted on its own: a name containing " -> " is
+			// then visibly one name.
+			for j, p := range s.Programs[i].Chain {
 				if j > 0 {
 					b.WriteString(" -> ")
 				}
 				b.WriteString(q(p))
 			}
+			writable = s.Programs[i].Writable
 		} else if len(stage) > 0 {
 			b.WriteString(q(stage[0]) + " (the daemon did not say which program runs)")
 		}
@@ -419,6 +427,12 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 			b.WriteString(" " + q(arg))
 		}
 		l.field(fmt.Sprintf("stage %d", i+1), b.String(), nil)
+		for _, w := range writable {
+			l.field("", fmt.Sprintf("%s %s %s: %s", writableWarning, q(w.Path), es(w.Why), writableMeans), &st.danger)
+		}
+	}
+	if why := s.GrantRefusal(); why != "" {
+		l.field("grant", "⚠ "+e(why), &st.warn)
 	}
 	switch {
 	case s.Privileged:
@@ -431,7 +445,18 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 	if s.ForwardAgent {
 		l.field("ssh agent", sshWarning, &st.warn)
 	}
-	l.field("cwd", es(s.Cwd), nil)
+	cwd := q(s.Cwd)
+	if len(s.CwdChain) > 0 {
+		hops := make([]string, len(s.CwdChain))
+		for i, h := range s.CwdChain {
+			hops[i] = q(h)
+		}
+		cwd += " (requested as " + strings.Join(hops, " -> ") + ")"
+	}
+	l.field("cwd", cwd, nil)
+	for _, w := range s.CwdWritable {
+		l.field("", fmt.Sprintf("%s %s %s: %s", writableWarning, q(w.Path), es(w.Why), cwdWritableMeans), &st.warn)
+	}
 	for i, k := range slices.Sorted(maps.Keys(s.Env)) {
 		label := ""
 		if i == 0 {

@@ -52,7 +52,7 @@ func TestHostileWidthsFit(t *testing.T) {
 			h.update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
 			s := shown("r1")
 			s.Pipeline = [][]string{{"bash", "-c", tt.s}}
-			s.Programs = []string{"/usr/bin/bash"}
+			s.Programs = []approval.Program{{Chain: []string{"/usr/bin/bash"}}}
 			s.Reason, s.Session, s.Host = tt.s, tt.s, tt.s
 			s.Env = map[string]string{"LANG": tt.s}
 			h.pending(s)

@@ -25,6 +25,18 @@ type Resolved struct {
 	// for display ("iptables -> /usr/sbin/iptables -> /usr/sbin/xtables-
 	// legacy-multi") and lets sudo mode keep a multi-call binary's name.
 	Link string
+	// Chain is every path on the way from Link to Path, both included:
+	// after Link, each symlink's target (prefixed by the link's directory
+	// when relative, followed by the rest of the path), then Path. It has
+	// one element when no symlink was involved. It is a list, never a
+	// joined string, so that a file name containing " -> " cannot forge a
+	// hop.
+	Chain []string
+	// Untrusted lists what someone other than root can write that decides
+	// what runs: every directory in which a name on the way was looked up
+	// and the program file itself, when not owned by root or writable by
+	// group or others. Empty means only root could change what Link runs.
+	Untrusted []Writable
 }
 
 // Resolve finds the program that argv0 names.
@@ -77,34 +89,61 @@ func Resolve(argv0, securePath string) (Resolved, error) {
 // resolveFile resolves the absolute path p and checks that it is a regular
 // executable file.
 func resolveFile(p string) (Resolved, error) {
-	real, err := filepath.EvalSymlinks(p)
+	w, err := walk(p)
 	if err != nil {
 		return Resolved{}, fmt.Errorf("runner: resolving program %s: %w", p, err)
 	}
-	fi, err := os.Stat(real)
+	fi, err := os.Stat(w.real)
 	if err != nil {
 		return Resolved{}, fmt.Errorf("runner: program %s: %w", p, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return Resolved{}, fmt.Errorf("runner: program %s (%s) is not a regular file", p, real)
+		return Resolved{}, fmt.Errorf("runner: program %s (%s) is not a regular file", p, w.real)
 	}
 	if fi.Mode().Perm()&0o111 == 0 {
-		return Resolved{}, fmt.Errorf("runner: program %s (%s) is not executable", p, real)
+		return Resolved{}, fmt.Errorf("runner: program %s (%s) is not executable", p, w.real)
 	}
-	return Resolved{Path: real, Link: p}, nil
+	untrusted := w.untrusted
+	if why := nonRootWritable(fi); why != "" {
+		untrusted = append(untrusted, Writable{Path: w.real, Why: "the program file is " + why})
+	}
+	return Resolved{Path: w.real, Link: p, Chain: w.chain, Untrusted: untrusted}, nil
 }
 
-// walkTrusted resolves the absolute path p component by component, as the
-// kernel does, and returns the symlink-free result. trusted reports whether
-// every directory in which a name was looked up is owned by root and not
-// writable by group or others, so that only root can change what p resolves
-// to. The final file itself is not judged: the question is whether p still
-// leads to the same file, not what that file contains.
-func walkTrusted(p string) (real string, trusted bool, err error) {
+// Writable is a path whose owner or mode lets someone other than root change
+// what a request runs or where: a directory in which a name was looked up, or
+// the program file itself.
+type Writable struct {
+	// Path is the directory or file.
+	Path string `json:"path"`
+	// Why says who can write it, from its owner and mode only (never from
+	// the path), e.g. "the directory is owned by uid 1001".
+	Why string `json:"why"`
+}
+
+// walked is what walk found.
+type walked struct {
+	// real is the symlink-free result.
+	real string
+	// chain is every path on the way: the path given, then after each
+	// symlink the path the kernel continues with (the link's target,
+	// prefixed by its directory when relative, followed by the rest of the
+	// path), then real when it differs from the last of these.
+	chain []string
+	// untrusted lists each directory in which a name was looked up that is
+	// not owned by root or is writable by group or others, once each.
+	untrusted []Writable
+}
+
+// walk resolves the absolute path p component by component, as the kernel
+// does, recording each hop and each directory that someone other than root
+// could change.
+func walk(p string) (walked, error) {
 	if !filepath.IsAbs(p) {
-		return "", false, fmt.Errorf("path %q is not absolute", p)
+		return walked{}, fmt.Errorf("path %q is not absolute", p)
 	}
-	trusted = true
+	w := walked{chain: []string{p}}
+	seen := map[string]bool{}
 	cur := "/" // symlink-free directory reached so far
 	todo := strings.Split(p, "/")
 	for links := 0; len(todo) > 0; {
@@ -118,43 +157,131 @@ func walkTrusted(p string) (real string, trusted bool, err error) {
 			cur = filepath.Dir(cur)
 			continue
 		}
-		if !rootOnlyDir(cur) {
-			trusted = false
+		if !seen[cur] {
+			seen[cur] = true
+			if why := dirNotRootOnly(cur); why != "" {
+				w.untrusted = append(w.untrusted, Writable{Path: cur, Why: "the directory " + why})
+			}
 		}
 		next := filepath.Join(cur, name)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			return "", false, err
+			return walked{}, err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			if len(todo) > 0 && !fi.IsDir() {
-				return "", false, &fs.PathError{Op: "walk", Path: next, Err: syscall.ENOTDIR}
+				return walked{}, &fs.PathError{Op: "walk", Path: next, Err: syscall.ENOTDIR}
 			}
 			cur = next
 			continue
 		}
 		if links++; links > maxSymlinks {
-			return "", false, &fs.PathError{Op: "walk", Path: p, Err: syscall.ELOOP}
+			return walked{}, &fs.PathError{Op: "walk", Path: p, Err: syscall.ELOOP}
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return "", false, err
+			return walked{}, err
 		}
+		hop := target
+		if !filepath.IsAbs(target) {
+			hop = strings.TrimSuffix(cur, "/") + "/" + target
+		}
+		if rest := strings.Join(todo, "/"); rest != "" {
+			hop = strings.TrimSuffix(hop, "/") + "/" + rest
+		}
+		w.chain = append(w.chain, hop)
 		if filepath.IsAbs(target) {
 			cur = "/"
 		}
 		todo = append(strings.Split(target, "/"), todo...)
 	}
-	return cur, trusted, nil
+	w.real = cur
+	if w.chain[len(w.chain)-1] != cur {
+		w.chain = append(w.chain, cur)
+	}
+	return w, nil
 }
 
-// rootOnlyDir reports whether the directory dir is owned by root and
-// writable by nobody else.
-func rootOnlyDir(dir string) bool {
-	fi, err := os.Lstat(dir)
-	if err != nil || !fi.IsDir() {
-		return false
+// walkTrusted resolves the absolute path p as walk does and reports whether
+// every directory in which a name was looked up is owned by root and not
+// writable by group or others, so that only root can change what p resolves
+// to. The final file itself is not judged: the question is whether p still
+// leads to the same file, not what that file contains.
+func walkTrusted(p string) (real string, trusted bool, err error) {
+	w, err := walk(p)
+	if err != nil {
+		return "", false, err
 	}
+	return w.real, len(w.untrusted) == 0, nil
+}
+
+// dirNotRootOnly says why the directory dir could be changed by someone
+// other than root, or returns "" when it cannot.
+func dirNotRootOnly(dir string) string {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "cannot be examined: " + err.Error()
+	}
+	if !fi.IsDir() {
+		return "is not a directory"
+	}
+	if why := nonRootWritable(fi); why != "" {
+		return "is " + why
+	}
+	return ""
+}
+
+// nonRootWritable says who other than root can write the file or directory
+// fi describes ("owned by uid 1001", "writable by group 27", "writable by
+// everyone"), or returns "" when nobody but root can.
+func nonRootWritable(fi fs.FileInfo) string {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && st.Uid == 0 && fi.Mode().Perm()&0o022 == 0
+	if !ok {
+		return "of unknown ownership"
+	}
+	var why []string
+	if st.Uid != 0 {
+		why = append(why, fmt.Sprintf("owned by uid %d", st.Uid))
+	}
+	if fi.Mode().Perm()&0o020 != 0 {
+		why = append(why, fmt.Sprintf("writable by group %d", st.Gid))
+	}
+	if fi.Mode().Perm()&0o002 != 0 {
+		w := "writable by everyone"
+		if fi.Mode()&fs.ModeSticky != 0 {
+			w += " (sticky)"
+		}
+		why = append(why, w)
+	}
+	return strings.Join(why, ", ")
+}
+
+// ResolveDir resolves the absolute directory path dir: its symlink-free
+// path, the chain of hops to it (as for a program) and, in Untrusted, the
+// directory itself when someone other than root can write it. Directories
+// above it do not matter: the stages enter it through a descriptor opened
+// at once ([OpenDir]), so renaming them later changes nothing.
+func ResolveDir(dir string) (Resolved, error) {
+	if !filepath.IsAbs(dir) {
+		return Resolved{}, fmt.Errorf("runner: directory %q is not an absolute path", dir)
+	}
+	if strings.IndexByte(dir, 0) >= 0 {
+		return Resolved{}, fmt.Errorf("runner: directory %q contains a NUL byte", dir)
+	}
+	w, err := walk(dir)
+	if err != nil {
+		return Resolved{}, fmt.Errorf("runner: resolving directory %s: %w", dir, err)
+	}
+	fi, err := os.Stat(w.real)
+	if err != nil {
+		return Resolved{}, fmt.Errorf("runner: directory %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return Resolved{}, fmt.Errorf("runner: %s (%s) is not a directory", dir, w.real)
+	}
+	r := Resolved{Path: w.real, Link: dir, Chain: w.chain}
+	if why := nonRootWritable(fi); why != "" {
+		r.Untrusted = []Writable{{Path: w.real, Why: "the directory is " + why}}
+	}
+	return r, nil
 }

@@ -88,7 +88,7 @@ func TestResolve(t *testing.T) {
 		{argv0: b1 + "/adir", path: secure, wantErr: "not a regular file"},
 		{argv0: "adir", path: b1, wantErr: "not a regular file"},
 		{argv0: b1 + "/dangling", path: secure, wantErr: "no such file"},
-		{argv0: b1 + "/loop1", path: secure, wantErr: "too many links"},
+		{argv0: b1 + "/loop1", path: secure, wantErr: "too many levels of symbolic links"},
 		{argv0: b1 + "/nosuch", path: secure, wantErr: "no such file"},
 		{argv0: "to\x00ol", path: secure, wantErr: "NUL"},
 	}

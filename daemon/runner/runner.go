@@ -71,6 +71,17 @@ type Command struct {
 	// Args is the argument vector. Args[0] is the program's name as the
 	// agent gave it; in direct mode the program sees it as argv[0].
 	Args []string
+	// Program is the program file opened when the request was planned
+	// ([OpenProgram]). When set, [Run] checks it again just before the
+	// stage starts (same device, inode and SHA-256) and direct mode
+	// executes it through the descriptor, never by path; sudo mode, which
+	// can only name a path, checks that the path it gives sudo leads to
+	// the same file. The daemon always sets it; nil executes Path by path.
+	Program *File
+	// Chain and Untrusted are [Resolved.Chain] and [Resolved.Untrusted],
+	// for the record.
+	Chain     []string
+	Untrusted []Writable
 }
 
 // Spec is everything [Run] needs to execute one approved pipeline.
@@ -83,6 +94,15 @@ type Spec struct {
 	Env []string
 	// Dir is the working directory; it must be absolute, and "" means "/".
 	Dir string
+	// DirFile, when set, is Dir opened when the request was planned
+	// ([OpenDir]); the stages enter it through the descriptor, so that a
+	// path changed after approval cannot move them elsewhere. Dir is then
+	// only for the record.
+	DirFile *File
+	// DirChain and DirUntrusted are the directory's [Resolved.Chain] (nil
+	// without symlinks) and [Resolved.Untrusted], for the record.
+	DirChain     []string
+	DirUntrusted []Writable
 	// Mode selects direct execution or sudo.
 	Mode Mode
 	// SudoPath is the absolute path of sudo; required in sudo mode.
@@ -566,11 +586,30 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 			sys.Pgid = p.pgids[0]
 		}
 	}
+	// Descriptors a library opened without close-on-exec (an epoll
+	// descriptor of the terminal reader, say) would otherwise leak into
+	// every stage.
+	markCloseOnExec()
+	files := stdio[:]
 	var prog string
 	var argv []string
 	switch s.Mode {
 	case ModeDirect:
 		prog, argv = c.Path, c.Args
+		if c.Program != nil {
+			if err := c.Program.Verify(); err != nil {
+				return err
+			}
+			// The kernel opens the file before it closes close-on-exec
+			// descriptors, so a binary runs from its descriptor without
+			// inheriting it. A script's interpreter opens the path it is
+			// given after exec, so a script gets its descriptor as fd 3.
+			prog = procFD(c.Program.F.Fd())
+			if c.Program.Script {
+				files = append(files, c.Program.F)
+				prog = procFD(3)
+			}
+		}
 		sys.Credential = &syscall.Credential{
 			Uid:    s.Target.UID,
 			Gid:    s.Target.GID,
@@ -581,17 +620,30 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 		}
 	case ModeSudo:
 		prog, argv = s.SudoPath, sudoArgv(s, c)
+		if c.Program != nil {
+			if err := c.Program.Verify(); err != nil {
+				return err
+			}
+			if err := sameFile(sudoProgram(c), c.Program); err != nil {
+				return err
+			}
+		}
 	}
 	dir := s.Dir
 	if dir == "" {
 		dir = "/"
+	}
+	if s.DirFile != nil {
+		// Go's child changes directory before it rearranges descriptors,
+		// so the daemon's descriptor number is valid there.
+		dir = procFD(s.DirFile.F.Fd())
 	}
 	env := make([]string, 0, len(s.Env)) // non-nil: nil would inherit ours
 	env = append(env, s.Env...)
 	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
 		Dir:   dir,
 		Env:   env,
-		Files: stdio[:],
+		Files: files,
 		Sys:   sys,
 	})
 	if err != nil {
@@ -634,6 +686,40 @@ func sudoProgram(c Command) string {
 		return c.Path
 	}
 	return c.Link
+}
+
+// sameFile checks that path leads to the file f was opened from.
+func sameFile(path string, f *File) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fmt.Errorf("the program %s: %w", path, err)
+	}
+	if st.Dev != f.Dev || st.Ino != f.Ino {
+		return fmt.Errorf("the program %s is no longer the approved file; not running it", path)
+	}
+	return nil
+}
+
+// markCloseOnExec sets close-on-exec on every descriptor of the daemon from
+// 3 up. Go's own descriptors already have it; this catches those a library
+// created without it. Descriptors handed to a child in ProcAttr.Files are
+// still passed: the child dup2s them into place, which clears the flag.
+func markCloseOnExec() {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return
+	}
+	// Kernels before 5.11: one descriptor at a time.
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	_ = d.Close()
+	for _, n := range names {
+		if fd, err := strconv.Atoi(n); err == nil && fd > 2 {
+			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+		}
+	}
 }
 
 // watchExits returns a channel that is closed once every stage has exited.

@@ -758,12 +758,23 @@ func prettyRecord(e audit.Entry) string {
 	case r.Exec != nil:
 		x := r.Exec
 		for i, st := range x.Stages {
-			prog := esc(st.Path)
-			if st.Link != "" {
-				prog = esc(st.Link) + " -> " + prog
+			// Each hop quoted on its own, so that a file name containing
+			// " -> " reads as one name.
+			chain := st.Chain
+			if len(chain) == 0 { // records written before chains were kept
+				chain = []string{st.Path}
+				if st.Link != "" {
+					chain = []string{st.Link, st.Path}
+				}
+			}
+			field(fmt.Sprintf("stage %d", i+1), quoteChain(chain))
+			if st.SHA256 != "" {
+				field("  file", fmt.Sprintf("dev %d, inode %d, sha256 %s", st.Dev, st.Ino, esc(st.SHA256)))
+			}
+			for _, w := range st.Writable {
+				field("  WARNING", fmt.Sprintf("not root-only: %s %s", quote(w.Path), esc(w.Why)))
 			}
 			argv, _ := render.CommandLine([][]string{st.Argv})
-			field(fmt.Sprintf("stage %d", i+1), prog)
 			field("  argv", argv)
 		}
 		field("run as", fmt.Sprintf("%s (uid %d, gid %d)", esc(x.RunAs.User), x.RunAs.UID, x.RunAs.GID))
@@ -772,7 +783,13 @@ func prettyRecord(e audit.Entry) string {
 			mode += " (" + esc(x.SudoPath) + ")"
 		}
 		field("mode", mode)
-		field("dir", esc(x.Dir))
+		field("dir", quote(x.Dir))
+		if len(x.DirChain) > 0 {
+			field("  requested as", quoteChain(x.DirChain))
+		}
+		for _, w := range x.DirWritable {
+			field("  WARNING", fmt.Sprintf("not root-only: %s %s", quote(w.Path), esc(w.Why)))
+		}
 		envLines("env ("+esc(x.EnvValues)+")", x.Env)
 	case r.Result != nil:
 		x := r.Result
@@ -800,6 +817,21 @@ func prettyRecord(e audit.Entry) string {
 		}
 	}
 	return b.String()
+}
+
+// quote shell-quotes one untrusted string for audit show.
+func quote(s string) string {
+	q, _ := render.Quote(s)
+	return q
+}
+
+// quoteChain renders a symlink chain, each hop quoted on its own.
+func quoteChain(chain []string) string {
+	parts := make([]string, len(chain))
+	for i, c := range chain {
+		parts[i] = quote(c)
+	}
+	return strings.Join(parts, " -> ")
 }
 
 func isHex64(s string) bool {

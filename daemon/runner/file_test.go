@@ -1,0 +1,175 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// listFDs is a stage that prints the descriptors its shell has open, from
+// its own /proc/PID/fd (checked one by one with stat, so that listing opens
+// no descriptor of its own).
+func listFDs(t testing.TB) Command {
+	var nums []string
+	for n := range 64 {
+		nums = append(nums, strconv.Itoa(n))
+	}
+	script := "for n in " + strings.Join(nums, " ") + "; do [ -e /proc/$$/fd/$n ] && printf '%s ' $n; done; true"
+	c := cmd(t, "sh", "-c", script)
+	f, err := OpenProgram(Resolved{Path: c.Path, Link: c.Link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	c.Program = f
+	return c
+}
+
+// TestChildGetsOnlyStdio checks, in each mode, that a stage has exactly fds
+// 0, 1 and 2 open although the daemon holds a descriptor that a library
+// created without close-on-exec (as the terminal reader's epoll_create1(0)
+// did) and the program and working directory descriptors of the request.
+func TestChildGetsOnlyStdio(t *testing.T) {
+	requireRoot(t)
+	leak, err := unix.EpollCreate1(0) // no EPOLL_CLOEXEC, on purpose
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(leak)
+	for _, m := range allModes() {
+		t.Run(string(m), func(t *testing.T) {
+			requireSudo(t, m)
+			if _, err := unix.FcntlInt(uintptr(leak), unix.F_SETFD, 0); err != nil {
+				t.Fatal(err)
+			}
+			s := newSpec(t, m, "nobody", listFDs(t))
+			d, err := OpenDir("/", "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			s.DirFile = d
+			res := mustRun(t, s)
+			defer res.Release()
+			got := strings.Fields(string(res.Stdout))
+			if !slices.Equal(got, []string{"0", "1", "2"}) {
+				t.Errorf("the stage had fds %v open, want only 0 1 2 (stderr %q)", got, res.Stages[0].Stderr)
+			}
+		})
+	}
+}
+
+// TestExecThroughDescriptor checks that direct mode runs the file opened at
+// plan time: replacing the path (rename over it) afterwards changes nothing,
+// and rewriting the opened file in place is refused.
+func TestExecThroughDescriptor(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "tool")
+	write := func(p, body string) {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho "+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func() Command {
+		write(tool, "approved")
+		r, err := Resolve(tool, testSecurePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Untrusted) == 0 {
+			t.Fatalf("Resolve(%s): no untrusted path reported for a program under %s", tool, dir)
+		}
+		f, err := OpenProgram(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.Close() })
+		if !f.Script {
+			t.Fatal("a #! file is not recognised as a script")
+		}
+		return Command{Path: r.Path, Link: r.Link, Args: []string{"tool"}, Program: f}
+	}
+
+	t.Run("replaced path", func(t *testing.T) {
+		c := open()
+		write(tool+".new", "swapped")
+		if err := os.Rename(tool+".new", tool); err != nil {
+			t.Fatal(err)
+		}
+		res := mustRun(t, newSpec(t, ModeDirect, "root", c))
+		defer res.Release()
+		if got := string(res.Stdout); got != "approved\n" {
+			t.Errorf("stdout %q (stderr %q), want the approved file's output", got, res.Stages[0].Stderr)
+		}
+	})
+	t.Run("rewritten in place", func(t *testing.T) {
+		c := open()
+		if err := os.WriteFile(tool, []byte("#!/bin/sh\necho rewritten\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s := newSpec(t, ModeDirect, "root", c)
+		res, err := Run(t.Context(), s)
+		if err == nil {
+			defer res.Release()
+			t.Fatalf("a program rewritten after it was opened ran: stdout %q", res.Stdout)
+		}
+		if !strings.Contains(err.Error(), "content changed") {
+			t.Errorf("error %q does not say the content changed", err)
+		}
+	})
+}
+
+// TestCwdThroughDescriptor checks that the stages enter the directory
+// opened at plan time even when its path leads elsewhere by then.
+func TestCwdThroughDescriptor(t *testing.T) {
+	requireRoot(t)
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, link := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "proj")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ResolveDir(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Path != a || !slices.Equal(r.Chain, []string{link, a}) {
+		t.Fatalf("ResolveDir(%s) = %+v, want path %s and chain [%s %s]", link, r, a, link, a)
+	}
+	d, err := OpenDir(link, r.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(b, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range allModes() {
+		t.Run(string(m), func(t *testing.T) {
+			requireSudo(t, m)
+			s := newSpec(t, m, "root", cmd(t, "pwd", "-P"))
+			s.Dir, s.DirFile = r.Path, d
+			res := mustRun(t, s)
+			defer res.Release()
+			if got := strings.TrimSpace(string(res.Stdout)); got != a {
+				t.Errorf("the stage ran in %q (stderr %q), want %s", got, res.Stages[0].Stderr, a)
+			}
+		})
+	}
+}
