@@ -129,7 +129,7 @@ func TestStrictFieldsAreFlagged(t *testing.T) {
 		flagged bool
 	}{
 		{"argument", func(s *approval.Shown) { s.Pipeline = [][]string{{"cat", "café"}} }, `cat $'caf\u00e9'`, true},
-		{"cwd", func(s *approval.Shown) { s.Cwd = "/srv/café" }, `cwd        /srv/caf\u00e9`, true},
+		{"cwd", func(s *approval.Shown) { s.Cwd = "/srv/café" }, `cwd        $'/srv/caf\u00e9'`, true},
 		{"env", func(s *approval.Shown) { s.Env = map[string]string{"LANG": "☺"} }, `env        LANG=$'\u263a'`, true},
 		{"executable", func(s *approval.Shown) { s.Peer.Exe = "/usr/bin/p\u0430sswd" }, `exe /usr/bin/p\u0430sswd`, true},
 		{"reason", func(s *approval.Shown) { s.Reason = "café ☺ Ελληνικά" }, "reason     café ☺ Ελληνικά", false},
