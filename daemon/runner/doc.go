@@ -20,9 +20,35 @@
 // [Resolve] turns the agent's argv[0] into the file that will be executed.
 // A bare name is looked up in the configured secure path only, never in the
 // daemon's PATH. A name with a slash must be absolute. Symlinks are followed
-// and the real, symlink-free path ([Resolved.Path]) is what the approver sees
-// and what [Run] executes: if the agent names /tmp/x/ls -> /usr/bin/ls and then
-// repoints the link after approval, the approved /usr/bin/ls still runs.
+// component by component, as the kernel does, and every hop is recorded as a
+// list ([Resolved.Chain]): a list, because a file name may itself contain
+// " -> ", and a chain joined into a string and split again for display could
+// then be forged. Every directory in which a name was looked up, and the
+// program file itself, is judged: when it is not owned by root or is
+// writable by group or others, it is listed in [Resolved.Untrusted], which
+// the approver sees as a warning and which rules out session grants.
+//
+// A path is not an identity: whoever can write a directory on the way can
+// replace the file between approval and exec, and whoever can write the
+// file can rewrite it. So the daemon opens the program when it plans the
+// request ([OpenProgram]), hashes it from that descriptor, shows the human
+// its device, inode and SHA-256, and executes that descriptor: just before a
+// stage starts, [File.Verify] checks device, inode and hash again, and
+// direct mode executes /proc/self/fd/N. Go's os.StartProcess cannot call
+// execveat, but exec of /proc/self/fd/N is the same thing: the kernel opens
+// the file through the descriptor before it closes close-on-exec
+// descriptors, so a binary runs without inheriting it. A "#!" script is
+// different: its interpreter opens the path it is given after exec, so a
+// script gets its descriptor as fd 3 (and sees /proc/self/fd/3 as its path).
+// argv[0] is the agent's name either way. What remains is the instant
+// between the last hash and execve for a file the agent can write; such a
+// file is flagged NOT ROOT-ONLY and never granted for a session.
+//
+// sudo opens the program again by path and offers no way to pass a
+// descriptor. In sudo mode the daemon therefore refuses, before anyone is
+// asked, a program with anything in [Resolved.Untrusted] (only root can then
+// change what the path leads to), and checks just before the stage starts
+// that the path it gives sudo still leads to the opened file.
 //
 // Multi-call binaries (busybox, /usr/sbin/iptables -> xtables-legacy-multi)
 // choose what to do from argv[0]. In direct mode argv[0] is independent of
@@ -226,9 +252,28 @@
 //
 // # Working directory
 //
-// Spec.Dir ("" means "/") is entered by the child. In direct mode Go changes
-// directory after dropping privileges, so a directory the target user cannot
-// enter fails the start. sudo inherits the directory from the daemon and does
-// not enter it again as the target user, so in sudo mode such a directory is
-// accepted.
+// Spec.Dir ("" means "/") is entered by the child. The daemon resolves the
+// requested directory when it plans the request ([ResolveDir]), shows the
+// resolved path and its chain, and opens it ([OpenDir], O_PATH); the child
+// then enters /proc/self/fd/N, which is that directory whatever its path
+// leads to by then (Go's child changes directory before it rearranges
+// descriptors, so the daemon's descriptor number is valid there). In direct
+// mode Go changes directory after dropping privileges, so a directory the
+// target user cannot search fails the start (directories above it no longer
+// matter). sudo inherits the directory from the daemon and does not enter it
+// again as the target user, so in sudo mode such a directory is accepted.
+//
+// # Descriptors
+//
+// A stage gets exactly stdin, stdout and stderr (and, for a script run
+// through its descriptor, fd 3). Go opens everything close-on-exec, but a
+// library need not: the terminal reader of the console in agent-sudod --tty
+// created its epoll descriptor without EPOLL_CLOEXEC, and it leaked into
+// every stage, which could then freeze the console. Before each stage starts
+// the runner marks every descriptor from 3 up close-on-exec (close_range with
+// CLOSE_RANGE_CLOEXEC, or one fcntl per descriptor on older kernels);
+// descriptors passed in ProcAttr.Files are still passed, since the child's
+// dup2 clears the flag. A descriptor a library creates between that sweep and
+// the fork could still leak; the sweep runs before every stage, so it is
+// caught at the next one.
 package runner

@@ -3,6 +3,7 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -207,4 +208,74 @@ func containsID(ids []uint32, id uint32) bool {
 		}
 	}
 	return false
+}
+
+// TestResolveChain: every hop is recorded, as a list, and what someone
+// other than root can write is reported.
+func TestResolveChain(t *testing.T) {
+	root := fixture(t)
+	b1, b2 := filepath.Join(root, "bin1"), filepath.Join(root, "bin2")
+	multi := filepath.Join(root, "multi/xtables-multi")
+	tests := []struct {
+		argv0 string
+		chain []string
+	}{
+		{b1 + "/tool", []string{b1 + "/tool"}},
+		{b1 + "/iptables", []string{b1 + "/iptables", b1 + "/../multi/xtables-multi", multi}},
+		{b2 + "/chain", []string{b2 + "/chain", b1 + "/iptables", b1 + "/../multi/xtables-multi", multi}},
+		{root + "/linkdir/tool", []string{root + "/linkdir/tool", b1 + "/tool"}},
+	}
+	for _, tt := range tests {
+		r, err := Resolve(tt.argv0, "/nonexistent")
+		if err != nil {
+			t.Fatalf("Resolve(%s): %v", tt.argv0, err)
+		}
+		if !slices.Equal(r.Chain, tt.chain) {
+			t.Errorf("Resolve(%s).Chain = %q, want %q", tt.argv0, r.Chain, tt.chain)
+		}
+		// The fixture lives under the world-writable temp directory.
+		if len(r.Untrusted) == 0 {
+			t.Errorf("Resolve(%s): nothing reported writable under %s", tt.argv0, root)
+		}
+	}
+	// A name that contains " -> " is one hop.
+	odd := filepath.Join(root, "d -> ", "usr", "bin")
+	if err := os.MkdirAll(odd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(odd, "apt-get"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("d -> /usr/bin/apt-get", filepath.Join(root, "apt-get")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Resolve(filepath.Join(root, "apt-get"), "/nonexistent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{root + "/apt-get", root + "/d -> /usr/bin/apt-get"}; !slices.Equal(r.Chain, want) {
+		t.Errorf("chain %q, want %q", r.Chain, want)
+	}
+	// A program file owned by someone else is reported as such.
+	if os.Geteuid() == 0 {
+		p := filepath.Join(b1, "tool")
+		if err := os.Chown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Resolve(p, "/nonexistent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(r.Untrusted, func(w Writable) bool {
+			return w.Path == p && strings.Contains(w.Why, "program file is owned by uid 65534")
+		}) {
+			t.Errorf("Untrusted = %+v, want the file owned by uid 65534", r.Untrusted)
+		}
+	}
+	// System programs only root can change report nothing.
+	if os.Geteuid() == 0 {
+		if r, err := Resolve("/usr/bin/env", "/nonexistent"); err != nil || len(r.Untrusted) != 0 {
+			t.Errorf("Resolve(/usr/bin/env) = %+v, %v; want nothing untrusted", r, err)
+		}
+	}
 }

@@ -1,0 +1,76 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGrantBindsProgramFile: a session grant covers the program file it was
+// given for (every hop of the chain, device, inode and content hash) and the
+// resolved cwd; and no grant is given for a program someone other than root
+// can change (issue 10 M3).
+func TestGrantBindsProgramFile(t *testing.T) {
+	file := func(p *Pending) *Pending {
+		p.Programs = []Program{{Chain: []string{"/usr/sbin/apt", "/usr/bin/apt"}, Dev: 2049, Ino: 77, SHA256: strings.Repeat("a", 64)}}
+		p.Cwd = "/srv/app"
+		return p
+	}
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	r := askAsync(context.Background(), b, file(pending("f1")))
+	m := next(t, events)
+	if err := b.Decide("f1", m.Hash, AllowSession, "", "console"); err != nil {
+		t.Fatal(err)
+	}
+	<-r
+	ctx, cancelAsk := context.WithTimeout(context.Background(), time.Second)
+	if d, err := b.Ask(ctx, file(pending("f2"))); err != nil || d.Verdict != Allow {
+		t.Fatalf("the same file: %+v %v", d, err)
+	}
+	cancelAsk()
+	drain(events)
+	for name, change := range map[string]func(p *Pending){
+		"other inode":        func(p *Pending) { p.Programs[0].Ino = 78 },
+		"other device":       func(p *Pending) { p.Programs[0].Dev = 2050 },
+		"other content":      func(p *Pending) { p.Programs[0].SHA256 = strings.Repeat("b", 64) },
+		"other hop":          func(p *Pending) { p.Programs[0].Chain = []string{"/usr/sbin/apt", "/opt/apt", "/usr/bin/apt"} },
+		"other resolved cwd": func(p *Pending) { p.Cwd = "/srv/other" },
+		"now writable":       func(p *Pending) { p.Programs[0].Writable = []Writable{{Path: "/usr/bin", Why: "x"}} },
+	} {
+		p := file(pending("v-" + name))
+		change(p)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		d, err := b.Ask(ctx, p)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: not asked again: %+v %v", name, d, err)
+		}
+	}
+	drain(events)
+
+	// A program someone other than root can change gets no grant, and the
+	// request stays pending: nothing was decided.
+	w := file(pending("w1"))
+	w.Programs[0].Writable = []Writable{{Path: "/home/agent/bin", Why: "the directory is owned by uid 1000"}}
+	if why := w.Shown().GrantRefusal(); !strings.Contains(why, "stage 1") {
+		t.Errorf("GrantRefusal = %q", why)
+	}
+	r = askAsync(context.Background(), b, w)
+	m = next(t, events)
+	if err := b.Decide("w1", m.Hash, AllowSession, "", "console"); !errors.Is(err, ErrNoSessionGrant) {
+		t.Fatalf("allow_session for a writable program: %v", err)
+	}
+	if b.Waiting() != 1 || len(b.Grants()) != 1 {
+		t.Fatalf("after the refused grant: %d waiting, %d grants", b.Waiting(), len(b.Grants()))
+	}
+	if err := b.Decide("w1", m.Hash, AllowOnce, "", "console"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-r; got.d.Verdict != Allow {
+		t.Fatalf("allow once: %+v", got)
+	}
+}
