@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,4 +72,45 @@ func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
 	if resp := r.wait(t); resp.Status != proto.StatusDenied {
 		t.Fatalf("denied request: %+v", resp)
 	}
+}
+
+// TestE2EForegroundTTYChildFDsDirect: with the console on the daemon's own
+// terminal (agent-sudod --tty), whose terminal reader holds an epoll
+// descriptor, a command sees only fds 0, 1 and 2, in direct and in sudo
+// mode (issue 10 L3).
+func TestE2EForegroundTTYChildFDsDirect(t *testing.T) { foregroundChildFDs(t, "direct") }
+
+// TestE2EForegroundTTYChildFDsSudo is the same in sudo mode.
+func TestE2EForegroundTTYChildFDsSudo(t *testing.T) { foregroundChildFDs(t, "sudo") }
+
+func foregroundChildFDs(t *testing.T, mode string) {
+	if testing.Short() {
+		t.Skip("end-to-end test; skipped with -short")
+	}
+	daemontest.RequireRoot(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("needs tmux")
+	}
+	var nums []string
+	for n := range 64 {
+		nums = append(nums, strconv.Itoa(n))
+	}
+	script := "for n in " + strings.Join(nums, " ") + "; do [ -e /proc/$$/fd/$n ] && printf '%s ' $n; done; true"
+	daemonBin, _ := daemontest.Binaries(t)
+	cfg := daemonConfig
+	cfg.Exec = mode
+	d := daemontest.Configure(t, cfg)
+	logPath := filepath.Join(d.Dir, "agent-sudod.log")
+	tm := startTmux(t, fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath))
+	tm.waitFor("waiting for requests…")
+	d.WaitReady()
+	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", script}}, Session: "fds"})
+	tm.waitFor("command    bash -c")
+	time.Sleep(600 * time.Millisecond) // past the guard
+	tm.keys("a")
+	if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "0 1 2 " {
+		t.Fatalf("status %q stdout %q message %q: want only fds 0 1 2", resp.Status, resp.Stdout, resp.Message)
+	}
+	tm.keys("q")
+	tm.waitFor("exited with status 0")
 }
