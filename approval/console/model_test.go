@@ -732,7 +732,7 @@ func TestNoticesNeverEvictTheHeaderOrTheRequest(t *testing.T) {
 		}
 		s := shown("big")
 		s.Pipeline = [][]string{{"bash", "-c", strings.Repeat("echo hello; ", 40) + "id > /tmp/pwned"}}
-		s.Programs = []string{"/usr/bin/bash"}
+		s.Programs = []approval.Program{{Chain: []string{"/usr/bin/bash"}}}
 		h.pending(s)
 		v := h.view()
 		lines := strings.Split(v, "\n")
