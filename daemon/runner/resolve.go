@@ -63,6 +63,13 @@ func Resolve(argv0, securePath string) (Resolved, error) {
 		if !filepath.IsAbs(argv0) {
 			return Resolved{}, fmt.Errorf("runner: program %q is a relative path; give an absolute path, or a bare name to look up in the secure path", argv0)
 		}
+		// The rules compare the path as a string, and the approver reads
+		// it: "/usr/bin//cat" or "/usr/bin/../bin/cat" would match no rule
+		// written for /usr/bin/cat and read as something it is not, so only
+		// the clean spelling is accepted.
+		if clean := filepath.Clean(argv0); clean != argv0 {
+			return Resolved{}, fmt.Errorf(`runner: program path %q is not clean (it has "//", "/./", "/../" or a trailing "/"); write the path without them, e.g. %q`, argv0, clean)
+		}
 		return resolveFile(argv0)
 	case argv0 == "." || argv0 == "..":
 		return Resolved{}, fmt.Errorf("runner: %q is not a program name", argv0)
