@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -77,6 +78,24 @@ func TestUnprivilegedAndForwardAgent(t *testing.T) {
 	h.pending(s)
 	h.wantView("runs       as alice (unprivileged)", "ssh agent  ⚠ SSH AGENT FORWARDED")
 	h.notView("as root")
+}
+
+// TestStdinSection checks that a request's stdin is shown with its size and
+// SHA-256, text as escaped text line by line, binary as a hexdump, and a
+// count of what the bounded preview leaves out.
+func TestStdinSection(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	s.Pipeline, s.Programs = [][]string{{"tee", "/etc/x"}}, []approval.Program{{Chain: []string{"/usr/bin/tee"}}}
+	s.Stdin = approval.NewStdinShown([]byte("nameserver 192.0.2.53\nsearch \x1b[2Jlan\n"))
+	h.pending(s)
+	h.wantView("stdin      37 bytes · sha256 "+s.Stdin.SHA256, "nameserver 192.0.2.53", `search \x1b[2Jlan`)
+
+	h = newHarness(t, "")
+	s = shown("r2")
+	s.Stdin = approval.NewStdinShown(append([]byte{0, 0xff}, bytes.Repeat([]byte("x"), 200)...))
+	h.pending(s)
+	h.wantView("stdin      202 bytes · sha256 "+s.Stdin.SHA256, "00000000  00 ff 78 78", "… 74 more bytes not shown")
 }
 
 func TestBellRingsForEachNewRequest(t *testing.T) {

@@ -1,11 +1,13 @@
 package console
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -457,6 +459,9 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 	for _, w := range s.CwdWritable {
 		l.field("", fmt.Sprintf("%s %s %s: %s", writableWarning, q(w.Path), es(w.Why), cwdWritableMeans), &st.warn)
 	}
+	if s.Stdin != nil {
+		stdinDetails(l, st, s.Stdin, es)
+	}
 	for i, k := range slices.Sorted(maps.Keys(s.Env)) {
 		label := ""
 		if i == 0 {
@@ -485,6 +490,45 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 	peer += fmt.Sprintf(" · pid %d · exe %s", s.Peer.PID, es(s.Peer.Exe))
 	l.field("requester", peer, nil)
 	return l.out, escaped
+}
+
+// Bounds of the stdin preview: the first stdinPreviewLines lines of text,
+// or hexdump rows of 16 bytes, of the first stdinPreviewBytes bytes.
+const (
+	stdinPreviewLines = 8
+	stdinPreviewBytes = 1024
+)
+
+// stdinDetails adds the stdin section: size and SHA-256 (what the decision
+// binds), then a bounded preview, text escaped line by line when the
+// content is UTF-8 text, else a hexdump; and how much was not shown.
+func stdinDetails(l *lines, st *styles, in *approval.StdinShown, es func(string) string) {
+	l.field("stdin", fmt.Sprintf("%d bytes · sha256 %s · the first stage reads this", in.Size, in.SHA256), &st.warn)
+	data := in.Data[:min(len(in.Data), stdinPreviewBytes)]
+	shown := 0
+	if isText(in.Data) {
+		for i, line := range strings.SplitAfter(string(data), "\n") {
+			if i == stdinPreviewLines || line == "" {
+				break
+			}
+			l.field("", es(strings.TrimSuffix(line, "\n")), nil)
+			shown += len(line)
+		}
+	} else {
+		for off := 0; off < len(data) && off/16 < stdinPreviewLines; off += 16 {
+			row := data[off:min(off+16, len(data))]
+			l.field("", fmt.Sprintf("%08x  % x", off, row), nil)
+			shown += len(row)
+		}
+	}
+	if rest := in.Size - shown; rest > 0 {
+		l.field("", fmt.Sprintf("… %d more bytes not shown (decide on the size and sha256, or deny and ask for a smaller input)", rest), &st.warn)
+	}
+}
+
+// isText reports whether b is UTF-8 without NUL bytes.
+func isText(b []byte) bool {
+	return utf8.Valid(b) && !bytes.ContainsRune(b, 0)
 }
 
 func fmtTime(t time.Time) string {
