@@ -185,7 +185,7 @@ func compileIdentity(r Rule, c *compiledRule) error {
 		return errors.New("user and uid both name the peer; use one of them")
 	}
 	if r.User != "" {
-		if err := checkAccount(r.User, "user"); err != nil {
+		if err := CheckAccount(r.User, "user"); err != nil {
 			return fmt.Errorf("user: %w", err)
 		}
 		if id, ok := parseID(r.User); ok {
@@ -202,7 +202,7 @@ func compileIdentity(r Rule, c *compiledRule) error {
 		c.uid = &v
 	}
 	if r.Group != "" {
-		if err := checkAccount(r.Group, "group"); err != nil {
+		if err := CheckAccount(r.Group, "group"); err != nil {
 			return fmt.Errorf("group: %w", err)
 		}
 		if id, ok := parseID(r.Group); ok {
@@ -226,17 +226,32 @@ func parseID(s string) (uint32, bool) {
 	return uint32(id), true
 }
 
-// checkAccount accepts a numeric id or a user or group name made of the
-// portable characters, as the daemon's configuration does elsewhere.
-func checkAccount(s, kind string) error {
-	if strings.TrimLeft(s, "0123456789") == "" {
-		if _, ok := parseID(s); !ok {
+// maxAccountName is the longest user or group name accepted; Linux tools
+// limit names to 32 bytes, but some directories allow more.
+const maxAccountName = 256
+
+// CheckAccount accepts a numeric id or a user or group name made of the
+// portable characters (letters, digits, '_', '.', '-', not starting with
+// '-' or '.'), optionally ending in '$' as Samba machine accounts do. kind
+// is "user" or "group", for the message. The daemon's configuration uses it
+// for every account it names, so that a rule's user and group mean what
+// allowed_users and allowed_groups do.
+func CheckAccount(s, kind string) error {
+	if s == "" {
+		return fmt.Errorf("an empty string is not a %s name or id", kind)
+	}
+	if isDigits(s) {
+		id, err := strconv.ParseUint(s, 10, 32)
+		if err != nil || id == 1<<32-1 {
 			return fmt.Errorf("%q is not a valid numeric %s id (0 to 4294967294)", s, kind)
 		}
 		return nil
 	}
+	if len(s) > maxAccountName {
+		return fmt.Errorf("%s name is %d bytes long; at most %d are allowed", kind, len(s), maxAccountName)
+	}
 	name := strings.TrimSuffix(s, "$")
-	ok := name != "" && name[0] != '-' && name[0] != '.' && len(s) <= 256
+	ok := name != "" && name[0] != '-' && name[0] != '.'
 	for i := 0; ok && i < len(name); i++ {
 		c := name[i]
 		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
@@ -245,6 +260,15 @@ func checkAccount(s, kind string) error {
 		return fmt.Errorf("%q is not a valid %s name or numeric id (names use letters, digits, '_', '.' and '-', and do not start with '-' or '.')", s, kind)
 	}
 	return nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // checkEnvEntry accepts a variable name, a name prefix followed by one

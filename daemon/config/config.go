@@ -645,16 +645,16 @@ func (c *Config) Validate() error {
 	if c.Socket == c.ApproverSocket && c.Socket != "" {
 		add("approver_socket", "%q is also the agents' socket; the two must differ", c.ApproverSocket)
 	}
-	if err := checkAccount(c.SocketGroup, "group"); err != nil {
+	if err := rules.CheckAccount(c.SocketGroup, "group"); err != nil {
 		add("socket_group", "%v", err)
 	}
 	for i, u := range c.AllowedUsers {
-		if err := checkAccount(u, "user"); err != nil {
+		if err := rules.CheckAccount(u, "user"); err != nil {
 			add(fmt.Sprintf("allowed_users[%d]", i), "%v", err)
 		}
 	}
 	for i, g := range c.AllowedGroups {
-		if err := checkAccount(g, "group"); err != nil {
+		if err := rules.CheckAccount(g, "group"); err != nil {
 			add(fmt.Sprintf("allowed_groups[%d]", i), "%v", err)
 		}
 	}
@@ -687,7 +687,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if u := c.UnprivilegedUser; u != "" {
-		if err := checkAccount(u, "user"); err != nil {
+		if err := rules.CheckAccount(u, "user"); err != nil {
 			add("unprivileged_user", "%v", err)
 		} else if u == "root" || u == "0" {
 			add("unprivileged_user", "%q is root; unprivileged requests must not run as root", u)
@@ -757,47 +757,4 @@ func checkPath(p string) error {
 		return fmt.Errorf("%q is not a clean path; write %q", p, filepath.Clean(p))
 	}
 	return nil
-}
-
-// maxAccountName is the longest user or group name accepted; Linux tools
-// limit names to 32 bytes, but some directories allow more.
-const maxAccountName = 256
-
-// checkAccount accepts a numeric id or a user or group name made of the
-// portable characters (letters, digits, '_', '.', '-', not starting with
-// '-' or '.'), optionally ending in '$' as Samba machine accounts do. kind
-// is "user" or "group", for the message.
-func checkAccount(s, kind string) error {
-	if s == "" {
-		return fmt.Errorf("an empty string is not a %s name or id", kind)
-	}
-	if isDigits(s) {
-		id, err := strconv.ParseUint(s, 10, 32)
-		if err != nil || id == 1<<32-1 {
-			return fmt.Errorf("%q is not a valid numeric %s id (0 to 4294967294)", s, kind)
-		}
-		return nil
-	}
-	if len(s) > maxAccountName {
-		return fmt.Errorf("%s name is %d bytes long; at most %d are allowed", kind, len(s), maxAccountName)
-	}
-	name := strings.TrimSuffix(s, "$")
-	ok := name != "" && name[0] != '-' && name[0] != '.'
-	for i := 0; ok && i < len(name); i++ {
-		c := name[i]
-		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
-	}
-	if !ok {
-		return fmt.Errorf("%q is not a valid %s name or numeric id (names use letters, digits, '_', '.' and '-', and do not start with '-' or '.')", s, kind)
-	}
-	return nil
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
