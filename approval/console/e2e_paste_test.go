@@ -3,14 +3,12 @@ package console_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval/console"
-	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -37,19 +35,7 @@ var pastedProse = []string{
 // input was discarded; the request is still waiting for the agent; and a
 // key pressed on its own afterwards does decide it.
 func TestE2EPastedTextNeverDecides(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test; skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the end-to-end approve test needs root (agent-sudod and its approver socket are root only)")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("the end-to-end approve test needs tmux")
-	}
-	_, cli := daemontest.Binaries(t)
-	d := daemontest.Start(t, daemonConfig)
-	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))
-	tm.waitFor("waiting for requests…")
+	d, tm := startConsoleE2E(t)
 
 	for _, how := range []string{"send-keys -l", "paste-buffer"} {
 		t.Run(how, func(t *testing.T) {

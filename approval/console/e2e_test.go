@@ -33,19 +33,7 @@ func TestMain(m *testing.M) {
 var daemonConfig = daemontest.Config{ApprovalTimeout: "40s", MaxConnections: 16}
 
 func TestE2EApproveInTmux(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test; skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the end-to-end approve test needs root (agent-sudod and its approver socket are root only)")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("the end-to-end approve test needs tmux")
-	}
-	_, cli := daemontest.Binaries(t)
-	d := daemontest.Start(t, daemonConfig)
-	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))
-	tm.waitFor("waiting for requests…")
+	d, tm := startConsoleE2E(t)
 	tm.waitFor("this console runs inside tmux: an agent that can type into this multiplexer could approve its own requests")
 
 	t.Run("allow once", func(t *testing.T) {
@@ -309,6 +297,27 @@ func (r *pendingRun) wait(t *testing.T) *proto.Response {
 		t.Fatalf("request %s got no answer within 30s", r.id)
 	}
 	return nil
+}
+
+// startConsoleE2E skips the test unless it is a full run as root with tmux
+// installed, then starts a real daemon and a real `agent-sudo approve` on
+// its approver socket inside tmux, and waits until the console is idle.
+func startConsoleE2E(t *testing.T) (*daemontest.Daemon, *tmuxSession) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test; skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the end-to-end approve test needs root (agent-sudod and its approver socket are root only)")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("the end-to-end approve test needs tmux")
+	}
+	_, cli := daemontest.Binaries(t)
+	d := daemontest.Start(t, daemonConfig)
+	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))
+	tm.waitFor("waiting for requests…")
+	return d, tm
 }
 
 // tmuxSession is a detached session on a tmux server of its own.

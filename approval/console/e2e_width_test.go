@@ -2,15 +2,12 @@ package console_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval/render"
-	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -52,19 +49,7 @@ var hostileRequests = []struct {
 // command line, every character in order; the reason field reads back
 // exactly as the escaped reason; and only one row starts with "command".
 func TestE2EHostileWidthsInTmux(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test; skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the end-to-end approve test needs root (agent-sudod and its approver socket are root only)")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("the end-to-end approve test needs tmux")
-	}
-	_, cli := daemontest.Binaries(t)
-	d := daemontest.Start(t, daemonConfig)
-	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))
-	tm.waitFor("waiting for requests…")
+	d, tm := startConsoleE2E(t)
 	for _, size := range [][2]int{{40, 100}, {80, 45}, {132, 40}} {
 		cols, rows := size[0], size[1]
 		tm.run("resize-window", "-t", tm.name, "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows))
