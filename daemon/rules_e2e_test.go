@@ -66,6 +66,17 @@ name = "env with LANG"
 action = "allow"
 match = ["env"]
 env = ["LANG"]
+
+[[rule]]
+name = "cat"
+action = "allow"
+match = ["cat"]
+
+[[rule]]
+name = "tr with stdin"
+action = "allow"
+match = ["tr", "a-z", "A-Z"]
+stdin = true
 `, Env: []string{"SSH_AUTH_SOCK=/run/approver-agent.sock"}})
 	tests := []struct {
 		name   string
@@ -94,6 +105,14 @@ env = ["LANG"]
 			proto.Request{Pipeline: [][]string{{"echo", "x"}}, ForwardAgent: true}, proto.StatusTimeout, ""},
 		{"forward_agent with the rule saying so is allowed",
 			proto.Request{Pipeline: [][]string{{"echo", "forwarded"}}, ForwardAgent: true}, proto.StatusOK, "forwarded"},
+		{"stdin without the rule saying so asks",
+			proto.Request{Pipeline: [][]string{{"cat"}}, Stdin: []byte("agent text\n")}, proto.StatusTimeout, ""},
+		{"the same rule allows the request without stdin",
+			proto.Request{Pipeline: [][]string{{"cat"}}}, proto.StatusOK, ""},
+		{"stdin with the rule saying so is allowed",
+			proto.Request{Pipeline: [][]string{{"tr", "a-z", "A-Z"}}, Stdin: []byte("agent text\n")}, proto.StatusOK, "AGENT TEXT"},
+		{"stdin flows down the pipeline: every stage's rule must say stdin",
+			proto.Request{Pipeline: [][]string{{"tr", "a-z", "A-Z"}, {"cat"}}, Stdin: []byte("agent text\n")}, proto.StatusTimeout, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

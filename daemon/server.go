@@ -501,6 +501,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 		Session:      p.req.Session,
 		Peer:         &rules.Peer{UID: p.peer.UID, GIDs: append([]uint32{p.peer.GID}, p.peer.Groups...)},
 		ForwardAgent: p.req.ForwardAgent,
+		Stdin:        len(p.req.Stdin) > 0,
 		Env:          slices.Sorted(maps.Keys(p.req.Env)),
 	}
 	for _, c := range p.stages {

@@ -320,3 +320,52 @@ func TestNewRuleKeyErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowStdin: an allow rule covers a request carrying the stdin
+// extension only if it says stdin = true, for every stage (the content
+// flows down the pipeline); a rule without it still covers requests
+// without stdin, and deny rules apply whatever the stdin.
+func TestAllowStdin(t *testing.T) {
+	tee := allow("tee motd", "tee", "/etc/motd")
+	teeStdin := tee
+	teeStdin.Stdin = true
+	catStdin := allow("cat", "cat")
+	catStdin.Stdin = true
+	for _, tt := range []struct {
+		name  string
+		rules []rules.Rule
+		q     rules.Query
+		want  rules.Action
+	}{
+		{"no stdin, plain rule", []rules.Rule{tee}, q(st("/usr/bin/tee", "/etc/motd")), rules.Allow},
+		{"stdin, plain rule", []rules.Rule{tee}, withStdin(q(st("/usr/bin/tee", "/etc/motd"))), rules.Ask},
+		{"stdin, rule says stdin", []rules.Rule{teeStdin}, withStdin(q(st("/usr/bin/tee", "/etc/motd"))), rules.Allow},
+		{"no stdin, rule says stdin", []rules.Rule{teeStdin}, q(st("/usr/bin/tee", "/etc/motd")), rules.Allow},
+		{"stdin through a stage whose rule does not say it", []rules.Rule{catStdin, tee},
+			withStdin(q(st("/usr/bin/cat"), st("/usr/bin/tee", "/etc/motd"))), rules.Ask},
+		{"stdin, every stage's rule says it", []rules.Rule{catStdin, teeStdin},
+			withStdin(q(st("/usr/bin/cat"), st("/usr/bin/tee", "/etc/motd"))), rules.Allow},
+		{"deny applies with stdin", []rules.Rule{deny("no tee", "tee", "**"), teeStdin},
+			withStdin(q(st("/usr/bin/tee", "/etc/motd"))), rules.Deny},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := rules.New(tt.rules, trusted, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := e.Decide(tt.q); d.Action != tt.want {
+				t.Errorf("got %s (%s), want %s", d.Action, d.Reason, tt.want)
+			}
+		})
+	}
+	bad := deny("d", "tee", "**")
+	bad.Stdin = true
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "stdin is only meaningful on an allow rule") {
+		t.Errorf("stdin on a deny rule: got %v", err)
+	}
+}
+
+func withStdin(qq rules.Query) rules.Query {
+	qq.Stdin = true
+	return qq
+}

@@ -75,6 +75,12 @@ type Rule struct {
 	// human's SSH agent to be forwarded; without it such requests are not
 	// covered. Only allow rules may have it.
 	ForwardAgent bool
+	// Stdin lets an allow rule apply to requests that carry the stdin
+	// extension: content the agent chose, fed to the first stage and
+	// flowing down the pipeline. Without it such requests are not covered,
+	// so that a rule written for "tee /etc/motd" does not let an agent
+	// write whatever it likes there. Only allow rules may have it.
+	Stdin bool
 }
 
 // Validate reports the first thing that makes r unusable, or nil. The error
@@ -102,6 +108,7 @@ type compiledRule struct {
 	unresolved          bool
 	env                 []string // allow rules: permitted names and "PREFIX*"
 	forwardAgent        bool
+	stdin               bool
 }
 
 func compile(r Rule) (compiledRule, error) {
@@ -167,6 +174,9 @@ func compile(r Rule) (compiledRule, error) {
 		if r.ForwardAgent {
 			return c, fmt.Errorf("forward_agent is only meaningful on an allow rule (this one is %q): deny and ask rules apply whether or not the request forwards the SSH agent", string(r.Action))
 		}
+		if r.Stdin {
+			return c, fmt.Errorf("stdin is only meaningful on an allow rule (this one is %q): deny and ask rules apply whether or not the request carries stdin", string(r.Action))
+		}
 	}
 	for i, e := range r.Env {
 		if err := checkEnvEntry(e); err != nil {
@@ -175,6 +185,7 @@ func compile(r Rule) (compiledRule, error) {
 	}
 	c.env = append([]string(nil), r.Env...)
 	c.forwardAgent = r.ForwardAgent
+	c.stdin = r.Stdin
 	return c, nil
 }
 
@@ -416,6 +427,8 @@ type Query struct {
 	Env []string
 	// ForwardAgent is the request's forward_agent flag.
 	ForwardAgent bool
+	// Stdin reports whether the request carries the stdin extension.
+	Stdin bool
 }
 
 // StageDecision is the outcome for one stage.
@@ -612,6 +625,11 @@ func (r *compiledRule) allowBlocked(s Stage, q Query) string {
 	}
 	if q.ForwardAgent && !r.forwardAgent {
 		return "the request forwards the SSH agent and the rule does not say forward_agent = true"
+	}
+	// stdin enters the first stage and flows down the pipeline, so every
+	// stage's allow rule must accept it.
+	if q.Stdin && !r.stdin {
+		return "the request carries stdin and the rule does not say stdin = true"
 	}
 	return ""
 }

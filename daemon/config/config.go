@@ -409,6 +409,7 @@ type ruleRaw struct {
 	Group        string   `toml:"group"`
 	Env          []string `toml:"env"`
 	ForwardAgent bool     `toml:"forward_agent"`
+	Stdin        bool     `toml:"stdin"`
 }
 
 // duration is a time.Duration written in TOML as a string with a unit.
@@ -501,6 +502,7 @@ func (f file) toConfig() (*Config, error) {
 			Group:        r.Group,
 			Env:          r.Env,
 			ForwardAgent: r.ForwardAgent,
+			Stdin:        r.Stdin,
 		}
 		if r.UID != nil {
 			if *r.UID < 0 || *r.UID >= 1<<32-1 {
@@ -528,7 +530,7 @@ func topKeys() []string {
 }
 
 func ruleKeys() []string {
-	return []string{"name", "action", "match", "privileged", "session", "user", "uid", "group", "env", "forward_agent"}
+	return []string{"name", "action", "match", "privileged", "session", "user", "uid", "group", "env", "forward_agent", "stdin"}
 }
 
 // unknownKeys reports every key of the file that the configuration does not

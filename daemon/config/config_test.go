@@ -517,6 +517,7 @@ func TestExample(t *testing.T) {
 		peer       *rules.Peer
 		env        []string
 		forward    bool
+		stdin      bool
 	}{
 		{argv: []string{"/usr/bin/systemctl", "status", "nginx.service"}, privileged: true, want: rules.Allow, env: []string{"LANG", "LC_ALL"}},
 		{argv: []string{"/usr/bin/systemctl", "status", "nginx.service"}, privileged: true, want: rules.Ask, env: []string{"SYSTEMD_PAGER"}},
@@ -526,26 +527,28 @@ func TestExample(t *testing.T) {
 		{argv: []string{"/usr/bin/id"}, privileged: false, want: rules.Allow, peer: root},
 		{argv: []string{"/usr/bin/id"}, privileged: false, want: rules.Ask, peer: dev},
 		{argv: []string{"/usr/bin/git", "-C", "/srv/myapp", "fetch", "origin"}, want: rules.Allow, peer: dev, forward: true},
+		{argv: []string{"/usr/bin/tee", "/etc/motd"}, want: rules.Allow, peer: dev, stdin: true},
+		{argv: []string{"/usr/bin/tee", "/etc/motd"}, want: rules.Ask, peer: root, stdin: true},
 		{argv: []string{"/usr/bin/git", "-C", "/srv/myapp", "fetch", "origin"}, want: rules.Ask, peer: root, forward: true},
-		{[]string{"/usr/bin/apt-get", "update"}, true, "", rules.Allow, nil, nil, false},
-		{[]string{"/tmp/apt-get", "update"}, true, "", rules.Ask, nil, nil, false},
-		{[]string{"/usr/bin/apt-get", "install", "nginx"}, true, "", rules.Ask, nil, nil, false},
-		{[]string{"/bin/rm", "-rf", "/"}, true, "", rules.Deny, nil, nil, false},
-		{[]string{"/bin/rm", "-r", "-f", "/"}, true, "", rules.Deny, nil, nil, false},
-		{[]string{"/bin/rm", "--no-preserve-root", "-rf", "/"}, true, "", rules.Deny, nil, nil, false},
-		{[]string{"/bin/rm", "/tmp/x"}, true, "", rules.Ask, nil, nil, false},
-		{[]string{"/sbin/mkfs.ext4", "/dev/sda1"}, true, "", rules.Deny, nil, nil, false},
-		{[]string{"/usr/bin/systemctl", "status", "nginx"}, true, "", rules.Ask, nil, nil, false},
-		{[]string{"/usr/bin/systemctl", "restart", "myapp.service"}, true, "claude-1", rules.Ask, nil, nil, false},
-		{[]string{"/usr/bin/systemctl", "restart", "myapp.service"}, true, "other", rules.Ask, nil, nil, false},
-		{[]string{"/usr/bin/id"}, false, "", rules.Ask, nil, nil, false},
-		{[]string{"/usr/bin/id"}, true, "", rules.Ask, nil, nil, false},
+		{[]string{"/usr/bin/apt-get", "update"}, true, "", rules.Allow, nil, nil, false, false},
+		{[]string{"/tmp/apt-get", "update"}, true, "", rules.Ask, nil, nil, false, false},
+		{[]string{"/usr/bin/apt-get", "install", "nginx"}, true, "", rules.Ask, nil, nil, false, false},
+		{[]string{"/bin/rm", "-rf", "/"}, true, "", rules.Deny, nil, nil, false, false},
+		{[]string{"/bin/rm", "-r", "-f", "/"}, true, "", rules.Deny, nil, nil, false, false},
+		{[]string{"/bin/rm", "--no-preserve-root", "-rf", "/"}, true, "", rules.Deny, nil, nil, false, false},
+		{[]string{"/bin/rm", "/tmp/x"}, true, "", rules.Ask, nil, nil, false, false},
+		{[]string{"/sbin/mkfs.ext4", "/dev/sda1"}, true, "", rules.Deny, nil, nil, false, false},
+		{[]string{"/usr/bin/systemctl", "status", "nginx"}, true, "", rules.Ask, nil, nil, false, false},
+		{[]string{"/usr/bin/systemctl", "restart", "myapp.service"}, true, "claude-1", rules.Ask, nil, nil, false, false},
+		{[]string{"/usr/bin/systemctl", "restart", "myapp.service"}, true, "other", rules.Ask, nil, nil, false, false},
+		{[]string{"/usr/bin/id"}, false, "", rules.Ask, nil, nil, false, false},
+		{[]string{"/usr/bin/id"}, true, "", rules.Ask, nil, nil, false, false},
 	}
 	for _, tt := range tests {
 		q := rules.Query{
 			Stages:     []rules.Stage{{Program: tt.argv[0], Args: tt.argv[1:]}},
 			Privileged: tt.privileged, Session: tt.session,
-			Peer: tt.peer, Env: tt.env, ForwardAgent: tt.forward,
+			Peer: tt.peer, Env: tt.env, ForwardAgent: tt.forward, Stdin: tt.stdin,
 		}
 		if got := e.Decide(q); got.Action != tt.want {
 			t.Errorf("example rules on %q (privileged=%v session=%q): got %q (%s), want %q",

@@ -65,6 +65,7 @@ func rulesTestMain(_ context.Context, inv *invocation, args []string) int {
 	session := fset.String("session", "", "session label")
 	unprivileged := fset.Bool("unprivileged", false, "decide an unprivileged request")
 	forward := fset.Bool("forward-agent", false, "decide a request that forwards the SSH agent")
+	stdin := fset.Bool("stdin", false, "decide a request that carries stdin")
 	userName := fset.String("user", "", "decide as this user (name or id) instead of yourself")
 	env := envFlags{}
 	fset.Var(env, "env", "an environment variable the request carries, NAME=VALUE (repeatable)")
@@ -94,7 +95,7 @@ func rulesTestMain(_ context.Context, inv *invocation, args []string) int {
 	out := &strings.Builder{}
 	code := rulesDecide(out, cfg, engine, stages, rules.Query{
 		Privileged: !*unprivileged, Session: *session, Peer: peer,
-		Env: slices.Sorted(maps.Keys(env)), ForwardAgent: *forward,
+		Env: slices.Sorted(maps.Keys(env)), ForwardAgent: *forward, Stdin: *stdin,
 	}, env)
 	for _, w := range cfg.Lint() {
 		fmt.Fprintf(out, "warning: %s\n", visible(w.String()))
@@ -210,7 +211,7 @@ func testPeer(name string) (*rules.Peer, error) {
 
 func rulesHelp(_ *invocation, w io.Writer) error {
 	_, err := io.WriteString(w, `usage: agent-sudo rules test [--config FILE] [--session S] [--unprivileged]
-           [--user U] [--env NAME=VALUE]... [--forward-agent] -- CMD ARGS... ['|' CMD ARGS...]...
+           [--user U] [--env NAME=VALUE]... [--forward-agent] [--stdin] -- CMD ARGS... ['|' CMD ARGS...]...
 
 Decides a request with the rules of a configuration, as agent-sudod would,
 and says how; it runs nothing and needs no daemon. For each stage it prints
@@ -229,6 +230,7 @@ flags:
   --user U           decide as user U (name or id) and its groups (default: you)
   --env NAME=VALUE   an environment variable the request carries (repeatable)
   --forward-agent    a request that forwards the SSH agent
+  --stdin            a request that carries stdin (the stdin extension)
 
 exit status:
   0    the pipeline would run without asking
