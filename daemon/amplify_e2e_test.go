@@ -67,6 +67,13 @@ func TestE2ERefusedRequestsBounded(t *testing.T) {
 					t.Errorf("%s: %v %.300s", id, err, resp)
 					mu.Unlock()
 				}
+				// The answer is bounded too: a refusal that quotes a huge
+				// value must not send the agent twice what it sent.
+				if len(resp) > 8<<10 {
+					mu.Lock()
+					t.Errorf("%s: the refusal is %d bytes long, more than 8 KiB", id, len(resp))
+					mu.Unlock()
+				}
 			})
 		}
 	}

@@ -428,11 +428,17 @@ func (s *Server) readLine(conn *net.UnixConn, accepted time.Time) (line []byte, 
 // The answer goes out even if the record cannot be written: nothing runs
 // either way, and the client should learn why.
 func (s *Server) refuse(ctx context.Context, conn *net.UnixConn, r audit.Refusal, resp *proto.Response) {
+	// A refusal may quote what the agent sent (a program name of a
+	// megabyte): the answer is bounded like the record and the log line.
+	resp.Message = audit.Bound(resp.Message, maxRefusalMessage)
 	if err := s.audit.Refused(ctx, r); err != nil {
 		s.log.Error("audit: refusal not recorded", "id", r.ID, "err", err)
 	}
 	s.respond(conn, resp)
 }
+
+// maxRefusalMessage bounds the message of a refusal sent to the agent.
+const maxRefusalMessage = 4 << 10
 
 // auditFailed answers a request that cannot go on because its audit record
 // is not durable. Nothing has run. trail, when set, gets a best-effort
