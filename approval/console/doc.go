@@ -71,7 +71,7 @@
 // therefore judges keys by time, not by how they were split:
 //
 //   - A key that acts (a decision, or anything else that does more than
-//     move a cursor or scroll: every key at the decision prompt, q, g, r, x,
+//     move a cursor or scroll: every key at the decision prompt, q, g, i, r, x,
 //     Delete, Enter, Esc) counts only when nothing else arrived within
 //     [QuietWindow] (150 ms) before it and nothing arrives within
 //     QuietWindow after it. It is held for that window (a bubbletea timer

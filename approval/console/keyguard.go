@@ -258,6 +258,16 @@ func (m *model) classify(k tea.KeyMsg) keyKind {
 			return kindAction
 		}
 		return kindNone
+	case modeStdin:
+		// Scrolling acts at once; going back and quitting are held like
+		// g; nothing else does anything here, decision keys included.
+		if _, ok := scrollKey(k); ok || isNavKey(k) {
+			return kindNav
+		}
+		if r := singleRune(k); r == stdinKey || r == 'q' || k.Type == tea.KeyEsc {
+			return kindAction
+		}
+		return kindNone
 	}
 	c := m.current()
 	if c == nil {
@@ -275,7 +285,7 @@ func (m *model) classify(k tea.KeyMsg) keyKind {
 	}
 	if c.submitted != "" {
 		switch singleRune(k) {
-		case 'q', 'g':
+		case 'q', 'g', stdinKey:
 			return kindAction
 		}
 		return kindNone

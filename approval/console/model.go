@@ -38,6 +38,8 @@ const (
 	modeNote
 	// modeGrants: the list of session grants.
 	modeGrants
+	// modeStdin: the full stdin of the current request; nothing decides.
+	modeStdin
 )
 
 // Messages the model gets besides keys and window sizes.
@@ -103,6 +105,9 @@ type request struct {
 	// cache of the rendered details for one width
 	cacheWidth int
 	cache      []string
+	// stdinCache is the full stdin view rendered for stdinWidth.
+	stdinWidth int
+	stdinCache []string
 }
 
 // sent is a decide or revoke waiting for its result.
@@ -148,6 +153,8 @@ type model struct {
 	// was dropped; keys before shownAt+guard are dropped.
 	shownAt time.Time
 	scroll  int
+	// reqScroll is the request view's scroll while the stdin view shows.
+	reqScroll int
 
 	form      *huh.Form
 	sel       *huh.Select[approval.Choice]
@@ -255,6 +262,8 @@ func (m *model) forward(msg tea.Msg) tea.Cmd {
 		f = m.noteForm
 	case modeGrants:
 		f = m.grantForm
+	case modeStdin:
+		return nil
 	default:
 		if c := m.current(); c != nil && c.submitted == "" {
 			f = m.form
@@ -305,6 +314,10 @@ func (m *model) promptChanged() tea.Cmd {
 		m.mode = modeDecide
 		m.noteForm, m.noteInput = nil, nil
 	}
+	if m.mode == modeStdin {
+		// The stdin shown belonged to the request that was on screen.
+		m.mode = modeDecide
+	}
 	c := m.current()
 	if c == nil {
 		m.form, m.sel = nil, nil
@@ -328,6 +341,8 @@ func (m *model) apply(k tea.KeyMsg) tea.Cmd {
 		return m.noteKey(k)
 	case modeGrants:
 		return m.grantsKey(k)
+	case modeStdin:
+		return m.stdinViewKey(k)
 	}
 	c := m.current()
 	if c == nil {
@@ -351,6 +366,11 @@ func (m *model) apply(k tea.KeyMsg) tea.Cmd {
 		return m.quit()
 	case 'g':
 		m.openGrants()
+		return nil
+	case stdinKey:
+		if c.hasStdin() {
+			m.openStdin()
+		}
 		return nil
 	}
 	if c.submitted != "" {
@@ -522,7 +542,7 @@ func (m *model) resizeForms() {
 		}
 	}
 	for _, r := range m.queue {
-		r.cache = nil
+		r.cache, r.stdinCache = nil, nil
 	}
 }
 

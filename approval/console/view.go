@@ -138,6 +138,9 @@ func (m *model) compose(noticeRoom int) (top, body, bottom []string) {
 	case m.current() == nil:
 		b, btm := m.idleView()
 		return top, b, btm
+	case m.mode == modeStdin:
+		t, b, btm := m.stdinView()
+		return append(top, t...), b, btm
 	}
 	t, b, btm := m.requestView()
 	return append(top, t...), b, btm
@@ -240,7 +243,7 @@ func (m *model) requestView() (top, body, bottom []string) {
 	switch {
 	case r.submitted != "":
 		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Your decision (%s) was sent; waiting for the daemon to confirm it…", choiceText(r.submitted)), m.width))...)
-		bottom = append(bottom, m.keyHelp([][2]string{{"g", "session grants"}, {"q", "quit"}})...)
+		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{{"g", "session grants"}, {"q", "quit"}}))...)
 	case m.mode == modeNote:
 		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Deny request %s.", esc(r.id)), m.width))...)
 		if m.noteForm != nil {
@@ -254,11 +257,11 @@ func (m *model) requestView() (top, body, bottom []string) {
 		if m.form != nil {
 			bottom = append(bottom, strings.Split(m.form.View(), "\n")...)
 		}
-		bottom = append(bottom, m.keyHelp([][2]string{
+		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{
 			{"a", "allow once"}, {"s", "allow for this session"}, {"d", "deny"},
 			{"↑/↓ enter", "choose (Deny is preselected)"}, {"PgUp/PgDn", "scroll"},
 			{"g", "session grants"}, {"q", "quit (decides nothing)"},
-		})...)
+		}))...)
 		hint := ""
 		if m.guarded() {
 			left := m.shownAt.Add(m.cfg.guard).Sub(m.cfg.now())
@@ -285,6 +288,14 @@ func (m *model) countdown(deadline time.Time) string {
 		return "timing out now"
 	}
 	return "times out in " + left.Round(time.Second).String()
+}
+
+// withStdinKey adds the stdin view's key to keys when r offers it.
+func (m *model) withStdinKey(r *request, keys [][2]string) [][2]string {
+	if !r.hasStdin() {
+		return keys
+	}
+	return append(keys[:len(keys)-1:len(keys)-1], [2]string{string(stdinKey), "all of stdin"}, keys[len(keys)-1])
 }
 
 func (m *model) keyHelp(keys [][2]string) []string {
@@ -522,7 +533,7 @@ func stdinDetails(l *lines, st *styles, in *approval.StdinShown, es func(string)
 		}
 	}
 	if rest := in.Size - shown; rest > 0 {
-		l.field("", fmt.Sprintf("… %d more bytes not shown (decide on the size and sha256, or deny and ask for a smaller input)", rest), &st.warn)
+		l.field("", fmt.Sprintf("… %d more bytes not shown: press %c to see all %d bytes", rest, stdinKey, in.Size), &st.warn)
 	}
 }
 
