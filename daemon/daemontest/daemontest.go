@@ -144,7 +144,7 @@ type Config struct {
 }
 
 // AllowAll allows any program from the secure path with any arguments,
-// any allowlisted environment variable and SSH agent forwarding.
+// any allowlisted environment variable, SSH agent forwarding and stdin.
 const AllowAll = `
 [[rule]]
 name = "allow everything"
@@ -152,6 +152,7 @@ action = "allow"
 match = ["*", "**"]
 env = ["*"]
 forward_agent = true
+stdin = true
 `
 
 // Daemon is an agent-sudod configured by Configure, and running once

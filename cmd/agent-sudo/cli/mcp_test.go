@@ -209,6 +209,7 @@ name = "allow the rest"
 action = "allow"
 match = ["*", "**"]
 env = ["*"]
+stdin = true
 `
 
 // e2eEnv is the environment of a child process: this one's without the
