@@ -214,11 +214,7 @@ func (c *Config) Lint() []rules.Warning {
 		if r.Action != rules.Allow || !r.ForwardAgent {
 			continue
 		}
-		label := "rule " + strconv.Itoa(i+1)
-		if r.Name != "" {
-			label = fmt.Sprintf("%s (%q)", label, r.Name)
-		}
-		ws = append(ws, rules.Warning{Rule: label, Message: "forward_agent = true with unprivileged_user empty hands the human's SSH agent to a command running as the requesting agent's own user, " +
+		ws = append(ws, rules.Warning{Rule: ruleLabel(i, r.Name), Message: "forward_agent = true with unprivileged_user empty hands the human's SSH agent to a command running as the requesting agent's own user, " +
 			"whose configuration (~/.gitconfig, ~/.ssh/config) the agent writes and whose processes it can trace; set unprivileged_user to an account agents cannot write to, or let a human decide"})
 	}
 	return ws
