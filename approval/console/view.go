@@ -88,9 +88,9 @@ func (m *model) bodyHeight(top, bottom int) int {
 func (m *model) layout(noticeRoom int) (top, body, bottom []string) {
 	top, body, bottom = m.compose(noticeRoom)
 	if r := m.current(); m.mode != modeGrants && r != nil {
-		// The request's details are fitted once, when they are cached: a
-		// request of a megabyte has tens of thousands of lines, and View
-		// runs on every tick.
+		// The request view and the stdin view fit their bodies once, when
+		// they are cached (r.cache, r.stdinCache): a request of a megabyte
+		// has tens of thousands of lines, and View runs on every tick.
 		return fit(top, m.width), body, fit(bottom, m.width)
 	}
 	return fit(top, m.width), fit(body, m.width), fit(bottom, m.width)
