@@ -74,6 +74,12 @@ func TestE2ERefusedRequestsBounded(t *testing.T) {
 					t.Errorf("%s: the refusal is %d bytes long, more than 8 KiB", id, len(resp))
 					mu.Unlock()
 				}
+				// A cut message says so, as docs/protocol.md promises.
+				if strings.HasPrefix(id, "huge-program-name") && !strings.Contains(resp, "bytes in all)") {
+					mu.Lock()
+					t.Errorf("%s: the refusal does not say it was cut: %.300s", id, resp)
+					mu.Unlock()
+				}
 			})
 		}
 	}
