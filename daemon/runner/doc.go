@@ -40,6 +40,10 @@
 // descriptors, so a binary runs without inheriting it. A "#!" script is
 // different: its interpreter opens the path it is given after exec, so a
 // script gets its descriptor as fd 3 (and sees /proc/self/fd/3 as its path).
+// N must survive Go's child until execve: the child moves its error pipe
+// (and stdio that sits below its target) onto the numbers just above the
+// highest descriptor it passes, silently closing what was there, so a
+// binary is executed through a duplicate numbered above that range.
 // argv[0] is the agent's name either way. What remains is the instant
 // between the last hash and execve for a file the agent can write; such a
 // file is flagged NOT ROOT-ONLY and never granted for a session.

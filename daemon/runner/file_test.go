@@ -173,3 +173,78 @@ func TestCwdThroughDescriptor(t *testing.T) {
 		})
 	}
 }
+
+// TestExecDescriptorNotStomped checks that a program descriptor numbered
+// just above the stage's stdio is still the program when the child execs
+// it. Go's child moves its error pipe onto that number before exec; the
+// daemon used to exec /proc/self/fd/N there and fail with "permission
+// denied" (exec of a pipe) whenever the numbers lined up, as they did under
+// load in TestE2ELoad.
+func TestExecDescriptorNotStomped(t *testing.T) {
+	requireRoot(t)
+	c := cmd(t, "true")
+	prog, err := OpenProgram(Resolved{Path: c.Path, Link: c.Link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = prog.Close() })
+	// stdio at base..base+2 and the program at base+3, far above the lowest
+	// free numbers where the child's error pipe is created.
+	base := freeRun(t, 4)
+	var stdio [3]*os.File
+	for i := range stdio {
+		null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdio[i] = moveFD(t, null, base+i)
+		t.Cleanup(func() { _ = stdio[i].Close() })
+	}
+	prog.F = moveFD(t, prog.F, base+3)
+	c.Program = prog
+
+	p := &pipeline{spec: newSpec(t, ModeDirect, "root", c)}
+	if err := p.start(0, stdio); err != nil {
+		t.Fatalf("starting a program whose descriptor is %d, just above stdio %d-%d: %v", base+3, base, base+2, err)
+	}
+	st, err := p.procs[0].Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := st.ExitCode(); code != 0 {
+		t.Errorf("true exited %d", code)
+	}
+}
+
+// freeRun returns the first of n consecutive unused descriptor numbers from
+// 100 up.
+func freeRun(t *testing.T, n int) int {
+	t.Helper()
+	for base := 100; base < 1000; base++ {
+		free := true
+		for fd := base; fd < base+n; fd++ {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+				free = false
+				break
+			}
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no run of free descriptors below 1000")
+	return 0
+}
+
+// moveFD renumbers f to fd (close-on-exec) and closes the old number.
+func moveFD(t *testing.T, f *os.File, fd int) *os.File {
+	t.Helper()
+	if err := unix.Dup3(int(f.Fd()), fd, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	name := f.Name()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return os.NewFile(uintptr(fd), name)
+}

@@ -604,10 +604,16 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 			// descriptors, so a binary runs from its descriptor without
 			// inheriting it. A script's interpreter opens the path it is
 			// given after exec, so a script gets its descriptor as fd 3.
-			prog = procFD(c.Program.F.Fd())
 			if c.Program.Script {
 				files = append(files, c.Program.F)
 				prog = procFD(3)
+			} else {
+				fd, err := dupAbove(c.Program.F, files)
+				if err != nil {
+					return err
+				}
+				defer fd.Close()
+				prog = procFD(fd.Fd())
 			}
 		}
 		sys.Credential = &syscall.Credential{
@@ -654,6 +660,26 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 		p.pgids = append(p.pgids, proc.Pid)
 	}
 	return nil
+}
+
+// dupAbove returns a close-on-exec duplicate of f numbered above every
+// descriptor that Go's child may overwrite before it execs when it is given
+// files (see the package documentation). The caller closes the duplicate
+// once the child has started.
+func dupAbove(f *os.File, files []*os.File) (*os.File, error) {
+	top := len(files)
+	for _, g := range files {
+		if g != nil && int(g.Fd()) > top {
+			top = int(g.Fd())
+		}
+	}
+	// Go's child uses at most one number for its error pipe and one per
+	// entry of files, starting at top+1.
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, top+len(files)+3)
+	if err != nil {
+		return nil, fmt.Errorf("duplicating the program's descriptor: %w", err)
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
 }
 
 // sudoArgv is the argument vector of sudo running stage c of s.
