@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
-	"github.com/agent-sudo/agent-sudo/client/clienttest"
+	"github.com/agent-sudo/agent-sudo/internal/clienttest"
 	"github.com/agent-sudo/agent-sudo/proto"
 	"github.com/google/uuid"
 )

@@ -178,7 +178,7 @@ func TestSecurityPromiseTable(t *testing.T) {
 }
 
 // packageDir finds the directory of pkg: a path relative to the repository
-// root ("daemon/runner"), or a package's last element ("runner") when only
+// root ("internal/runner"), or a package's last element ("runner") when only
 // one directory has that name.
 func packageDir(pkg string) (string, error) {
 	dir := filepath.Join("..", filepath.FromSlash(pkg))

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-sudo/agent-sudo/daemon/config"
+	"github.com/agent-sudo/agent-sudo/internal/config"
 )
 
 const (

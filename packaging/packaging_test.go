@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/daemon/config"
+	"github.com/agent-sudo/agent-sudo/internal/config"
 )
 
 const (

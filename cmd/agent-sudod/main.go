@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/agent-sudo/agent-sudo/approval/console"
-	"github.com/agent-sudo/agent-sudo/daemon"
-	"github.com/agent-sudo/agent-sudo/daemon/config"
+	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/console"
+	"github.com/agent-sudo/agent-sudo/internal/daemon"
 	"golang.org/x/sys/unix"
 )
 

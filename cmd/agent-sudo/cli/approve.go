@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agent-sudo/agent-sudo/approval/console"
+	"github.com/agent-sudo/agent-sudo/internal/console"
 )
 
 // Where approve connects unless told otherwise.

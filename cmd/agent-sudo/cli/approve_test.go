@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-sudo/agent-sudo/approval/console"
+	"github.com/agent-sudo/agent-sudo/internal/console"
 )
 
 // fakeApprove records what approve did with its dependencies.

@@ -16,10 +16,10 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/agent-sudo/agent-sudo/approval/render"
-	"github.com/agent-sudo/agent-sudo/approval/rules"
-	"github.com/agent-sudo/agent-sudo/audit"
-	"github.com/agent-sudo/agent-sudo/daemon/config"
+	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/rules"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // Exit statuses of audit besides the common ones (see the package
@@ -531,7 +531,7 @@ func parseAgo(v string) (time.Duration, bool) {
 
 // esc escapes untrusted text for the terminal.
 func esc(s string) string {
-	e, _ := render.Escape(s)
+	e, _ := termtext.Escape(s)
 	return e
 }
 
@@ -563,7 +563,7 @@ func (t *table) cells(s *audit.Summary) []string {
 	if s.Duration > 0 {
 		dur = s.Duration.Round(time.Millisecond).String()
 	}
-	cmd, _ := render.CommandLine(s.Pipeline)
+	cmd, _ := termtext.CommandLine(s.Pipeline)
 	// The uid is the kernel's word for who asked; the session is a label
 	// the agent chose.
 	uid := "-"
@@ -615,11 +615,11 @@ func (t *table) line(cells []string) string {
 	return b.String()
 }
 
-// displayWidth is the columns s, already escaped, takes: render.Width, the
+// displayWidth is the columns s, already escaped, takes: termtext.Width, the
 // width function of the approval console, exact for what every terminal
 // agrees on and an upper bound for the rest.
 func displayWidth(s string) int {
-	return render.Width(s)
+	return termtext.Width(s)
 }
 
 // rowJSON is one request in --json output.
@@ -728,7 +728,7 @@ func prettyRecord(e audit.Entry) string {
 			field("refused", esc(q.Refused))
 		}
 		if q.Pipeline != nil {
-			cmd, _ := render.CommandLine(q.Pipeline)
+			cmd, _ := termtext.CommandLine(q.Pipeline)
 			field("command", cmd)
 		}
 		if q.Reason != "" {
@@ -774,7 +774,7 @@ func prettyRecord(e audit.Entry) string {
 			for _, w := range st.Writable {
 				field("  WARNING", fmt.Sprintf("not root-only: %s %s", quote(w.Path), esc(w.Why)))
 			}
-			argv, _ := render.CommandLine([][]string{st.Argv})
+			argv, _ := termtext.CommandLine([][]string{st.Argv})
 			field("  argv", argv)
 		}
 		field("run as", fmt.Sprintf("%s (uid %d, gid %d)", esc(x.RunAs.User), x.RunAs.UID, x.RunAs.GID))
@@ -821,7 +821,7 @@ func prettyRecord(e audit.Entry) string {
 
 // quote shell-quotes one untrusted string for audit show.
 func quote(s string) string {
-	q, _ := render.Quote(s)
+	q, _ := termtext.Quote(s)
 	return q
 }
 

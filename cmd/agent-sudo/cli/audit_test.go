@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/approval"
-	"github.com/agent-sudo/agent-sudo/audit"
-	"github.com/agent-sudo/agent-sudo/daemon/peercred"
-	"github.com/agent-sudo/agent-sudo/daemon/runner"
+	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/peercred"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
-	"github.com/agent-sudo/agent-sudo/client/mcpserver"
+	"github.com/agent-sudo/agent-sudo/internal/mcpserver"
 	"github.com/agent-sudo/agent-sudo/proto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 )
 
 // rawMCP is "agent-sudo mcp" spoken to in raw JSON-RPC lines, so that a

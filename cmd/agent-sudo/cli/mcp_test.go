@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/approval"
-	"github.com/agent-sudo/agent-sudo/client/clienttest"
-	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/clienttest"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

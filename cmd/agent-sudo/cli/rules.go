@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agent-sudo/agent-sudo/approval/rules"
-	"github.com/agent-sudo/agent-sudo/daemon/config"
-	"github.com/agent-sudo/agent-sudo/daemon/runner"
+	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/rules"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
 )
 
 // Exit statuses of "agent-sudo rules test" besides 0 (the pipeline would run

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agent-sudo/agent-sudo/daemon/runner"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-sudo/agent-sudo/client/clienttest"
-	"github.com/agent-sudo/agent-sudo/daemon/daemontest"
-	"github.com/agent-sudo/agent-sudo/daemon/runner"
+	"github.com/agent-sudo/agent-sudo/internal/clienttest"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 

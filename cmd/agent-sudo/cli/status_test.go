@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/client/clienttest"
+	"github.com/agent-sudo/agent-sudo/internal/clienttest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 

@@ -19,7 +19,7 @@ import (
 //
 // It is for agent-sudo's own one-line diagnostics, which embed untrusted text
 // (the daemon's messages) next to values already quoted with %q. Unlike
-// render.Escape, used for the audit table and the approver's screen, it does
+// termtext.Escape, used for the audit table and the approver's screen, it does
 // not double backslashes: a %q-quoted value would otherwise be escaped twice,
 // and in a diagnostic line the ambiguity that doubling prevents (a literal
 // "" typed by the agent) misleads nobody about what will run.

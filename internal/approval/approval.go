@@ -1,0 +1,106 @@
+// Package approval decides whether a request may run.
+//
+// Rules the human wrote (package internal/rules) are consulted first; a
+// request that no rule allows or denies is put to a human through an
+// [Approver]. The agent's socket never reaches an Approver: a decision can
+// only come from the root-only approver channel or the daemon's own terminal,
+// so an agent cannot approve itself.
+package approval
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/peercred"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// Verdict is the outcome of asking for approval.
+type Verdict string
+
+// The verdicts. Only Allow lets a command run.
+const (
+	Allow Verdict = "allowed"
+	Deny  Verdict = "denied"
+	// Timeout: nobody decided within approval_timeout.
+	Timeout Verdict = "timeout"
+	// Withdrawn: the requesting client went away before a decision.
+	Withdrawn Verdict = "withdrawn"
+)
+
+// Decision is a verdict and who reached it.
+type Decision struct {
+	Verdict Verdict
+	// By names the decider for the audit log: `rule "apt installs"`, or the
+	// console's uid and tty.
+	By string
+	// Message is an optional note for the agent (a denial's reason).
+	Message string
+}
+
+// Pending is a request waiting for a human, with everything the human must
+// see to decide.
+type Pending struct {
+	Request *proto.Request
+	Peer    peercred.Creds
+	// Programs holds each stage's program as it will really be executed.
+	Programs []Program
+	// Cwd is the resolved working directory, CwdChain its symlink chain
+	// (empty when none) and CwdWritable who other than root can write it.
+	// An empty Cwd means the request's, or "/".
+	Cwd         string
+	CwdChain    []string
+	CwdWritable []Writable
+	// RunAs names the user the pipeline will run as.
+	RunAs string
+	// Received is when the daemon accepted the request; Deadline is when it
+	// times out if nobody decides.
+	Received, Deadline time.Time
+}
+
+// Shown returns what a human is shown of p.
+func (p *Pending) Shown() *Shown {
+	r := p.Request
+	cwd := p.Cwd
+	if cwd == "" {
+		cwd = r.Cwd
+	}
+	if cwd == "" {
+		cwd = "/"
+	}
+	return &Shown{
+		ID: r.ID, Session: r.Session, Host: r.Host, Reason: r.Reason, Time: r.Time,
+		Pipeline: r.Pipeline, Programs: p.Programs, Env: r.Env, Cwd: cwd,
+		CwdChain: p.CwdChain, CwdWritable: p.CwdWritable,
+		Privileged: r.Privileged, RunAs: strings.ToValidUTF8(p.RunAs, "\uFFFD"), ForwardAgent: r.ForwardAgent,
+		Stdin: NewStdinShown(r.Stdin),
+		// The peer's name and exe come from the system, not the validated
+		// request, and may not be UTF-8; the hash must cover exactly what
+		// the console receives, so they are made valid first.
+		Peer: PeerInfo{UID: p.Peer.UID, User: strings.ToValidUTF8(p.Peer.User(), "\uFFFD"), PID: p.Peer.PID,
+			Exe: strings.ToValidUTF8(p.Peer.Exe, "\uFFFD")},
+		Received: p.Received, Deadline: p.Deadline,
+	}
+}
+
+// Approver puts a pending request to a human. Ask blocks until a decision
+// is made or ctx is done; on ctx's end it returns ctx's error and the caller
+// turns it into Timeout or Withdrawn. Implementations must fail closed: any
+// error or ambiguity is not an Allow.
+type Approver interface {
+	Ask(ctx context.Context, p *Pending) (Decision, error)
+}
+
+// Nobody is the Approver used when no human channel is configured: every
+// question waits for its deadline, so an unruled request times out rather
+// than running or being denied by a machine.
+type Nobody struct{}
+
+var _ Approver = Nobody{}
+
+// Ask waits for ctx to end and returns its error.
+func (Nobody) Ask(ctx context.Context, _ *Pending) (Decision, error) {
+	<-ctx.Done()
+	return Decision{}, ctx.Err()
+}

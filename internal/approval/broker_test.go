@@ -1,0 +1,538 @@
+package approval
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/peercred"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+func pending(id string, argv ...string) *Pending {
+	if len(argv) == 0 {
+		argv = []string{"apt", "install", "nginx"}
+	}
+	return &Pending{
+		Request: &proto.Request{ID: id, Session: "s1", Pipeline: [][]string{argv}, Privileged: true,
+			Env: map[string]string{"LANG": "C"}},
+		Peer:     peercred.Creds{UID: 1000, PID: 42, Exe: "/usr/bin/agent"},
+		Programs: []Program{{Chain: []string{"/usr/bin/" + argv[0]}, SHA256: "00"}},
+		RunAs:    "root",
+	}
+}
+
+// ask runs Ask in the background and returns a channel with its outcome.
+type outcome struct {
+	d   Decision
+	err error
+}
+
+func askAsync(ctx context.Context, b *Broker, p *Pending) <-chan outcome {
+	ch := make(chan outcome, 1)
+	go func() {
+		d, err := b.Ask(ctx, p)
+		ch <- outcome{d, err}
+	}()
+	return ch
+}
+
+// next reads the next event or fails after a second.
+func next(t *testing.T, events <-chan Message) Message {
+	t.Helper()
+	select {
+	case m, ok := <-events:
+		if !ok {
+			t.Fatal("event stream closed")
+		}
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5s")
+	}
+	return Message{}
+}
+
+func TestBrokerOrderAndFirstDecisionWins(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	ctx := context.Background()
+
+	r1 := askAsync(ctx, b, pending("r1"))
+	m1 := next(t, events)
+	r2 := askAsync(ctx, b, pending("r2", "systemctl", "restart", "nginx"))
+	m2 := next(t, events)
+	if m1.Type != MsgPending || m1.ID != "r1" || m2.ID != "r2" {
+		t.Fatalf("events %+v then %+v, want pending r1 then r2", m1, m2)
+	}
+	// A console that connects late sees both, in arrival order.
+	waiting, _, cancel2 := b.Subscribe()
+	defer cancel2()
+	if len(waiting) != 2 || waiting[0].ID != "r1" || waiting[1].ID != "r2" {
+		t.Fatalf("late subscriber saw %+v", waiting)
+	}
+
+	if err := b.Decide("r2", m2.Hash, DenyOnce, "not now", "console uid=0 tty=/dev/pts/1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Decide("r2", m2.Hash, AllowOnce, "", "console uid=0 tty=/dev/pts/2"); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("second decision: %v, want ErrNotPending", err)
+	}
+	got := <-r2
+	if got.err != nil || got.d.Verdict != Deny || got.d.By != "console uid=0 tty=/dev/pts/1" ||
+		got.d.Message != "denied by console uid=0 tty=/dev/pts/1: not now" {
+		t.Fatalf("r2 outcome %+v", got)
+	}
+	if res := next(t, events); res.Type != MsgResolved || res.ID != "r2" || res.Verdict != Deny {
+		t.Fatalf("resolved event %+v", res)
+	}
+	if err := b.Decide("r1", m1.Hash, AllowOnce, "", "console uid=0 tty=/dev/pts/2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-r1; got.err != nil || got.d.Verdict != Allow {
+		t.Fatalf("r1 outcome %+v", got)
+	}
+	if b.Waiting() != 0 {
+		t.Errorf("Waiting() = %d after both decided", b.Waiting())
+	}
+}
+
+func TestBrokerRejectsBadDecisions(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	r := askAsync(context.Background(), b, pending("r1"))
+	m := next(t, events)
+	tests := []struct {
+		name       string
+		id, hash   string
+		choice     Choice
+		wantErr    error
+		wantErrMsg string
+	}{
+		{"unknown id", "nope", m.Hash, AllowOnce, ErrNotPending, ""},
+		{"hash of something else", "r1", pending("r1", "rm", "-rf", "/").Shown().Hash(), AllowOnce, ErrHashMismatch, ""},
+		{"empty hash", "r1", "", AllowOnce, ErrHashMismatch, ""},
+		{"unknown choice", "r1", m.Hash, "yes", ErrBadChoice, `unknown decision "yes": want "allow_once", "allow_session" or "deny"`},
+	}
+	for _, tt := range tests {
+		err := b.Decide(tt.id, tt.hash, tt.choice, "", "console")
+		if !errors.Is(err, tt.wantErr) || (tt.wantErrMsg != "" && err.Error() != tt.wantErrMsg) {
+			t.Errorf("%s: Decide = %v, want %v", tt.name, err, tt.wantErr)
+		}
+	}
+	if b.Waiting() != 1 {
+		t.Fatal("a rejected decision removed the request")
+	}
+	_ = b.Decide("r1", m.Hash, DenyOnce, "", "console")
+	<-r
+}
+
+func TestBrokerTimeoutAndWithdrawal(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+
+	tctx, tcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer tcancel()
+	rt := askAsync(tctx, b, pending("t1"))
+	mt := next(t, events)
+
+	wctx, wcancel := context.WithCancelCause(context.Background())
+	rw := askAsync(wctx, b, pending("w1"))
+	mw := next(t, events)
+	wcancel(ErrWithdrawn)
+
+	got := <-rw
+	if !errors.Is(got.err, context.Canceled) {
+		t.Fatalf("withdrawn Ask returned %+v", got)
+	}
+	got = <-rt
+	if !errors.Is(got.err, context.DeadlineExceeded) {
+		t.Fatalf("timed-out Ask returned %+v", got)
+	}
+	resolved := map[string]Verdict{}
+	for range 2 {
+		m := next(t, events)
+		resolved[m.ID] = m.Verdict
+	}
+	if resolved["t1"] != Timeout || resolved["w1"] != Withdrawn {
+		t.Fatalf("resolved %v, want t1 timeout and w1 withdrawn", resolved)
+	}
+	// Decisions after the end do nothing.
+	if err := b.Decide("t1", mt.Hash, AllowOnce, "", "late"); !errors.Is(err, ErrNotPending) {
+		t.Errorf("decision after timeout: %v", err)
+	}
+	if err := b.Decide("w1", mw.Hash, AllowOnce, "", "late"); !errors.Is(err, ErrNotPending) {
+		t.Errorf("decision after withdrawal: %v", err)
+	}
+}
+
+func TestBrokerSessionGrants(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	b := NewBroker(time.Hour, clock)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+
+	r := askAsync(context.Background(), b, pending("g1"))
+	m := next(t, events)
+	if err := b.Decide("g1", m.Hash, AllowSession, "", "console uid=0 tty=/dev/pts/1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-r; got.d.Verdict != Allow || got.d.By != "console uid=0 tty=/dev/pts/1 (new session grant g1)" {
+		t.Fatalf("outcome %+v", got)
+	}
+	if gs, _ := b.Grants(); len(gs) != 1 || gs[0].ID != "g1" || gs[0].Session != "s1" || gs[0].UID != 1000 || gs[0].EnvKeys[0] != "LANG" {
+		t.Fatalf("grants %+v", gs)
+	}
+
+	// The exact same request from the same session and uid is allowed
+	// without asking.
+	ctx, cancelAsk := context.WithTimeout(context.Background(), time.Second)
+	d, err := b.Ask(ctx, pending("g2"))
+	cancelAsk()
+	if err != nil || d.Verdict != Allow || d.By != "session grant g1 (console uid=0 tty=/dev/pts/1)" {
+		t.Fatalf("same request: %+v %v", d, err)
+	}
+
+	variants := []struct {
+		name   string
+		change func(p *Pending)
+	}{
+		{"different argument", func(p *Pending) { p.Request.Pipeline = [][]string{{"apt", "install", "nginx-full"}} }},
+		{"extra argument", func(p *Pending) { p.Request.Pipeline = [][]string{{"apt", "install", "nginx", "-y"}} }},
+		{"extra stage", func(p *Pending) { p.Request.Pipeline = append(p.Request.Pipeline, []string{"cat"}) }},
+		{"different env value", func(p *Pending) { p.Request.Env = map[string]string{"LANG": "C.UTF-8"} }},
+		{"extra env", func(p *Pending) { p.Request.Env = map[string]string{"LANG": "C", "TZ": "UTC"} }},
+		{"unprivileged", func(p *Pending) { p.Request.Privileged = false }},
+		{"other session", func(p *Pending) { p.Request.Session = "s2" }},
+		{"other uid", func(p *Pending) { p.Peer.UID = 1001 }},
+		{"other cwd", func(p *Pending) { p.Request.Cwd = "/tmp" }},
+		{"other program path", func(p *Pending) { p.Programs = []Program{{Chain: []string{"/usr/local/bin/apt"}, SHA256: "00"}} }},
+		{"other target user", func(p *Pending) { p.RunAs = "alice" }},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			p := pending("v-" + v.name)
+			v.change(p)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			defer cancel()
+			d, err := b.Ask(ctx, p)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("%s was not asked again: %+v %v", v.name, d, err)
+			}
+		})
+	}
+	drain(events)
+
+	// Expiry: an hour later the grant is gone.
+	mu.Lock()
+	now = now.Add(time.Hour)
+	mu.Unlock()
+	ctx, cancelAsk = context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancelAsk()
+	if _, err := b.Ask(ctx, pending("g3")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("expired grant still allowed: %v", err)
+	}
+	if gs, _ := b.Grants(); len(gs) != 0 {
+		t.Fatalf("expired grant listed: %+v", gs)
+	}
+}
+
+func drain(events <-chan Message) {
+	for {
+		select {
+		case <-events:
+		default:
+			return
+		}
+	}
+}
+
+func TestBrokerRevoke(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	r := askAsync(context.Background(), b, pending("g1"))
+	m := next(t, events)
+	_ = b.Decide("g1", m.Hash, AllowSession, "", "console")
+	<-r
+	if err := b.Revoke("g9"); !errors.Is(err, ErrNoGrant) {
+		t.Errorf("Revoke(g9) = %v", err)
+	}
+	if err := b.Revoke("g1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancelAsk := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancelAsk()
+	if _, err := b.Ask(ctx, pending("g2")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("revoked grant still allowed: %v", err)
+	}
+}
+
+func TestBrokerDropsSlowSubscriber(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	// Requests that keep waiting cannot be coalesced away: a subscriber
+	// that reads none of them is dropped once subscriberLimit are queued
+	// (the feeder holds one more in hand).
+	for i := range subscriberLimit + 2 {
+		askAsync(ctx, b, pending(fmt.Sprintf("p%d", i)))
+	}
+	for b.Waiting() < subscriberLimit+2 {
+		time.Sleep(time.Millisecond)
+	}
+	deadline := time.After(10 * time.Second)
+	for n := 0; ; n++ {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				if n > subscriberLimit+1 {
+					t.Fatalf("closed after %d events", n)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("a subscriber that never reads was not dropped")
+		}
+	}
+}
+
+func TestShownHashCoversEveryField(t *testing.T) {
+	base := pending("h1")
+	h := base.Shown().Hash()
+	if len(h) != 64 {
+		t.Fatalf("hash %q", h)
+	}
+	if again := pending("h1").Shown().Hash(); again != h {
+		t.Fatal("hash not deterministic")
+	}
+	changes := map[string]func(p *Pending){
+		"reason":  func(p *Pending) { p.Request.Reason = "x" },
+		"host":    func(p *Pending) { p.Request.Host = "x" },
+		"env":     func(p *Pending) { p.Request.Env["LANG"] = "D" },
+		"program": func(p *Pending) { p.Programs[0].Chain = []string{"/tmp/apt"} },
+		"run as":  func(p *Pending) { p.RunAs = "nobody" },
+		"pid":     func(p *Pending) { p.Peer.PID = 43 },
+		"arg":     func(p *Pending) { p.Request.Pipeline[0][2] = "nginx " },
+	}
+	for name, change := range changes {
+		p := pending("h1")
+		change(p)
+		if p.Shown().Hash() == h {
+			t.Errorf("changing %s does not change the hash", name)
+		}
+	}
+}
+
+// TestShownHashSurvivesTheWire checks that a console, which hashes the
+// Shown it decoded from the daemon's JSON, gets the daemon's hash even when
+// the system gave the daemon strings that are not UTF-8.
+func TestShownHashSurvivesTheWire(t *testing.T) {
+	p := pending("w1")
+	p.Peer.Exe = "/tmp/bad\xff\xfeexe"
+	p.RunAs = "r\xc0ot"
+	s := p.Shown()
+	b, err := json.Marshal(Message{Type: MsgPending, Request: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Request.Hash(), s.Hash(); got != want {
+		t.Fatalf("hash after the wire %s, daemon's %s", got, want)
+	}
+}
+
+// hugeArg is an argument of n bytes.
+func hugeArg(n int) string { return strings.Repeat("x", n) }
+
+// TestBrokerSummarisesLargeRequests: a request larger than
+// MaxInlineRequest is announced as a bounded summary; its full text comes
+// from Detail, only for the right hash, and hashes to the announced hash,
+// which the decision still binds.
+func TestBrokerSummarisesLargeRequests(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	for _, size := range []int{MaxInlineRequest + 1, 990 << 10, proto.MaxRequestBytes} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			p := pending("big-"+strconv.Itoa(size), "echo", hugeArg(size), "<&>")
+			r := askAsync(context.Background(), b, p)
+			m := next(t, events)
+			line, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(line) > MaxInlineRequest {
+				t.Errorf("pending line is %d bytes; want at most %d", len(line), MaxInlineRequest)
+			}
+			full := p.Shown()
+			if m.Summary == nil || m.Summary.Stages != 1 || m.Summary.Args != 3 || m.Summary.EnvVars != 1 ||
+				m.Summary.Bytes != fullSize(full) || m.Request == nil || m.Request.Pipeline != nil || m.Request.Env != nil {
+				t.Fatalf("pending %+v summary %+v; want a summary without pipeline and env", m.Request, m.Summary)
+			}
+			if m.Hash != full.Hash() {
+				t.Fatalf("announced hash %s, want the full request's %s", m.Hash, full.Hash())
+			}
+			if _, err := b.Detail(m.ID, "0"+m.Hash[1:]); !errors.Is(err, ErrHashMismatch) {
+				t.Errorf("Detail with a wrong hash: %v, want ErrHashMismatch", err)
+			}
+			s, err := b.Detail(m.ID, m.Hash)
+			if err != nil || s.Hash() != m.Hash || s.Pipeline[0][1] != hugeArg(size) {
+				t.Fatalf("Detail: %v; want the full request", err)
+			}
+			if err := b.Decide(m.ID, m.Hash, AllowOnce, "", "test"); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-r; got.err != nil || got.d.Verdict != Allow {
+				t.Fatalf("outcome %+v", got)
+			}
+			if _, err := b.Detail(m.ID, m.Hash); !errors.Is(err, ErrNotPending) {
+				t.Errorf("Detail after the decision: %v, want ErrNotPending", err)
+			}
+			next(t, events) // resolved
+		})
+	}
+	// A small request is still announced in full.
+	r := askAsync(context.Background(), b, pending("small"))
+	if m := next(t, events); m.Summary != nil || m.Request == nil || len(m.Request.Pipeline) != 1 {
+		t.Errorf("small request announced as %+v", m)
+	}
+	_ = b.Decide("small", pending("small").Shown().Hash(), DenyOnce, "", "test")
+	<-r
+}
+
+// TestBrokerCoalescesWithdrawn: requests withdrawn before a slow console
+// read their pending message cost it nothing: the console is not dropped,
+// and it never hears of them.
+func TestBrokerCoalescesWithdrawn(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	for i := range subscriberLimit + 10 {
+		ctx, stop := context.WithCancelCause(context.Background())
+		r := askAsync(ctx, b, pending(fmt.Sprintf("w%d", i), "echo", hugeArg(1<<10)))
+		for b.Waiting() == 0 {
+			runtime.Gosched()
+		}
+		stop(ErrWithdrawn)
+		<-r
+	}
+	// One request that stays: the console, reading at last, gets at most
+	// the one pending message the feeder held in hand (and its resolved),
+	// then the live request.
+	r := askAsync(context.Background(), b, pending("live"))
+	var got []Message
+	for {
+		m := next(t, events)
+		got = append(got, m)
+		if m.ID == "live" {
+			break
+		}
+	}
+	if len(got) > 3 {
+		t.Errorf("console got %d messages for %d withdrawn requests; want them coalesced away", len(got)-1, subscriberLimit+10)
+	}
+	_ = b.Decide("live", got[len(got)-1].Hash, DenyOnce, "", "test")
+	<-r
+}
+
+// TestBrokerDuplicateIDRefused: a second request with the id of one that
+// waits is refused, so the two can never be confused and decisions on the
+// first still work (issue 10 L6).
+func TestBrokerDuplicateIDRefused(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	r := askAsync(context.Background(), b, pending("same"))
+	m := next(t, events)
+	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if _, err := b.Ask(ctx, pending("same", "rm", "-rf", "/")); !errors.Is(err, ErrDuplicateID) {
+		t.Fatalf("second Ask with the same id: %v, want ErrDuplicateID", err)
+	}
+	if b.Waiting() != 1 {
+		t.Errorf("Waiting() = %d, want 1", b.Waiting())
+	}
+	if err := b.Decide("same", m.Hash, AllowOnce, "", "test"); err != nil {
+		t.Fatalf("decision on the first request: %v", err)
+	}
+	if got := <-r; got.err != nil || got.d.Verdict != Allow {
+		t.Fatalf("outcome %+v", got)
+	}
+}
+
+// TestBrokerGrantListingBounded: a grant whose pipeline is long is listed
+// with its size and SHA-256 instead, and a listing holds at most
+// MaxGrantsListed grants; matching still uses the full request.
+func TestBrokerGrantListingBounded(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	argv := []string{"echo", hugeArg(990 << 10)}
+	r := askAsync(context.Background(), b, pending("long", argv...))
+	m := next(t, events)
+	if err := b.Decide("long", m.Hash, AllowSession, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	<-r
+	var gm Message
+	for gm.Type != MsgGrants {
+		gm = next(t, events)
+	}
+	line, _ := json.Marshal(gm)
+	if len(line) > MaxGrantPipeline+4096 {
+		t.Errorf("grants line is %d bytes", len(line))
+	}
+	pj, _ := json.Marshal([][]string{argv})
+	sum := sha256.Sum256(pj)
+	if len(gm.Grants) != 1 || gm.Grants[0].Pipeline != nil || gm.Grants[0].Elided == nil ||
+		gm.Grants[0].Elided.Bytes != len(pj) || gm.Grants[0].Elided.SHA256 != hex.EncodeToString(sum[:]) || gm.Grants[0].Elided.Args != 2 {
+		t.Fatalf("listed grant %+v", gm.Grants)
+	}
+	// The grant still covers the exact same request.
+	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if d, err := b.Ask(ctx, pending("long-again", argv...)); err != nil || d.Verdict != Allow {
+		t.Fatalf("same request under the grant: %+v, %v", d, err)
+	}
+
+	for i := range MaxGrantsListed + 2 {
+		id := fmt.Sprintf("many-%d", i)
+		r := askAsync(context.Background(), b, pending(id, "echo", id))
+		m := next(t, events)
+		for m.Type != MsgPending {
+			m = next(t, events)
+		}
+		if err := b.Decide(id, m.Hash, AllowSession, "", "test"); err != nil {
+			t.Fatal(err)
+		}
+		<-r
+	}
+	gs, omitted := b.Grants()
+	if len(gs) != MaxGrantsListed || omitted != 3 {
+		t.Errorf("Grants() listed %d, omitted %d; want %d and 3", len(gs), omitted, MaxGrantsListed)
+	}
+}
+
+func fullSize(s *Shown) int {
+	n, _ := s.canonical()
+	return n
+}

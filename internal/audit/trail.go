@@ -1,0 +1,307 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/coreos/go-systemd/v22/journal"
+
+	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/peercred"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// Trail writes the records of one accepted request after its request
+// record. Get one from [Log.Received]; its methods are called in this order,
+// each at most once: Decided, then (only for an allowed request) Started,
+// then Finished. A Trail is not safe for concurrent use: one request is
+// handled by one goroutine.
+type Trail struct {
+	log *Log
+	hdr Record // the header fields of every record
+	// decidedBy is the decider, repeated in the result's journal entry.
+	decidedBy string
+}
+
+// Refusal describes a request the daemon refused without asking anyone.
+type Refusal struct {
+	// ID is the request's id, when one could be read (proto.IDOf).
+	ID string
+	// Request is the decoded request, or nil when it could not be decoded.
+	Request *proto.Request
+	// Peer is the connecting process, or nil when its credentials could not
+	// be read.
+	Peer *peercred.Creds
+	// Reason says why, as the daemon answered it. The record keeps at most
+	// MaxRefusedReasonBytes of it.
+	Reason string
+	// Raw is the request line as the daemon read it, or nil when none was
+	// read. Its size and SHA-256 are recorded; when it is longer than
+	// MaxRefusedRequestBytes, a prefix of it is recorded instead of the
+	// decoded request's pipeline, reason and environment.
+	Raw []byte
+}
+
+// Bounds on what a refused request writes, so that a hostile request of up
+// to proto.MaxRequestBytes cannot make a record (or a journal entry) of
+// several megabytes.
+const (
+	// MaxRefusedReasonBytes bounds the refusal reason kept in the record.
+	MaxRefusedReasonBytes = 2048
+	// MaxRefusedRequestBytes is the longest request line whose decoded
+	// fields are recorded in full.
+	MaxRefusedRequestBytes = 8192
+	// RawPrefixBytes is how much of a longer line is recorded.
+	RawPrefixBytes = 1024
+)
+
+// Bound returns s if it is at most max bytes long, else its first max bytes
+// (cut at a UTF-8 boundary) and a note of how long it was.
+func Bound(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (cut: %d bytes in all)", strings.ToValidUTF8(s[:cut], "\ufffd"), len(s))
+}
+
+// Refused writes the request record of a refused request: one that was
+// invalid, a replay, from an unauthorised peer, or that could not be
+// planned. It is the request's only record. It also sends a journal entry.
+// An error means the record is not durable.
+func (l *Log) Refused(ctx context.Context, r Refusal) error {
+	reason := Bound(r.Reason, MaxRefusedReasonBytes)
+	rec := &Record{Type: TypeRequest, ID: r.ID, Request: &RequestSection{Refused: reason}}
+	if r.Peer != nil {
+		rec.Peer = peerOf(*r.Peer)
+	}
+	long := len(r.Raw) > MaxRefusedRequestBytes
+	if r.Request != nil {
+		fillRequest(rec, r.Request, l.opts.EnvValues)
+		rec.Request.Refused = reason
+		if long {
+			// Header fields and flags are bounded by the decoder; the
+			// pipeline, reason and environment are not recorded.
+			rec.Request.Pipeline, rec.Request.Reason = nil, ""
+			rec.Request.Env, rec.Request.EnvValues = nil, ""
+		}
+		if rec.ID == "" {
+			rec.ID = r.Request.ID
+		}
+	}
+	if r.Raw != nil {
+		sum := sha256.Sum256(r.Raw)
+		rec.Request.RawBytes = len(r.Raw)
+		rec.Request.RawSHA256 = hex.EncodeToString(sum[:])
+		if long {
+			rec.Request.RawPrefix = strings.ToValidUTF8(string(r.Raw[:RawPrefixBytes]), "\ufffd")
+		}
+	}
+	rcpt, err := l.Append(ctx, rec)
+	fields := map[string]string{
+		"AGENT_SUDO_STATUS": string(proto.StatusError),
+		"AGENT_SUDO_REASON": reason,
+	}
+	l.journal(rec, rcpt, err, journal.PriNotice, fmt.Sprintf("audit: request %s refused: %s", rec.ID, reason), fields)
+	return err
+}
+
+// Received writes the request record of a request that was decoded and
+// planned and is about to be decided, and returns the Trail for its later
+// records. An error means the record is not durable; the request must then
+// not be decided or run. Only a failure is sent to the journal.
+func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Creds) (*Trail, error) {
+	rec := &Record{Type: TypeRequest, Peer: peerOf(peer), Request: &RequestSection{}}
+	fillRequest(rec, req, l.opts.EnvValues)
+	rcpt, err := l.Append(ctx, rec)
+	if err != nil {
+		// Not in the log, and not run: the journal is the only record.
+		l.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("audit: request %s received", rec.ID),
+			map[string]string{"AGENT_SUDO_STATUS": string(proto.StatusError)})
+		return nil, err
+	}
+	hdr := Record{ID: rec.ID, Ref: rcpt.Hash, Session: rec.Session, Host: rec.Host, Peer: rec.Peer}
+	return &Trail{log: l, hdr: hdr}, nil
+}
+
+// Decided writes the decision record and sends a journal entry. An error
+// means the record is not durable: the request must then not run, even if
+// it was allowed.
+func (t *Trail) Decided(ctx context.Context, d approval.Decision) error {
+	rec := t.record(TypeDecision)
+	rec.Decision = &DecisionSection{Verdict: string(d.Verdict), By: d.By, Message: d.Message}
+	t.decidedBy = d.By
+	rcpt, err := t.log.Append(ctx, rec)
+	fields := map[string]string{
+		"AGENT_SUDO_VERDICT":    string(d.Verdict),
+		"AGENT_SUDO_DECIDED_BY": d.By,
+	}
+	pri := journal.PriInfo
+	if d.Verdict != approval.Allow {
+		pri = journal.PriNotice
+	}
+	t.log.journal(rec, rcpt, err, pri, fmt.Sprintf("audit: request %s %s by %s", rec.ID, d.Verdict, d.By), fields)
+	return err
+}
+
+// Started writes the exec record: exactly what spec will run. It returns
+// only once the record is durable (written and synced); an error means it is
+// not, and spec must not be run. Call it right before runner.Run. Only a
+// failure is sent to the journal.
+func (t *Trail) Started(ctx context.Context, spec runner.Spec) error {
+	rec := t.record(TypeExec)
+	x := &ExecSection{
+		Stages: make([]ExecStage, len(spec.Stages)),
+		RunAs: RunAs{User: spec.Target.Name, UID: spec.Target.UID, GID: spec.Target.GID,
+			Groups: spec.Target.Groups},
+		Mode: string(spec.Mode),
+		Dir:  spec.Dir,
+	}
+	if x.Dir == "" {
+		x.Dir = "/"
+	}
+	x.DirChain, x.DirWritable = spec.DirChain, spec.DirUntrusted
+	if spec.Mode == runner.ModeSudo {
+		x.SudoPath = spec.SudoPath
+	}
+	for i, c := range spec.Stages {
+		x.Stages[i] = ExecStage{Path: c.Path, Argv: c.Args, Chain: c.Chain, Writable: c.Untrusted}
+		if c.Program != nil {
+			x.Stages[i].Dev, x.Stages[i].Ino = c.Program.Dev, c.Program.Ino
+			x.Stages[i].SHA256 = hex.EncodeToString(c.Program.SHA256[:])
+		}
+		if c.Link != "" && c.Link != c.Path {
+			x.Stages[i].Link = c.Link
+		}
+	}
+	env := make(map[string]string, len(spec.Env))
+	for _, kv := range spec.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	x.Env, x.EnvValues = encodeEnv(env, t.log.opts.EnvValues)
+	rec.Exec = x
+	rcpt, err := t.log.Append(ctx, rec)
+	if err != nil {
+		t.log.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("audit: request %s about to run", rec.ID),
+			map[string]string{"AGENT_SUDO_STATUS": string(proto.StatusError), "AGENT_SUDO_DECIDED_BY": t.decidedBy})
+	}
+	return err
+}
+
+// Finished writes the result record from the response the daemon is about
+// to send and the runner's result, and sends a journal entry. res is nil
+// when the pipeline could not be started (resp is then the error answer).
+// Call it before writing resp to the client. An error means the record is
+// not durable; the command has run, so the daemon should still answer.
+func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.Result) error {
+	rec := t.record(TypeResult)
+	r := &ResultSection{
+		Status: resp.Status, Message: resp.Message,
+		ExitCodes:       []int{},
+		Stages:          []ResultStage{},
+		StdoutBytes:     len(resp.Stdout),
+		StdoutTruncated: resp.StdoutTruncated,
+	}
+	// The runner hashed the output as it read it; hashing 16 MiB again
+	// here would delay the answer.
+	ranHashes := res != nil && len(res.Stages) == len(resp.Stages)
+	if ranHashes {
+		r.StdoutSHA256 = hex.EncodeToString(res.StdoutSHA256[:])
+	} else {
+		r.StdoutSHA256 = hashValue(resp.Stdout)
+	}
+	for i, st := range resp.Stages {
+		sum := ""
+		if ranHashes {
+			sum = hex.EncodeToString(res.Stages[i].StderrSHA256[:])
+		} else {
+			sum = hashValue(st.Stderr)
+		}
+		r.ExitCodes = append(r.ExitCodes, st.ExitCode)
+		r.Stages = append(r.Stages, ResultStage{
+			ExitCode: st.ExitCode, StderrBytes: len(st.Stderr),
+			StderrTruncated: st.StderrTruncated, StderrSHA256: sum,
+		})
+	}
+	if res != nil {
+		r.SurvivorsCount = len(res.Survivors)
+		for i, sv := range res.Survivors {
+			if i == MaxSurvivors {
+				break
+			}
+			r.Survivors = append(r.Survivors, Survivor{PID: sv.PID, Exe: strings.ToValidUTF8(sv.Exe, "\uFFFD")})
+		}
+		r.CgroupError = res.CgroupError
+	}
+	if res != nil && !res.Started.IsZero() {
+		r.Started, r.Ended = res.Started.UTC(), res.Ended.UTC()
+		r.DurationNS = int64(res.Ended.Sub(res.Started))
+	}
+	rec.Result = r
+	rcpt, err := t.log.Append(ctx, rec)
+	codes := make([]string, len(r.ExitCodes))
+	for i, c := range r.ExitCodes {
+		codes[i] = strconv.Itoa(c)
+	}
+	fields := map[string]string{
+		"AGENT_SUDO_STATUS":     string(resp.Status),
+		"AGENT_SUDO_EXIT_CODES": strings.Join(codes, ","),
+		"AGENT_SUDO_DECIDED_BY": t.decidedBy,
+	}
+	if r.DurationNS > 0 {
+		fields["AGENT_SUDO_DURATION_NS"] = strconv.FormatInt(r.DurationNS, 10)
+	}
+	pri := journal.PriInfo
+	if resp.Status != proto.StatusOK {
+		pri = journal.PriWarning
+	}
+	t.log.journal(rec, rcpt, err, pri, fmt.Sprintf("audit: request %s finished: %s, exit codes [%s]",
+		rec.ID, resp.Status, strings.Join(codes, " ")), fields)
+	return err
+}
+
+// record returns a new record of type typ with the trail's header.
+func (t *Trail) record(typ Type) *Record {
+	r := t.hdr
+	r.Type = typ
+	return &r
+}
+
+func peerOf(c peercred.Creds) *Peer {
+	return &Peer{UID: c.UID, PID: c.PID, Exe: c.Exe}
+}
+
+// fillRequest copies req into rec's header and request section.
+func fillRequest(rec *Record, req *proto.Request, fullEnv bool) {
+	rec.ID, rec.Session, rec.Host = req.ID, req.Session, req.Host
+	s := rec.Request
+	s.Pipeline = req.Pipeline
+	s.Reason = req.Reason
+	priv, fwd := req.Privileged, req.ForwardAgent
+	s.Privileged, s.ForwardAgent = &priv, &fwd
+	s.Cwd = req.Cwd
+	if !req.Time.IsZero() {
+		s.RequestTime = req.Time
+	}
+	env := req.Env
+	if env == nil {
+		env = map[string]string{}
+	}
+	s.Env, s.EnvValues = encodeEnv(env, fullEnv)
+	if len(req.Stdin) > 0 {
+		// Only its size and hash: the content may be a secret (a key, a
+		// password file), and the hash proves which content ran.
+		sum := sha256.Sum256(req.Stdin)
+		s.StdinBytes, s.StdinSHA256 = len(req.Stdin), hex.EncodeToString(sum[:])
+	}
+}

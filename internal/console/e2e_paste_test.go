@@ -1,0 +1,114 @@
+package console_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/console"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// pastedProse is ordinary text with each key that acts at the prompt (a, s,
+// d, Enter, q, g) as a word of its own, as it might be pasted or typed into
+// the wrong window.
+var pastedProse = []string{
+	"hello a",
+	"so I did s quick check",
+	"this is a test",
+	"I'd say d is fine",
+	"then q to quit",
+	"see g for grants",
+	"a s d",
+	"ok\n",
+	"line one\nand a second line\n",
+}
+
+// TestE2EPastedTextNeverDecides types and pastes prose into the real
+// console ("agent-sudo approve" in tmux, against the real daemon): with
+// "tmux send-keys -l" (the terminal delivers the text as typed, in one
+// write) and with a non-bracketed "tmux paste-buffer" (no -p). None of it
+// may decide, open the note, open the grants or quit; the screen says the
+// input was discarded; the request is still waiting for the agent; and a
+// key pressed on its own afterwards does decide it.
+func TestE2EPastedTextNeverDecides(t *testing.T) {
+	d, tm := startConsoleE2E(t)
+
+	for _, how := range []string{"send-keys -l", "paste-buffer"} {
+		t.Run(how, func(t *testing.T) {
+			marker := filepath.Join(d.Dir, "pasted-"+strings.Fields(how)[0])
+			r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e-paste"})
+			tm.waitFor("command    touch " + marker)
+			tm.waitGone("keys enabled in")
+			for _, text := range pastedProse {
+				switch how {
+				case "send-keys -l":
+					tm.keys("-l", text)
+				default:
+					tm.run("set-buffer", "-b", "prose", text)
+					tm.run("paste-buffer", "-b", "prose", "-t", tm.name)
+				}
+				n := len([]rune(text))
+				screen := tm.waitFor(fmt.Sprintf("input discarded: %d keys arrived together (paste or typing ahead); press a key on its own to decide", n))
+				for _, bad := range []string{"Note for the agent", "SESSION GRANTS", "was sent", "exited with status"} {
+					if strings.Contains(screen, bad) {
+						t.Fatalf("after %s of %q the screen shows %q:\n%s", how, text, bad, screen)
+					}
+				}
+				// Past the quiet window: nothing held may act later.
+				time.Sleep(2 * console.QuietWindow)
+				select {
+				case resp := <-r.done:
+					t.Fatalf("%s of %q decided the request: %+v", how, text, resp)
+				default:
+				}
+			}
+			screen := tm.capture()
+			for _, want := range []string{"command    touch " + marker, "> Deny"} {
+				if !strings.Contains(screen, want) {
+					t.Fatalf("after the pastes the screen lacks %q:\n%s", want, screen)
+				}
+			}
+			if _, err := os.Stat(marker); !os.IsNotExist(err) {
+				t.Fatalf("the command ran: stat %s: %v", marker, err)
+			}
+			// The request is still waiting: a key pressed on its own decides
+			// it now, and the agent gets its answer.
+			tm.pressAlone("a")
+			if resp := r.wait(t); resp.Status != proto.StatusOK {
+				t.Fatalf("the lone a: status %q message %q", resp.Status, resp.Message)
+			}
+			if _, err := os.Stat(marker); err != nil {
+				t.Fatalf("the approved touch did not run: %v", err)
+			}
+			tm.waitFor("request " + r.id + " was allowed by console")
+		})
+	}
+}
+
+// pressAlone presses one key (a tmux key name) as a human would: after the
+// keyboard has been quiet for longer than the console's quiet window.
+func (tm *tmuxSession) pressAlone(key string) {
+	tm.t.Helper()
+	time.Sleep(2 * console.QuietWindow)
+	tm.keys(key)
+}
+
+// waitGone polls the screen until it no longer shows gone.
+func (tm *tmuxSession) waitGone(gone string) {
+	tm.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		screen := tm.capture()
+		if !strings.Contains(screen, gone) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("the screen still shows %q after 20s:\n%s", gone, screen)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

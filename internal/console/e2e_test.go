@@ -1,0 +1,393 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// The end-to-end test runs the real binaries: agent-sudod with a temporary
+// configuration that has no rules (every request asks), and
+// "agent-sudo approve" in a detached tmux session of a private tmux server.
+// It sends requests with the client library, reads the screen with
+// capture-pane and types with send-keys, like a human at a terminal. It
+// needs root (the daemon and the approver channel are root only) and tmux.
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	daemontest.RemoveBinaries()
+	os.Exit(code)
+}
+
+// daemonConfig has no rules, so every request asks.
+var daemonConfig = daemontest.Config{ApprovalTimeout: "40s", MaxConnections: 16}
+
+func TestE2EApproveInTmux(t *testing.T) {
+	d, tm := startConsoleE2E(t)
+	tm.waitFor("this console runs inside tmux: an agent that can type into this multiplexer could approve its own requests")
+
+	t.Run("allow once", func(t *testing.T) {
+		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "hello from e2e"}}, Reason: "say hello", Session: "e2e"})
+		screen := tm.waitFor("command    echo 'hello from e2e'")
+		for _, want := range []string{
+			"REQUEST WAITING FOR YOUR DECISION",
+			"stage 1    /usr/bin/echo 'hello from e2e'",
+			"runs       as root",
+			"reason     say hello",
+			"session    e2e",
+			"id         " + r.id,
+			"requester  uid 0 (root)",
+			"> Deny",
+		} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("screen lacks %q:\n%s", want, screen)
+			}
+		}
+		t.Logf("the screen of a waiting request:\n%s", strings.TrimRight(screen, "\n"))
+		time.Sleep(600 * time.Millisecond) // past the guard
+		tm.keys("a")
+		resp := r.wait(t)
+		if resp.Status != proto.StatusOK || string(resp.Stdout) != "hello from e2e\n" {
+			t.Fatalf("allowed request: status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
+		}
+		tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=/dev/pts/")
+	})
+
+	t.Run("deny runs nothing", func(t *testing.T) {
+		marker := filepath.Join(d.Dir, "must-not-exist")
+		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
+		tm.waitFor("command    touch " + marker)
+		time.Sleep(600 * time.Millisecond)
+		tm.keys("d")
+		tm.waitFor("Note for the agent (optional)")
+		tm.keys("-l", "not today")
+		tm.waitFor("not today")
+		// Enter right after the note's text would arrive with it and be
+		// discarded; it decides only on its own.
+		tm.pressAlone("Enter")
+		resp := r.wait(t)
+		if resp.Status != proto.StatusDenied || !strings.Contains(resp.Message, "not today") {
+			t.Fatalf("denied request: status %q message %q", resp.Status, resp.Message)
+		}
+		if _, err := os.Stat(marker); !os.IsNotExist(err) {
+			t.Fatalf("a denied touch ran: stat %s: %v", marker, err)
+		}
+		tm.waitFor("request " + r.id + " was denied by console uid=0")
+	})
+
+	t.Run("hostile arguments are escaped", func(t *testing.T) {
+		r := ask(t, d, &proto.Request{
+			Pipeline: [][]string{{"echo", "\x1b[2J", "\x1b]0;title\x07", "\u202eevil"}},
+			Reason:   "clear\x1b[2Jthe screen", Session: "e2e",
+		})
+		screen := tm.waitFor(`command    echo $'\x1b[2J' $'\x1b]0;title\x07' $'\u202eevil'`)
+		for _, want := range []string{
+			`\x1b[2J`, `\u202e`,
+			"this request contains control, invisible or ambiguous-width characters; they are shown escaped",
+			`reason     clear\x1b[2Jthe screen`,
+			// The screen was not cleared: the header and banner are there.
+			"agent-sudo approve · 1 waiting",
+			"this console runs inside tmux",
+		} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("screen lacks %q:\n%s", want, screen)
+			}
+		}
+		if strings.ContainsAny(screen, "\u202e\x1b\x07") {
+			t.Errorf("a raw control character reached the screen:\n%q", screen)
+		}
+		if title := tm.run("display-message", "-p", "-t", tm.name, "#{pane_title}"); strings.TrimSpace(title) == "title" {
+			t.Errorf("the request set the pane title to %q", title)
+		}
+		t.Logf("the screen of a hostile request:\n%s", strings.TrimRight(screen, "\n"))
+		time.Sleep(600 * time.Millisecond)
+		tm.keys("d")
+		tm.waitFor("Note for the agent (optional)")
+		tm.keys("Escape")
+		if resp := r.wait(t); resp.Status != proto.StatusDenied {
+			t.Fatalf("status %q, want denied", resp.Status)
+		}
+	})
+
+	t.Run("keys within the guard are dropped", func(t *testing.T) {
+		// The key must reach the console within 500ms of the request
+		// appearing. The prompt appears after the request is sent, so a
+		// key sent less than 300ms after sending is inside the guard with
+		// room to spare; on a machine too slow for that, try again.
+		for attempt := 1; ; attempt++ {
+			marker := filepath.Join(d.Dir, fmt.Sprintf("guard-%d", attempt))
+			sent := time.Now()
+			r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
+			tm.waitForFast("command    touch " + marker)
+			if time.Since(sent) > 300*time.Millisecond {
+				if attempt == 3 {
+					t.Skip("this machine is too slow to land a key inside the 500ms guard reliably")
+				}
+				t.Logf("attempt %d: the request took %v to show; trying again", attempt, time.Since(sent))
+				time.Sleep(600 * time.Millisecond)
+				tm.keys("d")
+				tm.waitFor("Note for the agent")
+				tm.keys("Escape")
+				r.wait(t)
+				continue
+			}
+			tm.keys("a")
+			screen := tm.waitFor("ignored a key pressed within 0.5s of the prompt appearing")
+			if !strings.Contains(screen, "command    touch "+marker) || strings.Contains(screen, "was sent") {
+				t.Fatalf("after an early key the request is not waiting any more:\n%s", screen)
+			}
+			// Still pending: the client has no answer and nothing ran.
+			select {
+			case resp := <-r.done:
+				t.Fatalf("a key inside the guard decided the request: %+v", resp)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if _, err := os.Stat(marker); !os.IsNotExist(err) {
+				t.Fatalf("the command ran: %v", err)
+			}
+			time.Sleep(600 * time.Millisecond)
+			tm.keys("a")
+			if resp := r.wait(t); resp.Status != proto.StatusOK {
+				t.Fatalf("after the guard: status %q message %q", resp.Status, resp.Message)
+			}
+			if _, err := os.Stat(marker); err != nil {
+				t.Fatalf("the approved touch did not run: %v", err)
+			}
+			return
+		}
+	})
+
+	t.Run("session grant and revoke", func(t *testing.T) {
+		req := func() *proto.Request {
+			return &proto.Request{Pipeline: [][]string{{"echo", "granted"}}, Session: "e2e-grant", Env: map[string]string{"LC_ALL": "C"}}
+		}
+		r := ask(t, d, req())
+		tm.waitFor("command    echo granted")
+		time.Sleep(600 * time.Millisecond)
+		tm.keys("s")
+		if resp := r.wait(t); resp.Status != proto.StatusOK {
+			t.Fatalf("status %q", resp.Status)
+		}
+		tm.waitFor("new session grant g")
+		// The same request again runs without asking.
+		if resp := ask(t, d, req()).wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "granted\n" {
+			t.Fatalf("granted repeat: status %q stdout %q", resp.Status, resp.Stdout)
+		}
+		tm.keys("g")
+		screen := tm.waitFor("SESSION GRANTS")
+		if !strings.Contains(screen, "session e2e-grant") || !strings.Contains(screen, "command    echo granted") ||
+			!strings.Contains(screen, "env keys   LC_ALL") {
+			t.Errorf("grants screen:\n%s", screen)
+		}
+		tm.keys("r")
+		tm.waitFor("session grant g")
+		tm.waitFor("revoked")
+		tm.waitFor("no session grants")
+		tm.keys("Escape")
+		tm.waitFor("waiting for requests…")
+		// Revoked: it asks again.
+		r = ask(t, d, req())
+		tm.waitFor("command    echo granted")
+		time.Sleep(600 * time.Millisecond)
+		tm.keys("Enter") // Deny is preselected
+		tm.waitFor("Note for the agent")
+		tm.keys("Enter")
+		if resp := r.wait(t); resp.Status != proto.StatusDenied {
+			t.Fatalf("after revoking: status %q", resp.Status)
+		}
+	})
+
+	t.Run("quit decides nothing", func(t *testing.T) {
+		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "left alone"}}, Session: "e2e"})
+		tm.waitFor("command    echo 'left alone'")
+		time.Sleep(600 * time.Millisecond)
+		tm.keys("q")
+		tm.waitFor("exited with status 0")
+		select {
+		case resp := <-r.done:
+			t.Fatalf("quitting decided the request: %+v", resp)
+		case <-time.After(300 * time.Millisecond):
+		}
+		r.cancel()
+	})
+}
+
+// TestE2EForegroundTTY runs agent-sudod --tty in tmux: the daemon's own
+// terminal is the console.
+func TestE2EForegroundTTY(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test; skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the end-to-end foreground test needs root")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("the end-to-end foreground test needs tmux")
+	}
+	daemonBin, _ := daemontest.Binaries(t)
+	d := daemontest.Configure(t, daemonConfig)
+	logPath := filepath.Join(d.Dir, "agent-sudod.log")
+	tm := startTmux(t, fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath))
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := os.ReadFile(logPath)
+			t.Logf("agent-sudod's log:\n%s", logs)
+		}
+	})
+	tm.waitFor("waiting for requests…")
+	d.WaitReady()
+	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "approved in the foreground"}}, Session: "e2e"})
+	tm.waitFor("command    echo 'approved in the foreground'")
+	time.Sleep(600 * time.Millisecond)
+	tm.keys("a")
+	if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "approved in the foreground\n" {
+		t.Fatalf("status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
+	}
+	tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=/dev/pts/")
+	// Quitting the console stops the daemon.
+	tm.keys("q")
+	tm.waitFor("exited with status 0")
+	if err := d.Ping(); err == nil {
+		t.Errorf("agent-sudod still answers after its console quit")
+	}
+}
+
+// pendingRun is a request on its way.
+type pendingRun struct {
+	id     string
+	done   chan *proto.Response
+	cancel context.CancelFunc
+}
+
+// ask sends req to d in the background.
+func ask(t *testing.T, d *daemontest.Daemon, req *proto.Request) *pendingRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	req.ID = fmt.Sprintf("e2e-%d", time.Now().UnixNano())
+	req.Host = "e2e-host"
+	req.Privileged = true
+	r := &pendingRun{id: req.ID, done: make(chan *proto.Response, 1), cancel: cancel}
+	go func() {
+		resp, err := client.New(d.Socket).Run(ctx, req)
+		if err != nil {
+			resp = &proto.Response{Status: "client error", Message: err.Error()}
+		}
+		r.done <- resp
+	}()
+	return r
+}
+
+func (r *pendingRun) wait(t *testing.T) *proto.Response {
+	t.Helper()
+	select {
+	case resp := <-r.done:
+		return resp
+	case <-time.After(30 * time.Second):
+		t.Fatalf("request %s got no answer within 30s", r.id)
+	}
+	return nil
+}
+
+// startConsoleE2E skips the test unless it is a full run as root with tmux
+// installed, then starts a real daemon and a real `agent-sudo approve` on
+// its approver socket inside tmux, and waits until the console is idle.
+func startConsoleE2E(t *testing.T) (*daemontest.Daemon, *tmuxSession) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test; skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the end-to-end approve test needs root (agent-sudod and its approver socket are root only)")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("the end-to-end approve test needs tmux")
+	}
+	_, cli := daemontest.Binaries(t)
+	d := daemontest.Start(t, daemonConfig)
+	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))
+	tm.waitFor("waiting for requests…")
+	return d, tm
+}
+
+// tmuxSession is a detached session on a tmux server of its own.
+type tmuxSession struct {
+	t            *testing.T
+	server, name string
+}
+
+func startTmux(t *testing.T, command string) *tmuxSession {
+	t.Helper()
+	tm := &tmuxSession{t: t, server: fmt.Sprintf("agent-sudo-e2e-%d-%s", os.Getpid(), t.Name()), name: "approve"}
+	// The pane keeps its last screen and says how the command ended.
+	shell := command + `; echo "exited with status $?"; sleep 600`
+	tm.run("-f", "/dev/null", "new-session", "-d", "-s", tm.name, "-x", "200", "-y", "50", shell)
+	t.Cleanup(func() { tm.run("kill-server") })
+	return tm
+}
+
+// run runs a tmux command on the session's server.
+func (tm *tmuxSession) run(args ...string) string {
+	tm.t.Helper()
+	cmd := exec.Command("tmux", append([]string{"-L", tm.server}, args...)...)
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TMUX=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil && args[0] != "kill-server" {
+		tm.t.Fatalf("tmux %q: %v: %s", args, err, stderr.String())
+	}
+	return out.String()
+}
+
+func (tm *tmuxSession) capture() string {
+	return tm.run("capture-pane", "-p", "-t", tm.name)
+}
+
+// keys types keys (tmux key names, or text) into the pane.
+func (tm *tmuxSession) keys(keys ...string) {
+	tm.t.Helper()
+	tm.run(append([]string{"send-keys", "-t", tm.name}, keys...)...)
+}
+
+// waitFor polls the screen until it shows want and returns it.
+func (tm *tmuxSession) waitFor(want string) string {
+	tm.t.Helper()
+	return tm.poll(want, 20*time.Millisecond)
+}
+
+// waitForFast is waitFor polling as fast as tmux answers.
+func (tm *tmuxSession) waitForFast(want string) string {
+	tm.t.Helper()
+	return tm.poll(want, 0)
+}
+
+func (tm *tmuxSession) poll(want string, every time.Duration) string {
+	tm.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		screen := tm.capture()
+		if strings.Contains(screen, want) {
+			return screen
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("the screen did not show %q within 20s; it shows:\n%s", want, screen)
+		}
+		time.Sleep(every)
+	}
+}

@@ -1,0 +1,116 @@
+package console_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// TestE2EWritableProgramWarnedInTmux: on the real console, a program reached
+// through an agent-owned directory is shown with each hop of its symlink
+// chain quoted on its own (a directory named "d -> " cannot pass for a hop),
+// a loud NOT ROOT-ONLY warning, and the reason no session grant is offered;
+// a working directory reached through a symlink is shown resolved with its
+// chain (issue 10 H1, M1, M3).
+func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test; skipped with -short")
+	}
+	daemontest.RequireRoot(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("needs tmux")
+	}
+	root, err := os.MkdirTemp("/run", "asx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u := daemontest.AddUser(t, "execc")
+	agent := filepath.Join(root, "a")
+	if err := os.Mkdir(agent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(agent, int(u.UID), int(u.GID)); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`cd %s && mkdir -p 'd -> /usr/bin' && printf '#!/bin/sh\necho hi\n' > 'd -> /usr/bin/apt-get' && chmod 755 'd -> /usr/bin/apt-get' && ln -s 'd -> /usr/bin/apt-get' apt-get && ln -s /etc proj`, agent)
+	if out, err := u.Command("/bin/sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+
+	_, cli := daemontest.Binaries(t)
+	d := daemontest.Start(t, daemonConfig)
+	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))
+	tm.waitFor("waiting for requests…")
+	r := ask(t, d, &proto.Request{Pipeline: [][]string{{agent + "/apt-get", "update"}}, Session: "e2e", Cwd: agent + "/proj"})
+	screen := tm.waitFor("NOT ROOT-ONLY")
+	for _, want := range []string{
+		fmt.Sprintf("stage 1    %s/apt-get -> '%s/d -> /usr/bin/apt-get' update", agent, agent),
+		fmt.Sprintf("⚠ NOT ROOT-ONLY: %s the directory is owned by uid %d", agent, u.UID),
+		"is not granted for the session",
+		fmt.Sprintf("cwd        /etc (requested as %s/proj -> /etc)", agent),
+	} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+	time.Sleep(600 * time.Millisecond) // past the guard
+	tm.keys("d")
+	tm.waitFor("Note for the agent (optional)")
+	tm.keys("Escape")
+	if resp := r.wait(t); resp.Status != proto.StatusDenied {
+		t.Fatalf("denied request: %+v", resp)
+	}
+}
+
+// TestE2EForegroundTTYChildFDsDirect: with the console on the daemon's own
+// terminal (agent-sudod --tty), whose terminal reader holds an epoll
+// descriptor, a command sees only fds 0, 1 and 2, in direct and in sudo
+// mode (issue 10 L3).
+func TestE2EForegroundTTYChildFDsDirect(t *testing.T) { foregroundChildFDs(t, "direct") }
+
+// TestE2EForegroundTTYChildFDsSudo is the same in sudo mode.
+func TestE2EForegroundTTYChildFDsSudo(t *testing.T) { foregroundChildFDs(t, "sudo") }
+
+func foregroundChildFDs(t *testing.T, mode string) {
+	if testing.Short() {
+		t.Skip("end-to-end test; skipped with -short")
+	}
+	daemontest.RequireRoot(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("needs tmux")
+	}
+	var nums []string
+	for n := range 64 {
+		nums = append(nums, strconv.Itoa(n))
+	}
+	script := "for n in " + strings.Join(nums, " ") + "; do [ -e /proc/$$/fd/$n ] && printf '%s ' $n; done; true"
+	daemonBin, _ := daemontest.Binaries(t)
+	cfg := daemonConfig
+	cfg.Exec = mode
+	d := daemontest.Configure(t, cfg)
+	logPath := filepath.Join(d.Dir, "agent-sudod.log")
+	tm := startTmux(t, fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath))
+	tm.waitFor("waiting for requests…")
+	d.WaitReady()
+	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", script}}, Session: "fds"})
+	tm.waitFor("command    bash -c")
+	time.Sleep(600 * time.Millisecond) // past the guard
+	tm.keys("a")
+	if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "0 1 2 " {
+		t.Fatalf("status %q stdout %q message %q: want only fds 0 1 2", resp.Status, resp.Stdout, resp.Message)
+	}
+	tm.keys("q")
+	tm.waitFor("exited with status 0")
+}

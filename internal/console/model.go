@@ -1,0 +1,902 @@
+package console
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/huh"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
+)
+
+// Limits of what the console keeps and shows.
+const (
+	maxNotices = 4
+	// maxConfirmed bounds the decisions remembered for their resolved
+	// message.
+	maxConfirmed = 16
+	noticeTTL    = 2 * time.Minute
+	maxNoteLen   = 200
+	defaultCols  = 80
+	defaultRows  = 24
+)
+
+// mode is what the keyboard is talking to.
+type mode int
+
+const (
+	// modeDecide: the current request's decision prompt, or the idle
+	// screen when nothing waits.
+	modeDecide mode = iota
+	// modeNote: the optional note after choosing Deny.
+	modeNote
+	// modeGrants: the list of session grants.
+	modeGrants
+	// modeStdin: the full stdin of the current request; nothing decides.
+	modeStdin
+)
+
+// Messages the model gets besides keys and window sizes.
+type (
+	// daemonMsg is one line from the daemon.
+	daemonMsg struct{ m approval.Message }
+	// disconnectedMsg: the approver channel broke; the console stops.
+	disconnectedMsg struct{ err error }
+	// tickMsg redraws the countdown once a second.
+	tickMsg struct{}
+	// guardMsg redraws when the key guard of a prompt ends.
+	guardMsg struct{}
+)
+
+// config is what the model needs from its surroundings; Run fills it in and
+// tests replace the clock, the connection and the bell.
+type config struct {
+	now   func() time.Time
+	guard time.Duration
+	// quiet is the quiet window around a key that acts (QuietWindow).
+	quiet time.Duration
+	// after returns a command that delivers msg after d (tea.Tick).
+	after func(d time.Duration, msg tea.Msg) tea.Cmd
+	// alone, when set, confirms from the terminal's reads that a key
+	// received at got, size bytes long, had no neighbour within quiet up
+	// to until (readLog.alone).
+	alone func(got, until time.Time, size int) bool
+	// send queues a message to the daemon without blocking.
+	send func(approval.Message) error
+	// bell rings the terminal bell.
+	bell     func()
+	renderer *lipgloss.Renderer
+	// mux names the terminal multiplexer the console runs under, or "".
+	mux string
+	// version is the daemon's, from its hello.
+	version string
+}
+
+// request is one pending request as the console holds it.
+type request struct {
+	id string
+	// hash is the hash of shown as received; it goes into the decision.
+	hash string
+	// hashMismatch: the daemon's hash for the request is not the hash of
+	// what it sent, so a decision on it would be refused.
+	hashMismatch bool
+	shown        *approval.Shown
+	// summary is set when the daemon announced the request as a summary:
+	// shown then lacks the pipeline, programs and env, and the request
+	// cannot be allowed until the detail has loaded (loaded).
+	summary *approval.Summary
+	loaded  bool
+	// detailAsked: the detail was requested; detailErr: the daemon could
+	// not send it.
+	detailAsked bool
+	detailErr   string
+	// escaped: something in the request had to be escaped to be shown.
+	escaped bool
+	// submitted is the decision this console sent and the daemon has not
+	// answered yet; "" when none.
+	submitted approval.Choice
+
+	// cache of the rendered details for one width
+	cacheWidth int
+	cache      []string
+	// stdinCache is the full stdin view rendered for stdinWidth.
+	stdinWidth int
+	stdinCache []string
+}
+
+// sent is a decide or revoke waiting for its result.
+type sent struct {
+	typ    string
+	id     string // decide: the request
+	grant  string // revoke: the grant
+	choice approval.Choice
+}
+
+// notice is a one-line message shown under the header for a while.
+type notice struct {
+	text  string
+	isErr bool
+	at    time.Time
+	// kind deduplicates notices that replace each other ("" never does).
+	kind string
+}
+
+// model is the console's bubbletea model. All its methods run on
+// bubbletea's event loop (or a test's goroutine), never concurrently.
+type model struct {
+	cfg           config
+	st            *styles
+	keymap        *huh.KeyMap
+	width, height int
+
+	queue []*request // arrival order; queue[0] is on screen
+	// confirmed holds the ids of requests this console decided whose
+	// result came before their resolved message, newest last: the resolved
+	// message still says who decided (and names a new grant).
+	confirmed []string
+	grants    []approval.Grant
+	// grantsOmitted counts the grants the daemon did not list.
+	grantsOmitted int
+	inflight      []sent
+	notices       []notice
+
+	mode mode
+	// kb is the keyboard's timing (keyguard.go).
+	kb keyboard
+	// shownAt is when the current prompt appeared, or when the last key
+	// was dropped; keys before shownAt+guard are dropped.
+	shownAt time.Time
+	scroll  int
+	// reqScroll is the request view's scroll while the stdin view shows.
+	reqScroll int
+
+	form      *huh.Form
+	sel       *huh.Select[approval.Choice]
+	noteForm  *huh.Form
+	noteInput *huh.Input
+	grantForm *huh.Form
+	grantSel  *huh.Select[string]
+
+	fatal    error
+	quitting bool
+}
+
+func newModel(cfg config) *model {
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	if cfg.guard <= 0 {
+		cfg.guard = DefaultGuard
+	}
+	if cfg.quiet <= 0 {
+		cfg.quiet = QuietWindow
+	}
+	if cfg.after == nil {
+		cfg.after = func(d time.Duration, msg tea.Msg) tea.Cmd {
+			return tea.Tick(d, func(time.Time) tea.Msg { return msg })
+		}
+	}
+	if cfg.bell == nil {
+		cfg.bell = func() {}
+	}
+	if cfg.renderer == nil {
+		cfg.renderer = lipgloss.DefaultRenderer()
+	}
+	return &model{cfg: cfg, st: newStyles(cfg.renderer), keymap: newKeyMap(), width: defaultCols, height: defaultRows}
+}
+
+// newKeyMap is huh's key map with every binding that could submit, leave or
+// filter a field removed: the model itself turns Enter, a, s and d into
+// decisions, and nothing else may. A binding without keys never matches,
+// even when huh enables it.
+func newKeyMap() *huh.KeyMap {
+	k := huh.NewDefaultKeyMap()
+	none := key.NewBinding()
+	k.Quit = none
+	k.Select.Next, k.Select.Prev, k.Select.Submit = none, none, none
+	k.Select.Filter, k.Select.SetFilter, k.Select.ClearFilter = none, none, none
+	k.Select.GotoTop, k.Select.GotoBottom = none, none
+	k.Select.HalfPageUp, k.Select.HalfPageDown = none, none
+	k.Input.Next, k.Input.Prev, k.Input.Submit, k.Input.AcceptSuggestion = none, none, none, none
+	return k
+}
+
+// Init starts the countdown ticker.
+func (m *model) Init() tea.Cmd {
+	return tick()
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(time.Second, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+// Update handles one message.
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		if msg.Width > 0 {
+			m.width = msg.Width
+		}
+		if msg.Height > 0 {
+			m.height = msg.Height
+		}
+		m.resizeForms()
+		m.clampScroll()
+		return m, nil
+	case tea.KeyMsg:
+		return m, m.key(msg)
+	case daemonMsg:
+		return m, m.daemon(msg.m)
+	case disconnectedMsg:
+		m.fatal = msg.err
+		m.quitting = true
+		return m, tea.Quit
+	case tickMsg:
+		m.expireNotices()
+		return m, tick()
+	case guardMsg:
+		return m, nil
+	case quietMsg:
+		return m, m.quiet(msg)
+	}
+	if isInputMsg(msg) {
+		m.otherInput()
+		return m, nil
+	}
+	// Anything else (the note's cursor blink, huh's own messages) belongs
+	// to the form in use.
+	return m, m.forward(msg)
+}
+
+// forward passes msg to the form the current mode shows.
+func (m *model) forward(msg tea.Msg) tea.Cmd {
+	var f *huh.Form
+	switch m.mode {
+	case modeNote:
+		f = m.noteForm
+	case modeGrants:
+		f = m.grantForm
+	case modeStdin:
+		return nil
+	default:
+		if c := m.current(); c != nil && c.submitted == "" {
+			f = m.form
+		}
+	}
+	if f == nil {
+		return nil
+	}
+	_, cmd := f.Update(msg)
+	return cmd
+}
+
+func (m *model) current() *request {
+	if len(m.queue) == 0 {
+		return nil
+	}
+	return m.queue[0]
+}
+
+func (m *model) find(id string) (int, *request) {
+	for i, r := range m.queue {
+		if r.id == id {
+			return i, r
+		}
+	}
+	return -1, nil
+}
+
+// guarded reports whether keys are being dropped.
+func (m *model) guarded() bool {
+	return m.cfg.now().Before(m.shownAt.Add(m.cfg.guard))
+}
+
+// armGuard starts the key guard now and returns the command that redraws
+// the screen when it ends.
+func (m *model) armGuard() tea.Cmd {
+	m.shownAt = m.cfg.now()
+	return m.cfg.after(m.cfg.guard, guardMsg{})
+}
+
+// promptChanged is called when the request on screen changes or its prompt
+// reappears: it resets the prompt, with Deny focused, forgets a held key
+// and arms the guard.
+func (m *model) promptChanged() tea.Cmd {
+	m.scroll = 0
+	m.resetKeys()
+	if m.mode == modeNote {
+		m.mode = modeDecide
+		m.noteForm, m.noteInput = nil, nil
+	}
+	if m.mode == modeStdin {
+		// The stdin shown belonged to the request that was on screen.
+		m.mode = modeDecide
+	}
+	c := m.current()
+	if c == nil {
+		m.form, m.sel = nil, nil
+		return nil
+	}
+	m.askDetail(c)
+	m.buildDecisionForm()
+	if m.mode == modeGrants {
+		// The guard starts when the prompt is on screen again.
+		return nil
+	}
+	return m.armGuard()
+}
+
+// apply does what k does on the current screen. Keys reach it through key
+// (keyguard.go), which times them: keys that act only when they arrived
+// alone.
+func (m *model) apply(k tea.KeyMsg) tea.Cmd {
+	switch m.mode {
+	case modeNote:
+		return m.noteKey(k)
+	case modeGrants:
+		return m.grantsKey(k)
+	case modeStdin:
+		return m.stdinViewKey(k)
+	}
+	c := m.current()
+	if c == nil {
+		switch singleRune(k) {
+		case 'q':
+			return m.quit()
+		case 'g':
+			m.openGrants()
+		}
+		return nil
+	}
+	if m.guarded() {
+		return nil // key drops keys inside the guard; they never act
+	}
+	if scroll, ok := scrollKey(k); ok {
+		m.scrollBy(scroll)
+		return nil
+	}
+	switch singleRune(k) {
+	case 'q':
+		return m.quit()
+	case 'g':
+		m.openGrants()
+		return nil
+	case stdinKey:
+		if c.hasStdin() {
+			m.openStdin()
+		}
+		return nil
+	}
+	if c.submitted != "" {
+		return nil
+	}
+	switch singleRune(k) {
+	case 'a':
+		return m.decide(approval.AllowOnce, "")
+	case 's':
+		return m.decide(approval.AllowSession, "")
+	case 'd':
+		return m.startNote()
+	}
+	switch {
+	case isEnter(k):
+		v, ok := m.sel.Hovered()
+		switch {
+		case !ok:
+			return nil
+		case v == approval.DenyOnce:
+			return m.startNote()
+		}
+		return m.decide(v, "")
+	case isNavKey(k):
+		// huh's select wraps around; this one stops at its ends, so that
+		// "down" on Deny cannot land on Allow once.
+		v, _ := m.sel.Hovered()
+		up := k.Type == tea.KeyUp || singleRune(k) == 'k'
+		if up && v == approval.AllowOnce || !up && v == approval.DenyOnce {
+			return nil
+		}
+		_, cmd := m.form.Update(k)
+		return cmd
+	}
+	return nil
+}
+
+// singleRune returns the one character k typed, or 0 when k is anything
+// else: a special key, Alt with a character, a paste, or several characters
+// that arrived together (typed faster than they were read).
+func singleRune(k tea.KeyMsg) rune {
+	if k.Type != tea.KeyRunes || k.Alt || k.Paste || len(k.Runes) != 1 {
+		return 0
+	}
+	return k.Runes[0]
+}
+
+// isEnter reports whether k is a plain Enter, not part of a paste.
+func isEnter(k tea.KeyMsg) bool {
+	return k.Type == tea.KeyEnter && !k.Alt && !k.Paste
+}
+
+// isNavKey reports whether k moves a list's cursor.
+func isNavKey(k tea.KeyMsg) bool {
+	switch k.Type {
+	case tea.KeyUp, tea.KeyDown:
+		return !k.Alt && !k.Paste
+	}
+	r := singleRune(k)
+	return r == 'j' || r == 'k'
+}
+
+// scrollKey returns how far k scrolls the details, in pages (±1) or to an
+// end (±2).
+func scrollKey(k tea.KeyMsg) (int, bool) {
+	switch k.Type {
+	case tea.KeyPgUp:
+		return -1, true
+	case tea.KeyPgDown:
+		return 1, true
+	case tea.KeyHome:
+		return -2, true
+	case tea.KeyEnd:
+		return 2, true
+	}
+	return 0, false
+}
+
+func (m *model) quit() tea.Cmd {
+	m.quitting = true
+	return tea.Quit
+}
+
+// decide sends the human's choice on the current request.
+func (m *model) decide(c approval.Choice, note string) tea.Cmd {
+	r := m.current()
+	if r == nil || r.submitted != "" {
+		return nil
+	}
+	if !r.complete() && c != approval.DenyOnce {
+		m.errorf("request %s cannot be allowed: its full text has not been loaded and shown yet (deny works)", esc(r.id))
+		return nil
+	}
+	m.mode = modeDecide
+	m.noteForm, m.noteInput = nil, nil
+	msg := approval.Message{Type: approval.MsgDecide, ID: r.id, Hash: r.hash, Decision: c, Note: note}
+	if err := m.cfg.send(msg); err != nil {
+		m.errorf("could not send your decision on request %s: %v", esc(r.id), err)
+		return m.promptChanged()
+	}
+	r.submitted = c
+	m.inflight = append(m.inflight, sent{typ: approval.MsgDecide, id: r.id, choice: c})
+	return nil
+}
+
+// startNote asks for the optional note that goes with a denial.
+func (m *model) startNote() tea.Cmd {
+	m.noteInput = huh.NewInput()
+	m.noteInput.WithTheme(m.st.theme)
+	m.noteInput.Title("Note for the agent (optional)").
+		Placeholder("why it was denied").
+		CharLimit(maxNoteLen)
+	m.noteForm = huh.NewForm(huh.NewGroup(m.noteInput)).
+		WithTheme(m.st.theme).WithKeyMap(m.keymap).WithShowHelp(false).WithWidth(m.formWidth())
+	m.mode = modeNote
+	return m.noteForm.Init()
+}
+
+func (m *model) noteKey(k tea.KeyMsg) tea.Cmd {
+	switch {
+	case isEnter(k):
+		note := ""
+		if m.noteInput != nil {
+			note, _ = m.noteInput.GetValue().(string)
+		}
+		return m.decide(approval.DenyOnce, strings.TrimSpace(note))
+	case k.Type == tea.KeyEsc && !k.Alt:
+		return m.decide(approval.DenyOnce, "")
+	case k.Type == tea.KeyTab || k.Type == tea.KeyShiftTab:
+		return nil
+	}
+	if m.noteForm == nil {
+		return nil
+	}
+	_, cmd := m.noteForm.Update(k)
+	return cmd
+}
+
+// buildDecisionForm makes the Allow once / Allow for this session / Deny
+// select for the current request, with Deny focused.
+func (m *model) buildDecisionForm() {
+	deny := approval.DenyOnce
+	m.sel = huh.NewSelect[approval.Choice]()
+	// The theme goes on before the field is grouped: huh measures fields
+	// when grouping, and an unthemed field renders with adaptive colours.
+	m.sel.WithTheme(m.st.theme)
+	m.sel.Title("Your decision").
+		Options(
+			huh.NewOption("Allow once                (a)", approval.AllowOnce),
+			huh.NewOption("Allow for this session    (s)", approval.AllowSession),
+			huh.NewOption("Deny                      (d)", approval.DenyOnce),
+		).
+		Value(&deny)
+	m.form = huh.NewForm(huh.NewGroup(m.sel)).
+		WithTheme(m.st.theme).WithKeyMap(m.keymap).WithShowHelp(false).WithWidth(m.formWidth())
+	// Init focuses the field; its commands only refresh huh's dynamic
+	// titles, which this form does not use.
+	m.form.Init()
+}
+
+func (m *model) formWidth() int {
+	return max(m.width-1, 20)
+}
+
+func (m *model) resizeForms() {
+	for _, f := range []*huh.Form{m.form, m.noteForm, m.grantForm} {
+		if f != nil {
+			f.WithWidth(m.formWidth())
+		}
+	}
+	for _, r := range m.queue {
+		r.cache, r.stdinCache = nil, nil
+	}
+}
+
+// openGrants shows the session grants.
+func (m *model) openGrants() {
+	m.mode = modeGrants
+	m.scroll = 0
+	m.buildGrantForm("")
+}
+
+// buildGrantForm makes the grant list, with the cursor on the grant keep
+// when it still exists.
+func (m *model) buildGrantForm(keep string) {
+	if len(m.grants) == 0 {
+		m.grantForm, m.grantSel = nil, nil
+		return
+	}
+	opts := make([]huh.Option[string], len(m.grants))
+	for i, g := range m.grants {
+		label := fmt.Sprintf("%s  uid %d  session %s  expires %s",
+			esc(g.ID), g.UID, esc(g.Session), g.Expires.In(m.cfg.now().Location()).Format("2006-01-02 15:04:05"))
+		opts[i] = huh.NewOption(strings.Join(termtext.Wrap(label, max(m.width-4, 1)), "\n"), g.ID)
+	}
+	m.grantSel = huh.NewSelect[string]()
+	m.grantSel.WithTheme(m.st.theme)
+	m.grantSel.Title("Session grants").Options(opts...)
+	if keep != "" && slices.ContainsFunc(m.grants, func(g approval.Grant) bool { return g.ID == keep }) {
+		m.grantSel.Value(&keep)
+	}
+	m.grantForm = huh.NewForm(huh.NewGroup(m.grantSel)).
+		WithTheme(m.st.theme).WithKeyMap(m.keymap).WithShowHelp(false).WithWidth(m.formWidth())
+	m.grantForm.Init()
+}
+
+func (m *model) hoveredGrant() (approval.Grant, bool) {
+	if m.grantSel == nil {
+		return approval.Grant{}, false
+	}
+	id, ok := m.grantSel.Hovered()
+	if !ok {
+		return approval.Grant{}, false
+	}
+	i := slices.IndexFunc(m.grants, func(g approval.Grant) bool { return g.ID == id })
+	if i < 0 {
+		return approval.Grant{}, false
+	}
+	return m.grants[i], true
+}
+
+func (m *model) grantsKey(k tea.KeyMsg) tea.Cmd {
+	if s, ok := scrollKey(k); ok {
+		m.scrollBy(s)
+		return nil
+	}
+	switch r := singleRune(k); {
+	case r == 'q':
+		return m.quit()
+	case r == 'g' || k.Type == tea.KeyEsc && !k.Alt:
+		m.mode = modeDecide
+		m.grantForm, m.grantSel = nil, nil
+		return m.promptChanged()
+	case r == 'r' || r == 'x' || k.Type == tea.KeyDelete || isEnter(k):
+		g, ok := m.hoveredGrant()
+		if !ok {
+			return nil
+		}
+		if slices.ContainsFunc(m.inflight, func(s sent) bool { return s.typ == approval.MsgRevoke && s.grant == g.ID }) {
+			return nil
+		}
+		if err := m.cfg.send(approval.Message{Type: approval.MsgRevoke, Grant: g.ID}); err != nil {
+			m.errorf("could not revoke session grant %s: %v", esc(g.ID), err)
+			return nil
+		}
+		m.inflight = append(m.inflight, sent{typ: approval.MsgRevoke, grant: g.ID})
+		return nil
+	case isNavKey(k) && m.grantForm != nil:
+		_, cmd := m.grantForm.Update(k)
+		return cmd
+	}
+	return nil
+}
+
+// daemon handles one message from the daemon. Nothing the daemon sends can
+// make it panic or decide anything; what makes no sense is reported and
+// ignored.
+func (m *model) daemon(msg approval.Message) tea.Cmd {
+	switch msg.Type {
+	case approval.MsgPending:
+		return m.pending(msg)
+	case approval.MsgResolved:
+		return m.resolved(msg)
+	case approval.MsgGrants:
+		keep := ""
+		if g, ok := m.hoveredGrant(); ok {
+			keep = g.ID
+		}
+		m.grants, m.grantsOmitted = msg.Grants, msg.GrantsOmitted
+		if m.mode == modeGrants {
+			m.buildGrantForm(keep)
+		}
+	case approval.MsgResult:
+		return m.result(msg)
+	case approval.MsgDetail:
+		return m.detail(msg)
+	}
+	// hello again, or a type from a newer daemon: nothing to do.
+	return nil
+}
+
+func (m *model) pending(msg approval.Message) tea.Cmd {
+	s := msg.Request
+	if s == nil {
+		m.errorf("the daemon announced request %s without its details; it cannot be decided here", esc(msg.ID))
+		return nil
+	}
+	id := msg.ID
+	if id == "" {
+		id = s.ID
+	}
+	if id != s.ID {
+		m.errorf("the daemon announced request %s with the details of request %s; it cannot be decided here", esc(id), esc(s.ID))
+		return nil
+	}
+	var r *request
+	if msg.Summary != nil {
+		// The decision's hash, for a denial until the detail comes: the
+		// daemon's, since this console has not got the full text to hash.
+		r = &request{id: id, hash: msg.Hash, shown: s, summary: msg.Summary}
+	} else {
+		r = newRequest(m.st, id, msg.Hash, s)
+	}
+	if i, old := m.find(id); old != nil {
+		if old.hash == r.hash {
+			return nil
+		}
+		m.queue[i] = r
+		m.addNotice(notice{text: fmt.Sprintf("request %s changed while it waited; showing what waits now", esc(id))})
+		m.cfg.bell()
+		if i == 0 {
+			return m.promptChanged()
+		}
+		return nil
+	}
+	m.queue = append(m.queue, r)
+	m.cfg.bell()
+	if len(m.queue) == 1 {
+		return m.promptChanged()
+	}
+	return nil
+}
+
+// complete reports whether r's full text is held (it was announced in
+// full, or its detail has loaded).
+func (r *request) complete() bool {
+	return r.summary == nil || r.loaded
+}
+
+// askDetail asks the daemon for the full text of r when r was announced as
+// a summary and it was not asked yet.
+func (m *model) askDetail(r *request) {
+	if r.complete() || r.detailAsked {
+		return
+	}
+	if err := m.cfg.send(approval.Message{Type: approval.MsgDetail, ID: r.id, Hash: r.hash}); err != nil {
+		m.errorf("could not ask for the full text of request %s: %v", esc(r.id), err)
+		return
+	}
+	r.detailAsked = true
+}
+
+// detail takes the full text of a request announced as a summary. It must
+// be the request announced (same id, same daemon hash); the decision will
+// carry the hash of what arrived, so a detail that does not match what the
+// daemon holds is flagged and any decision on it refused.
+func (m *model) detail(msg approval.Message) tea.Cmd {
+	i, r := m.find(msg.ID)
+	if r == nil || r.complete() {
+		return nil // resolved meanwhile, or a duplicate
+	}
+	s := msg.Request
+	switch {
+	case msg.Hash != r.hash:
+		m.errorf("the daemon sent the full text of request %s for a different version of it; ignored", esc(r.id))
+		return nil
+	case s == nil || s.ID != r.id:
+		m.errorf("the daemon sent no usable full text for request %s", esc(r.id))
+		return nil
+	}
+	full := newRequest(m.st, r.id, msg.Hash, s)
+	full.summary, full.loaded, full.detailAsked = r.summary, true, true
+	m.queue[i] = full
+	if i == 0 {
+		// The prompt starts over, guard included, now that the whole
+		// request is on screen.
+		return m.promptChanged()
+	}
+	return nil
+}
+
+// newRequest holds s, announced with the daemon's hash daemonHash. The
+// decision will carry the hash of s as received, so that it binds what is
+// displayed; whether anything needs escaping is worked out once, here.
+func newRequest(st *styles, id, daemonHash string, s *approval.Shown) *request {
+	h := s.Hash()
+	_, escaped := details(st, s, 0)
+	return &request{id: id, hash: h, hashMismatch: daemonHash != h, shown: s, escaped: escaped}
+}
+
+func (m *model) resolved(msg approval.Message) tea.Cmd {
+	i, r := m.find(msg.ID)
+	if r == nil {
+		if j := slices.Index(m.confirmed, msg.ID); j >= 0 && msg.ID != "" {
+			m.confirmed = slices.Delete(m.confirmed, j, j+1)
+			m.addNotice(notice{kind: "decided " + msg.ID, text: resolvedText(msg.ID, msg.Verdict, msg.By)})
+		}
+		return nil
+	}
+	m.queue = slices.Delete(m.queue, i, i+1)
+	text := resolvedText(msg.ID, msg.Verdict, msg.By)
+	if i > 0 {
+		text += " (it was waiting behind the one on screen)"
+	}
+	m.addNotice(notice{text: text})
+	if i == 0 {
+		return m.promptChanged()
+	}
+	return nil
+}
+
+// resolvedText says how a request stopped waiting.
+func resolvedText(id string, v approval.Verdict, by string) string {
+	id, by = esc(id), esc(by)
+	switch v {
+	case approval.Allow:
+		return fmt.Sprintf("request %s was allowed by %s", id, by)
+	case approval.Deny:
+		return fmt.Sprintf("request %s was denied by %s", id, by)
+	case approval.Timeout:
+		return fmt.Sprintf("request %s timed out: nobody decided in time", id)
+	case approval.Withdrawn:
+		if by == "client disconnected" {
+			return fmt.Sprintf("request %s was withdrawn by the client (it disconnected)", id)
+		}
+		return fmt.Sprintf("request %s was withdrawn (%s)", id, by)
+	}
+	return fmt.Sprintf("request %s is no longer waiting (%s, %s)", id, esc(string(v)), by)
+}
+
+func (m *model) result(msg approval.Message) tea.Cmd {
+	i := slices.IndexFunc(m.inflight, func(s sent) bool {
+		return s.typ == approval.MsgDecide && msg.ID != "" && s.id == msg.ID ||
+			s.typ == approval.MsgRevoke && msg.Grant != "" && s.grant == msg.Grant
+	})
+	if _, r := m.find(msg.ID); i < 0 && r != nil && !r.complete() && r.detailAsked && msg.Error != "" {
+		// The answer to a detail request: the full text cannot come.
+		r.detailErr = msg.Error
+		r.cache = nil
+		m.errorf("the full text of request %s could not be loaded: %s", esc(r.id), esc(msg.Error))
+		return nil
+	}
+	if i < 0 {
+		if msg.Error != "" {
+			m.errorf("the daemon reported an error: %s", esc(msg.Error))
+		}
+		return nil
+	}
+	s := m.inflight[i]
+	m.inflight = slices.Delete(m.inflight, i, i+1)
+	if s.typ == approval.MsgRevoke {
+		if msg.Error != "" {
+			m.errorf("could not revoke session grant %s: %s", esc(s.grant), esc(msg.Error))
+		} else {
+			m.addNotice(notice{text: fmt.Sprintf("session grant %s revoked", esc(s.grant))})
+		}
+		return nil
+	}
+	j, r := m.find(s.id)
+	if msg.Error != "" || !msg.OK {
+		reason := msg.Error
+		if reason == "" {
+			reason = "no confirmation"
+		}
+		m.errorf("the daemon refused your decision (%s) on request %s: %s", choiceText(s.choice), esc(s.id), esc(reason))
+		if r != nil && r.submitted != "" {
+			r.submitted = ""
+			if j == 0 {
+				return m.promptChanged()
+			}
+		}
+		return nil
+	}
+	if r != nil {
+		// The resolved message has not come yet; the result is enough.
+		m.queue = slices.Delete(m.queue, j, j+1)
+		m.confirmed = append(m.confirmed, s.id)
+		if len(m.confirmed) > maxConfirmed {
+			m.confirmed = slices.Delete(m.confirmed, 0, len(m.confirmed)-maxConfirmed)
+		}
+		m.addNotice(notice{kind: "decided " + s.id, text: fmt.Sprintf("request %s: your decision (%s) was recorded", esc(s.id), choiceText(s.choice))})
+		if j == 0 {
+			return m.promptChanged()
+		}
+	}
+	return nil
+}
+
+func choiceText(c approval.Choice) string {
+	switch c {
+	case approval.AllowOnce:
+		return "allow once"
+	case approval.AllowSession:
+		return "allow for this session"
+	case approval.DenyOnce:
+		return "deny"
+	}
+	return esc(string(c))
+}
+
+func (m *model) errorf(format string, args ...any) {
+	m.addNotice(notice{text: fmt.Sprintf(format, args...), isErr: true})
+}
+
+// addNotice shows n under the header, replacing an older notice of the same
+// kind, and keeps the newest few.
+func (m *model) addNotice(n notice) {
+	n.at = m.cfg.now()
+	if n.kind != "" {
+		m.notices = slices.DeleteFunc(m.notices, func(o notice) bool { return o.kind == n.kind })
+	}
+	m.notices = append(m.notices, n)
+	if len(m.notices) > maxNotices {
+		m.notices = slices.Delete(m.notices, 0, len(m.notices)-maxNotices)
+	}
+}
+
+func (m *model) expireNotices() {
+	now := m.cfg.now()
+	m.notices = slices.DeleteFunc(m.notices, func(n notice) bool { return now.Sub(n.at) > noticeTTL })
+}
+
+// esc is termtext.Escape without the flag, for text whose escaping the
+// request-level notice does not depend on.
+func esc(s string) string {
+	e, _ := termtext.Escape(s)
+	return e
+}
+
+// escStrict is termtext.EscapeStrict without the flag.
+func escStrict(s string) string {
+	e, _ := termtext.EscapeStrict(s)
+	return e
+}
+
+// guardText formats the guard for messages: "0.5s".
+func guardText(d time.Duration) string {
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}

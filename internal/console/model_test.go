@@ -1,0 +1,774 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/agent-sudo/agent-sudo/internal/approval"
+)
+
+func TestIdleScreen(t *testing.T) {
+	h := newHarness(t, "")
+	h.wantView(idleText, "0 session grants", "g session grants", "q quit")
+	h.notView("WARNING", "REQUEST")
+	h.daemon(approval.Message{Type: approval.MsgGrants, Grants: []approval.Grant{{ID: "g1"}, {ID: "g2"}}})
+	h.wantView("2 session grants", "press g to list or revoke them")
+	if got := h.takeSent(); len(got) != 0 {
+		t.Errorf("idle console sent %+v", got)
+	}
+}
+
+func TestMultiplexerBannerIsPermanent(t *testing.T) {
+	h := newHarness(t, "tmux")
+	want := "this console runs inside tmux: " + muxWarning
+	h.wantView(want)
+	h.pending(shown("r1"))
+	h.wantView(want, "REQUEST WAITING")
+	h.pastGuard()
+	h.press("g")
+	h.wantView(want, "SESSION GRANTS")
+}
+
+func TestRequestScreenShowsEverything(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	s.Pipeline = [][]string{{"iptables", "-L", "-n"}, {"grep", "DROP it"}}
+	s.Programs = []approval.Program{{Chain: []string{"/usr/sbin/iptables", "/usr/sbin/xtables-legacy-multi"}}, {Chain: []string{"/usr/bin/grep"}}}
+	h.pending(s)
+	h.pending(shown("r2"))
+	h.pending(shown("r3"))
+	h.wantView(
+		"REQUEST WAITING FOR YOUR DECISION · 2 more waiting after it · times out in 2m0s",
+		"command    iptables -L -n | grep 'DROP it'",
+		"stage 1    /usr/sbin/iptables -> /usr/sbin/xtables-legacy-multi -L -n",
+		"stage 2    /usr/bin/grep 'DROP it'",
+		"runs       as root",
+		"cwd        /",
+		"env        DEBIAN_FRONTEND=noninteractive",
+		"reason     install nginx for the web tests",
+		"session    build-42",
+		"host       devbox",
+		"id         r1",
+		"time       sent ",
+		"requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/python3",
+		"Allow once", "Allow for this session", "> Deny",
+		"a allow once", "s allow for this session", "d deny", "g session grants",
+		"(keys enabled in 0.5s)",
+	)
+	h.notView("SSH AGENT", escapedNotice)
+	h.advance(65 * time.Second)
+	h.update(tickMsg{})
+	h.wantView("times out in 55s")
+	h.notView("keys enabled")
+	h.advance(time.Minute)
+	h.wantView("timing out now")
+}
+
+func TestUnprivilegedAndForwardAgent(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	s.Privileged, s.RunAs, s.ForwardAgent = false, "alice", true
+	h.pending(s)
+	h.wantView("runs       as alice (unprivileged)", "ssh agent  ⚠ SSH AGENT FORWARDED")
+	h.notView("as root")
+}
+
+// TestStdinSection checks that a request's stdin is shown with its size and
+// SHA-256, text as escaped text line by line, binary as a hexdump, and a
+// count of what the bounded preview leaves out.
+func TestStdinSection(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	s.Pipeline, s.Programs = [][]string{{"tee", "/etc/x"}}, []approval.Program{{Chain: []string{"/usr/bin/tee"}}}
+	s.Stdin = approval.NewStdinShown([]byte("nameserver 192.0.2.53\nsearch \x1b[2Jlan\n"))
+	h.pending(s)
+	h.wantView("stdin      37 bytes · sha256 "+s.Stdin.SHA256, "nameserver 192.0.2.53", `search \x1b[2Jlan`)
+
+	h = newHarness(t, "")
+	s = shown("r2")
+	s.Stdin = approval.NewStdinShown(append([]byte{0, 0xff}, bytes.Repeat([]byte("x"), 200)...))
+	h.pending(s)
+	h.wantView("stdin      202 bytes · sha256 "+s.Stdin.SHA256, "00000000  00 ff 78 78", "… 74 more bytes not shown")
+}
+
+func TestBellRingsForEachNewRequest(t *testing.T) {
+	h := newHarness(t, "")
+	h.pending(shown("r1"))
+	h.pending(shown("r2"))
+	h.pending(shown("r1")) // a repeat is not new
+	if h.bells != 2 {
+		t.Errorf("bells = %d, want 2", h.bells)
+	}
+}
+
+// decideMsg is the decide message a console must send for s.
+func decideMsg(s *approval.Shown, c approval.Choice, note string) approval.Message {
+	return approval.Message{Type: approval.MsgDecide, ID: s.ID, Hash: s.Hash(), Decision: c, Note: note}
+}
+
+func TestDecisionKeys(t *testing.T) {
+	tests := []struct {
+		name     string
+		keys     []string
+		choice   approval.Choice
+		note     string
+		wantNote bool // the note prompt was shown
+	}{
+		{"a allows once", []string{"a"}, approval.AllowOnce, "", false},
+		{"s allows for the session", []string{"s"}, approval.AllowSession, "", false},
+		{"d then enter denies", []string{"d", "enter"}, approval.DenyOnce, "", true},
+		{"d then esc denies without a note", []string{"d", "n", "o", "esc"}, approval.DenyOnce, "", true},
+		{"d with a note", []string{"d", "n", "o", "t", " ", "n", "o", "w", " ", "enter"}, approval.DenyOnce, "not now", true},
+		{"enter denies by default", []string{"enter", "enter"}, approval.DenyOnce, "", true},
+		{"up enter allows for the session", []string{"up", "enter"}, approval.AllowSession, "", false},
+		{"k k enter allows once", []string{"k", "k", "enter"}, approval.AllowOnce, "", false},
+		{"up past the top stays on allow once", []string{"up", "up", "up", "up", "enter"}, approval.AllowOnce, "", false},
+		{"down on deny does not wrap to allow", []string{"down", "j", "enter", "enter"}, approval.DenyOnce, "", true},
+		{"up then down is deny again", []string{"up", "down", "enter", "enter"}, approval.DenyOnce, "", true},
+		{"keys typed in the note do not decide", []string{"d", "a", "s", "enter"}, approval.DenyOnce, "as", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			s := shown("r1")
+			h.pending(s)
+			h.pastGuard()
+			sawNote := false
+			for _, k := range tt.keys {
+				h.press(k)
+				if strings.Contains(h.view(), "Note for the agent") {
+					sawNote = true
+				}
+			}
+			want := []approval.Message{decideMsg(s, tt.choice, tt.note)}
+			if got := h.takeSent(); !reflect.DeepEqual(got, want) {
+				t.Errorf("sent %+v\nwant %+v", got, want)
+			}
+			if sawNote != tt.wantNote {
+				t.Errorf("note prompt shown = %v, want %v", sawNote, tt.wantNote)
+			}
+			h.wantView("Your decision (" + choiceText(tt.choice) + ") was sent")
+			// Nothing more can be sent for it.
+			for _, k := range []string{"a", "s", "d", "enter"} {
+				h.key(k)
+			}
+			if got := h.takeSent(); len(got) != 0 {
+				t.Errorf("after the decision, keys sent %+v", got)
+			}
+		})
+	}
+}
+
+func TestGuardDropsEarlyKeys(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	h.pending(s)
+	h.wantView("(keys enabled in 0.5s)")
+	for _, k := range []string{"a", "s", "enter", "d", "up", "g", "q"} {
+		h.key(k)
+	}
+	if got := h.takeSent(); len(got) != 0 {
+		t.Fatalf("keys within the guard sent %+v", got)
+	}
+	if h.m.quitting || h.m.mode != modeDecide {
+		t.Fatalf("keys within the guard changed the console: quitting=%v mode=%v", h.m.quitting, h.m.mode)
+	}
+	h.wantView("ignored a key pressed within 0.5s of the prompt appearing", "> Deny")
+
+	// A dropped key starts the guard over: 499ms after it, keys are still
+	// dropped, and they are dropped, not queued.
+	h.advance(499 * time.Millisecond)
+	h.wantView("(keys enabled in 0.1s)")
+	h.key("a")
+	h.advance(499 * time.Millisecond)
+	h.key("a")
+	if got := h.takeSent(); len(got) != 0 {
+		t.Fatalf("keys within the restarted guard sent %+v", got)
+	}
+	h.pastGuard()
+	h.notView("keys enabled in")
+	h.press("a")
+	if got, want := h.takeSent(), []approval.Message{decideMsg(s, approval.AllowOnce, "")}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after the guard, a sent %+v, want %+v", got, want)
+	}
+}
+
+func TestGuardBoundary(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	h.pending(s)
+	h.advance(DefaultGuard - time.Nanosecond)
+	h.key("a")
+	if got := h.takeSent(); len(got) != 0 {
+		t.Fatalf("a key 1ns before the guard ended sent %+v", got)
+	}
+	h.advance(DefaultGuard)
+	h.press("a")
+	if got := h.takeSent(); len(got) != 1 {
+		t.Fatalf("a key right at the end of the guard sent %+v, want the decision", got)
+	}
+}
+
+func TestCtrlCQuitsEvenDuringTheGuard(t *testing.T) {
+	h := newHarness(t, "")
+	h.pending(shown("r1"))
+	cmd := h.update(keyMsg("ctrl+c"))
+	if cmd == nil || !h.m.quitting {
+		t.Fatalf("ctrl+c did not quit")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Errorf("ctrl+c returned %T, want tea.Quit", cmd())
+	}
+	if len(h.sent) != 0 {
+		t.Errorf("quitting sent %+v", h.sent)
+	}
+	if v := h.m.View(); v != "" {
+		t.Errorf("View after quitting = %q, want empty", v)
+	}
+}
+
+func TestQuitDecidesNothing(t *testing.T) {
+	h := newHarness(t, "")
+	h.pending(shown("r1"))
+	h.pastGuard()
+	h.press("q")
+	if !h.m.quitting || len(h.sent) != 0 {
+		t.Errorf("q: quitting=%v sent=%+v", h.m.quitting, h.sent)
+	}
+}
+
+func TestPastesAndBurstsNeverDecide(t *testing.T) {
+	h := newHarness(t, "")
+	h.pending(shown("r1"))
+	h.pastGuard()
+	for _, k := range []tea.KeyMsg{
+		{Type: tea.KeyRunes, Runes: []rune("a"), Paste: true},
+		{Type: tea.KeyRunes, Runes: []rune("s"), Paste: true},
+		{Type: tea.KeyRunes, Runes: []rune("ad")},
+		{Type: tea.KeyRunes, Runes: []rune("aaaa")},
+		{Type: tea.KeyRunes, Runes: []rune("a"), Alt: true},
+		{Type: tea.KeyEnter, Alt: true},
+		{Type: tea.KeyEnter, Paste: true, Runes: []rune("\r")},
+		{Type: tea.KeyTab},
+	} {
+		h.update(k)
+	}
+	if h.m.mode != modeDecide {
+		t.Errorf("mode = %v, want the decision prompt", h.m.mode)
+	}
+	if got := h.takeSent(); len(got) != 0 {
+		t.Errorf("pastes and bursts sent %+v", got)
+	}
+}
+
+func TestArrivalOrderAndResolvedElsewhere(t *testing.T) {
+	h := newHarness(t, "")
+	r1, r2, r3 := shown("r1"), shown("r2"), shown("r3")
+	h.pending(r1)
+	h.pending(r2)
+	h.pastGuard()
+	// A later arrival does not replace the request on screen.
+	h.pending(r3)
+	h.wantView("id         r1", "2 more waiting")
+	h.key("up") // the human was about to allow r1...
+
+	h.resolved("r1", approval.Allow, "console uid=0 tty=/dev/pts/3 pid=77")
+	h.wantView("request r1 was allowed by console uid=0 tty=/dev/pts/3 pid=77", "id         r2", "1 more waiting", "> Deny")
+	// ...and the key meant for r1 cannot approve r2: the guard is back.
+	h.key("enter")
+	h.key("a")
+	if got := h.takeSent(); len(got) != 0 {
+		t.Fatalf("keys right after the switch sent %+v", got)
+	}
+	h.pastGuard()
+
+	// A request behind the current one that goes away just leaves.
+	h.resolved("r3", approval.Timeout, "approval_timeout")
+	h.wantView("request r3 timed out: nobody decided in time (it was waiting behind the one on screen)", "id         r2")
+	h.notView("more waiting")
+
+	h.resolved("r2", approval.Withdrawn, "client disconnected")
+	h.wantView("request r2 was withdrawn by the client (it disconnected)", idleText)
+	h.resolved("r2", approval.Withdrawn, "client disconnected") // again: nothing
+	h.resolved("nope", approval.Deny, "x")
+	if got := h.takeSent(); len(got) != 0 {
+		t.Errorf("sent %+v", got)
+	}
+}
+
+func TestResolvedTexts(t *testing.T) {
+	tests := []struct {
+		v    approval.Verdict
+		by   string
+		want string
+	}{
+		{approval.Allow, "console uid=0 tty=/dev/pts/3 pid=9 (new session grant g1)", "request X was allowed by console uid=0 tty=/dev/pts/3 pid=9 (new session grant g1)"},
+		{approval.Deny, "console uid=0 tty=/dev/pts/4 pid=8", "request X was denied by console uid=0 tty=/dev/pts/4 pid=8"},
+		{approval.Timeout, "approval_timeout", "request X timed out: nobody decided in time"},
+		{approval.Withdrawn, "client disconnected", "request X was withdrawn by the client (it disconnected)"},
+		{approval.Withdrawn, "daemon shutting down", "request X was withdrawn (daemon shutting down)"},
+		{"weird\x1b[2J", "by\u202e", `request X is no longer waiting (weird\x1b[2J, by\u202e)`},
+		{approval.Allow, "evil\x1b]0;t\x07", `request X was allowed by evil\x1b]0;t\x07`},
+	}
+	for _, tt := range tests {
+		if got := resolvedText("X", tt.v, tt.by); got != tt.want {
+			t.Errorf("resolvedText(%q, %q) = %q, want %q", tt.v, tt.by, got, tt.want)
+		}
+	}
+}
+
+func TestOwnDecisionConfirmed(t *testing.T) {
+	for _, order := range []string{"resolved first", "result first"} {
+		t.Run(order, func(t *testing.T) {
+			h := newHarness(t, "")
+			r1, r2 := shown("r1"), shown("r2")
+			h.pending(r1)
+			h.pending(r2)
+			h.pastGuard()
+			h.press("s")
+			h.wantView("Your decision (allow for this session) was sent", "id         r1")
+			resolved := approval.Message{Type: approval.MsgResolved, ID: "r1", Verdict: approval.Allow, By: "console uid=0 tty=/dev/pts/1 pid=5 (new session grant g1)"}
+			result := approval.Message{Type: approval.MsgResult, ID: "r1", OK: true}
+			if order == "resolved first" {
+				h.daemon(resolved)
+				h.daemon(result)
+				h.wantView("request r1 was allowed by console uid=0 tty=/dev/pts/1 pid=5 (new session grant g1)")
+			} else {
+				h.daemon(result)
+				h.wantView("request r1: your decision (allow for this session) was recorded")
+				h.daemon(resolved)
+				// The resolved message replaces the notice: it names the grant.
+				h.wantView("request r1 was allowed by console uid=0 tty=/dev/pts/1 pid=5 (new session grant g1)")
+				h.notView("was recorded")
+				h.daemon(resolved) // a repeat changes nothing
+			}
+			h.wantView("id         r2", "(keys enabled in 0.5s)")
+			h.notView("was sent")
+			if len(h.m.inflight) != 0 {
+				t.Errorf("inflight = %+v", h.m.inflight)
+			}
+		})
+	}
+}
+
+func TestDaemonRefusesDecision(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	h.pending(s)
+	h.pastGuard()
+	h.press("a")
+	h.takeSent()
+	h.daemon(approval.Message{Type: approval.MsgResult, ID: "r1", Error: "the decision is for a different request than the one waiting (hash mismatch); nothing was decided\x1b[2J"})
+	h.wantView("the daemon refused your decision (allow once) on request r1: the decision is for a different request", `decided\x1b[2J`,
+		"id         r1", "> Deny", "(keys enabled in 0.5s)")
+	// The prompt is back, behind the guard, and can decide again.
+	h.key("a")
+	if got := h.takeSent(); len(got) != 0 {
+		t.Fatalf("key in the new guard sent %+v", got)
+	}
+	h.pastGuard()
+	h.press("d")
+	h.press("esc")
+	if got, want := h.takeSent(), []approval.Message{decideMsg(s, approval.DenyOnce, "")}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sent %+v, want %+v", got, want)
+	}
+	// An unsolicited error is shown too.
+	h.daemon(approval.Message{Type: approval.MsgResult, Error: "invalid message: x"})
+	h.wantView("the daemon reported an error: invalid message: x")
+}
+
+func TestDecisionOnResolvedRequest(t *testing.T) {
+	h := newHarness(t, "")
+	h.pending(shown("r1"))
+	h.pastGuard()
+	h.press("a")
+	h.resolved("r1", approval.Deny, "console uid=0 tty=/dev/pts/9 pid=1")
+	h.daemon(approval.Message{Type: approval.MsgResult, ID: "r1", Error: "the request is no longer waiting (already decided, timed out or withdrawn)"})
+	h.wantView("request r1 was denied by console uid=0 tty=/dev/pts/9 pid=1",
+		"the daemon refused your decision (allow once) on request r1: the request is no longer waiting", idleText)
+}
+
+func TestSendFailureKeepsThePrompt(t *testing.T) {
+	h := newHarness(t, "")
+	h.pending(shown("r1"))
+	h.pastGuard()
+	h.sendErr = errStuck
+	h.press("a")
+	h.wantView("could not send your decision on request r1: stuck", "> Deny")
+	if h.m.current().submitted != "" {
+		t.Errorf("a failed send marked the request decided")
+	}
+}
+
+func TestHostileRequestIsEscaped(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1\u202e")
+	s.Pipeline = [][]string{{"echo", "\x1b[2J", "\x1b]0;title\x07", "safe\u202etxt.exe", "a\rb"}}
+	s.Programs = []approval.Program{{Chain: []string{"/usr/bin/echo"}}}
+	s.Env = map[string]string{"K\x1b[1m": "v\x1b[0m", "Z": "\u200bhidden"}
+	s.Reason = "looks fine\x1b[8m hidden text\nsecond line \x1b]8;;http://evil\x07link"
+	s.Session = "s\u2066"
+	s.Host = "h\x00"
+	s.Cwd = "/tmp/\u009b"
+	s.RunAs = "root"
+	s.Peer.User = "ali\u202ece"
+	s.Peer.Exe = "/usr/bin/py\rthon"
+	h.daemon(approval.Message{Type: approval.MsgPending, ID: s.ID, Hash: s.Hash(), Request: s})
+	h.wantView(escapedNotice,
+		`echo $'\x1b[2J' $'\x1b]0;title\x07' $'safe\u202etxt.exe' $'a\rb'`,
+		`K\x1b[1m=$'v\x1b[0m'`, `Z=$'\u200bhidden'`,
+		`looks fine\x1b[8m hidden text`, `second line \x1b]8;;http://evil\x07link`,
+		`s\u2066`, `h\x00`, `/tmp/\u009b`, `ali\u202ece`, `/usr/bin/py\rthon`, `id         r1\u202e`,
+	)
+	h.pastGuard()
+	h.press("a")
+	if got, want := h.takeSent(), []approval.Message{decideMsg(s, approval.AllowOnce, "")}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sent %+v, want %+v", got, want)
+	}
+}
+
+func TestEveryFieldCanRaiseTheNotice(t *testing.T) {
+	bad := "x\x1b[2Jy"
+	fields := map[string]func(*approval.Shown){
+		"argument": func(s *approval.Shown) { s.Pipeline[0][1] = bad },
+		"program":  func(s *approval.Shown) { s.Pipeline[0][0] = bad },
+		"resolved": func(s *approval.Shown) { s.Programs[0].Chain = []string{bad} },
+		"env key":  func(s *approval.Shown) { s.Env[bad] = "v" },
+		"env val":  func(s *approval.Shown) { s.Env["K"] = bad },
+		"reason":   func(s *approval.Shown) { s.Reason = bad },
+		"session":  func(s *approval.Shown) { s.Session = bad },
+		"host":     func(s *approval.Shown) { s.Host = bad },
+		"id":       func(s *approval.Shown) { s.ID = bad },
+		"cwd":      func(s *approval.Shown) { s.Cwd = bad },
+		"run as":   func(s *approval.Shown) { s.Privileged, s.RunAs = false, bad },
+		"user":     func(s *approval.Shown) { s.Peer.User = bad },
+		"exe":      func(s *approval.Shown) { s.Peer.Exe = bad },
+	}
+	for name, set := range fields {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, "")
+			s := shown("r1")
+			set(s)
+			h.pending(s)
+			h.wantView(escapedNotice, `x\x1b[2Jy`)
+		})
+	}
+	t.Run("backslashes alone", func(t *testing.T) {
+		h := newHarness(t, "")
+		s := shown("r1")
+		s.Pipeline = [][]string{{"grep", `a\.b\\c`}}
+		s.Reason = `C:\Windows`
+		h.pending(s)
+		h.wantView(`grep 'a\.b\\c'`, `C:\\Windows`)
+		h.notView(escapedNotice)
+	})
+	t.Run("multi-line reason", func(t *testing.T) {
+		h := newHarness(t, "")
+		s := shown("r1")
+		s.Reason = "first line\nsecond line"
+		h.pending(s)
+		h.wantView("reason     first line\n           second line")
+		h.notView(escapedNotice)
+	})
+}
+
+func TestHashMismatchIsShown(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	h.daemon(approval.Message{Type: approval.MsgPending, ID: "r1", Hash: "0000", Request: s})
+	h.wantView("the daemon's hash of this request does not match what it sent")
+	h.pastGuard()
+	h.press("a")
+	// The decision carries the hash of what was shown, never the daemon's.
+	if got := h.takeSent(); len(got) != 1 || got[0].Hash != s.Hash() {
+		t.Errorf("sent %+v, want hash %s", got, s.Hash())
+	}
+}
+
+func TestChangedRequestIsShownAgain(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	h.pending(s)
+	h.pastGuard()
+	s2 := shown("r1")
+	s2.Pipeline = [][]string{{"rm", "-rf", "/"}}
+	s2.Programs = []approval.Program{{Chain: []string{"/usr/bin/rm"}}}
+	h.pending(s2)
+	h.wantView("request r1 changed while it waited", "command    rm -rf /", "(keys enabled in 0.5s)")
+	h.pastGuard()
+	h.press("a")
+	if got := h.takeSent(); len(got) != 1 || got[0].Hash != s2.Hash() {
+		t.Errorf("sent %+v, want the hash of the new version", got)
+	}
+}
+
+func TestMalformedDaemonMessages(t *testing.T) {
+	h := newHarness(t, "")
+	odd := &approval.Shown{ID: "odd", Pipeline: [][]string{{}, {"x"}, nil}, Programs: []approval.Program{{}, {Chain: []string{"/bin/x"}}, {Chain: []string{"/bin/y"}}, {Chain: []string{"/bin/z"}}}}
+	for _, m := range []approval.Message{
+		{Type: approval.MsgPending, ID: "nodetails"},
+		{Type: approval.MsgPending, ID: "a", Request: &approval.Shown{ID: "b"}},
+		{Type: approval.MsgPending, Request: &approval.Shown{}},
+		{Type: approval.MsgPending, ID: "odd", Hash: odd.Hash(), Request: odd},
+		{Type: approval.MsgResolved},
+		{Type: approval.MsgResult, ID: "unknown", OK: true},
+		{Type: approval.MsgResult, Grant: "g9", Error: "x"},
+		{Type: approval.MsgGrants},
+		{Type: approval.MsgHello, Version: "again"},
+		{Type: "future-type"},
+		{},
+	} {
+		h.daemon(m)
+		h.view()
+	}
+	h.wantView("request nodetails without its details", "request a with the details of request b", "command     | x | ", "stage 3 ")
+	h.pastGuard()
+	h.press("g")
+	h.press("r")
+	h.press("esc")
+	h.view()
+}
+
+func TestGrantsViewAndRevoke(t *testing.T) {
+	h := newHarness(t, "")
+	grants := []approval.Grant{
+		{ID: "g1", Session: "build-42", UID: 1000, Pipeline: [][]string{{"apt-get", "update"}}, Privileged: true, Cwd: "/",
+			By: "console uid=0 tty=/dev/pts/3 pid=7", Created: t0, Expires: t0.Add(15 * time.Minute)},
+		{ID: "g2", Session: "s\u202e", UID: 1001, Pipeline: [][]string{{"echo", "\x1b[2J"}}, EnvKeys: []string{"A", "B\x1b"}, Cwd: "/tmp",
+			By: "console", Created: t0, Expires: t0.Add(time.Hour)},
+	}
+	h.daemon(approval.Message{Type: approval.MsgGrants, Grants: grants})
+	h.press("g")
+	h.wantView("SESSION GRANTS", "g1  uid 1000  session build-42", `g2  uid 1001  session s\u202e`,
+		"command    apt-get update", "runs       as root", "expires", "(in 15m0s)", "r revoke")
+	h.press("down")
+	h.wantView(`command    echo $'\x1b[2J'`, `env keys   A B\x1b`, "runs       unprivileged")
+	h.press("r")
+	if got, want := h.takeSent(), []approval.Message{{Type: approval.MsgRevoke, Grant: "g2"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("r sent %+v, want %+v", got, want)
+	}
+	h.press("r") // already on its way
+	if got := h.takeSent(); len(got) != 0 {
+		t.Errorf("second r sent %+v", got)
+	}
+	h.daemon(approval.Message{Type: approval.MsgResult, Grant: "g2", OK: true})
+	h.daemon(approval.Message{Type: approval.MsgGrants, Grants: grants[:1]})
+	h.wantView("session grant g2 revoked", "g1  uid 1000")
+	h.notView("g2  uid")
+	h.press("enter")
+	if got, want := h.takeSent(), []approval.Message{{Type: approval.MsgRevoke, Grant: "g1"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("enter sent %+v, want %+v", got, want)
+	}
+	h.daemon(approval.Message{Type: approval.MsgResult, Grant: "g1", Error: "no such session grant \"g1\""})
+	h.wantView(`could not revoke session grant g1: no such session grant "g1"`)
+
+	// A request arriving meanwhile waits for the human to come back, and
+	// its guard starts then.
+	h.pending(shown("r1"))
+	h.wantView("SESSION GRANTS")
+	h.advance(time.Second)
+	h.press("esc")
+	h.wantView("REQUEST WAITING", "(keys enabled in 0.5s)")
+	h.key("a")
+	if got := h.takeSent(); len(got) != 0 {
+		t.Errorf("key right after leaving the grants sent %+v", got)
+	}
+	h.daemon(approval.Message{Type: approval.MsgGrants})
+	h.pastGuard()
+	h.press("g")
+	h.wantView("no session grants")
+}
+
+func TestLongValuesWrapAndScroll(t *testing.T) {
+	h := newHarness(t, "")
+	h.update(tea.WindowSizeMsg{Width: 40, Height: 30})
+	long := strings.Repeat("0123456789", 30) + "END"
+	s := shown("r1")
+	s.Pipeline = [][]string{{"echo", long, "\x1b[2J" + strings.Repeat("x", 50)}}
+	s.Programs = []approval.Program{{Chain: []string{"/usr/bin/echo"}}}
+	h.pending(s)
+	v := h.view()
+	for _, line := range strings.Split(v, "\n") {
+		if w := lipgloss.Width(line); w > 40 {
+			t.Errorf("line wider than the terminal (%d): %q", w, line)
+		}
+	}
+	if !strings.Contains(v, "lines 1-") || !strings.Contains(v, "PgUp/PgDn") {
+		t.Fatalf("no scroll indicator on a screen that does not fit:\n%s", v)
+	}
+	// The command's lines put back together hold the whole argument.
+	_, body, _ := h.m.layout(-1)
+	var cmd strings.Builder
+	inCmd := false
+	for _, line := range body {
+		switch {
+		case strings.HasPrefix(line, "command    "):
+			inCmd = true
+			cmd.WriteString(strings.TrimPrefix(line, "command    "))
+		case inCmd && strings.HasPrefix(line, "         ↳ "):
+			cmd.WriteString(strings.TrimPrefix(line, "         ↳ "))
+		default:
+			inCmd = false
+		}
+	}
+	if want := "echo " + long + ` $'\x1b[2J` + strings.Repeat("x", 50) + "'"; cmd.String() != want {
+		t.Errorf("command lines put together:\n%q\nwant\n%q", cmd.String(), want)
+	}
+	// Scrolling shows every line of the body.
+	h.pastGuard()
+	seen := map[string]bool{}
+	for range 50 {
+		for _, l := range strings.Split(h.view(), "\n") {
+			seen[l] = true
+		}
+		h.key("pgdown")
+	}
+	for _, l := range body {
+		if !seen[l] {
+			t.Errorf("scrolling never showed %q", l)
+		}
+	}
+	h.wantView("requester")
+	h.key("home")
+	h.wantView("command    echo")
+}
+
+func TestNarrowTerminal(t *testing.T) {
+	h := newHarness(t, "screen")
+	h.update(tea.WindowSizeMsg{Width: 30, Height: 60})
+	h.pending(shown("r1"))
+	v := h.view()
+	for _, line := range strings.Split(v, "\n") {
+		if w := lipgloss.Width(line); w > 30 {
+			t.Errorf("line wider than the terminal (%d): %q", w, line)
+		}
+	}
+	h.wantView("command\n  apt-get install -y nginx | \n↳ tee '/var/log/x y.log'\nstage 1\n", "screen")
+}
+
+func TestNoticesExpire(t *testing.T) {
+	h := newHarness(t, "")
+	h.pending(shown("r1"))
+	h.resolved("r1", approval.Timeout, "approval_timeout")
+	h.wantView("request r1 timed out")
+	h.advance(noticeTTL + time.Second)
+	h.update(tickMsg{})
+	h.notView("timed out")
+	for i := range 10 {
+		h.pending(shown(string(rune('a' + i))))
+		h.resolved(string(rune('a'+i)), approval.Timeout, "")
+	}
+	if len(h.m.notices) != maxNotices {
+		t.Errorf("%d notices kept, want %d", len(h.m.notices), maxNotices)
+	}
+}
+
+func TestDisconnectEndsTheConsole(t *testing.T) {
+	h := newHarness(t, "")
+	h.pending(shown("r1"))
+	cmd := h.update(disconnectedMsg{ErrDisconnected})
+	if cmd == nil || h.m.fatal != ErrDisconnected || !h.m.quitting {
+		t.Errorf("disconnect: fatal=%v quitting=%v", h.m.fatal, h.m.quitting)
+	}
+	if len(h.sent) != 0 {
+		t.Errorf("disconnect sent %+v", h.sent)
+	}
+}
+
+func FuzzDaemonMessages(f *testing.F) {
+	f.Add([]byte(`{"type":"pending","id":"r1","hash":"x","request":{"id":"r1","pipeline":[["a","\u001b[2J"]],"programs":["/bin/a"]}}`),
+		[]byte(`{"type":"resolved","id":"r1","verdict":"allowed","by":"c"}`), "a")
+	f.Add([]byte(`{"type":"grants","grants":[{"id":"g1","pipeline":[[]]}]}`), []byte(`{"type":"result","grant":"g1","error":"\u202e"}`), "g")
+	f.Add([]byte(`{"type":"pending","request":{"id":"","env":{"":""},"reason":"\n\n"}}`), []byte(`{}`), "d")
+	f.Fuzz(func(t *testing.T, a, b []byte, keys string) {
+		h := newHarness(t, "tmux")
+		for _, line := range [][]byte{a, b} {
+			var m approval.Message
+			if json.Unmarshal(line, &m) == nil {
+				h.update(daemonMsg{m})
+			}
+			h.view()
+			h.pastGuard()
+			for _, r := range keys {
+				h.update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+				h.view()
+			}
+			h.update(keyMsg("enter"))
+			h.view()
+		}
+		for _, m := range h.sent {
+			switch m.Type {
+			case approval.MsgDecide:
+				if m.ID == "" && m.Hash == "" {
+					t.Errorf("decision without id and hash: %+v", m)
+				}
+			case approval.MsgRevoke:
+			default:
+				t.Errorf("sent %+v", m)
+			}
+		}
+	})
+}
+
+func TestResolvedWhileTypingANote(t *testing.T) {
+	h := newHarness(t, "")
+	h.pending(shown("r1"))
+	h.pending(shown("r2"))
+	h.pastGuard()
+	h.press("d")
+	h.key("n")
+	h.wantView("Note for the agent")
+	h.resolved("r1", approval.Timeout, "approval_timeout")
+	h.wantView("request r1 timed out", "id         r2", "> Deny", "(keys enabled in 0.5s)")
+	h.notView("Note for the agent")
+	// The Enter that would have sent the note does nothing to r2.
+	h.key("enter")
+	if got := h.takeSent(); len(got) != 0 {
+		t.Errorf("sent %+v", got)
+	}
+}
+
+// TestNoticesNeverEvictTheHeaderOrTheRequest: notices are caused by agents
+// (each withdrawn request leaves one), so on an 80×24 screen inside tmux a
+// burst of them must not push the header, the multiplexer warning or the
+// request's command line off the screen (red-team finding: four withdrawn
+// requests hid the header and the "runs inside tmux" warning).
+func TestNoticesNeverEvictTheHeaderOrTheRequest(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {60, 20}, {100, 30}} {
+		h := newHarness(t, "tmux")
+		h.update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		for i := range maxNotices + 2 {
+			id := strings.Repeat(string(rune('a'+i)), 36) // long, as UUIDs are
+			h.pending(shown(id))
+			h.resolved(id, approval.Withdrawn, "client")
+		}
+		s := shown("big")
+		s.Pipeline = [][]string{{"bash", "-c", strings.Repeat("echo hello; ", 40) + "id > /tmp/pwned"}}
+		s.Programs = []approval.Program{{Chain: []string{"/usr/bin/bash"}}}
+		h.pending(s)
+		v := h.view()
+		lines := strings.Split(v, "\n")
+		if len(lines) > size[1] {
+			t.Errorf("%dx%d: the view has %d lines, more than the screen:\n%s", size[0], size[1], len(lines), v)
+		}
+		if !strings.HasPrefix(lines[0], "agent-sudo approve · 1 waiting") {
+			t.Errorf("%dx%d: the first line is not the header:\n%s", size[0], size[1], v)
+		}
+		wants := []string{"runs inside tmux", "REQUEST WAITING", "command"}
+		if size == [2]int{80, 24} {
+			wants = append(wants, "not shown: the screen is too small")
+		}
+		for _, want := range wants {
+			if !strings.Contains(v, want) {
+				t.Errorf("%dx%d: screen lacks %q:\n%s", size[0], size[1], want, v)
+			}
+		}
+	}
+}

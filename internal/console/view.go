@@ -1,0 +1,659 @@
+package console
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
+)
+
+// Texts the human must not miss; tests look for them.
+const (
+	escapedNotice = "⚠ this request contains control, invisible or ambiguous-width characters; they are shown escaped (\\x1b, \\u202e, ...)"
+	muxWarning    = "an agent that can type into this multiplexer could approve its own requests"
+	idleText      = "waiting for requests…"
+	// writableWarning starts the line under a stage whose program someone
+	// other than root can change, and under a writable working directory.
+	writableWarning  = "⚠ NOT ROOT-ONLY:"
+	writableMeans    = "someone other than root can replace or rewrite this program; the daemon runs the file it opened and hashed, but check what it is"
+	cwdWritableMeans = "someone other than root can change what the command finds in its working directory"
+	sshWarning       = "⚠ SSH AGENT FORWARDED: the command gets the SSH agent of the daemon's operator and can use those keys while it runs"
+)
+
+// View renders the screen: a fixed top (header, warnings, notices), a body
+// that scrolls when it does not fit, and a fixed bottom (the prompt and the
+// keys).
+func (m *model) View() string {
+	if m.quitting {
+		return ""
+	}
+	top, body, bottom, avail := m.screen()
+	lines := make([]string, 0, len(top)+avail+len(bottom)+1)
+	lines = append(lines, top...)
+	if len(body) <= avail {
+		lines = append(lines, body...)
+	} else {
+		show := avail - 1 // the last line says where the view is
+		scroll := min(max(m.scroll, 0), len(body)-show)
+		lines = append(lines, body[scroll:scroll+show]...)
+		where := fmt.Sprintf("-- lines %d-%d of %d - PgUp/PgDn scroll --", scroll+1, scroll+show, len(body))
+		if termtext.Width(where) > m.width-1 {
+			where = fmt.Sprintf("lines %d-%d of %d (PgUp/PgDn)", scroll+1, scroll+show, len(body))
+		}
+		if termtext.Width(where) > m.width-1 {
+			where = fmt.Sprintf("%d-%d/%d", scroll+1, scroll+show, len(body))
+		}
+		lines = append(lines, fit([]string{m.st.dim.Render(where)}, m.width)...)
+	}
+	lines = append(lines, bottom...)
+	return strings.Join(lines, "\n")
+}
+
+// screen lays the screen out and returns its parts and the lines the body
+// gets. Notices are caused by agents, so when the body would get fewer than
+// minBody lines they give up their room first: the header, the warnings and
+// the request stay on screen.
+func (m *model) screen() (top, body, bottom []string, avail int) {
+	top, body, bottom = m.layout(-1)
+	avail = m.bodyHeight(len(top), len(bottom))
+	if need, have := min(len(body), minBody), m.height-len(top)-len(bottom); have < need && len(m.notices) > 0 {
+		room := max(len(m.noticeLines(-1))-(need-have), 0)
+		top, body, bottom = m.layout(room)
+		avail = m.bodyHeight(len(top), len(bottom))
+	}
+	return top, body, bottom, avail
+}
+
+// bodyHeight is how many lines the body gets: what the top and bottom
+// leave, but at least 3 (a terminal too small for that loses lines at the
+// top, never the prompt).
+func (m *model) bodyHeight(top, bottom int) int {
+	return max(m.height-top-bottom, 3)
+}
+
+// layout renders the screen's three parts at the current width. Every
+// line fits in the terminal's width less one column by termtext.Width, the
+// console's one width function, so that neither lipgloss nor bubbletea nor
+// the terminal ever wraps or cuts a line: the line count the body's
+// scrolling is computed from is the terminal's.
+func (m *model) layout(noticeRoom int) (top, body, bottom []string) {
+	top, body, bottom = m.compose(noticeRoom)
+	if r := m.current(); m.mode != modeGrants && r != nil {
+		// The request view and the stdin view fit their bodies once, when
+		// they are cached (r.cache, r.stdinCache): a request of a megabyte
+		// has tens of thousands of lines, and View runs on every tick.
+		return fit(top, m.width), body, fit(bottom, m.width)
+	}
+	return fit(top, m.width), fit(body, m.width), fit(bottom, m.width)
+}
+
+// fit returns lines with every line that is wider than width-1 columns
+// (termtext.Width, ignoring the console's own styling) broken by termtext.Wrap,
+// without its styling. The console's layout already wraps every value to
+// fit, so this changes nothing unless a line escaped that: huh's forms on a
+// very narrow terminal, or a bug. A line is never cut.
+func fit(lines []string, width int) []string {
+	limit := max(width-1, 1)
+	for i, l := range lines {
+		if termtext.Width(ansi.Strip(l)) <= limit {
+			continue
+		}
+		out := slices.Clone(lines[:i])
+		for _, l := range lines[i:] {
+			if plain := ansi.Strip(l); termtext.Width(plain) > limit {
+				out = append(out, termtext.Wrap(plain, limit)...)
+			} else {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	return lines
+}
+
+// compose renders the screen's three parts at the current width, with at
+// most noticeRoom lines of notices (-1: all of them).
+func (m *model) compose(noticeRoom int) (top, body, bottom []string) {
+	w := m.width
+	st := m.st
+	top = append(top, m.header()...)
+	if m.cfg.mux != "" {
+		top = append(top, styled(st.danger, wrapText(fmt.Sprintf("⚠ WARNING: this console runs inside %s: %s. Approve from a terminal outside any multiplexer.",
+			m.cfg.mux, muxWarning), w))...)
+	}
+	top = append(top, m.noticeLines(noticeRoom)...)
+	switch {
+	case m.mode == modeGrants:
+		t, b, btm := m.grantsView()
+		return append(top, t...), b, btm
+	case m.current() == nil:
+		b, btm := m.idleView()
+		return top, b, btm
+	case m.mode == modeStdin:
+		t, b, btm := m.stdinView()
+		return append(top, t...), b, btm
+	}
+	t, b, btm := m.requestView()
+	return append(top, t...), b, btm
+}
+
+// minBody is how many body lines notices may never take away: enough for
+// the start of a request's command line and its first stage.
+const minBody = 6
+
+// noticeLines renders the notices, newest last, in at most room lines (-1:
+// no limit). When they do not fit, the newest that fit are kept after one
+// line that says how many were left out.
+func (m *model) noticeLines(room int) []string {
+	var all [][]string
+	for _, n := range m.notices {
+		s := m.st.notice
+		prefix := "• "
+		if n.isErr {
+			s, prefix = m.st.warn, "✗ "
+		}
+		all = append(all, styled(s, wrapText(prefix+n.text, m.width)))
+	}
+	flat := slices.Concat(all...)
+	if room < 0 || len(flat) <= room {
+		return flat
+	}
+	if room < 1 {
+		return nil
+	}
+	var out []string
+	kept := 0
+	for i := len(all) - 1; i >= 0 && len(out)+len(all[i]) <= room-1; i-- {
+		out = slices.Concat(all[i], out)
+		kept++
+	}
+	hidden := len(all) - kept
+	note := fmt.Sprintf("(%d notice%s not shown: the screen is too small)", hidden, plural(hidden))
+	return append(styled(m.st.dim, wrapText(note, m.width))[:1], out...)
+}
+
+func (m *model) header() []string {
+	n := len(m.queue)
+	waiting := "nothing waiting"
+	if n > 0 {
+		waiting = fmt.Sprintf("%d waiting", n)
+	}
+	h := fmt.Sprintf("agent-sudo approve · %s · %d session grant%s", waiting, len(m.grants), plural(len(m.grants)))
+	if m.cfg.version != "" {
+		h += " · agent-sudod " + esc(m.cfg.version)
+	}
+	return styled(m.st.header, wrapText(h, m.width))
+}
+
+func (m *model) separator() string {
+	// ASCII: box drawing characters are East Asian Ambiguous, 2 columns
+	// wide on some terminals.
+	return m.st.dim.Render(strings.Repeat("-", max(m.width-1, 1)))
+}
+
+func (m *model) idleView() (body, bottom []string) {
+	body = append(body, "", m.st.bold.Render(idleText), "")
+	if len(m.grants) > 0 {
+		body = append(body, wrapText(fmt.Sprintf("%d session grant%s in force; press g to list or revoke them.", len(m.grants), plural(len(m.grants))), m.width)...)
+	}
+	bottom = append(bottom, m.separator())
+	bottom = append(bottom, m.keyHelp([][2]string{{"g", "session grants"}, {"q", "quit (decides nothing)"}})...)
+	return body, bottom
+}
+
+// requestView renders the current request.
+func (m *model) requestView() (top, body, bottom []string) {
+	r := m.current()
+	st := m.st
+	more := len(m.queue) - 1
+	title := "REQUEST WAITING FOR YOUR DECISION"
+	if more > 0 {
+		title += fmt.Sprintf(" · %d more waiting after it", more)
+	}
+	title += " · " + m.countdown(r.shown.Deadline)
+	top = append(top, "")
+	top = append(top, styled(st.bold, wrapText(title, m.width))...)
+	if r.escaped {
+		top = append(top, styled(st.danger, wrapText(escapedNotice, m.width))...)
+	}
+	if r.hashMismatch {
+		top = append(top, styled(st.danger, wrapText("✗ the daemon's hash of this request does not match what it sent; the daemon will refuse any decision on it", m.width))...)
+	}
+	if r.cacheWidth != m.width || r.cache == nil {
+		if r.complete() {
+			r.cache, _ = details(st, r.shown, m.width)
+		} else {
+			r.cache = summaryDetails(st, r, m.width)
+		}
+		r.cache = fit(r.cache, m.width)
+		r.cacheWidth = m.width
+	}
+	body = r.cache
+
+	bottom = append(bottom, m.separator())
+	switch {
+	case r.submitted != "":
+		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Your decision (%s) was sent; waiting for the daemon to confirm it…", choiceText(r.submitted)), m.width))...)
+		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{{"g", "session grants"}, {"q", "quit"}}))...)
+	case m.mode == modeNote:
+		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Deny request %s.", esc(r.id)), m.width))...)
+		if m.noteForm != nil {
+			bottom = append(bottom, strings.Split(m.noteForm.View(), "\n")...)
+		}
+		bottom = append(bottom, m.keyHelp([][2]string{{"enter", "deny with this note"}, {"esc", "deny without a note"}, {"ctrl+c", "quit (decides nothing)"}})...)
+	case !r.complete():
+		bottom = append(bottom, styled(st.warn, wrapText("Allow is disabled until the full request has loaded and is shown.", m.width))...)
+		bottom = append(bottom, m.keyHelp([][2]string{{"d", "deny"}, {"g", "session grants"}, {"q", "quit (decides nothing)"}})...)
+	default:
+		if m.form != nil {
+			bottom = append(bottom, strings.Split(m.form.View(), "\n")...)
+		}
+		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{
+			{"a", "allow once"}, {"s", "allow for this session"}, {"d", "deny"},
+			{"↑/↓ enter", "choose (Deny is preselected)"}, {"PgUp/PgDn", "scroll"},
+			{"g", "session grants"}, {"q", "quit (decides nothing)"},
+		}))...)
+		hint := ""
+		if m.guarded() {
+			left := m.shownAt.Add(m.cfg.guard).Sub(m.cfg.now())
+			hint = st.warn.Render(fmt.Sprintf("(keys enabled in %s)", guardText(roundUp(left))))
+		}
+		bottom = append(bottom, hint)
+	}
+	return top, body, bottom
+}
+
+// roundUp rounds d up to a tenth of a second, so the hint never says 0.0s
+// while keys are still dropped.
+func roundUp(d time.Duration) time.Duration {
+	const tenth = 100 * time.Millisecond
+	return (d + tenth - 1) / tenth * tenth
+}
+
+func (m *model) countdown(deadline time.Time) string {
+	if deadline.IsZero() {
+		return "no deadline given"
+	}
+	left := deadline.Sub(m.cfg.now())
+	if left <= 0 {
+		return "timing out now"
+	}
+	return "times out in " + left.Round(time.Second).String()
+}
+
+// withStdinKey adds the stdin view's key to keys when r offers it.
+func (m *model) withStdinKey(r *request, keys [][2]string) [][2]string {
+	if !r.hasStdin() {
+		return keys
+	}
+	return append(keys[:len(keys)-1:len(keys)-1], [2]string{string(stdinKey), "all of stdin"}, keys[len(keys)-1])
+}
+
+func (m *model) keyHelp(keys [][2]string) []string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k[0] + " " + k[1]
+	}
+	return styled(m.st.dim, wrapText("keys: "+strings.Join(parts, " · "), m.width))
+}
+
+// grantsView renders the session grants and the highlighted one's details.
+func (m *model) grantsView() (top, body, bottom []string) {
+	st := m.st
+	top = append(top, "", st.bold.Render("SESSION GRANTS"))
+	top = append(top, wrapText("A grant lets the same request (pipeline, environment, directory, user, session and uid) run without asking until it expires.", m.width)...)
+	if m.grantForm == nil {
+		body = append(body, "", "no session grants")
+	} else {
+		body = append(body, strings.Split(m.grantForm.View(), "\n")...)
+		if m.grantsOmitted > 0 {
+			body = append(body, wrapText(fmt.Sprintf("%d more grant%s not listed (the daemon lists at most %d)", m.grantsOmitted, plural(m.grantsOmitted), approval.MaxGrantsListed), m.width)...)
+		}
+		if g, ok := m.hoveredGrant(); ok {
+			body = append(body, "")
+			body = append(body, grantDetails(st, g, m.width, m.cfg.now())...)
+		}
+	}
+	bottom = append(bottom, m.separator())
+	bottom = append(bottom, m.keyHelp([][2]string{{"↑/↓", "choose"}, {"r", "revoke the highlighted grant"}, {"esc/g", "back"}, {"q", "quit"}})...)
+	return top, body, bottom
+}
+
+func grantDetails(st *styles, g approval.Grant, width int, now time.Time) []string {
+	l := newLines(st, width)
+	l.field("grant", esc(g.ID), nil)
+	if e := g.Elided; e != nil {
+		l.field("command", fmt.Sprintf("too long to list: %d bytes in %d stage%s (%d argument%s), sha256 %s",
+			e.Bytes, e.Stages, plural(e.Stages), e.Args, plural(e.Args), esc(e.SHA256)), &st.bold)
+	} else {
+		line, _ := termtext.CommandLine(g.Pipeline)
+		l.field("command", line, &st.bold)
+	}
+	if g.Privileged {
+		l.field("runs", "as root", &st.danger)
+	} else {
+		l.field("runs", "unprivileged", nil)
+	}
+	l.field("cwd", escStrict(g.Cwd), nil)
+	keys := make([]string, len(g.EnvKeys))
+	for i, k := range g.EnvKeys {
+		keys[i] = escStrict(k)
+	}
+	if len(keys) > 0 {
+		l.field("env keys", strings.Join(keys, " "), nil)
+	}
+	l.field("session", esc(g.Session), nil)
+	l.field("uid", fmt.Sprint(g.UID), nil)
+	l.field("granted", fmt.Sprintf("%s by %s", g.Created.In(now.Location()).Format(time.DateTime), esc(g.By)), nil)
+	left := "expired"
+	if d := g.Expires.Sub(now); d > 0 {
+		left = "in " + d.Round(time.Second).String()
+	}
+	l.field("expires", fmt.Sprintf("%s (%s)", g.Expires.In(now.Location()).Format(time.DateTime), left), nil)
+	return l.out
+}
+
+// summaryDetails renders a request the daemon announced as a summary,
+// while its full text loads: what the summary says, and that the command is
+// not shown yet.
+func summaryDetails(st *styles, r *request, width int) []string {
+	l := newLines(st, width)
+	s, sum := r.shown, r.summary
+	state := "loading it from the daemon…"
+	if r.detailErr != "" {
+		state = "it could not be loaded: " + esc(r.detailErr)
+	}
+	l.field("command", fmt.Sprintf("NOT SHOWN YET: the request is %d bytes (%d stage%s, %d argument%s, %d environment variable%s); %s",
+		sum.Bytes, sum.Stages, plural(sum.Stages), sum.Args, plural(sum.Args), sum.EnvVars, plural(sum.EnvVars), state), &st.danger)
+	if s == nil {
+		return l.out
+	}
+	if s.Privileged {
+		l.field("runs", "as root", &st.danger)
+	} else {
+		l.field("runs", "as "+esc(s.RunAs)+" (unprivileged)", nil)
+	}
+	l.field("cwd", escStrict(s.Cwd), nil)
+	l.field("reason", esc(s.Reason), nil)
+	l.field("session", esc(s.Session), nil)
+	l.field("from", fmt.Sprintf("uid %d (%s), pid %d, %s", s.Peer.UID, esc(s.Peer.User), s.Peer.PID, escStrict(s.Peer.Exe)), nil)
+	l.field("id", esc(r.id), nil)
+	return l.out
+}
+
+// details renders everything the human is shown about s, wrapped to width,
+// and reports whether any of it had to be escaped. It is the one place that
+// turns a request into text, so the notice and the screen cannot disagree.
+func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
+	l := newLines(st, width)
+	escaped := false
+	note := func(e bool) {
+		escaped = escaped || e
+	}
+	// e is for free text (reason, session, host); es for what must be
+	// shown exactly: directories, environment, names, paths.
+	e := func(s string) string {
+		out, x := termtext.Escape(s)
+		note(x)
+		return out
+	}
+	es := func(s string) string {
+		out, x := termtext.EscapeStrict(s)
+		note(x)
+		return out
+	}
+	q := func(s string) string {
+		out, x := termtext.Quote(s)
+		note(x)
+		return out
+	}
+
+	line, x := termtext.CommandLine(s.Pipeline)
+	note(x)
+	l.field("command", line, &st.bold)
+	for i, stage := range s.Pipeline {
+		var b strings.Builder
+		var writable []approval.Writable
+		if i < len(s.Programs) && len(s.Programs[i].Chain) > 0 {
+			// Each hop quoted on its own: a name containing " -> " is
+			// then visibly one name.
+			for j, p := range s.Programs[i].Chain {
+				if j > 0 {
+					b.WriteString(" -> ")
+				}
+				b.WriteString(q(p))
+			}
+			writable = s.Programs[i].Writable
+		} else if len(stage) > 0 {
+			b.WriteString(q(stage[0]) + " (the daemon did not say which program runs)")
+		}
+		for _, arg := range stage[min(1, len(stage)):] {
+			b.WriteString(" " + q(arg))
+		}
+		l.field(fmt.Sprintf("stage %d", i+1), b.String(), nil)
+		for _, w := range writable {
+			l.field("", fmt.Sprintf("%s %s %s: %s", writableWarning, q(w.Path), es(w.Why), writableMeans), &st.danger)
+		}
+	}
+	if why := s.GrantRefusal(); why != "" {
+		l.field("grant", "⚠ "+e(why), &st.warn)
+	}
+	switch {
+	case s.Privileged:
+		l.field("runs", "as root", &st.danger)
+	case s.RunAs != "":
+		l.field("runs", "as "+es(s.RunAs)+" (unprivileged)", nil)
+	default:
+		l.field("runs", fmt.Sprintf("unprivileged, as uid %d", s.Peer.UID), nil)
+	}
+	if s.ForwardAgent {
+		l.field("ssh agent", sshWarning, &st.warn)
+	}
+	cwd := q(s.Cwd)
+	if len(s.CwdChain) > 0 {
+		hops := make([]string, len(s.CwdChain))
+		for i, h := range s.CwdChain {
+			hops[i] = q(h)
+		}
+		cwd += " (requested as " + strings.Join(hops, " -> ") + ")"
+	}
+	l.field("cwd", cwd, nil)
+	for _, w := range s.CwdWritable {
+		l.field("", fmt.Sprintf("%s %s %s: %s", writableWarning, q(w.Path), es(w.Why), cwdWritableMeans), &st.warn)
+	}
+	if s.Stdin != nil {
+		stdinDetails(l, st, s.Stdin, es)
+	}
+	for i, k := range slices.Sorted(maps.Keys(s.Env)) {
+		label := ""
+		if i == 0 {
+			label = "env"
+		}
+		l.field(label, es(k)+"="+q(s.Env[k]), nil)
+	}
+	// The reason is free text: each of its lines is shown on a line of its
+	// own rather than as \n.
+	for i, part := range strings.Split(s.Reason, "\n") {
+		label := ""
+		if i == 0 {
+			label = "reason"
+		}
+		l.field(label, e(part), nil)
+	}
+	l.field("session", e(s.Session), nil)
+	l.field("host", e(s.Host), nil)
+	l.field("id", es(s.ID), nil)
+	l.field("time", fmt.Sprintf("sent %s by the agent's clock · received %s · deadline %s",
+		fmtTime(s.Time), clock(s.Received), clock(s.Deadline)), nil)
+	peer := fmt.Sprintf("uid %d", s.Peer.UID)
+	if s.Peer.User != "" {
+		peer += " (" + es(s.Peer.User) + ")"
+	}
+	peer += fmt.Sprintf(" · pid %d · exe %s", s.Peer.PID, es(s.Peer.Exe))
+	l.field("requester", peer, nil)
+	return l.out, escaped
+}
+
+// Bounds of the stdin preview: the first stdinPreviewLines lines of text,
+// or hexdump rows of 16 bytes, of the first stdinPreviewBytes bytes.
+const (
+	stdinPreviewLines = 8
+	stdinPreviewBytes = 1024
+)
+
+// stdinDetails adds the stdin section: size and SHA-256 (what the decision
+// binds), then a bounded preview, text escaped line by line when the
+// content is UTF-8 text, else a hexdump; and how much was not shown.
+func stdinDetails(l *lines, st *styles, in *approval.StdinShown, es func(string) string) {
+	l.field("stdin", fmt.Sprintf("%d bytes · sha256 %s · the first stage reads this", in.Size, in.SHA256), &st.warn)
+	data := in.Data[:min(len(in.Data), stdinPreviewBytes)]
+	shown := 0
+	if isText(in.Data) {
+		for i, line := range strings.SplitAfter(string(data), "\n") {
+			if i == stdinPreviewLines || line == "" {
+				break
+			}
+			l.field("", es(strings.TrimSuffix(line, "\n")), nil)
+			shown += len(line)
+		}
+	} else {
+		for off := 0; off < len(data) && off/16 < stdinPreviewLines; off += 16 {
+			row := data[off:min(off+16, len(data))]
+			l.field("", fmt.Sprintf("%08x  % x", off, row), nil)
+			shown += len(row)
+		}
+	}
+	if rest := in.Size - shown; rest > 0 {
+		l.field("", fmt.Sprintf("… %d more bytes not shown: press %c to see all %d bytes", rest, stdinKey, in.Size), &st.warn)
+	}
+}
+
+// isText reports whether b is UTF-8 without NUL bytes.
+func isText(b []byte) bool {
+	return utf8.Valid(b) && !bytes.ContainsRune(b, 0)
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.Local().Format("2006-01-02 15:04:05 MST")
+}
+
+// clock formats a daemon time of day, local.
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.Local().Format(time.TimeOnly)
+}
+
+// lines lays out labelled values: the label in a column of its own, the
+// value wrapped beside it, and every continuation line marked with ↳ in the
+// label column, where the request cannot write. On a narrow terminal the
+// label goes on a line of its own. Every line is at most width-1 columns by
+// termtext.Width (the marker and the labels are one column per character).
+type lines struct {
+	st     *styles
+	width  int
+	labelW int
+	out    []string
+}
+
+const labelWidth = 11
+
+func newLines(st *styles, width int) *lines {
+	l := &lines{st: st, width: width, labelW: labelWidth}
+	if width > 0 && width < 40 {
+		l.labelW = 0
+	}
+	return l
+}
+
+// field adds one value, already escaped (or our own text), under label.
+func (l *lines) field(label, value string, style *lipgloss.Style) {
+	indent := l.labelW
+	if indent == 0 {
+		if label != "" {
+			l.out = append(l.out, l.st.label.Render(label))
+		}
+		indent = 2
+	}
+	vw := 0 // width <= 0: one line, for requestEscapes
+	if l.width > 0 {
+		vw = max(l.width-indent-1, 1)
+	}
+	for i, part := range termtext.Wrap(value, vw) {
+		var prefix string
+		switch {
+		case i > 0:
+			prefix = strings.Repeat(" ", indent-2) + l.st.cont.Render(contMark)
+		case l.labelW > 0:
+			prefix = l.st.label.Render(fmt.Sprintf("%-*s", l.labelW, label))
+		default:
+			prefix = strings.Repeat(" ", indent)
+		}
+		if style != nil {
+			part = style.Render(part)
+		}
+		l.out = append(l.out, prefix+part)
+	}
+}
+
+// contMark marks a continuation line in the label column: U+21B3, one
+// column in every width table (unlike ↪, an emoji).
+const contMark = "↳ "
+
+// wrapText wraps the console's own text (which may include escaped
+// strings) to the terminal, leaving the last column free.
+func wrapText(s string, width int) []string {
+	return termtext.Wrap(s, max(width-1, 1))
+}
+
+func styled(s lipgloss.Style, lines []string) []string {
+	for i, l := range lines {
+		lines[i] = s.Render(l)
+	}
+	return lines
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// clampScroll keeps the body's scroll position within the body.
+func (m *model) clampScroll() {
+	_, body, _, avail := m.screen()
+	maxScroll := 0
+	if len(body) > avail {
+		maxScroll = len(body) - (avail - 1)
+	}
+	m.scroll = min(max(m.scroll, 0), maxScroll)
+}
+
+// scrollBy scrolls the body by a page (±1) or to an end (±2).
+func (m *model) scrollBy(n int) {
+	_, _, _, avail := m.screen()
+	page := max(avail-2, 1)
+	switch n {
+	case -2:
+		m.scroll = 0
+	case 2:
+		m.scroll = 1 << 30
+	default:
+		m.scroll += n * page
+	}
+	m.clampScroll()
+}

@@ -1,0 +1,616 @@
+// Package daemontest starts the real agent-sudod for end-to-end tests: it
+// builds the binaries once per test process, writes a temporary
+// configuration, starts the daemon on a temporary socket, waits until it
+// answers, stops it with SIGTERM when the test ends, and speaks the
+// approver channel as a bare JSON-lines client.
+//
+// It is for tests only; no production code imports it. The daemon runs
+// commands as other users, so the tests that use it need root; CI runs them
+// as root.
+package daemontest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// Binaries builds agent-sudod and agent-sudo once per test process, with
+// the race detector when the tests run with it, and returns their paths.
+// RemoveBinaries removes them.
+func Binaries(t testing.TB) (daemon, cli string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "agent-sudo-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir = dir
+		args := []string{"build", "-o", dir + string(filepath.Separator)}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		args = append(args, "github.com/agent-sudo/agent-sudo/cmd/agent-sudod", "github.com/agent-sudo/agent-sudo/cmd/agent-sudo")
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build agent-sudod agent-sudo: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "agent-sudod"), filepath.Join(binDir, "agent-sudo")
+}
+
+// RemoveBinaries removes what Binaries built; a TestMain calls it after
+// m.Run.
+func RemoveBinaries() {
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+}
+
+var (
+	cgroupsOnce sync.Once
+	cgroupsErr  error
+)
+
+// CgroupsAvailable reports whether this system offers the daemon
+// per-request cgroups (runner.OpenCgroups succeeds for a root process), and
+// if not, why.
+func CgroupsAvailable() error {
+	cgroupsOnce.Do(func() {
+		if os.Geteuid() != 0 {
+			cgroupsErr = errors.New("not root")
+			return
+		}
+		_, cgroupsErr = runner.OpenCgroups()
+	})
+	return cgroupsErr
+}
+
+// RequireCgroups skips the test unless the daemon can make per-request
+// cgroups here.
+func RequireCgroups(t testing.TB) {
+	t.Helper()
+	if err := CgroupsAvailable(); err != nil {
+		t.Skipf("no per-request cgroups on this system: %v", err)
+	}
+}
+
+// RequireRoot skips the test unless it runs as root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end tests with a real agent-sudod need root; CI runs them as root")
+	}
+}
+
+// Config is the configuration a test starts the daemon with: everything in
+// a temporary directory, short timeouts, and the rules the test gives. The
+// zero value is a daemon with no rules, so every request asks.
+type Config struct {
+	// Exec is "direct" (the default) or "sudo".
+	Exec string
+	// Cgroup is the "cgroup" key. Empty means "required" where this
+	// system offers per-request cgroups (see CgroupsAvailable), and
+	// "best-effort" elsewhere, so that the other tests still run there.
+	Cgroup string
+	// SocketGroup is the client socket's group; "root" by default.
+	SocketGroup string
+	// Rules are [[rule]] tables.
+	Rules string
+	// Extra holds more top-level keys.
+	Extra string
+	// ApprovalTimeout, CommandTimeout and ReadTimeout default to "2s",
+	// "20s" and "2s".
+	ApprovalTimeout, CommandTimeout, ReadTimeout string
+	// MaxConnections defaults to 64.
+	MaxConnections int
+	// AuditLog replaces the default audit log (Dir/audit.jsonl).
+	AuditLog string
+	// Env is added to the daemon's environment.
+	Env []string
+	// Activate, when set, is called with the socket path and returns a
+	// listening socket that is passed to the daemon as systemd would
+	// (fd 3, LISTEN_FDS=1, LISTEN_PID of the daemon).
+	Activate func(socket string) *os.File
+}
+
+// AllowAll allows any program from the secure path with any arguments,
+// any allowlisted environment variable, SSH agent forwarding and stdin.
+const AllowAll = `
+[[rule]]
+name = "allow everything"
+action = "allow"
+match = ["*", "**"]
+env = ["*"]
+forward_agent = true
+stdin = true
+`
+
+// Daemon is an agent-sudod configured by Configure, and running once
+// started by Start.
+type Daemon struct {
+	t testing.TB
+	// Dir is the daemon's temporary directory, reachable by every user; it
+	// is removed when the test ends.
+	Dir string
+	// Socket and ApproverSocket are the client and approver sockets.
+	Socket, ApproverSocket string
+	// ConfigPath is the configuration file.
+	ConfigPath string
+	// Logs collects the daemon's output.
+	Logs *Buffer
+	// Cmd is the daemon's process, nil when not started by Start.
+	Cmd *exec.Cmd
+	// Done receives the result of Cmd.Wait once the daemon exits.
+	Done chan error
+
+	activate func(socket string) *os.File
+	env      []string
+}
+
+// Configure writes the configuration c describes into a temporary directory
+// and returns the daemon it describes, not started.
+func Configure(t testing.TB, c Config) *Daemon {
+	t.Helper()
+	// Unix socket paths are limited to 107 bytes, and t.TempDir can be long,
+	// so the daemon gets a short directory of its own.
+	dir, err := os.MkdirTemp("", "asd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Other users must be able to reach the socket directory for the tests
+	// that connect as them; the socket's own mode still applies.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&c.Exec, "direct")
+	if c.Cgroup == "" {
+		c.Cgroup = "required"
+		if CgroupsAvailable() != nil {
+			c.Cgroup = "best-effort"
+		}
+	}
+	def(&c.SocketGroup, "root")
+	def(&c.ApprovalTimeout, "2s")
+	def(&c.CommandTimeout, "20s")
+	def(&c.ReadTimeout, "2s")
+	def(&c.AuditLog, filepath.Join(dir, "audit.jsonl"))
+	if c.MaxConnections == 0 {
+		c.MaxConnections = 64
+	}
+	d := &Daemon{
+		t:              t,
+		Dir:            dir,
+		Socket:         filepath.Join(dir, "run", "agent-sudo.sock"),
+		ApproverSocket: filepath.Join(dir, "run", "approver.sock"),
+		ConfigPath:     filepath.Join(dir, "config.toml"),
+		Logs:           &Buffer{},
+		activate:       c.Activate,
+		env:            c.Env,
+	}
+	cfg := fmt.Sprintf(`
+socket = %q
+socket_group = %q
+approver_socket = %q
+audit_log = %q
+exec = %q
+cgroup = %q
+approval_timeout = %q
+command_timeout = %q
+kill_grace = "1s"
+read_timeout = %q
+shutdown_timeout = "5s"
+max_connections = %d
+%s
+%s
+`, d.Socket, c.SocketGroup, d.ApproverSocket, c.AuditLog, c.Exec, c.Cgroup,
+		c.ApprovalTimeout, c.CommandTimeout, c.ReadTimeout, c.MaxConnections, c.Extra, c.Rules)
+	if err := os.WriteFile(d.ConfigPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Start builds the binaries, starts agent-sudod with the configuration c
+// describes, and waits until it answers a ping. When the test ends it stops
+// the daemon (see Stop) and, if the test failed, logs its output. Start
+// skips the test unless it runs as root.
+func Start(t testing.TB, c Config) *Daemon {
+	t.Helper()
+	RequireRoot(t)
+	bin, _ := Binaries(t)
+	d := Configure(t, c)
+	d.Done = make(chan error, 1)
+	d.Cmd = exec.Command(bin, "--config", d.ConfigPath)
+	d.Cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "SSH_AUTH_SOCK=")
+	if d.activate != nil {
+		if err := os.MkdirAll(filepath.Dir(d.Socket), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// LISTEN_PID must be the daemon's own pid, which is known only
+		// once it runs: a shell sets it to its pid and execs the daemon
+		// in place (a test harness, not something the product does).
+		d.Cmd = exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"`, bin, "--config", d.ConfigPath)
+		d.Cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "SSH_AUTH_SOCK=")
+		d.Cmd.ExtraFiles = []*os.File{d.activate(d.Socket)}
+	}
+	d.Cmd.Env = append(d.Cmd.Env, d.env...)
+	d.Cmd.Stdout = d.Logs
+	d.Cmd.Stderr = d.Logs
+	if err := d.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.Done <- d.Cmd.Wait() }()
+	t.Cleanup(func() {
+		d.Stop()
+		if t.Failed() {
+			t.Logf("agent-sudod's log:\n%s", d.Logs.String())
+		}
+	})
+	d.WaitReady()
+	return d
+}
+
+// WaitReady waits up to 30s until the daemon answers a ping, failing the
+// test if it does not or if a daemon started by Start exits first.
+func (d *Daemon) WaitReady() {
+	d.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-d.Done: // nil, never ready, when not started by Start
+			d.t.Fatalf("agent-sudod exited during start-up: %v\n%s", err, d.Logs.String())
+		default:
+		}
+		err := d.Ping()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("agent-sudod did not answer a ping within 30s: %v\n%s", err, d.Logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Ping pings the daemon with a one-second timeout.
+func (d *Daemon) Ping() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := client.New(d.Socket).Ping(ctx)
+	return err
+}
+
+// Stop sends SIGTERM to a daemon started by Start and waits up to 20s for a
+// clean exit, failing the test otherwise. It does nothing once the daemon
+// has exited and been waited for.
+func (d *Daemon) Stop() {
+	if d.Cmd == nil || d.Cmd.ProcessState != nil {
+		return
+	}
+	_ = d.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.Done:
+		if err != nil {
+			d.t.Errorf("agent-sudod exited with %v after SIGTERM\n%s", err, d.Logs.String())
+		}
+	case <-time.After(20 * time.Second):
+		_ = d.Cmd.Process.Kill()
+		d.t.Errorf("agent-sudod did not exit within 20s of SIGTERM\n%s", d.Logs.String())
+	}
+}
+
+// Send writes one raw line (a newline is added) to the client socket and
+// returns the raw response line.
+func (d *Daemon) Send(line string) string {
+	d.t.Helper()
+	c, err := net.Dial("unix", d.Socket)
+	if err != nil {
+		d.t.Fatalf("dial: %v", err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	if _, err := c.Write([]byte(line + "\n")); err != nil {
+		d.t.Fatalf("write: %v", err)
+	}
+	resp, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		d.t.Fatalf("read response to %.200s: %v (got %q)\n%s", line, err, resp, d.Logs.String())
+	}
+	return resp
+}
+
+// Run sends req through the client library, adding the current time unless
+// req has one, and fails the test if no response comes within 60s.
+func (d *Daemon) Run(req *proto.Request) *proto.Response {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if req.Time.IsZero() {
+		req.Time = time.Now()
+	}
+	resp, err := client.New(d.Socket).Run(ctx, req)
+	if err != nil {
+		d.t.Fatalf("Run(%q): %v\n%s", req.Pipeline, err, d.Logs.String())
+	}
+	return resp
+}
+
+// Buffer collects the daemon's output from two pipes.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Console is a bare approver-channel client speaking the JSON lines of
+// docs/approver-protocol.md. Its methods fail the test on any error.
+type Console struct {
+	t    testing.TB
+	conn net.Conn
+	in   *bufio.Scanner
+	// LastSize is the length in bytes of the last line Next read.
+	LastSize int
+	// Timeout is how long Next waits for a line; zero means 30s.
+	Timeout time.Duration
+}
+
+// Dial connects to the approver socket at socket, reads the hello and the
+// grants that open the channel, and closes the connection when the test
+// ends.
+func Dial(t testing.TB, socket string) *Console {
+	t.Helper()
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatalf("dial the approver socket: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(nil, approval.MaxLine)
+	c := &Console{t: t, conn: conn, in: sc}
+	if m := c.Next(); m.Type != approval.MsgHello || m.Version == "" {
+		t.Fatalf("first message %+v, want hello", m)
+	}
+	if m := c.Next(); m.Type != approval.MsgGrants {
+		t.Fatalf("second message %+v, want grants", m)
+	}
+	return c
+}
+
+// Next returns the next message, waiting up to 30s.
+func (c *Console) Next() approval.Message {
+	c.t.Helper()
+	wait := c.Timeout
+	if wait == 0 {
+		wait = 30 * time.Second
+	}
+	_ = c.conn.SetReadDeadline(time.Now().Add(wait))
+	if !c.in.Scan() {
+		c.t.Fatalf("approver channel: closed or no message within %s: %v", wait, c.in.Err())
+	}
+	c.LastSize = len(c.in.Bytes()) + 1
+	var m approval.Message
+	if err := json.Unmarshal(c.in.Bytes(), &m); err != nil {
+		c.t.Fatalf("approver channel: bad line %q: %v", c.in.Bytes(), err)
+	}
+	return m
+}
+
+// NextOf skips messages until one of type typ.
+func (c *Console) NextOf(typ string) approval.Message {
+	c.t.Helper()
+	for {
+		if m := c.Next(); m.Type == typ {
+			return m
+		}
+	}
+}
+
+// Pending skips messages until the pending message for request id.
+func (c *Console) Pending(id string) approval.Message {
+	c.t.Helper()
+	for {
+		if m := c.Next(); m.Type == approval.MsgPending && m.ID == id {
+			return m
+		}
+	}
+}
+
+// Result skips messages until the result for the request or grant id.
+func (c *Console) Result(id string) approval.Message {
+	c.t.Helper()
+	for {
+		if m := c.Next(); m.Type == approval.MsgResult && (m.ID == id || m.Grant == id) {
+			return m
+		}
+	}
+}
+
+// Send writes m as one line.
+func (c *Console) Send(m approval.Message) {
+	c.t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := c.conn.Write(append(b, '\n')); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// accountCmd runs useradd, groupadd, userdel or groupdel, retrying while
+// another process holds the lock on /etc/passwd or /etc/group.
+func accountCmd(args ...string) error {
+	var out []byte
+	var err error
+	for attempt := range 40 {
+		out, err = exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if !bytes.Contains(out, []byte("lock")) {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 25 * time.Millisecond)
+	}
+	return fmt.Errorf("%v: %v: %s", args, err, bytes.TrimSpace(out))
+}
+
+// uniqueName returns "asudo-" + area + "-" + a random suffix: a user or
+// group name no other test uses (at most 32 bytes for short areas).
+func uniqueName(area string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("asudo-%s-%x", area, b)
+}
+
+// AddGroup creates a group with a unique name built from area, removed
+// when the test ends, and returns its name and gid. It needs root.
+func AddGroup(t testing.TB, area string) (name string, gid uint32) {
+	t.Helper()
+	RequireRoot(t)
+	name = uniqueName(area)
+	if err := accountCmd("groupadd", name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := accountCmd("groupdel", name); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	})
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseUint(g.Gid, 10, 32)
+	return name, uint32(id)
+}
+
+// AddUser creates a user with a unique name built from area, no home
+// directory and no login shell, with the given supplementary groups,
+// removed (with its own primary group) when the test ends. It needs root.
+func AddUser(t testing.TB, area string, groups ...string) *User {
+	t.Helper()
+	RequireRoot(t)
+	name := uniqueName(area)
+	args := []string{"useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group"}
+	if len(groups) > 0 {
+		args = append(args, "--groups", strings.Join(groups, ","))
+	}
+	if err := accountCmd(append(args, name)...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := accountCmd("userdel", name); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	})
+	u, err := LookupUser(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// User is a local account as a test runs processes under it.
+type User struct {
+	Name     string
+	UID, GID uint32
+	// Groups are its supplementary groups.
+	Groups []uint32
+}
+
+// LookupUser reads name's ids and groups from the user database.
+func LookupUser(name string) (*User, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	r := &User{Name: name, UID: uint32(uid), GID: uint32(gid)}
+	gids, err := u.GroupIds()
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gids {
+		id, _ := strconv.ParseUint(g, 10, 32)
+		r.Groups = append(r.Groups, uint32(id))
+	}
+	return r, nil
+}
+
+// Command returns cmd set to run as u, with u's supplementary groups, as
+// `setpriv --init-groups` would.
+func (u *User) Command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}}
+	return cmd
+}
+
+// PublicCLI returns a copy of the agent-sudo binary that every user can
+// run: Binaries builds into a directory only root can enter.
+func (d *Daemon) PublicCLI() string {
+	d.t.Helper()
+	_, cli := Binaries(d.t)
+	dst := filepath.Join(d.Dir, "agent-sudo")
+	if _, err := os.Stat(dst); err == nil {
+		return dst
+	}
+	src, err := os.ReadFile(cli)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, src, 0o755); err != nil {
+		d.t.Fatal(err)
+	}
+	return dst
+}
