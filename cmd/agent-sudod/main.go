@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/agent-sudo/agent-sudo/internal/config"
@@ -27,24 +29,34 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agent-sudod", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", config.DefaultPath, "configuration file (TOML)")
-	socket := fs.String("socket", "", "agent socket path (overrides the config key socket)")
-	approverSocket := fs.String("approver-socket", "", "approver socket path (overrides the config key approver_socket)")
-	auditLog := fs.String("audit-log", "", "audit log path (overrides the config key audit_log)")
-	execMode := fs.String("exec", "", `how commands run: "sudo" or "direct" (overrides the config key exec)`)
+	cfgPath := fs.String("config", config.DefaultPath, "configuration `FILE` (TOML)")
+	socket := fs.String("socket", "", "agent socket `PATH` (overrides the config key socket)")
+	approverSocket := fs.String("approver-socket", "", "approver socket `PATH` (overrides the config key approver_socket)")
+	auditLog := fs.String("audit-log", "", "audit log `PATH` (overrides the config key audit_log)")
+	execMode := fs.String("exec", "", "how commands run, `MODE` \"sudo\" or \"direct\" (overrides the config key exec)")
 	tty := fs.Bool("tty", false, "approve requests on this terminal (foreground mode); logs go to --log-file")
-	logFile := fs.String("log-file", "", "write logs to this file instead of the journal or stderr (default with --tty: agent-sudod.log beside the socket)")
+	logFile := fs.String("log-file", "", "write logs to `FILE` instead of the journal or stderr (default with --tty: agent-sudod.log beside the socket)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	checkConfig := fs.Bool("check-config", false, "load the configuration as at start, print the rule linter's warnings, and exit: 0 if it is valid, 1 (with the errors) if not")
+	// Errors from Parse are reported once, in our words, below.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			if _, err := io.WriteString(stdout, usage(fs)); err != nil {
+				fmt.Fprintf(stderr, "agent-sudod: write help: %v\n", err)
+				return 1
+			}
+			return 0
+		}
+		fmt.Fprintf(stderr, "agent-sudod: %v; run 'agent-sudod --help' for usage\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "agent-sudod: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "agent-sudod: unexpected argument %q; run 'agent-sudod --help' for usage\n", fs.Arg(0))
 		return 2
 	}
 	if *showVersion {
-		fmt.Fprintln(stderr, "agent-sudod", daemon.Version())
+		fmt.Fprintln(stdout, "agent-sudod", daemon.Version())
 		return 0
 	}
 	explicit := false
@@ -116,6 +128,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// usage is agent-sudod's help, in the style of agent-sudo's: what it is,
+// its flags, and its exit statuses.
+func usage(fs *flag.FlagSet) string {
+	var b strings.Builder
+	b.WriteString(`usage: agent-sudod [flags]
+
+agent-sudod is the agent-sudo root daemon. It listens on a Unix socket for
+requests from agents (agent-sudo run, the sudo shim, the MCP server), asks a
+human on the approver socket unless a rule decides, runs what was approved as
+argv arrays with sudo (never through a shell), and records every request,
+decision and result in a hash-chained audit log. systemd normally starts it
+through agent-sudo.socket; with --tty it runs in the foreground and the human
+approves on this terminal.
+
+flags:
+`)
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, text := flag.UnquoteUsage(f)
+		fmt.Fprintf(&b, "  --%s", f.Name)
+		if arg != "" {
+			fmt.Fprintf(&b, " %s", arg)
+		}
+		fmt.Fprintf(&b, "\n    \t%s", text)
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(&b, " (default %q)", f.DefValue)
+		}
+		b.WriteString("\n")
+	})
+	b.WriteString(`
+signals:
+  SIGTERM, SIGINT  stop: running commands are stopped, their clients answered,
+                   and the audit log closed
+  SIGHUP           reopen the audit log (logrotate's postrotate sends it)
+
+exit status:
+  0  stopped by a signal; or --help, --version, or --check-config with a
+     valid configuration
+  1  the configuration is invalid, or the daemon could not start or failed
+  2  usage error: a bad flag or argument, or --tty without a terminal;
+     nothing was started
+`)
+	return b.String()
 }
 
 // isTerminal reports whether f is a terminal.

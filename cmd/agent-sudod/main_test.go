@@ -85,3 +85,40 @@ func TestCheckConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestHelp checks agent-sudod --help (issue 13): on stdout with status 0, in
+// the CLI's style, naming every flag and the exit statuses; a bad flag is
+// one line on stderr and status 2; --version goes to stdout.
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "-help"} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{arg}, &stdout, &stderr); code != 0 {
+			t.Errorf("%s: exit %d, want 0; stderr %q", arg, code, stderr.String())
+		}
+		if stderr.Len() != 0 {
+			t.Errorf("%s: stderr %q, want nothing", arg, stderr.String())
+		}
+		out := stdout.String()
+		for _, want := range []string{"usage: agent-sudod [flags]", "\nflags:\n", "\nexit status:\n", "\nsignals:\n",
+			"--config FILE", "--socket PATH", "--approver-socket PATH", "--audit-log PATH", "--exec MODE",
+			"--log-file FILE", "--tty", "--version", "--check-config", `(default "/etc/agent-sudo/config.toml")`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: help does not contain %q:\n%s", arg, want, out)
+			}
+		}
+	}
+
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--no-such-flag"}, &stdout, &stderr); code != 2 {
+		t.Errorf("bad flag: exit %d, want 2", code)
+	}
+	if want := "agent-sudod: flag provided but not defined: -no-such-flag; run 'agent-sudod --help' for usage\n"; stderr.String() != want || stdout.Len() != 0 {
+		t.Errorf("bad flag: stdout %q stderr %q, want only stderr %q", stdout.String(), stderr.String(), want)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(context.Background(), []string{"--version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "agent-sudod ") || stderr.Len() != 0 {
+		t.Errorf("--version: exit %d stdout %q stderr %q, want status 0 and the version on stdout", code, stdout.String(), stderr.String())
+	}
+}
