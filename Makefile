@@ -23,8 +23,9 @@ SYSTEMDUNITDIR ?= /lib/systemd/system
 SYSUSERSDIR  ?= /usr/lib/sysusers.d
 TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
+MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: help build test vet staticcheck unit fuzz bench run clean deb install uninstall systemtest
+.PHONY: help build test vet staticcheck unit fuzz bench run clean deb install uninstall systemtest man
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -71,7 +72,18 @@ $(DIST)/config.toml: packaging/config.example.toml
 	  "# edit what you need; the full reference is docs/config.md." "#"; \
 	  sed -E 's/^([^#[:space:]])/# \1/' $<; } > $@
 
-deb: $(DIST)/config.toml ## build dist/agent-sudo_<version>_<arch>.deb for DEB_ARCHES (amd64 arm64)
+# The man pages, generated from the help texts and docs/config.md (see
+# packaging/mangen), with the date of the last commit so that a rebuild of
+# the same commit gives the same pages.
+MANDATE      ?= $(shell git log -1 --format=%cs 2>/dev/null || date -u +%F)
+MANPAGES     := agent-sudo.1 agent-sudod.8 agent-sudo.toml.5
+
+man: build ## generate the man pages agent-sudo(1), agent-sudod(8), agent-sudo.toml(5) into dist/man
+	$(GO) run ./packaging/mangen -agent-sudo $(BIN)/agent-sudo -agent-sudod $(BIN)/agent-sudod \
+	  -config-doc docs/config.md -version '$(VERSION)' -date '$(MANDATE)' -out $(DIST)/man
+	@for p in $(MANPAGES); do gzip -9nf -k $(DIST)/man/$$p; done
+
+deb: $(DIST)/config.toml man ## build dist/agent-sudo_<version>_<arch>.deb for DEB_ARCHES (amd64 arm64)
 	$(GO) -C packaging/debbuild build -o "$(CURDIR)/$(DIST)/debbuild" .
 	@# Debian wants a changelog; the git history is the real one.
 	{ printf 'agent-sudo (%s) unstable; urgency=medium\n\n  * Built from commit %s; the changes are in its git history.\n\n -- %s  %s\n' \
@@ -86,7 +98,7 @@ deb: $(DIST)/config.toml ## build dist/agent-sudo_<version>_<arch>.deb for DEB_A
 	  echo "$(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb"; \
 	done
 
-install: build $(DIST)/config.toml ## install into DESTDIR with PREFIX (default /usr/local); the config only if absent
+install: build $(DIST)/config.toml man ## install into DESTDIR with PREFIX (default /usr/local); the config only if absent
 	install -D -m 0755 $(BIN)/agent-sudod $(DESTDIR)$(PREFIX)/bin/agent-sudod
 	install -D -m 0755 $(BIN)/agent-sudo $(DESTDIR)$(PREFIX)/bin/agent-sudo
 	sed 's#^ExecStart=/usr/bin/agent-sudod#ExecStart=$(PREFIX)/bin/agent-sudod#' packaging/systemd/agent-sudo.service > $(BIN)/agent-sudo.service
@@ -105,6 +117,9 @@ install: build $(DIST)/config.toml ## install into DESTDIR with PREFIX (default 
 	install -D -m 0644 packaging/config.example.toml $(DESTDIR)$(DOCDIR)/examples/config.example.toml
 	install -d $(DESTDIR)$(DOCDIR)/docs
 	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+	@set -e; for p in $(MANPAGES); do \
+	  install -D -m 0644 $(DIST)/man/$$p.gz $(DESTDIR)$(MANDIR)/man$${p##*.}/$$p.gz; \
+	done
 
 uninstall: ## remove what make install installed, except /etc/agent-sudo and /var/log/agent-sudo
 	rm -f $(DESTDIR)$(PREFIX)/bin/agent-sudod $(DESTDIR)$(PREFIX)/bin/agent-sudo \
@@ -112,6 +127,7 @@ uninstall: ## remove what make install installed, except /etc/agent-sudo and /va
 	  $(DESTDIR)$(SYSUSERSDIR)/agent-sudo.conf $(DESTDIR)$(TMPFILESDIR)/agent-sudo.conf \
 	  $(DESTDIR)/etc/logrotate.d/agent-sudo
 	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -f $(foreach p,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(p).gz)
 
 systemtest: ## build the .deb for this machine and test it in a booted Debian 12 container (root; see test/system/run.sh)
 	$(MAKE) deb DEB_ARCHES=$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH)

@@ -25,6 +25,20 @@ for t in debootstrap systemd-nspawn nsenter; do
 done
 [ -f "$DEB" ] || die "setup: no package $DEB"
 
+# --- the package, before installing it ---------------------------------------
+# docs/install.md lists the tags Debian 12's lintian reports and why each
+# stays; another lintian version reports other tags, so only that one is held
+# to the list.
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+if command -v lintian >/dev/null && lintian --version | grep -q '^Lintian v2\.116\.'; then
+	got=$({ lintian "$DEB" 2>/dev/null || true; } | sed -nE 's/^[EWI]: agent-sudo: ([a-z0-9-]+).*/\1/p' | sort -u | tr '\n' ' ')
+	want=$(sed -nE '/^## lintian/,/^## /s/^\| `([a-z0-9-]+)` \|.*/\1/p' "$repo/docs/install.md" | sort -u | tr '\n' ' ')
+	[ "$got" = "$want" ] || die "lintian: it reports the tags '$got'; docs/install.md explains '$want'"
+	ok "lintian reports exactly the tags docs/install.md explains ($got)"
+else
+	echo "lintian 2.116 (Debian 12) is not installed: the package's lintian tags were not checked"
+fi
+
 rootfs=$CACHE/bookworm
 if [ ! -x "$rootfs/lib/systemd/systemd" ]; then
 	echo "building the root file system in $rootfs (debootstrap, a few minutes)"
@@ -76,6 +90,10 @@ c env DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/agent-sudo.deb 
 ok "apt-get install ./agent-sudo.deb"
 c getent group agent-sudo >/dev/null || die "install: no agent-sudo group"
 ok "install created the agent-sudo group"
+for m in man1/agent-sudo.1.gz man8/agent-sudod.8.gz man5/agent-sudo.toml.5.gz; do
+	c test -s /usr/share/man/$m || die "install: no /usr/share/man/$m"
+done
+ok "the man pages agent-sudo(1), agent-sudod(8) and agent-sudo.toml(5) are installed"
 [ "$(c stat -c '%a %U %G' /etc/agent-sudo/config.toml)" = "644 root root" ] || die "install: /etc/agent-sudo/config.toml is $(c stat -c '%a %U %G' /etc/agent-sudo/config.toml)"
 ok "/etc/agent-sudo/config.toml is 0644 root:root"
 [ "$(c stat -c '%a %U %G' /run/agent-sudo)" = "755 root agent-sudo" ] || die "install: /run/agent-sudo is $(c stat -c '%a %U %G' /run/agent-sudo)"
