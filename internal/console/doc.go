@@ -101,4 +101,20 @@
 //
 // Quitting (q or Ctrl-C) never decides anything: the requests stay pending
 // for other consoles or until they time out.
+//
+// # Structure
+//
+// The model (model.go) holds what outlives any one screen: the queue of
+// waiting requests, the grants, the notices, the decisions and revocations
+// in flight, the key guard and the keyboard's timing, and the scroll
+// position of the body. What the keyboard talks to is one component at a
+// time, each with its own state, Update and View, in the shape of
+// soft-serve's common.Component: the decision prompt (decide.go; also the
+// idle screen), the note that goes with a denial (note.go), the session
+// grants (grants.go) and the full stdin of a request (stdinview.go). A new
+// prompt is a new component, so its cursor starts on Deny and nothing of
+// the previous one's state survives. Keys reach a component only through
+// the key guard (keyguard.go), which asks the component what a key would do
+// there and holds, drops or passes it accordingly; no component sees a key
+// the guard has not passed.
 package console

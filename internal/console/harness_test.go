@@ -218,3 +218,28 @@ func shown(id string) *approval.Shown {
 		Received: t0, Deadline: t0.Add(2 * time.Minute),
 	}
 }
+
+// mode names the component on screen, for assertions.
+type mode int
+
+const (
+	modeDecide mode = iota // the decision prompt, or the idle screen
+	modeNote
+	modeGrants
+	modeStdin
+)
+
+// mode says which component is on screen.
+func (m *model) mode() mode {
+	switch m.screen.(type) {
+	case *noteScreen:
+		return modeNote
+	case *grantsScreen:
+		return modeGrants
+	case *stdinScreen:
+		return modeStdin
+	case *decideScreen:
+		return modeDecide
+	}
+	return -1
+}

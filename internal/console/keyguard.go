@@ -10,8 +10,6 @@ import (
 	"unicode/utf8"
 
 	tea "github.com/charmbracelet/bubbletea"
-
-	"github.com/agent-sudo/agent-sudo/internal/approval"
 )
 
 // QuietWindow is how long the keyboard must be quiet before and after a key
@@ -57,10 +55,10 @@ type heldKey struct {
 	k   tea.KeyMsg
 	at  time.Time
 	seq uint64
-	// mode and req are the screen the key was pressed on; when either
-	// changes before the key takes effect, it is dropped.
-	mode mode
-	req  *request
+	// screen and req are the screen and the request the key was pressed
+	// on; when either changes before the key takes effect, it is dropped.
+	screen component
+	req    *request
 }
 
 // quietMsg: the quiet window after the held key with the same seq ended.
@@ -146,7 +144,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	together := m.kb.arrive(now, keyCount(k), m.cfg.quiet)
 	discarded := m.kb.held != nil
 	m.kb.held = nil
-	switch m.classify(k) {
+	switch m.screen.classify(k) {
 	case kindEarly:
 		// Dropped, and the guard starts over: only a key pressed after a
 		// pause with the prompt on screen counts.
@@ -167,7 +165,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 			break
 		}
 		m.kb.seq++
-		m.kb.held = &heldKey{k: k, at: now, seq: m.kb.seq, mode: m.mode, req: m.current()}
+		m.kb.held = &heldKey{k: k, at: now, seq: m.kb.seq, screen: m.screen, req: m.current()}
 		cmds = append(cmds, m.cfg.after(m.cfg.quiet, quietMsg{m.kb.seq}))
 	}
 	if discarded {
@@ -205,7 +203,7 @@ func (m *model) quiet(msg quietMsg) tea.Cmd {
 func (m *model) release(now time.Time) tea.Cmd {
 	h := m.kb.held
 	m.kb.held = nil
-	if h == nil || h.mode != m.mode || h.req != m.current() {
+	if h == nil || h.screen != m.screen || h.req != m.current() {
 		return nil
 	}
 	if m.cfg.alone != nil && !m.cfg.alone(h.at, now, keySize(h.k)) {
@@ -218,10 +216,8 @@ func (m *model) release(now time.Time) tea.Cmd {
 // discarded says on screen that input was discarded, and puts the decision
 // prompt's cursor back on Deny: a burst may have moved it.
 func (m *model) discarded(text string) {
-	if c := m.current(); m.mode == modeDecide && c != nil && c.submitted == "" && m.sel != nil {
-		if v, _ := m.sel.Hovered(); v != approval.DenyOnce {
-			m.buildDecisionForm()
-		}
+	if d, ok := m.screen.(*decideScreen); ok {
+		d.denyFocus()
 	}
 	m.addNotice(notice{kind: "discarded", text: text, isErr: true})
 }
@@ -229,73 +225,6 @@ func (m *model) discarded(text string) {
 // resetKeys forgets a held key: the screen it was pressed on is gone.
 func (m *model) resetKeys() {
 	m.kb.held = nil
-}
-
-// classify says what k does in the console's current state.
-func (m *model) classify(k tea.KeyMsg) keyKind {
-	switch m.mode {
-	case modeNote:
-		switch {
-		case k.Type == tea.KeyEnter, k.Type == tea.KeyEsc:
-			return kindAction
-		case k.Type == tea.KeyTab || k.Type == tea.KeyShiftTab:
-			return kindNone
-		}
-		return kindText
-	case modeGrants:
-		if _, ok := scrollKey(k); ok {
-			return kindNav
-		}
-		if isNavKey(k) {
-			return kindNav
-		}
-		switch singleRune(k) {
-		case 'q', 'g', 'r', 'x':
-			return kindAction
-		}
-		switch k.Type {
-		case tea.KeyEsc, tea.KeyDelete, tea.KeyEnter:
-			return kindAction
-		}
-		return kindNone
-	case modeStdin:
-		// Scrolling acts at once; going back and quitting are held like
-		// g; nothing else does anything here, decision keys included.
-		if _, ok := scrollKey(k); ok || isNavKey(k) {
-			return kindNav
-		}
-		if r := singleRune(k); r == stdinKey || r == 'q' || k.Type == tea.KeyEsc {
-			return kindAction
-		}
-		return kindNone
-	}
-	c := m.current()
-	if c == nil {
-		switch singleRune(k) {
-		case 'q', 'g':
-			return kindAction
-		}
-		return kindNone
-	}
-	if m.guarded() {
-		return kindEarly
-	}
-	if _, ok := scrollKey(k); ok {
-		return kindNav
-	}
-	if c.submitted != "" {
-		switch singleRune(k) {
-		case 'q', 'g', stdinKey:
-			return kindAction
-		}
-		return kindNone
-	}
-	if isNavKey(k) {
-		return kindCursor
-	}
-	// Every other key at a decision prompt is held, even one that turns
-	// out to do nothing, so that a burst is always reported.
-	return kindAction
 }
 
 // isInputMsg reports whether msg came from the terminal's input although it

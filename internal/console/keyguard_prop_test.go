@@ -56,7 +56,7 @@ func runKeyScript(t *testing.T, data []byte) int {
 	h := newHarness(t, "")
 	h.pending(shown("r0"))
 	var events []inputEvent
-	sent, quitting, mode := 0, false, h.m.mode
+	sent, quitting, mode := 0, false, h.m.mode()
 	actions := 0
 	h.onUpdate = func(msg tea.Msg) {
 		k, isKey := msg.(tea.KeyMsg)
@@ -75,15 +75,15 @@ func runKeyScript(t *testing.T, data []byte) int {
 		}
 		quitting = h.m.quitting
 		switch {
-		case h.m.mode == mode:
-		case h.m.mode == modeNote:
+		case h.m.mode() == mode:
+		case h.m.mode() == modeNote:
 			acts = append(acts, "note")
-		case h.m.mode == modeGrants:
+		case h.m.mode() == modeGrants:
 			acts = append(acts, "grants")
 		case mode == modeGrants:
 			acts = append(acts, "back")
 		}
-		mode = h.m.mode
+		mode = h.m.mode()
 		for _, act := range acts {
 			actions++
 			if err := causeError(events, act, h.now); err != nil {

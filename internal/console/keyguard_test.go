@@ -73,10 +73,10 @@ func (h *harness) wantNothingDecided() {
 	if got := h.takeSent(); len(got) != 0 {
 		h.t.Fatalf("sent %+v", got)
 	}
-	if h.m.quitting || h.m.mode != modeDecide {
-		h.t.Fatalf("the console changed: quitting=%v mode=%v", h.m.quitting, h.m.mode)
+	if h.m.quitting || h.m.mode() != modeDecide {
+		h.t.Fatalf("the console changed: quitting=%v mode=%v", h.m.quitting, h.m.mode())
 	}
-	if v, _ := h.m.sel.Hovered(); v != approval.DenyOnce {
+	if v, _ := h.m.screen.(*decideScreen).sel.Hovered(); v != approval.DenyOnce {
 		h.t.Fatalf("the cursor is on %q, want Deny", v)
 	}
 }
@@ -104,8 +104,8 @@ func TestLoneKeyActsAfterTheQuietWindow(t *testing.T) {
 			h.wantNothingDeciding(t)
 			h.advance(time.Nanosecond)
 			if tt.choice == "" {
-				if h.m.mode != modeNote {
-					t.Fatalf("mode = %v after the quiet window, want the note", h.m.mode)
+				if h.m.mode() != modeNote {
+					t.Fatalf("mode = %v after the quiet window, want the note", h.m.mode())
 				}
 				return
 			}
@@ -123,8 +123,8 @@ func (h *harness) wantNothingDeciding(t *testing.T) {
 	if got := h.takeSent(); len(got) != 0 {
 		t.Fatalf("sent %+v within the quiet window", got)
 	}
-	if h.m.mode != modeDecide {
-		t.Fatalf("mode = %v within the quiet window", h.m.mode)
+	if h.m.mode() != modeDecide {
+		t.Fatalf("mode = %v within the quiet window", h.m.mode())
 	}
 }
 
@@ -265,8 +265,8 @@ func TestProseNeverDecidesAnywhere(t *testing.T) {
 			}
 			h.advance(time.Second)
 		}
-		if h.m.quitting || h.m.mode != modeDecide {
-			t.Fatalf("quitting=%v mode=%v", h.m.quitting, h.m.mode)
+		if h.m.quitting || h.m.mode() != modeDecide {
+			t.Fatalf("quitting=%v mode=%v", h.m.quitting, h.m.mode())
 		}
 	})
 	t.Run("grants", func(t *testing.T) {
@@ -279,8 +279,8 @@ func TestProseNeverDecidesAnywhere(t *testing.T) {
 			}
 			h.advance(time.Second)
 		}
-		if got := h.takeSent(); len(got) != 0 || h.m.quitting || h.m.mode != modeGrants {
-			t.Fatalf("sent %+v quitting=%v mode=%v", got, h.m.quitting, h.m.mode)
+		if got := h.takeSent(); len(got) != 0 || h.m.quitting || h.m.mode() != modeGrants {
+			t.Fatalf("sent %+v quitting=%v mode=%v", got, h.m.quitting, h.m.mode())
 		}
 		h.wantView("input discarded")
 	})
@@ -291,8 +291,8 @@ func TestProseNeverDecidesAnywhere(t *testing.T) {
 			h.update(k)
 		}
 		h.advance(time.Second)
-		if got := h.takeSent(); len(got) != 0 || h.m.mode != modeNote {
-			t.Fatalf("sent %+v mode=%v", got, h.m.mode)
+		if got := h.takeSent(); len(got) != 0 || h.m.mode() != modeNote {
+			t.Fatalf("sent %+v mode=%v", got, h.m.mode())
 		}
 		h.wantView("input discarded: 8 keys arrived together", "not now")
 		// Enter on its own sends the note typed so far.
@@ -300,6 +300,22 @@ func TestProseNeverDecidesAnywhere(t *testing.T) {
 		if got, want := h.takeSent(), []approval.Message{decideMsg(s, approval.DenyOnce, "not now")}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("sent %+v, want %+v", got, want)
 		}
+	})
+	t.Run("stdin", func(t *testing.T) {
+		h := newHarness(t, "")
+		h.pending(stdinShown("r1", []byte("one\n")))
+		h.pastGuard()
+		h.press("i")
+		for _, text := range append(prose, "look at i now") {
+			for _, k := range burst("x" + text) {
+				h.update(k)
+			}
+			h.advance(time.Second)
+		}
+		if got := h.takeSent(); len(got) != 0 || h.m.quitting || h.m.mode() != modeStdin {
+			t.Fatalf("sent %+v quitting=%v mode=%v", got, h.m.quitting, h.m.mode())
+		}
+		h.wantView("input discarded", "STDIN OF REQUEST r1")
 	})
 }
 
@@ -325,8 +341,8 @@ func TestBurstPutsTheCursorBackOnDeny(t *testing.T) {
 	h.advance(time.Second)
 	h.wantNothingDecided()
 	h.press("enter") // Deny: the note
-	if h.m.mode != modeNote {
-		t.Fatalf("enter after the burst: mode %v, want the note", h.m.mode)
+	if h.m.mode() != modeNote {
+		t.Fatalf("enter after the burst: mode %v, want the note", h.m.mode())
 	}
 }
 

@@ -3,7 +3,6 @@ package console
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -25,21 +24,6 @@ const (
 	maxNoteLen   = 200
 	defaultCols  = 80
 	defaultRows  = 24
-)
-
-// mode is what the keyboard is talking to.
-type mode int
-
-const (
-	// modeDecide: the current request's decision prompt, or the idle
-	// screen when nothing waits.
-	modeDecide mode = iota
-	// modeNote: the optional note after choosing Deny.
-	modeNote
-	// modeGrants: the list of session grants.
-	modeGrants
-	// modeStdin: the full stdin of the current request; nothing decides.
-	modeStdin
 )
 
 // Messages the model gets besides keys and window sizes.
@@ -146,22 +130,16 @@ type model struct {
 	inflight      []sent
 	notices       []notice
 
-	mode mode
+	// screen is the active component (component.go): what the keyboard
+	// talks to and what shows under the notices; never nil.
+	screen component
 	// kb is the keyboard's timing (keyguard.go).
 	kb keyboard
 	// shownAt is when the current prompt appeared, or when the last key
 	// was dropped; keys before shownAt+guard are dropped.
 	shownAt time.Time
-	scroll  int
-	// reqScroll is the request view's scroll while the stdin view shows.
-	reqScroll int
-
-	form      *huh.Form
-	sel       *huh.Select[approval.Choice]
-	noteForm  *huh.Form
-	noteInput *huh.Input
-	grantForm *huh.Form
-	grantSel  *huh.Select[string]
+	// scroll is the body's scroll position.
+	scroll int
 
 	fatal    error
 	quitting bool
@@ -188,7 +166,9 @@ func newModel(cfg config) *model {
 	if cfg.renderer == nil {
 		cfg.renderer = lipgloss.DefaultRenderer()
 	}
-	return &model{cfg: cfg, st: newStyles(cfg.renderer), keymap: newKeyMap(), width: defaultCols, height: defaultRows}
+	m := &model{cfg: cfg, st: newStyles(cfg.renderer), keymap: newKeyMap(), width: defaultCols, height: defaultRows}
+	m.screen = newDecideScreen(m)
+	return m
 }
 
 // newKeyMap is huh's key map with every binding that could submit, leave or
@@ -226,7 +206,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.Height > 0 {
 			m.height = msg.Height
 		}
-		m.resizeForms()
+		m.screen.SetSize(m.width, m.height)
+		for _, r := range m.queue {
+			r.cache, r.stdinCache = nil, nil
+		}
 		m.clampScroll()
 		return m, nil
 	case tea.KeyMsg:
@@ -250,30 +233,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	// Anything else (the note's cursor blink, huh's own messages) belongs
-	// to the form in use.
-	return m, m.forward(msg)
-}
-
-// forward passes msg to the form the current mode shows.
-func (m *model) forward(msg tea.Msg) tea.Cmd {
-	var f *huh.Form
-	switch m.mode {
-	case modeNote:
-		f = m.noteForm
-	case modeGrants:
-		f = m.grantForm
-	case modeStdin:
-		return nil
-	default:
-		if c := m.current(); c != nil && c.submitted == "" {
-			f = m.form
-		}
-	}
-	if f == nil {
-		return nil
-	}
-	_, cmd := f.Update(msg)
-	return cmd
+	// to the screen in use.
+	return m, m.screen.Update(msg)
 }
 
 func (m *model) current() *request {
@@ -304,31 +265,34 @@ func (m *model) armGuard() tea.Cmd {
 	return m.cfg.after(m.cfg.guard, guardMsg{})
 }
 
-// promptChanged is called when the request on screen changes or its prompt
-// reappears: it resets the prompt, with Deny focused, forgets a held key
-// and arms the guard.
+// promptChanged is called when the request on screen changes: the prompt
+// appears afresh for it (showPrompt), except on the grants screen, where
+// it appears when the human goes back. Either way a held key is forgotten
+// and the body scrolls to its top.
 func (m *model) promptChanged() tea.Cmd {
+	if _, ok := m.screen.(*grantsScreen); !ok {
+		return m.showPrompt()
+	}
 	m.scroll = 0
 	m.resetKeys()
-	if m.mode == modeNote {
-		m.mode = modeDecide
-		m.noteForm, m.noteInput = nil, nil
+	if c := m.current(); c != nil {
+		m.askDetail(c)
 	}
-	if m.mode == modeStdin {
-		// The stdin shown belonged to the request that was on screen.
-		m.mode = modeDecide
-	}
+	return nil
+}
+
+// showPrompt shows a new decision prompt for the current request, with
+// Deny focused and the body at its top, forgets a held key and arms the
+// guard; or the idle screen when nothing waits.
+func (m *model) showPrompt() tea.Cmd {
+	m.scroll = 0
+	m.resetKeys()
+	m.screen = newDecideScreen(m)
 	c := m.current()
 	if c == nil {
-		m.form, m.sel = nil, nil
 		return nil
 	}
 	m.askDetail(c)
-	m.buildDecisionForm()
-	if m.mode == modeGrants {
-		// The guard starts when the prompt is on screen again.
-		return nil
-	}
 	return m.armGuard()
 }
 
@@ -336,76 +300,7 @@ func (m *model) promptChanged() tea.Cmd {
 // (keyguard.go), which times them: keys that act only when they arrived
 // alone.
 func (m *model) apply(k tea.KeyMsg) tea.Cmd {
-	switch m.mode {
-	case modeNote:
-		return m.noteKey(k)
-	case modeGrants:
-		return m.grantsKey(k)
-	case modeStdin:
-		return m.stdinViewKey(k)
-	}
-	c := m.current()
-	if c == nil {
-		switch singleRune(k) {
-		case 'q':
-			return m.quit()
-		case 'g':
-			m.openGrants()
-		}
-		return nil
-	}
-	if m.guarded() {
-		return nil // key drops keys inside the guard; they never act
-	}
-	if scroll, ok := scrollKey(k); ok {
-		m.scrollBy(scroll)
-		return nil
-	}
-	switch singleRune(k) {
-	case 'q':
-		return m.quit()
-	case 'g':
-		m.openGrants()
-		return nil
-	case stdinKey:
-		if c.hasStdin() {
-			m.openStdin()
-		}
-		return nil
-	}
-	if c.submitted != "" {
-		return nil
-	}
-	switch singleRune(k) {
-	case 'a':
-		return m.decide(approval.AllowOnce, "")
-	case 's':
-		return m.decide(approval.AllowSession, "")
-	case 'd':
-		return m.startNote()
-	}
-	switch {
-	case isEnter(k):
-		v, ok := m.sel.Hovered()
-		switch {
-		case !ok:
-			return nil
-		case v == approval.DenyOnce:
-			return m.startNote()
-		}
-		return m.decide(v, "")
-	case isNavKey(k):
-		// huh's select wraps around; this one stops at its ends, so that
-		// "down" on Deny cannot land on Allow once.
-		v, _ := m.sel.Hovered()
-		up := k.Type == tea.KeyUp || singleRune(k) == 'k'
-		if up && v == approval.AllowOnce || !up && v == approval.DenyOnce {
-			return nil
-		}
-		_, cmd := m.form.Update(k)
-		return cmd
-	}
-	return nil
+	return m.screen.Update(k)
 }
 
 // singleRune returns the one character k typed, or 0 when k is anything
@@ -464,8 +359,11 @@ func (m *model) decide(c approval.Choice, note string) tea.Cmd {
 		m.errorf("request %s cannot be allowed: its full text has not been loaded and shown yet (deny works)", esc(r.id))
 		return nil
 	}
-	m.mode = modeDecide
-	m.noteForm, m.noteInput = nil, nil
+	if _, ok := m.screen.(*noteScreen); ok {
+		// The note has been given; the request shows with the decision
+		// sent.
+		m.screen = newDecideScreen(m)
+	}
 	msg := approval.Message{Type: approval.MsgDecide, ID: r.id, Hash: r.hash, Decision: c, Note: note}
 	if err := m.cfg.send(msg); err != nil {
 		m.errorf("could not send your decision on request %s: %v", esc(r.id), err)
@@ -478,151 +376,32 @@ func (m *model) decide(c approval.Choice, note string) tea.Cmd {
 
 // startNote asks for the optional note that goes with a denial.
 func (m *model) startNote() tea.Cmd {
-	m.noteInput = huh.NewInput()
-	m.noteInput.WithTheme(m.st.theme)
-	m.noteInput.Title("Note for the agent (optional)").
-		Placeholder("why it was denied").
-		CharLimit(maxNoteLen)
-	m.noteForm = huh.NewForm(huh.NewGroup(m.noteInput)).
-		WithTheme(m.st.theme).WithKeyMap(m.keymap).WithShowHelp(false).WithWidth(m.formWidth())
-	m.mode = modeNote
-	return m.noteForm.Init()
-}
-
-func (m *model) noteKey(k tea.KeyMsg) tea.Cmd {
-	switch {
-	case isEnter(k):
-		note := ""
-		if m.noteInput != nil {
-			note, _ = m.noteInput.GetValue().(string)
-		}
-		return m.decide(approval.DenyOnce, strings.TrimSpace(note))
-	case k.Type == tea.KeyEsc && !k.Alt:
-		return m.decide(approval.DenyOnce, "")
-	case k.Type == tea.KeyTab || k.Type == tea.KeyShiftTab:
-		return nil
-	}
-	if m.noteForm == nil {
-		return nil
-	}
-	_, cmd := m.noteForm.Update(k)
-	return cmd
-}
-
-// buildDecisionForm makes the Allow once / Allow for this session / Deny
-// select for the current request, with Deny focused.
-func (m *model) buildDecisionForm() {
-	deny := approval.DenyOnce
-	m.sel = huh.NewSelect[approval.Choice]()
-	// The theme goes on before the field is grouped: huh measures fields
-	// when grouping, and an unthemed field renders with adaptive colours.
-	m.sel.WithTheme(m.st.theme)
-	m.sel.Title("Your decision").
-		Options(
-			huh.NewOption("Allow once                (a)", approval.AllowOnce),
-			huh.NewOption("Allow for this session    (s)", approval.AllowSession),
-			huh.NewOption("Deny                      (d)", approval.DenyOnce),
-		).
-		Value(&deny)
-	m.form = huh.NewForm(huh.NewGroup(m.sel)).
-		WithTheme(m.st.theme).WithKeyMap(m.keymap).WithShowHelp(false).WithWidth(m.formWidth())
-	// Init focuses the field; its commands only refresh huh's dynamic
-	// titles, which this form does not use.
-	m.form.Init()
+	n := newNoteScreen(m)
+	m.screen = n
+	return n.form.Init()
 }
 
 func (m *model) formWidth() int {
 	return max(m.width-1, 20)
 }
 
-func (m *model) resizeForms() {
-	for _, f := range []*huh.Form{m.form, m.noteForm, m.grantForm} {
-		if f != nil {
-			f.WithWidth(m.formWidth())
-		}
-	}
-	for _, r := range m.queue {
-		r.cache, r.stdinCache = nil, nil
-	}
-}
-
 // openGrants shows the session grants.
 func (m *model) openGrants() {
-	m.mode = modeGrants
+	m.screen = newGrantsScreen(m)
 	m.scroll = 0
-	m.buildGrantForm("")
 }
 
-// buildGrantForm makes the grant list, with the cursor on the grant keep
-// when it still exists.
-func (m *model) buildGrantForm(keep string) {
-	if len(m.grants) == 0 {
-		m.grantForm, m.grantSel = nil, nil
+// revoke asks the daemon to revoke the session grant id, unless a revoke
+// of it is on its way.
+func (m *model) revoke(id string) {
+	if slices.ContainsFunc(m.inflight, func(s sent) bool { return s.typ == approval.MsgRevoke && s.grant == id }) {
 		return
 	}
-	opts := make([]huh.Option[string], len(m.grants))
-	for i, g := range m.grants {
-		label := fmt.Sprintf("%s  uid %d  session %s  expires %s",
-			esc(g.ID), g.UID, esc(g.Session), g.Expires.In(m.cfg.now().Location()).Format("2006-01-02 15:04:05"))
-		opts[i] = huh.NewOption(strings.Join(termtext.Wrap(label, max(m.width-4, 1)), "\n"), g.ID)
+	if err := m.cfg.send(approval.Message{Type: approval.MsgRevoke, Grant: id}); err != nil {
+		m.errorf("could not revoke session grant %s: %v", esc(id), err)
+		return
 	}
-	m.grantSel = huh.NewSelect[string]()
-	m.grantSel.WithTheme(m.st.theme)
-	m.grantSel.Title("Session grants").Options(opts...)
-	if keep != "" && slices.ContainsFunc(m.grants, func(g approval.Grant) bool { return g.ID == keep }) {
-		m.grantSel.Value(&keep)
-	}
-	m.grantForm = huh.NewForm(huh.NewGroup(m.grantSel)).
-		WithTheme(m.st.theme).WithKeyMap(m.keymap).WithShowHelp(false).WithWidth(m.formWidth())
-	m.grantForm.Init()
-}
-
-func (m *model) hoveredGrant() (approval.Grant, bool) {
-	if m.grantSel == nil {
-		return approval.Grant{}, false
-	}
-	id, ok := m.grantSel.Hovered()
-	if !ok {
-		return approval.Grant{}, false
-	}
-	i := slices.IndexFunc(m.grants, func(g approval.Grant) bool { return g.ID == id })
-	if i < 0 {
-		return approval.Grant{}, false
-	}
-	return m.grants[i], true
-}
-
-func (m *model) grantsKey(k tea.KeyMsg) tea.Cmd {
-	if s, ok := scrollKey(k); ok {
-		m.scrollBy(s)
-		return nil
-	}
-	switch r := singleRune(k); {
-	case r == 'q':
-		return m.quit()
-	case r == 'g' || k.Type == tea.KeyEsc && !k.Alt:
-		m.mode = modeDecide
-		m.grantForm, m.grantSel = nil, nil
-		return m.promptChanged()
-	case r == 'r' || r == 'x' || k.Type == tea.KeyDelete || isEnter(k):
-		g, ok := m.hoveredGrant()
-		if !ok {
-			return nil
-		}
-		if slices.ContainsFunc(m.inflight, func(s sent) bool { return s.typ == approval.MsgRevoke && s.grant == g.ID }) {
-			return nil
-		}
-		if err := m.cfg.send(approval.Message{Type: approval.MsgRevoke, Grant: g.ID}); err != nil {
-			m.errorf("could not revoke session grant %s: %v", esc(g.ID), err)
-			return nil
-		}
-		m.inflight = append(m.inflight, sent{typ: approval.MsgRevoke, grant: g.ID})
-		return nil
-	case isNavKey(k) && m.grantForm != nil:
-		_, cmd := m.grantForm.Update(k)
-		return cmd
-	}
-	return nil
+	m.inflight = append(m.inflight, sent{typ: approval.MsgRevoke, grant: id})
 }
 
 // daemon handles one message from the daemon. Nothing the daemon sends can
@@ -635,13 +414,10 @@ func (m *model) daemon(msg approval.Message) tea.Cmd {
 	case approval.MsgResolved:
 		return m.resolved(msg)
 	case approval.MsgGrants:
-		keep := ""
-		if g, ok := m.hoveredGrant(); ok {
-			keep = g.ID
-		}
+		old := m.grants
 		m.grants, m.grantsOmitted = msg.Grants, msg.GrantsOmitted
-		if m.mode == modeGrants {
-			m.buildGrantForm(keep)
+		if g, ok := m.screen.(*grantsScreen); ok {
+			g.grantsChanged(old)
 		}
 	case approval.MsgResult:
 		return m.result(msg)

@@ -177,8 +177,8 @@ func TestGuardDropsEarlyKeys(t *testing.T) {
 	if got := h.takeSent(); len(got) != 0 {
 		t.Fatalf("keys within the guard sent %+v", got)
 	}
-	if h.m.quitting || h.m.mode != modeDecide {
-		t.Fatalf("keys within the guard changed the console: quitting=%v mode=%v", h.m.quitting, h.m.mode)
+	if h.m.quitting || h.m.mode() != modeDecide {
+		t.Fatalf("keys within the guard changed the console: quitting=%v mode=%v", h.m.quitting, h.m.mode())
 	}
 	h.wantView("ignored a key pressed within 0.5s of the prompt appearing", "> Deny")
 
@@ -260,8 +260,8 @@ func TestPastesAndBurstsNeverDecide(t *testing.T) {
 	} {
 		h.update(k)
 	}
-	if h.m.mode != modeDecide {
-		t.Errorf("mode = %v, want the decision prompt", h.m.mode)
+	if h.m.mode() != modeDecide {
+		t.Errorf("mode = %v, want the decision prompt", h.m.mode())
 	}
 	if got := h.takeSent(); len(got) != 0 {
 		t.Errorf("pastes and bursts sent %+v", got)

@@ -20,34 +20,60 @@ func (r *request) hasStdin() bool {
 	return r != nil && r.complete() && r.shown != nil && r.shown.Stdin != nil && len(r.shown.Stdin.Data) > 0
 }
 
+// stdinScreen shows the full stdin of the current request, scrollable;
+// nothing decides here.
+type stdinScreen struct {
+	m *model
+	// back is the request view's scroll position, for the way back.
+	back int
+}
+
 // openStdin switches to the full view of the current request's stdin. The
 // request view's scroll position is kept for the way back.
 func (m *model) openStdin() {
-	m.mode = modeStdin
-	m.reqScroll = m.scroll
+	m.screen = &stdinScreen{m: m, back: m.scroll}
 	m.scroll = 0
 }
 
-// closeStdin goes back to the request: Deny preselected again and the
-// prompt's key guard armed, as whenever the prompt reappears.
-func (m *model) closeStdin() tea.Cmd {
-	m.mode = modeDecide
-	m.scroll = m.reqScroll
+// close goes back to the request: Deny preselected again and the prompt's
+// key guard armed, as whenever the prompt reappears.
+func (s *stdinScreen) close() tea.Cmd {
+	m := s.m
+	m.screen = newDecideScreen(m)
+	m.scroll = s.back
 	m.resetKeys()
+	m.clampScroll()
 	if c := m.current(); c == nil || c.submitted != "" {
-		m.clampScroll()
 		return nil
 	}
-	m.buildDecisionForm()
-	m.clampScroll()
 	return m.armGuard()
 }
 
-// stdinViewKey handles a key in the stdin view: scrolling, going back, or
-// quitting. No key decides anything here.
-func (m *model) stdinViewKey(k tea.KeyMsg) tea.Cmd {
-	if s, ok := scrollKey(k); ok {
-		m.scrollBy(s)
+// SetSize: the view is rendered for the width when it is drawn.
+func (s *stdinScreen) SetSize(int, int) {}
+
+// classify: scrolling acts at once; going back and quitting are held like
+// g; nothing else does anything here, decision keys included.
+func (s *stdinScreen) classify(k tea.KeyMsg) keyKind {
+	if _, ok := scrollKey(k); ok || isNavKey(k) {
+		return kindNav
+	}
+	if r := singleRune(k); r == stdinKey || r == 'q' || k.Type == tea.KeyEsc {
+		return kindAction
+	}
+	return kindNone
+}
+
+// Update handles a key in the stdin view: scrolling, going back, or
+// quitting. No key decides anything here, and nothing else is for it.
+func (s *stdinScreen) Update(msg tea.Msg) tea.Cmd {
+	m := s.m
+	k, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil
+	}
+	if n, ok := scrollKey(k); ok {
+		m.scrollBy(n)
 		return nil
 	}
 	if isNavKey(k) {
@@ -63,16 +89,23 @@ func (m *model) stdinViewKey(k tea.KeyMsg) tea.Cmd {
 	case r == 'q':
 		return m.quit()
 	case r == stdinKey || k.Type == tea.KeyEsc && !k.Alt:
-		return m.closeStdin()
+		return s.close()
 	}
 	return nil
 }
 
-// stdinView renders the full stdin of the current request: its lines are
+// View renders the full stdin of the current request: its lines are
 // rendered once per width and cached on the request, since View runs on
 // every tick and the input can be most of a megabyte.
-func (m *model) stdinView() (top, body, bottom []string) {
+func (s *stdinScreen) View() (top, body, bottom []string) {
+	m := s.m
 	r := m.current()
+	if r == nil {
+		// The view goes with its request (promptChanged); never shown
+		// without one.
+		body, bottom = m.idleView()
+		return nil, fit(body, m.width), bottom
+	}
 	st := m.st
 	in := r.shown.Stdin
 	kind := "text"

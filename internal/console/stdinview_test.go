@@ -103,8 +103,8 @@ func TestStdinKeyNeedsStdin(t *testing.T) {
 	h.pastGuard()
 	h.notView("all of stdin")
 	h.press("i")
-	if h.m.mode != modeDecide {
-		t.Fatalf("mode = %v after i without stdin", h.m.mode)
+	if h.m.mode() != modeDecide {
+		t.Fatalf("mode = %v after i without stdin", h.m.mode())
 	}
 	h.wantView("Your decision")
 	h.notView("STDIN OF REQUEST")

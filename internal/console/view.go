@@ -36,7 +36,7 @@ func (m *model) View() string {
 	if m.quitting {
 		return ""
 	}
-	top, body, bottom, avail := m.screen()
+	top, body, bottom, avail := m.frame()
 	lines := make([]string, 0, len(top)+avail+len(bottom)+1)
 	lines = append(lines, top...)
 	if len(body) <= avail {
@@ -58,11 +58,11 @@ func (m *model) View() string {
 	return strings.Join(lines, "\n")
 }
 
-// screen lays the screen out and returns its parts and the lines the body
+// frame lays the screen out and returns its parts and the lines the body
 // gets. Notices are caused by agents, so when the body would get fewer than
 // minBody lines they give up their room first: the header, the warnings and
 // the request stay on screen.
-func (m *model) screen() (top, body, bottom []string, avail int) {
+func (m *model) frame() (top, body, bottom []string, avail int) {
 	top, body, bottom = m.layout(-1)
 	avail = m.bodyHeight(len(top), len(bottom))
 	if need, have := min(len(body), minBody), m.height-len(top)-len(bottom); have < need && len(m.notices) > 0 {
@@ -84,16 +84,13 @@ func (m *model) bodyHeight(top, bottom int) int {
 // line fits in the terminal's width less one column by termtext.Width, the
 // console's one width function, so that neither lipgloss nor bubbletea nor
 // the terminal ever wraps or cuts a line: the line count the body's
-// scrolling is computed from is the terminal's.
+// scrolling is computed from is the terminal's. The components fit their
+// bodies themselves (component.View): the request view and the stdin view
+// once, when they are cached (r.cache, r.stdinCache), since a request of
+// a megabyte has tens of thousands of lines and View runs on every tick.
 func (m *model) layout(noticeRoom int) (top, body, bottom []string) {
 	top, body, bottom = m.compose(noticeRoom)
-	if r := m.current(); m.mode != modeGrants && r != nil {
-		// The request view and the stdin view fit their bodies once, when
-		// they are cached (r.cache, r.stdinCache): a request of a megabyte
-		// has tens of thousands of lines, and View runs on every tick.
-		return fit(top, m.width), body, fit(bottom, m.width)
-	}
-	return fit(top, m.width), fit(body, m.width), fit(bottom, m.width)
+	return fit(top, m.width), body, fit(bottom, m.width)
 }
 
 // fit returns lines with every line that is wider than width-1 columns
@@ -131,18 +128,7 @@ func (m *model) compose(noticeRoom int) (top, body, bottom []string) {
 			m.cfg.mux, muxWarning), w))...)
 	}
 	top = append(top, m.noticeLines(noticeRoom)...)
-	switch {
-	case m.mode == modeGrants:
-		t, b, btm := m.grantsView()
-		return append(top, t...), b, btm
-	case m.current() == nil:
-		b, btm := m.idleView()
-		return top, b, btm
-	case m.mode == modeStdin:
-		t, b, btm := m.stdinView()
-		return append(top, t...), b, btm
-	}
-	t, b, btm := m.requestView()
+	t, b, btm := m.screen.View()
 	return append(top, t...), b, btm
 }
 
@@ -210,9 +196,10 @@ func (m *model) idleView() (body, bottom []string) {
 	return body, bottom
 }
 
-// requestView renders the current request.
-func (m *model) requestView() (top, body, bottom []string) {
-	r := m.current()
+// requestView renders request r, which is on screen: its title and
+// warnings (top) and its details (body, fitted and cached on r for the
+// width). The screen showing it adds the prompt.
+func (m *model) requestView(r *request) (top, body []string) {
 	st := m.st
 	more := len(m.queue) - 1
 	title := "REQUEST WAITING FOR YOUR DECISION"
@@ -237,39 +224,7 @@ func (m *model) requestView() (top, body, bottom []string) {
 		r.cache = fit(r.cache, m.width)
 		r.cacheWidth = m.width
 	}
-	body = r.cache
-
-	bottom = append(bottom, m.separator())
-	switch {
-	case r.submitted != "":
-		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Your decision (%s) was sent; waiting for the daemon to confirm it…", choiceText(r.submitted)), m.width))...)
-		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{{"g", "session grants"}, {"q", "quit"}}))...)
-	case m.mode == modeNote:
-		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Deny request %s.", esc(r.id)), m.width))...)
-		if m.noteForm != nil {
-			bottom = append(bottom, strings.Split(m.noteForm.View(), "\n")...)
-		}
-		bottom = append(bottom, m.keyHelp([][2]string{{"enter", "deny with this note"}, {"esc", "deny without a note"}, {"ctrl+c", "quit (decides nothing)"}})...)
-	case !r.complete():
-		bottom = append(bottom, styled(st.warn, wrapText("Allow is disabled until the full request has loaded and is shown.", m.width))...)
-		bottom = append(bottom, m.keyHelp([][2]string{{"d", "deny"}, {"g", "session grants"}, {"q", "quit (decides nothing)"}})...)
-	default:
-		if m.form != nil {
-			bottom = append(bottom, strings.Split(m.form.View(), "\n")...)
-		}
-		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{
-			{"a", "allow once"}, {"s", "allow for this session"}, {"d", "deny"},
-			{"↑/↓ enter", "choose (Deny is preselected)"}, {"PgUp/PgDn", "scroll"},
-			{"g", "session grants"}, {"q", "quit (decides nothing)"},
-		}))...)
-		hint := ""
-		if m.guarded() {
-			left := m.shownAt.Add(m.cfg.guard).Sub(m.cfg.now())
-			hint = st.warn.Render(fmt.Sprintf("(keys enabled in %s)", guardText(roundUp(left))))
-		}
-		bottom = append(bottom, hint)
-	}
-	return top, body, bottom
+	return top, r.cache
 }
 
 // roundUp rounds d up to a tenth of a second, so the hint never says 0.0s
@@ -304,62 +259,6 @@ func (m *model) keyHelp(keys [][2]string) []string {
 		parts[i] = k[0] + " " + k[1]
 	}
 	return styled(m.st.dim, wrapText("keys: "+strings.Join(parts, " · "), m.width))
-}
-
-// grantsView renders the session grants and the highlighted one's details.
-func (m *model) grantsView() (top, body, bottom []string) {
-	st := m.st
-	top = append(top, "", st.bold.Render("SESSION GRANTS"))
-	top = append(top, wrapText("A grant lets the same request (pipeline, environment, directory, user, session and uid) run without asking until it expires.", m.width)...)
-	if m.grantForm == nil {
-		body = append(body, "", "no session grants")
-	} else {
-		body = append(body, strings.Split(m.grantForm.View(), "\n")...)
-		if m.grantsOmitted > 0 {
-			body = append(body, wrapText(fmt.Sprintf("%d more grant%s not listed (the daemon lists at most %d)", m.grantsOmitted, plural(m.grantsOmitted), approval.MaxGrantsListed), m.width)...)
-		}
-		if g, ok := m.hoveredGrant(); ok {
-			body = append(body, "")
-			body = append(body, grantDetails(st, g, m.width, m.cfg.now())...)
-		}
-	}
-	bottom = append(bottom, m.separator())
-	bottom = append(bottom, m.keyHelp([][2]string{{"↑/↓", "choose"}, {"r", "revoke the highlighted grant"}, {"esc/g", "back"}, {"q", "quit"}})...)
-	return top, body, bottom
-}
-
-func grantDetails(st *styles, g approval.Grant, width int, now time.Time) []string {
-	l := newLines(st, width)
-	l.field("grant", esc(g.ID), nil)
-	if e := g.Elided; e != nil {
-		l.field("command", fmt.Sprintf("too long to list: %d bytes in %d stage%s (%d argument%s), sha256 %s",
-			e.Bytes, e.Stages, plural(e.Stages), e.Args, plural(e.Args), esc(e.SHA256)), &st.bold)
-	} else {
-		line, _ := termtext.CommandLine(g.Pipeline)
-		l.field("command", line, &st.bold)
-	}
-	if g.Privileged {
-		l.field("runs", "as root", &st.danger)
-	} else {
-		l.field("runs", "unprivileged", nil)
-	}
-	l.field("cwd", escStrict(g.Cwd), nil)
-	keys := make([]string, len(g.EnvKeys))
-	for i, k := range g.EnvKeys {
-		keys[i] = escStrict(k)
-	}
-	if len(keys) > 0 {
-		l.field("env keys", strings.Join(keys, " "), nil)
-	}
-	l.field("session", esc(g.Session), nil)
-	l.field("uid", fmt.Sprint(g.UID), nil)
-	l.field("granted", fmt.Sprintf("%s by %s", g.Created.In(now.Location()).Format(time.DateTime), esc(g.By)), nil)
-	left := "expired"
-	if d := g.Expires.Sub(now); d > 0 {
-		left = "in " + d.Round(time.Second).String()
-	}
-	l.field("expires", fmt.Sprintf("%s (%s)", g.Expires.In(now.Location()).Format(time.DateTime), left), nil)
-	return l.out
 }
 
 // summaryDetails renders a request the daemon announced as a summary,
@@ -635,7 +534,7 @@ func plural(n int) string {
 
 // clampScroll keeps the body's scroll position within the body.
 func (m *model) clampScroll() {
-	_, body, _, avail := m.screen()
+	_, body, _, avail := m.frame()
 	maxScroll := 0
 	if len(body) > avail {
 		maxScroll = len(body) - (avail - 1)
@@ -645,7 +544,7 @@ func (m *model) clampScroll() {
 
 // scrollBy scrolls the body by a page (±1) or to an end (±2).
 func (m *model) scrollBy(n int) {
-	_, _, _, avail := m.screen()
+	_, _, _, avail := m.frame()
 	page := max(avail-2, 1)
 	switch n {
 	case -2:
