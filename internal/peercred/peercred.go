@@ -79,12 +79,22 @@ func Get(conn *net.UnixConn) (Creds, error) {
 		return Creds{}, fmt.Errorf("peer credentials: getsockopt SO_PEERGROUPS: %w", grpErr)
 	}
 	c := Creds{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Groups: groups}
-	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", cred.Pid)); err == nil {
-		c.Exe = exe
-	} else {
-		c.Exe = "(unknown: " + errors.Unwrap(err).Error() + ")"
-	}
+	c.Exe = exeOf(os.Readlink(fmt.Sprintf("/proc/%d/exe", cred.Pid)))
 	return c, nil
+}
+
+// exeOf is Creds.Exe from reading /proc/PID/exe: the target, or, when it
+// could not be read (the peer already exited), "(unknown: " and why ")".
+// The why is the bare cause (a *fs.PathError's Err) when err wraps one, else
+// err itself: the path is the PID, not news.
+func exeOf(target string, err error) string {
+	if err == nil {
+		return target
+	}
+	if inner := errors.Unwrap(err); inner != nil {
+		err = inner
+	}
+	return "(unknown: " + err.Error() + ")"
 }
 
 // peerGroups reads SO_PEERGROUPS (Linux 4.13+), which x/sys/unix has the

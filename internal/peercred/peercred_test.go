@@ -1,6 +1,8 @@
 package peercred
 
 import (
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -50,5 +52,23 @@ func TestGetReadsOwnCredentials(t *testing.T) {
 	}
 	if c.User() == "" {
 		t.Error("User() empty")
+	}
+}
+
+// TestExeOf: a /proc/PID/exe that cannot be read is described by its cause,
+// and an error that wraps nothing is described as it is, not a panic.
+func TestExeOf(t *testing.T) {
+	for _, tt := range []struct {
+		target string
+		err    error
+		want   string
+	}{
+		{"/usr/bin/agent", nil, "/usr/bin/agent"},
+		{"", &fs.PathError{Op: "readlink", Path: "/proc/1/exe", Err: fs.ErrNotExist}, "(unknown: file does not exist)"},
+		{"", errors.New("no proc"), "(unknown: no proc)"},
+	} {
+		if got := exeOf(tt.target, tt.err); got != tt.want {
+			t.Errorf("exeOf(%q, %v) = %q, want %q", tt.target, tt.err, got, tt.want)
+		}
 	}
 }
