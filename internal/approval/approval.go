@@ -9,6 +9,7 @@ package approval
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -16,18 +17,52 @@ import (
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
-// Verdict is the outcome of asking for approval.
+// Verdict is the outcome of asking for approval. The same values name it in
+// the audit log's decision records and in the approver channel's resolved
+// messages.
 type Verdict string
 
 // The verdicts. Only Allow lets a command run.
 const (
 	Allow Verdict = "allowed"
 	Deny  Verdict = "denied"
-	// Timeout: nobody decided within approval_timeout.
+	// Timeout: nobody decided within approval_timeout (By is
+	// ByApprovalTimeout).
 	Timeout Verdict = "timeout"
-	// Withdrawn: the requesting client went away before a decision.
+	// Withdrawn: the requesting client went away before a decision (By is
+	// ByClient). Nobody is left to answer.
 	Withdrawn Verdict = "withdrawn"
+	// Failed: no decision could be reached, because the daemon is shutting
+	// down (By is ByShutdown) or the approver failed (ByApprover). The
+	// agent is answered with an error.
+	Failed Verdict = "error"
 )
+
+// The deciders of the verdicts that neither a rule nor a human reached
+// (Decision.By).
+const (
+	ByApprovalTimeout = "approval_timeout"
+	ByClient          = "client"
+	ByShutdown        = "daemon shutting down"
+	ByApprover        = "approver"
+)
+
+// Unanswered is the decision for a question whose ctx ended before anyone
+// decided, from the cause of ctx's end: Withdrawn when it is ErrWithdrawn,
+// Timeout when ctx's deadline passed, else Failed, by ByShutdown (the daemon
+// ends a question only on those three). The broker tells consoles this
+// decision and the daemon records it, so the two always agree. It has no
+// Message: the daemon writes the one for the agent.
+func Unanswered(ctx context.Context) Decision {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrWithdrawn):
+		return Decision{Verdict: Withdrawn, By: ByClient}
+	case errors.Is(cause, context.DeadlineExceeded):
+		return Decision{Verdict: Timeout, By: ByApprovalTimeout}
+	default:
+		return Decision{Verdict: Failed, By: ByShutdown}
+	}
+}
 
 // Decision is a verdict and who reached it.
 type Decision struct {
@@ -86,7 +121,7 @@ func (p *Pending) Shown() *Shown {
 
 // Approver puts a pending request to a human. Ask blocks until a decision
 // is made or ctx is done; on ctx's end it returns ctx's error and the caller
-// turns it into Timeout or Withdrawn. Implementations must fail closed: any
+// turns it into a decision with Unanswered. Implementations must fail closed: any
 // error or ambiguity is not an Allow.
 type Approver interface {
 	Ask(ctx context.Context, p *Pending) (Decision, error)

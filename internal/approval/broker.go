@@ -107,7 +107,7 @@ func NewBroker(grantTTL time.Duration, now func() time.Time) *Broker {
 
 // Ask waits for a human decision on p, unless a session grant covers it.
 // It returns ctx's error when ctx ends first; consoles are then told the
-// request timed out or was withdrawn.
+// decision Unanswered makes of it.
 func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 	shown := p.Shown()
 	b.mu.Lock()
@@ -138,14 +138,8 @@ func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 	}
 	e.done = true
 	b.remove(e)
-	verdict, by := Timeout, "approval_timeout"
-	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, ErrWithdrawn):
-		verdict, by = Withdrawn, "client disconnected"
-	case !errors.Is(cause, context.DeadlineExceeded):
-		verdict, by = Withdrawn, "daemon shutting down"
-	}
-	b.broadcast(Message{Type: MsgResolved, ID: shown.ID, Hash: e.hash, Verdict: verdict, By: by})
+	d := Unanswered(ctx)
+	b.broadcast(Message{Type: MsgResolved, ID: shown.ID, Hash: e.hash, Verdict: d.Verdict, By: d.By})
 	return Decision{}, ctx.Err()
 }
 

@@ -160,13 +160,13 @@ func TestBrokerTimeoutAndWithdrawal(t *testing.T) {
 	if !errors.Is(got.err, context.DeadlineExceeded) {
 		t.Fatalf("timed-out Ask returned %+v", got)
 	}
-	resolved := map[string]Verdict{}
+	resolved := map[string]string{}
 	for range 2 {
 		m := next(t, events)
-		resolved[m.ID] = m.Verdict
+		resolved[m.ID] = string(m.Verdict) + " by " + m.By
 	}
-	if resolved["t1"] != Timeout || resolved["w1"] != Withdrawn {
-		t.Fatalf("resolved %v, want t1 timeout and w1 withdrawn", resolved)
+	if resolved["t1"] != "timeout by approval_timeout" || resolved["w1"] != "withdrawn by client" {
+		t.Fatalf("resolved %v, want t1 timeout by approval_timeout and w1 withdrawn by client", resolved)
 	}
 	// Decisions after the end do nothing.
 	if err := b.Decide("t1", mt.Hash, AllowOnce, "", "late"); !errors.Is(err, ErrNotPending) {
@@ -535,4 +535,27 @@ func TestBrokerGrantListingBounded(t *testing.T) {
 func fullSize(s *Shown) int {
 	n, _ := s.canonical()
 	return n
+}
+
+// TestBrokerShutdownEndsQuestions: a question ended by the daemon's
+// shutdown is resolved for consoles as an error by "daemon shutting down",
+// the decision Unanswered gives the daemon to record.
+func TestBrokerShutdownEndsQuestions(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	ctx, shutdown := context.WithCancel(context.Background())
+	r := askAsync(ctx, b, pending("s1"))
+	next(t, events)
+	shutdown()
+	if got := <-r; !errors.Is(got.err, context.Canceled) {
+		t.Fatalf("Ask returned %+v", got)
+	}
+	m := next(t, events)
+	if m.Type != MsgResolved || m.Verdict != Failed || m.By != ByShutdown {
+		t.Errorf("resolved %+v, want %s by %q", m, Failed, ByShutdown)
+	}
+	if d := Unanswered(ctx); d.Verdict != m.Verdict || d.By != m.By {
+		t.Errorf("Unanswered = %+v, but consoles were told %s by %q", d, m.Verdict, m.By)
+	}
 }

@@ -21,7 +21,8 @@
 //     no other record; an accepted one is followed by:
 //   - decision: verdict (allowed, denied, timeout, withdrawn, error) and by
 //     (the rule's name, "console uid=0 tty=/dev/pts/1 pid=123",
-//     "approval_timeout", "client");
+//     "approval_timeout", "client", "daemon shutting down", "approver"; the
+//     values of package approval, empty on an error in older logs);
 //   - exec, for an allowed request: each stage's resolved program path and
 //     argv, the target user, the mode (sudo or direct), the directory and
 //     the complete environment;

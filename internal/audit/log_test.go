@@ -236,9 +236,13 @@ func TestJoiner(t *testing.T) {
 		}, Summary{ID: "a", Status: "timeout", Verdict: "timeout", DecidedBy: "approval_timeout"}},
 		{"withdrawn", func(t *testing.T, l *Log) {
 			tr, _ := l.Received(ctx, testRequest("a"), testPeer)
-			must(t, tr.Decided(ctx, approval.Decision{Verdict: approval.Withdrawn, By: "client"}))
+			must(t, tr.Decided(ctx, approval.Decision{Verdict: approval.Withdrawn, By: approval.ByClient}))
 		}, Summary{ID: "a", Status: "withdrawn", Verdict: "withdrawn", DecidedBy: "client"}},
 		{"shutdown before a decision", func(t *testing.T, l *Log) {
+			tr, _ := l.Received(ctx, testRequest("a"), testPeer)
+			must(t, tr.Decided(ctx, approval.Decision{Verdict: approval.Failed, By: approval.ByShutdown, Message: "the daemon is shutting down"}))
+		}, Summary{ID: "a", Status: "error", Verdict: "error", DecidedBy: "daemon shutting down", Message: "the daemon is shutting down"}},
+		{"error decision of an older log, without by", func(t *testing.T, l *Log) {
 			tr, _ := l.Received(ctx, testRequest("a"), testPeer)
 			must(t, tr.Decided(ctx, approval.Decision{Verdict: "error", Message: "the daemon is shutting down"}))
 		}, Summary{ID: "a", Status: "error", Verdict: "error", Message: "the daemon is shutting down"}},

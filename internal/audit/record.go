@@ -138,12 +138,14 @@ type RequestSection struct {
 
 // DecisionSection is how the request was decided.
 type DecisionSection struct {
-	// Verdict is "allowed", "denied", "timeout", "withdrawn", or "error"
-	// when no decision could be reached (the daemon was stopping, the
-	// approver failed).
+	// Verdict is an approval.Verdict: "allowed", "denied", "timeout",
+	// "withdrawn", or "error" when no decision could be reached (the daemon
+	// was stopping, the approver failed).
 	Verdict string `json:"verdict"`
 	// By names the decider: a rule's name, the console ("console uid=0
-	// tty=/dev/pts/1 pid=123"), "approval_timeout" or "client".
+	// tty=/dev/pts/1 pid=123"), or one of approval's By constants
+	// ("approval_timeout", "client", "daemon shutting down", "approver").
+	// Older logs have it empty on an "error".
 	By string `json:"by"`
 	// Message is the note for the agent (a denial's reason).
 	Message string `json:"message,omitempty"`

@@ -114,7 +114,7 @@ func (j *Joiner) Add(e Entry) (s *Summary, created, done bool) {
 			s.Status, done = string(proto.StatusTimeout), true
 		case approval.Withdrawn:
 			s.Status, done = StatusWithdrawn, true
-		default:
+		default: // approval.Failed; an unknown verdict did not run either
 			s.Status, done = string(proto.StatusError), true
 		}
 	case r.Exec != nil:

@@ -559,10 +559,12 @@ func resolvedText(id string, v approval.Verdict, by string) string {
 	case approval.Timeout:
 		return fmt.Sprintf("request %s timed out: nobody decided in time", id)
 	case approval.Withdrawn:
-		if by == "client disconnected" {
+		if by == approval.ByClient {
 			return fmt.Sprintf("request %s was withdrawn by the client (it disconnected)", id)
 		}
 		return fmt.Sprintf("request %s was withdrawn (%s)", id, by)
+	case approval.Failed:
+		return fmt.Sprintf("request %s ended without a decision (%s); it will not run", id, by)
 	}
 	return fmt.Sprintf("request %s is no longer waiting (%s, %s)", id, esc(string(v)), by)
 }

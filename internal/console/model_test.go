@@ -294,9 +294,9 @@ func TestArrivalOrderAndResolvedElsewhere(t *testing.T) {
 	h.wantView("request r3 timed out: nobody decided in time (it was waiting behind the one on screen)", "id         r2")
 	h.notView("more waiting")
 
-	h.resolved("r2", approval.Withdrawn, "client disconnected")
+	h.resolved("r2", approval.Withdrawn, approval.ByClient)
 	h.wantView("request r2 was withdrawn by the client (it disconnected)", idleText)
-	h.resolved("r2", approval.Withdrawn, "client disconnected") // again: nothing
+	h.resolved("r2", approval.Withdrawn, approval.ByClient) // again: nothing
 	h.resolved("nope", approval.Deny, "x")
 	if got := h.takeSent(); len(got) != 0 {
 		t.Errorf("sent %+v", got)
@@ -312,8 +312,9 @@ func TestResolvedTexts(t *testing.T) {
 		{approval.Allow, "console uid=0 tty=/dev/pts/3 pid=9 (new session grant g1)", "request X was allowed by console uid=0 tty=/dev/pts/3 pid=9 (new session grant g1)"},
 		{approval.Deny, "console uid=0 tty=/dev/pts/4 pid=8", "request X was denied by console uid=0 tty=/dev/pts/4 pid=8"},
 		{approval.Timeout, "approval_timeout", "request X timed out: nobody decided in time"},
-		{approval.Withdrawn, "client disconnected", "request X was withdrawn by the client (it disconnected)"},
-		{approval.Withdrawn, "daemon shutting down", "request X was withdrawn (daemon shutting down)"},
+		{approval.Withdrawn, "client", "request X was withdrawn by the client (it disconnected)"},
+		{approval.Failed, "daemon shutting down", "request X ended without a decision (daemon shutting down); it will not run"},
+		{approval.Failed, "approver", "request X ended without a decision (approver); it will not run"},
 		{"weird\x1b[2J", "by\u202e", `request X is no longer waiting (weird\x1b[2J, by\u202e)`},
 		{approval.Allow, "evil\x1b]0;t\x07", `request X was allowed by evil\x1b]0;t\x07`},
 	}

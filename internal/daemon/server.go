@@ -542,16 +542,19 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 	switch {
 	case err == nil:
 		return d
-	case errors.Is(context.Cause(actx), approval.ErrWithdrawn):
-		return approval.Decision{Verdict: approval.Withdrawn, By: "client"}
-	case ctx.Err() != nil:
-		return approval.Decision{Verdict: "error", Message: "the daemon is shutting down; the request was not run"}
-	case errors.Is(err, context.DeadlineExceeded):
-		return approval.Decision{Verdict: approval.Timeout, By: "approval_timeout",
-			Message: fmt.Sprintf("nobody approved the request within approval_timeout (%s); it was not run", s.cfg.ApprovalTimeout)}
-	default:
-		return approval.Decision{Verdict: "error", Message: "approval failed, so the request was not run: " + err.Error()}
+	case actx.Err() == nil:
+		return approval.Decision{Verdict: approval.Failed, By: approval.ByApprover,
+			Message: "approval failed, so the request was not run: " + err.Error()}
 	}
+	// The wait ended: the decision is the one the broker told the consoles.
+	d = approval.Unanswered(actx)
+	switch d.Verdict {
+	case approval.Timeout:
+		d.Message = fmt.Sprintf("nobody approved the request within approval_timeout (%s); it was not run", s.cfg.ApprovalTimeout)
+	case approval.Failed:
+		d.Message = "the daemon is shutting down; the request was not run"
+	}
+	return d
 }
 
 // watchHangup cancels with approval.ErrWithdrawn when the client goes away. A client
