@@ -10,6 +10,17 @@
 // it could not run (unknown program, refused environment variable, missing
 // cwd), so a human is never asked to approve something that then fails.
 //
+// # How a request ends
+//
+// Every request ends at one point. The handler's body returns how it ends
+// (an ending: the answer, the audit record that closes the request, which
+// is a refusal or the result of an accepted request, and the log line), and
+// only Server.finish writes them, in that order, with the context that
+// outlives a shutdown by shutdown_timeout. A withdrawn request has no
+// answer. A request that ends without a decision gets the decision of
+// approval.Unanswered, which the broker also tells the consoles, so the
+// audit log and the consoles say the same.
+//
 // # Client disconnects
 //
 // A client that hangs up while its request waits for approval withdraws it:

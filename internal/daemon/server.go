@@ -32,7 +32,8 @@ type Server struct {
 	rules    *rules.Engine
 	env      *runner.EnvPolicy
 	approver approval.Approver
-	audit    *audit.Log
+	audit    auditLog
+	exec     func(context.Context, runner.Spec) (*runner.Result, error)
 	auth     *authorizer
 	log      *slog.Logger
 	now      func() time.Time
@@ -69,6 +70,36 @@ type Options struct {
 	// (agent-sudod --tty). Run calls it with the approver socket once both
 	// sockets listen, and stops the daemon when it returns.
 	Foreground func(ctx context.Context, approverSocket string) error
+	// Exec runs a pipeline once its exec record is durable; nil means
+	// runner.Run. Tests replace it to see what would run without running it.
+	Exec func(ctx context.Context, spec runner.Spec) (*runner.Result, error)
+}
+
+// auditLog is where a Server records requests: an *audit.Log, through
+// auditOf. In-package tests make its writes fail.
+type auditLog interface {
+	Refused(ctx context.Context, r audit.Refusal) error
+	Received(ctx context.Context, req *proto.Request, peer peercred.Creds) (auditTrail, error)
+}
+
+// auditTrail is an *audit.Trail: the records of one accepted request after
+// its request record.
+type auditTrail interface {
+	Decided(ctx context.Context, d approval.Decision) error
+	Started(ctx context.Context, spec runner.Spec) error
+	Finished(ctx context.Context, resp *proto.Response, res *runner.Result) error
+}
+
+// auditOf is an *audit.Log as an auditLog.
+type auditOf struct{ *audit.Log }
+
+// Received is audit.Log.Received; its trail is nil on error.
+func (a auditOf) Received(ctx context.Context, req *proto.Request, peer peercred.Creds) (auditTrail, error) {
+	t, err := a.Log.Received(ctx, req, peer)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // CheckConfig builds, from a validated configuration, everything the daemon
@@ -111,8 +142,8 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, errors.New("no audit log: the daemon does not run commands it cannot record")
 	}
 	s := &Server{
-		cfg: cfg, rules: engine, env: env, approver: opts.Approver, audit: opts.Audit, auth: auth, log: opts.Logger,
-		now: opts.Now, sshAuthSock: opts.SSHAuthSock,
+		cfg: cfg, rules: engine, env: env, approver: opts.Approver, audit: auditOf{opts.Audit}, exec: opts.Exec,
+		auth: auth, log: opts.Logger, now: opts.Now, sshAuthSock: opts.SSHAuthSock,
 		replay: newReplayCache(replayWindow(cfg)),
 		limits: newConnLimits(cfg.MaxConnections, cfg.RootConnections, cfg.MaxConnectionsPerUser),
 		rates:  newRateLimits(cfg.MaxRequestsPerMinute),
@@ -129,6 +160,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.exec == nil {
+		s.exec = runner.Run
 	}
 	cg, err := runner.OpenCgroups()
 	switch {
@@ -261,31 +295,81 @@ func (s *Server) warnLimited(log *slog.Logger, kind string, uid uint32, msg stri
 // the first stage starts, and its result. If a record cannot be written the
 // request goes no further. Audit writes use execCtx, which outlives a
 // shutdown, so the outcome of a request ended by shutdown is still recorded.
-func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer peercred.Creds, err error) {
+//
+// serveRequest decides how the request ends; finish alone answers it,
+// writes its last record and logs how it ended.
+func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer peercred.Creds, perr error) {
 	defer conn.Close()
+	e := s.serveRequest(ctx, execCtx, conn, peer, perr)
+	s.finish(execCtx, conn, peer.UID, e)
+}
+
+// ending is how a request ends: the one answer its client gets, the audit
+// record that closes it, and the line that says so in the daemon's log.
+// serveRequest returns one on every path; finish acts on it.
+type ending struct {
+	// resp is the answer; nil when nobody is left to answer (a withdrawn
+	// request).
+	resp *proto.Response
+	// refusal, when set, is the request's only audit record: it was refused
+	// before anyone was asked. resp's message is then bounded to
+	// maxRefusalMessage.
+	refusal *audit.Refusal
+	// trail, when set, gets the result record of resp and res: the request
+	// was decided and ran, failed to start, or could not be recorded
+	// further. res is nil when nothing ran.
+	trail auditTrail
+	res   *runner.Result
+	// The log line: msg with args on log at level; when limit is set, a
+	// warning rate-limited per limit and uid (see warnLimited). No line when
+	// msg is empty (a ping, or a decision, logged as it was made).
+	log   *slog.Logger
+	level slog.Level
+	limit string
+	msg   string
+	args  []any
+}
+
+// refuse ends a request refused before anyone was asked: the refusal is
+// its only record, and the warning is rate-limited as kind.
+func refuse(log *slog.Logger, kind string, r audit.Refusal, resp *proto.Response, msg string, args ...any) ending {
+	return ending{resp: resp, refusal: &r, log: log, limit: kind, msg: msg, args: args}
+}
+
+// auditFailed ends a request that cannot go on because a record of it is
+// not durable. Nothing has run. trail, when set, gets a best-effort result
+// record so the log says how the request ended if it can.
+func auditFailed(log *slog.Logger, id string, trail auditTrail, err error) ending {
+	return ending{
+		resp: &proto.Response{ID: id, Status: proto.StatusError,
+			Message: "audit log unavailable: " + err.Error() + "; nothing was run"},
+		trail: trail, log: log, level: slog.LevelError, msg: "audit log unavailable; request not run", args: []any{"err", err},
+	}
+}
+
+// serveRequest reads, plans, decides and runs the request on conn from
+// peer (whose credentials could not be read when perr is set), and returns
+// how it ends. It writes nothing to conn.
+func (s *Server) serveRequest(ctx, execCtx context.Context, conn *net.UnixConn, peer peercred.Creds, perr error) ending {
 	accepted := time.Now()
-	if err != nil {
-		s.log.Error("cannot identify peer", "err", err)
+	if perr != nil {
 		msg := "cannot read the peer's credentials; refusing the connection"
-		s.refuse(execCtx, conn, audit.Refusal{Reason: msg}, &proto.Response{Status: proto.StatusError, Message: msg})
-		return
+		return ending{resp: &proto.Response{Status: proto.StatusError, Message: msg}, refusal: &audit.Refusal{Reason: msg},
+			log: s.log, level: slog.LevelError, msg: "cannot identify peer", args: []any{"err", perr}}
 	}
 	log := s.log.With("peer_uid", peer.UID, "peer_pid", peer.PID, "peer_exe", peer.Exe)
 	why, allowed := s.auth.check(peer)
 	if !allowed {
-		reason := why
-		s.warnLimited(log, "unauthorised", peer.UID, "refused unauthorised peer", "reason", reason)
-		s.refuse(execCtx, conn, audit.Refusal{Peer: &peer, Reason: reason}, &proto.Response{Status: proto.StatusError, Message: reason})
-		return
+		return refuse(log, "unauthorised", audit.Refusal{Peer: &peer, Reason: why},
+			&proto.Response{Status: proto.StatusError, Message: why}, "refused unauthorised peer", "reason", why)
 	}
 
 	raw, idle, err := s.readLine(conn, accepted)
 	if idle {
 		// Nothing at all was sent: not a request, so not audited.
 		msg := fmt.Sprintf("no request: nothing was sent within first_byte_timeout (%s) of connecting; closing the connection", s.cfg.FirstByteTimeout)
-		s.warnLimited(log, "idle", peer.UID, "closed idle connection", "reason", msg)
-		s.respond(conn, &proto.Response{Status: proto.StatusError, Message: msg})
-		return
+		return ending{resp: &proto.Response{Status: proto.StatusError, Message: msg},
+			log: log, limit: "idle", msg: "closed idle connection", args: []any{"reason", msg}}
 	}
 	var req *proto.Request
 	if err == nil {
@@ -295,88 +379,65 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer p
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("timed out after %s waiting for a complete request line", s.cfg.ReadTimeout)
 		}
-		s.warnLimited(log, "refused", peer.UID, "refused request", "id", proto.IDOf(err), "err", audit.Bound(err.Error(), audit.MaxRefusedReasonBytes))
-		s.refuse(execCtx, conn, audit.Refusal{ID: proto.IDOf(err), Peer: &peer, Reason: err.Error(), Raw: raw}, proto.ErrorResponse(err))
-		return
+		return refuse(log, "refused", audit.Refusal{ID: proto.IDOf(err), Peer: &peer, Reason: err.Error(), Raw: raw},
+			proto.ErrorResponse(err), "refused request", "id", proto.IDOf(err), "err", audit.Bound(err.Error(), audit.MaxRefusedReasonBytes))
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	log = log.With("id", req.ID, "session", req.Session, "host", req.Host)
 
 	if req.Action == proto.ActionPing { // nothing runs, so nothing is audited
-		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusOK, Version: Version(),
-			Message: fmt.Sprintf("agent-sudod %s is up and user %s (uid %d) may use it: %s", Version(), peer.User(), peer.UID, why)})
-		return
+		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusOK, Version: Version(),
+			Message: fmt.Sprintf("agent-sudod %s is up and user %s (uid %d) may use it: %s", Version(), peer.User(), peer.UID, why)}}
 	}
-	refuseRequest := func(msg string) {
-		s.warnLimited(log, "refused", peer.UID, "refused request", "err", audit.Bound(msg, audit.MaxRefusedReasonBytes))
-		s.refuse(execCtx, conn, audit.Refusal{ID: req.ID, Request: req, Peer: &peer, Reason: msg, Raw: raw},
-			&proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg, Version: Version()})
+	refuseRequest := func(msg string) ending {
+		return refuse(log, "refused", audit.Refusal{ID: req.ID, Request: req, Peer: &peer, Reason: msg, Raw: raw},
+			&proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg, Version: Version()},
+			"refused request", "err", audit.Bound(msg, audit.MaxRefusedReasonBytes))
 	}
 	if req.Action == proto.ActionStop {
-		refuseRequest(`action "stop" is refused: agent-sudod is a system service shared by every user of this machine and is not stopped by its clients; an administrator stops it (systemctl stop agent-sudo)`)
-		return
+		return refuseRequest(`action "stop" is refused: agent-sudod is a system service shared by every user of this machine and is not stopped by its clients; an administrator stops it (systemctl stop agent-sudo)`)
 	}
 	if !s.replay.firstUse(req.ID, s.now()) {
-		refuseRequest(fmt.Sprintf("request id %q was already used within the last %s; refusing it as a replay (send a fresh id, or omit it)",
+		return refuseRequest(fmt.Sprintf("request id %q was already used within the last %s; refusing it as a replay (send a fresh id, or omit it)",
 			req.ID, replayWindow(s.cfg)))
-		return
 	}
 	p, err := s.plan(req, peer)
 	if err != nil {
-		refuseRequest(err.Error())
-		return
+		return refuseRequest(err.Error())
 	}
 	defer p.close()
 	log.Info("request", "pipeline", audit.Bound(p.display(), maxLogPipeline), "run_as", p.target.Name, "reason", req.Reason)
 	trail, err := s.audit.Received(execCtx, req, peer)
 	if err != nil {
-		s.auditFailed(conn, log, req.ID, nil, err)
-		return
+		return auditFailed(log, req.ID, nil, err)
 	}
 
 	d := s.decide(ctx, conn, p)
 	log.Info("decision", "verdict", d.Verdict, "by", d.By)
 	if err := trail.Decided(execCtx, d); err != nil {
-		if d.Verdict != approval.Withdrawn {
-			s.auditFailed(conn, log, req.ID, trail, err)
+		e := auditFailed(log, req.ID, trail, err)
+		if d.Verdict == approval.Withdrawn {
+			e.resp, e.trail = nil, nil // nobody is left to answer
 		}
-		return
+		return e
 	}
-	switch d.Verdict {
-	case approval.Allow:
-	case approval.Deny:
-		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusDenied, Message: d.Message})
-		return
-	case approval.Timeout:
-		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusTimeout, Message: d.Message})
-		return
-	case approval.Withdrawn:
-		return // nobody is left to answer
-	default:
-		s.respond(conn, &proto.Response{ID: req.ID, Status: proto.StatusError, Message: d.Message})
-		return
+	if d.Verdict != approval.Allow {
+		return ending{resp: decisionResponse(req.ID, d)}
 	}
 
 	spec := p.spec(s.cfg)
 	spec.Cgroups = s.cgroups
 	if err := trail.Started(execCtx, spec); err != nil {
-		s.auditFailed(conn, log, req.ID, trail, err)
-		return
+		return auditFailed(log, req.ID, trail, err)
 	}
 	// The command runs to completion even if the client hangs up now: a
 	// package manager killed half-way leaves the system broken, and the
 	// human approved the whole command. The result is still recorded.
-	res, err := runner.Run(execCtx, spec)
+	res, err := s.exec(execCtx, spec)
 	if err != nil {
-		log.Error("execution failed", "err", err)
-		resp := &proto.Response{ID: req.ID, Status: proto.StatusError, Message: err.Error()}
-		if aerr := trail.Finished(execCtx, resp, nil); aerr != nil {
-			log.Error("audit: result not recorded", "err", aerr)
-		}
-		s.respond(conn, resp)
-		return
+		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusError, Message: err.Error()}, trail: trail,
+			log: log, level: slog.LevelError, msg: "execution failed", args: []any{"err", err}}
 	}
-	defer res.Release() // after the response below is written
 	resp := response(req.ID, res)
 	if res.TimedOut {
 		resp.Status = proto.StatusTimeout
@@ -389,13 +450,60 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer p
 	if res.CgroupError != "" {
 		log.Error("the pipeline's cgroup could not be emptied or removed", "err", res.CgroupError)
 	}
-	log.Info("result", "status", resp.Status, "exit_codes", exitCodes(res), "duration", res.Ended.Sub(res.Started))
 	// The command has run: a result that cannot be recorded is logged, and
 	// the client still gets its answer.
-	if err := trail.Finished(execCtx, resp, res); err != nil {
-		log.Error("audit: result not recorded", "err", err)
+	return ending{resp: resp, trail: trail, res: res, log: log, level: slog.LevelInfo, msg: "result",
+		args: []any{"status", resp.Status, "exit_codes", exitCodes(res), "duration", res.Ended.Sub(res.Started)}}
+}
+
+// decisionResponse answers a request whose decision was not to run it;
+// nil for a withdrawn one, which nobody is left to answer.
+func decisionResponse(id string, d approval.Decision) *proto.Response {
+	switch d.Verdict {
+	case approval.Withdrawn:
+		return nil
+	case approval.Deny:
+		return &proto.Response{ID: id, Status: proto.StatusDenied, Message: d.Message}
+	case approval.Timeout:
+		return &proto.Response{ID: id, Status: proto.StatusTimeout, Message: d.Message}
+	default: // approval.Failed, and anything else that is not an Allow
+		return &proto.Response{ID: id, Status: proto.StatusError, Message: d.Message}
 	}
-	s.respond(conn, resp)
+}
+
+// finish ends a request as e says, in this order: the log line, the audit
+// record (a refusal, or the result of a trail), the answer, and then the
+// output's memory. A record that cannot be written is logged: nothing more
+// can run, and the client should still learn how its request ended. ctx
+// bounds the audit write; it is the server's execCtx, which outlives a
+// shutdown by shutdown_timeout.
+func (s *Server) finish(ctx context.Context, conn *net.UnixConn, uid uint32, e ending) {
+	if e.res != nil {
+		defer e.res.Release() // after the answer is written
+	}
+	switch {
+	case e.msg == "":
+	case e.limit != "":
+		s.warnLimited(e.log, e.limit, uid, e.msg, e.args...)
+	default:
+		e.log.Log(ctx, e.level, e.msg, e.args...)
+	}
+	if e.refusal != nil {
+		// A refusal may quote what the agent sent (a program name of a
+		// megabyte): the answer is bounded like the record and the log line.
+		e.resp.Message = audit.Bound(e.resp.Message, maxRefusalMessage)
+		if err := s.audit.Refused(ctx, *e.refusal); err != nil {
+			s.log.Error("audit: refusal not recorded", "id", e.refusal.ID, "err", err)
+		}
+	}
+	if e.trail != nil && e.resp != nil {
+		if err := e.trail.Finished(ctx, e.resp, e.res); err != nil {
+			e.log.Error("audit: result not recorded", "err", err)
+		}
+	}
+	if e.resp != nil {
+		s.respond(conn, e.resp)
+	}
 }
 
 // maxLogPipeline bounds the pipeline written in the daemon's log; the audit
@@ -424,34 +532,8 @@ func (s *Server) readLine(conn *net.UnixConn, accepted time.Time) (line []byte, 
 	return line, false, err
 }
 
-// refuse records a request refused before anyone was asked and answers it.
-// The answer goes out even if the record cannot be written: nothing runs
-// either way, and the client should learn why.
-func (s *Server) refuse(ctx context.Context, conn *net.UnixConn, r audit.Refusal, resp *proto.Response) {
-	// A refusal may quote what the agent sent (a program name of a
-	// megabyte): the answer is bounded like the record and the log line.
-	resp.Message = audit.Bound(resp.Message, maxRefusalMessage)
-	if err := s.audit.Refused(ctx, r); err != nil {
-		s.log.Error("audit: refusal not recorded", "id", r.ID, "err", err)
-	}
-	s.respond(conn, resp)
-}
-
 // maxRefusalMessage bounds the message of a refusal sent to the agent.
 const maxRefusalMessage = 4 << 10
-
-// auditFailed answers a request that cannot go on because its audit record
-// is not durable. Nothing has run. trail, when set, gets a best-effort
-// result record so the log says how the request ended if it can.
-func (s *Server) auditFailed(conn *net.UnixConn, log *slog.Logger, id string, trail *audit.Trail, err error) {
-	log.Error("audit log unavailable; request not run", "err", err)
-	resp := &proto.Response{ID: id, Status: proto.StatusError,
-		Message: "audit log unavailable: " + err.Error() + "; nothing was run"}
-	if trail != nil {
-		_ = trail.Finished(context.Background(), resp, nil)
-	}
-	s.respond(conn, resp)
-}
 
 func (s *Server) timeoutMessage(execCtx context.Context) string {
 	if execCtx.Err() != nil {
