@@ -93,11 +93,14 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	defer stopWatchdog()
 	go feedWatchdog(wctx, log)
 
+	var foregroundDone chan struct{}
 	if opts.Foreground != nil {
 		// The foreground approver (agent-sudod --tty) talks to the broker
 		// over the approver socket like any console; when the human quits
 		// it, the daemon stops.
+		foregroundDone = make(chan struct{})
 		go func() {
+			defer close(foregroundDone)
 			if err := opts.Foreground(ctx, cfg.ApproverSocket); err != nil {
 				log.Error("foreground approver stopped", "err", err)
 			}
@@ -107,6 +110,17 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 
 	err = srv.Serve(ctx, ln)
 	_, _ = sd.SdNotify(false, sd.SdNotifyStopping)
+	if foregroundDone != nil {
+		// The console owns the terminal until it returns: the daemon
+		// exits only once it has restored it.
+		stop()
+		select {
+		case <-foregroundDone:
+		default:
+			log.Info("waiting for the console on this terminal to end")
+			<-foregroundDone
+		}
+	}
 	log.Info("stopped")
 	return err
 }

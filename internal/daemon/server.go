@@ -68,7 +68,9 @@ type Options struct {
 	SSHAuthSock string
 	// Foreground, when set, runs a console on the daemon's own terminal
 	// (agent-sudod --tty). Run calls it with the approver socket once both
-	// sockets listen, and stops the daemon when it returns.
+	// sockets listen, stops the daemon when it returns, and, when the
+	// daemon stops first, cancels ctx and returns only after Foreground
+	// has returned (it restores the terminal).
 	Foreground func(ctx context.Context, approverSocket string) error
 	// Exec runs a pipeline once its exec record is durable; nil means
 	// runner.Run. Tests replace it to see what would run without running it.
@@ -183,21 +185,36 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 // it stops accepting, ends every request still waiting for approval with an
 // error (nothing runs), gives running commands up to shutdown_timeout to
 // finish before they are killed, answers every connection, and returns.
-// ctx is the base of every request. Serve closes ln.
+// ctx is the base of every request. Serve closes ln. It also returns, with
+// the error, when ln fails to accept; every goroutine it started has ended
+// when it returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Commands outlive ctx by up to shutdown_timeout, so they get their own
 	// context that is cancelled only after that grace.
 	execCtx, stopExec := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopExec()
+	// The shutdown watcher closes ln when ctx ends, and ends the commands
+	// shutdown_timeout later; it stops when Serve returns, whatever the
+	// reason, and Serve waits for it.
+	done, watcherDone := make(chan struct{}), make(chan struct{})
+	defer func() {
+		close(done)
+		<-watcherDone
+	}()
 	go func() {
-		<-ctx.Done()
+		defer close(watcherDone)
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
 		_ = ln.Close()
 		t := time.NewTimer(s.cfg.ShutdownTimeout)
 		defer t.Stop()
 		select {
 		case <-t.C:
 			stopExec()
-		case <-execCtx.Done():
+		case <-done:
 		}
 	}()
 
@@ -249,6 +266,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.handle(ctx, execCtx, conn, peer, perr)
 		}()
 	}
+	_ = ln.Close()
 	s.conns.Wait()
 	return acceptErr
 }

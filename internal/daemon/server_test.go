@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -568,6 +569,39 @@ func TestServerAuditFailureRecordsWithinShutdown(t *testing.T) {
 		t.Errorf("written with a context that never ends: %v", endless)
 	}
 }
+
+// TestServeReturnsOnAcceptError: Serve returns the error of a listener
+// that fails to accept, while ctx is still live, and leaves no goroutine
+// behind. Not parallel: it looks at every goroutine.
+func TestServeReturnsOnAcceptError(t *testing.T) {
+	ts := newServer(t, serverSetup{})
+	ln := &brokenListener{err: errors.New("accept4: too many open files")}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := ts.srv.Serve(ctx, ln); err == nil || !strings.Contains(err.Error(), "too many open files") {
+		t.Fatalf("Serve = %v, want the accept error", err)
+	}
+	if !ln.closed {
+		t.Error("Serve did not close the listener")
+	}
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, g := range strings.Split(stacks, "\n\n") {
+		if strings.Contains(g, "(*Server).Serve") {
+			t.Errorf("a goroutine of Serve outlived it:\n%s", g)
+		}
+	}
+}
+
+// brokenListener fails every Accept with err.
+type brokenListener struct {
+	err    error
+	closed bool
+}
+
+func (l *brokenListener) Accept() (net.Conn, error) { return nil, l.err }
+func (l *brokenListener) Close() error              { l.closed = true; return nil }
+func (l *brokenListener) Addr() net.Addr            { return &net.UnixAddr{Name: "broken", Net: "unix"} }
 
 // socketPair returns the two ends of a connected Unix stream socket.
 func socketPair(t *testing.T) (a, b *net.UnixConn) {
