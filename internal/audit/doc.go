@@ -16,7 +16,9 @@
 // line seq and prev. It carries the one section named by its type:
 //
 //   - request: the request as received (pipeline, reason, privileged,
-//     forward_agent, cwd, request_time, env), or a request refused without
+//     forward_agent, cwd, request_time, env, and for a request with stdin
+//     stdin_bytes, stdin_sha256 and, when opted in, stdin), or a request
+//     refused without
 //     asking anyone, with request.refused saying why. A refused request has
 //     no other record; an accepted one is followed by:
 //   - decision: verdict (allowed, denied, timeout, withdrawn, error) and by
@@ -41,6 +43,14 @@
 // audit_env_values = true in full (env_values "full"). The hash is not
 // salted: it proves which value was used to someone who knows it, and a
 // value with little entropy (a PIN, "true") can be found by guessing.
+//
+// A request's stdin is often a file's new content, a key or a password, so
+// by default only its size and SHA-256 are recorded (stdin_bytes,
+// stdin_sha256): the hash proves which content ran to someone who has the
+// file. audit_stdin = true ([Options].Stdin) also records the content
+// itself, as standard base64 (stdin), so that the log alone shows what was
+// written; the log is then as secret as the most secret input. A refused
+// request whose line is too long to be recorded in full records no content.
 //
 // # Guarantees
 //

@@ -34,6 +34,10 @@ type Options struct {
 	// EnvValues records environment values in full (audit_env_values).
 	// By default each value is recorded as "sha256:" and its hex SHA-256.
 	EnvValues bool
+	// Stdin records a request's stdin content (base64 in the JSON) next to
+	// its size and SHA-256 (audit_stdin). By default only the size and the
+	// hash are recorded.
+	Stdin bool
 	// Journal receives one entry per decision, result and refused request,
 	// carrying the record's hash; nil sends none. See [SystemJournal].
 	Journal Journal

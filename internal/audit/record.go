@@ -130,10 +130,13 @@ type RequestSection struct {
 	// are then not recorded.
 	RawPrefix string `json:"raw_prefix,omitempty"`
 	// StdinBytes and StdinSHA256 (lower-case hex) describe the stdin the
-	// request fed to its first stage; absent when it had none. The content
-	// itself is never recorded.
+	// request fed to its first stage; absent when it had none.
 	StdinBytes  int    `json:"stdin_bytes,omitempty"`
 	StdinSHA256 string `json:"stdin_sha256,omitempty"`
+	// Stdin is the stdin content itself (standard base64 in the JSON),
+	// recorded only when the log's Options.Stdin is set (audit_stdin =
+	// true); absent otherwise.
+	Stdin []byte `json:"stdin,omitempty"`
 }
 
 // DecisionSection is how the request was decided.

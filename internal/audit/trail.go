@@ -86,13 +86,15 @@ func (l *Log) Refused(ctx context.Context, r Refusal) error {
 	}
 	long := len(r.Raw) > MaxRefusedRequestBytes
 	if r.Request != nil {
-		fillRequest(rec, r.Request, l.opts.EnvValues)
+		fillRequest(rec, r.Request, l.opts)
 		rec.Request.Refused = reason
 		if long {
 			// Header fields and flags are bounded by the decoder; the
-			// pipeline, reason and environment are not recorded.
+			// pipeline, reason, environment and stdin content are not
+			// recorded.
 			rec.Request.Pipeline, rec.Request.Reason = nil, ""
 			rec.Request.Env, rec.Request.EnvValues = nil, ""
+			rec.Request.Stdin = nil
 		}
 		if rec.ID == "" {
 			rec.ID = r.Request.ID
@@ -121,7 +123,7 @@ func (l *Log) Refused(ctx context.Context, r Refusal) error {
 // not be decided or run. Only a failure is sent to the journal.
 func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Creds) (*Trail, error) {
 	rec := &Record{Type: TypeRequest, Peer: peerOf(peer), Request: &RequestSection{}}
-	fillRequest(rec, req, l.opts.EnvValues)
+	fillRequest(rec, req, l.opts)
 	rcpt, err := l.Append(ctx, rec)
 	if err != nil {
 		// Not in the log, and not run: the journal is the only record.
@@ -281,8 +283,9 @@ func peerOf(c peercred.Creds) *Peer {
 	return &Peer{UID: c.UID, PID: c.PID, Exe: c.Exe}
 }
 
-// fillRequest copies req into rec's header and request section.
-func fillRequest(rec *Record, req *proto.Request, fullEnv bool) {
+// fillRequest copies req into rec's header and request section, with
+// environment values and the stdin content recorded as opts says.
+func fillRequest(rec *Record, req *proto.Request, opts Options) {
 	rec.ID, rec.Session, rec.Host = req.ID, req.Session, req.Host
 	s := rec.Request
 	s.Pipeline = req.Pipeline
@@ -297,11 +300,12 @@ func fillRequest(rec *Record, req *proto.Request, fullEnv bool) {
 	if env == nil {
 		env = map[string]string{}
 	}
-	s.Env, s.EnvValues = encodeEnv(env, fullEnv)
+	s.Env, s.EnvValues = encodeEnv(env, opts.EnvValues)
 	if len(req.Stdin) > 0 {
-		// Only its size and hash: the content may be a secret (a key, a
-		// password file), and the hash proves which content ran.
 		sum := sha256.Sum256(req.Stdin)
 		s.StdinBytes, s.StdinSHA256 = len(req.Stdin), hex.EncodeToString(sum[:])
+		if opts.Stdin {
+			s.Stdin = req.Stdin
+		}
 	}
 }

@@ -98,6 +98,9 @@ type Config struct {
 	// AuditEnvValues records environment values in full in the audit log
 	// instead of their hashes (key "audit_env_values").
 	AuditEnvValues bool
+	// AuditStdin records a request's stdin content (base64) in the audit
+	// log next to its size and hash (key "audit_stdin").
+	AuditStdin bool
 
 	// Exec is how privileged pipelines run (key "exec").
 	Exec ExecMode
@@ -371,6 +374,7 @@ type file struct {
 	ApproverSocket   string   `toml:"approver_socket"`
 	AuditLog         string   `toml:"audit_log"`
 	AuditEnvValues   bool     `toml:"audit_env_values"`
+	AuditStdin       bool     `toml:"audit_stdin"`
 	Exec             string   `toml:"exec"`
 	Cgroup           string   `toml:"cgroup"`
 	SudoPath         string   `toml:"sudo_path"`
@@ -435,6 +439,7 @@ func fromConfig(c *Config) file {
 		ApproverSocket:   c.ApproverSocket,
 		AuditLog:         c.AuditLog,
 		AuditEnvValues:   c.AuditEnvValues,
+		AuditStdin:       c.AuditStdin,
 		Exec:             string(c.Exec),
 		Cgroup:           string(c.Cgroup),
 		SudoPath:         c.SudoPath,
@@ -466,6 +471,7 @@ func (f file) toConfig() (*Config, error) {
 		ApproverSocket:   f.ApproverSocket,
 		AuditLog:         f.AuditLog,
 		AuditEnvValues:   f.AuditEnvValues,
+		AuditStdin:       f.AuditStdin,
 		Exec:             ExecMode(f.Exec),
 		Cgroup:           CgroupMode(f.Cgroup),
 		SudoPath:         f.SudoPath,
@@ -517,7 +523,7 @@ func (f file) toConfig() (*Config, error) {
 func topKeys() []string {
 	return []string{
 		"socket", "socket_group", "allowed_users", "allowed_groups", "approver_socket",
-		"audit_log", "audit_env_values", "exec", "cgroup", "sudo_path", "secure_path",
+		"audit_log", "audit_env_values", "audit_stdin", "exec", "cgroup", "sudo_path", "secure_path",
 		"unprivileged_user", "env_allow", "max_clock_skew", "approval_timeout",
 		"command_timeout", "kill_grace", "read_timeout", "shutdown_timeout", "session_grant_ttl",
 		"max_connections", "max_connections_per_user", "root_connections", "first_byte_timeout",

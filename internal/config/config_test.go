@@ -302,6 +302,7 @@ socket_group = "1234"
 approver_socket = "/run/a/b.sock"
 audit_log = "/var/log/a.jsonl"
 audit_env_values = true
+audit_stdin = true
 exec = "direct"
 sudo_path = "/usr/local/bin/sudo"
 secure_path = "/usr/bin:/bin"
@@ -338,6 +339,7 @@ session = "c-*"
 		ApproverSocket:   "/run/a/b.sock",
 		AuditLog:         "/var/log/a.jsonl",
 		AuditEnvValues:   true,
+		AuditStdin:       true,
 		Exec:             config.ExecDirect,
 		Cgroup:           config.CgroupRequired,
 		SudoPath:         "/usr/local/bin/sudo",
@@ -399,6 +401,7 @@ func TestDefault(t *testing.T) {
 		{"AllowedGroupsSet", c.AllowedGroupsSet, false},
 		{"UnprivilegedUser", c.UnprivilegedUser, ""},
 		{"AuditEnvValues", c.AuditEnvValues, false},
+		{"AuditStdin", c.AuditStdin, false},
 		{"Rules", len(c.Rules), 0},
 	}
 	for _, ch := range checks {

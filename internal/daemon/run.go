@@ -25,7 +25,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Audit == nil {
-		alog, err := audit.Open(cfg.AuditLog, audit.Options{EnvValues: cfg.AuditEnvValues, Journal: audit.SystemJournal(), Logger: log})
+		alog, err := audit.Open(cfg.AuditLog, audit.Options{EnvValues: cfg.AuditEnvValues, Stdin: cfg.AuditStdin, Journal: audit.SystemJournal(), Logger: log})
 		if err != nil {
 			return fmt.Errorf("audit log: %w", err)
 		}

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -691,6 +693,29 @@ func asciiJSON(b []byte) []byte {
 	return out
 }
 
+// stdinRows renders a request's recorded stdin content for "audit show":
+// UTF-8 text without NUL one escaped line per line of input (a last line
+// without a newline is marked so), anything else as a hexdump whose
+// characters column shows only printable ASCII. It returns the label and
+// the rows.
+func stdinRows(data []byte) (string, []string) {
+	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return "stdin (hex)", strings.Split(strings.TrimSuffix(hex.Dump(data), "\n"), "\n")
+	}
+	text, final := string(data), true
+	if !strings.HasSuffix(text, "\n") {
+		final = false
+	}
+	rows := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	for i, r := range rows {
+		rows[i] = "| " + esc(r)
+	}
+	if !final {
+		rows = append(rows, "(no newline at the end)")
+	}
+	return "stdin (text)", rows
+}
+
 // prettyRecord renders one record for "audit show", every value escaped.
 func prettyRecord(e audit.Entry) string {
 	r := e.Record
@@ -748,6 +773,19 @@ func prettyRecord(e audit.Entry) string {
 		}
 		if q.Env != nil {
 			envLines("env ("+esc(q.EnvValues)+")", q.Env)
+		}
+		if q.StdinBytes > 0 || q.StdinSHA256 != "" {
+			field("stdin", fmt.Sprintf("%d bytes, sha256 %s", q.StdinBytes, esc(q.StdinSHA256)))
+		}
+		if len(q.Stdin) > 0 {
+			label, rows := stdinRows(q.Stdin)
+			for i, row := range rows {
+				if i == 0 {
+					fmt.Fprintf(&b, "  %-15s %s\n", label+":", row)
+				} else {
+					fmt.Fprintf(&b, "  %-15s %s\n", "", row)
+				}
+			}
 		}
 	case r.Decision != nil:
 		field("verdict", esc(r.Decision.Verdict))
