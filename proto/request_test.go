@@ -127,6 +127,12 @@ func TestDecodeRequestAccepts(t *testing.T) {
 			Request{ID: "w", Action: ActionExecute, Time: fixedNow, Privileged: true, Pipeline: [][]string{{"a"}}}},
 		{"env", `{"id":"v",` + okTime + `,"pipeline":[["a"]],"env":{"LANG":"C.UTF-8","_x1":""}}`,
 			Request{ID: "v", Action: ActionExecute, Time: fixedNow, Privileged: true, Pipeline: [][]string{{"a"}}, Env: map[string]string{"LANG": "C.UTF-8", "_x1": ""}}},
+		{"stdin null is absent", `{"id":"s",` + okTime + `,"pipeline":[["a"]],"stdin":null}`,
+			Request{ID: "s", Action: ActionExecute, Time: fixedNow, Privileged: true, Pipeline: [][]string{{"a"}}}},
+		{"stdin empty is absent", `{"id":"s",` + okTime + `,"pipeline":[["a"]],"stdin":""}`,
+			Request{ID: "s", Action: ActionExecute, Time: fixedNow, Privileged: true, Pipeline: [][]string{{"a"}}}},
+		{"stdin at the limit", `{"id":"s",` + okTime + `,"pipeline":[["tee","/etc/x"]],"stdin":"` + strings.Repeat("AAAA", MaxStdinBytes/3) + `"}`,
+			Request{ID: "s", Action: ActionExecute, Time: fixedNow, Privileged: true, Pipeline: [][]string{{"tee", "/etc/x"}}, Stdin: make([]byte, MaxStdinBytes)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,6 +202,7 @@ func TestDecodeRequestRejects(t *testing.T) {
 		{"stdin not a string", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":[1]}`, ErrInvalid, `invalid request: field "stdin": must be a base64 string, got an array`, "x"},
 		{"stdin not base64", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":"aGk"}`, ErrInvalid, `invalid request: field "stdin": is not standard padded base64: illegal base64 data at input byte 0`, "x"},
 		{"stdin url alphabet", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":"-_8="}`, ErrInvalid, `invalid request: field "stdin": is not standard padded base64: illegal base64 data at input byte 0`, "x"},
+		{"stdin over the limit", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":"` + strings.Repeat("AAAA", MaxStdinBytes/3+1) + `"}`, ErrInvalid, `invalid request: field "stdin": decodes to more than 737280 bytes, the most a request can carry`, "x"},
 
 		{"env not object", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"env":["A=b"]}`, ErrInvalid, `invalid request: field "env": must be an object of string values, got an array`, "x"},
 		{"env bad name", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"env":{"1A":"b"}}`, ErrInvalid, `invalid request: field "env": "1A" is not a valid variable name: names match [A-Za-z_][A-Za-z0-9_]*`, "x"},

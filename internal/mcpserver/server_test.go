@@ -168,37 +168,42 @@ func TestListTools(t *testing.T) {
 	}
 }
 
+// argumentErrorTests are execute calls that parseArgs refuses, each with a
+// part of the message; FuzzParseArgs starts from them too.
+var argumentErrorTests = []struct {
+	name string
+	args any
+	want string
+}{
+	{"no arguments", nil, "no command: give argv"},
+	{"neither", map[string]any{"reason": "r"}, "no command: give argv"},
+	{"both", map[string]any{"argv": []string{"ls"}, "pipeline": [][]string{{"ls"}}, "reason": "r"}, "give either argv (one command) or pipeline (several stages), not both"},
+	{"empty argv", map[string]any{"argv": []string{}, "reason": "r"}, "argv is empty"},
+	{"empty program", map[string]any{"argv": []string{"", "x"}, "reason": "r"}, "argv[0], the program, is empty"},
+	{"command line in one string", map[string]any{"argv": []string{"apt install nginx"}, "reason": "r"}, `give the program and each argument as separate strings, e.g. ["apt","install","nginx"]`},
+	{"pipe in argv", map[string]any{"argv": []string{"dpkg", "-l", "|", "grep", "x"}, "reason": "r"}, `argv[2] is "|", which is a pipe: give the stages as pipeline`},
+	{"redirection in argv", map[string]any{"argv": []string{"echo", "x", ">", "/etc/x"}, "reason": "r"}, `end a pipeline with ["tee", "FILE"]`},
+	{"and in argv", map[string]any{"argv": []string{"make", "&&", "make", "install"}, "reason": "r"}, "send each command as its own call"},
+	{"empty pipeline", map[string]any{"pipeline": [][]string{}, "reason": "r"}, "pipeline is empty"},
+	{"empty stage", map[string]any{"pipeline": [][]string{{"ls"}, {}}, "reason": "r"}, "pipeline[1] is empty"},
+	{"too many stages", map[string]any{"pipeline": slices.Repeat([][]string{{"cat"}}, 33), "reason": "r"}, "pipeline has 33 stages; at most 32 are allowed"},
+	{"no reason", map[string]any{"argv": []string{"ls"}}, "reason is required"},
+	{"blank reason", map[string]any{"argv": []string{"ls"}, "reason": " \n"}, "reason is required"},
+	{"long reason", map[string]any{"argv": []string{"ls"}, "reason": strings.Repeat("x", 4097)}, "reason is 4097 bytes; at most 4096"},
+	{"relative cwd", map[string]any{"argv": []string{"ls"}, "reason": "r", "cwd": "src"}, `cwd "src" is not an absolute path`},
+	{"agent as root", map[string]any{"argv": []string{"git", "pull"}, "reason": "r", "forward_agent": true}, "forward_agent needs privileged false"},
+	{"bad env name", map[string]any{"argv": []string{"ls"}, "reason": "r", "env": map[string]string{"A-B": "1"}}, `env: "A-B" is not a valid variable name`},
+	{"unknown field", map[string]any{"command": "ls", "reason": "r"}, `invalid arguments: unknown field "command"; the execute tool takes argv or pipeline`},
+	{"argv as a string", map[string]any{"argv": "ls -l", "reason": "r"}, "in argv, expected an array of strings but got a JSON string"},
+	{"number in argv", map[string]any{"argv": []any{"ls", 1}, "reason": "r"}, "in argv, expected a string but got a JSON number"},
+	{"stage as a string", map[string]any{"pipeline": []any{"ls"}, "reason": "r"}, "in pipeline, expected an array of strings but got a JSON string"},
+	{"privileged as a string", map[string]any{"argv": []string{"ls"}, "reason": "r", "privileged": "no"}, "in privileged, expected true or false but got a JSON string"},
+	{"env value number", map[string]any{"argv": []string{"ls"}, "reason": "r", "env": map[string]any{"A": 1}}, "in env, expected a string but got a JSON number"},
+	{"stdin too large", map[string]any{"argv": []string{"tee", "/etc/x"}, "reason": "r", "stdin": strings.Repeat("x", proto.MaxStdinBytes+1)}, `stdin is 737281 bytes; at most 737280 can go with one request: write the file in a place you can and copy it with ["install", "-m", "0644", "/tmp/x", "/etc/x"]`},
+}
+
 func TestExecuteArgumentErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		args any
-		want string
-	}{
-		{"no arguments", nil, "no command: give argv"},
-		{"neither", map[string]any{"reason": "r"}, "no command: give argv"},
-		{"both", map[string]any{"argv": []string{"ls"}, "pipeline": [][]string{{"ls"}}, "reason": "r"}, "give either argv (one command) or pipeline (several stages), not both"},
-		{"empty argv", map[string]any{"argv": []string{}, "reason": "r"}, "argv is empty"},
-		{"empty program", map[string]any{"argv": []string{"", "x"}, "reason": "r"}, "argv[0], the program, is empty"},
-		{"command line in one string", map[string]any{"argv": []string{"apt install nginx"}, "reason": "r"}, `give the program and each argument as separate strings, e.g. ["apt","install","nginx"]`},
-		{"pipe in argv", map[string]any{"argv": []string{"dpkg", "-l", "|", "grep", "x"}, "reason": "r"}, `argv[2] is "|", which is a pipe: give the stages as pipeline`},
-		{"redirection in argv", map[string]any{"argv": []string{"echo", "x", ">", "/etc/x"}, "reason": "r"}, `end a pipeline with ["tee", "FILE"]`},
-		{"and in argv", map[string]any{"argv": []string{"make", "&&", "make", "install"}, "reason": "r"}, "send each command as its own call"},
-		{"empty pipeline", map[string]any{"pipeline": [][]string{}, "reason": "r"}, "pipeline is empty"},
-		{"empty stage", map[string]any{"pipeline": [][]string{{"ls"}, {}}, "reason": "r"}, "pipeline[1] is empty"},
-		{"too many stages", map[string]any{"pipeline": slices.Repeat([][]string{{"cat"}}, 33), "reason": "r"}, "pipeline has 33 stages; at most 32 are allowed"},
-		{"no reason", map[string]any{"argv": []string{"ls"}}, "reason is required"},
-		{"blank reason", map[string]any{"argv": []string{"ls"}, "reason": " \n"}, "reason is required"},
-		{"long reason", map[string]any{"argv": []string{"ls"}, "reason": strings.Repeat("x", 4097)}, "reason is 4097 bytes; at most 4096"},
-		{"relative cwd", map[string]any{"argv": []string{"ls"}, "reason": "r", "cwd": "src"}, `cwd "src" is not an absolute path`},
-		{"agent as root", map[string]any{"argv": []string{"git", "pull"}, "reason": "r", "forward_agent": true}, "forward_agent needs privileged false"},
-		{"bad env name", map[string]any{"argv": []string{"ls"}, "reason": "r", "env": map[string]string{"A-B": "1"}}, `env: "A-B" is not a valid variable name`},
-		{"unknown field", map[string]any{"command": "ls", "reason": "r"}, `invalid arguments: unknown field "command"; the execute tool takes argv or pipeline`},
-		{"argv as a string", map[string]any{"argv": "ls -l", "reason": "r"}, "in argv, expected an array of strings but got a JSON string"},
-		{"number in argv", map[string]any{"argv": []any{"ls", 1}, "reason": "r"}, "in argv, expected a string but got a JSON number"},
-		{"stage as a string", map[string]any{"pipeline": []any{"ls"}, "reason": "r"}, "in pipeline, expected an array of strings but got a JSON string"},
-		{"privileged as a string", map[string]any{"argv": []string{"ls"}, "reason": "r", "privileged": "no"}, "in privileged, expected true or false but got a JSON string"},
-		{"env value number", map[string]any{"argv": []string{"ls"}, "reason": "r", "env": map[string]any{"A": 1}}, "in env, expected a string but got a JSON number"},
-	}
+	tests := argumentErrorTests
 	cs, daemon := connect(t, Config{}, reply(ok("", 0)), nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
