@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net"
 	"os"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -57,8 +55,7 @@ func isTerminal(stdin io.Reader, stdout io.Writer) bool {
 }
 
 func approveFlags(inv *invocation) (*flag.FlagSet, *string) {
-	fset := flag.NewFlagSet("approve", flag.ContinueOnError)
-	fset.SetOutput(io.Discard) // errors are reported in one line by approveMain
+	fset := approveUsage().newFlagSet()
 	socket := inv.getenv(envApproverSocket)
 	if socket == "" {
 		socket = defaultApproverSocket
@@ -67,12 +64,11 @@ func approveFlags(inv *invocation) (*flag.FlagSet, *string) {
 	return fset, path
 }
 
-func approveHelp(inv *invocation, w io.Writer) error {
-	fset, _ := approveFlags(inv)
-	var b strings.Builder
-	b.WriteString(`usage: sudo agent-sudo approve [--approver-socket PATH]
-
-Show the requests that wait for a human and approve or deny them. It runs as
+func approveUsage() *usage {
+	return &usage{
+		name:     "approve",
+		synopsis: []string{"sudo agent-sudo approve [--approver-socket PATH]"},
+		text: `Show the requests that wait for a human and approve or deny them. It runs as
 root, in a terminal, and talks to agent-sudod over its root-only approver
 socket. Every console sees every waiting request; the first decision wins.
 
@@ -91,24 +87,21 @@ keys:
 
 Do not run it inside tmux or screen: an agent that can type into the
 multiplexer could approve its own requests. See docs/approving.md.
+`,
+		exits: []exitDoc{
+			{"0", "the console was quit"},
+			{"2", "usage error, or stdin or stdout is not a terminal"},
+			{"69", "agent-sudod cannot be reached, or it went away"},
+			{"70", "agent-sudod refused the console or broke the protocol"},
+			{"77", "not run as root"},
+			{"130", "interrupted"},
+		},
+	}
+}
 
-flags:
-`)
-	fset.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(&b, "  --%s %s\n    \t%s (default %q)\n", f.Name, arg, usage, f.DefValue)
-	})
-	b.WriteString(`
-exit status:
-  0    the console was quit
-  2    usage error, or stdin or stdout is not a terminal
-  69   agent-sudod cannot be reached, or it went away
-  70   agent-sudod refused the console or broke the protocol
-  77   not run as root
-  130  interrupted
-`)
-	_, err := io.WriteString(w, b.String())
-	return err
+func approveHelp(inv *invocation, w io.Writer) error {
+	fset, _ := approveFlags(inv)
+	return approveUsage().write(w, fset)
 }
 
 // approveMain is "agent-sudo approve".
@@ -118,14 +111,8 @@ func approveMain(ctx context.Context, inv *invocation, args []string) int {
 
 func approve(ctx context.Context, inv *invocation, args []string, deps approveDeps) int {
 	fset, socket := approveFlags(inv)
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return inv.showHelp(approveHelp)
-		}
-		return inv.fail(exitUsage, "approve: %v; see 'agent-sudo help approve'", err)
-	}
-	if fset.NArg() > 0 {
-		return inv.fail(exitUsage, "approve: unexpected argument %q; see 'agent-sudo help approve'", fset.Arg(0))
+	if _, code, ok := inv.parse(approveUsage(), fset, args); !ok {
+		return code
 	}
 	if deps.geteuid() != 0 {
 		return inv.fail(exitDenied, "approve must run as root, e.g. sudo agent-sudo approve")

@@ -25,7 +25,7 @@ import (
 )
 
 // Exit statuses of audit besides the common ones (see the package
-// documentation and auditHelp).
+// documentation and the subcommands' help).
 const (
 	exitNotFound = 1  // show: no request has that id
 	exitDataErr  = 65 // a corrupt line, or a broken chain (EX_DATAERR)
@@ -33,7 +33,7 @@ const (
 	exitConfig   = 78 // the configuration cannot be loaded (EX_CONFIG)
 )
 
-// auditDeps are the parts of the process audit uses besides the
+// auditDeps are the parts of the process the listing uses besides the
 // invocation; tests replace them.
 type auditDeps struct {
 	now func() time.Time
@@ -47,13 +47,193 @@ func realAuditDeps() auditDeps {
 	return auditDeps{now: time.Now, loc: time.Local, poll: time.Second}
 }
 
-// auditOptions are audit's flags.
-type auditOptions struct {
-	log, config          string
+// auditSource is where audit reads the log: --log, or audit_log of the
+// configuration. Every audit subcommand takes these two flags, and they
+// alone may also come before the subcommand's name.
+type auditSource struct {
+	log, config string
+}
+
+func (s *auditSource) addFlags(fset *flag.FlagSet) {
+	fset.StringVar(&s.log, "log", "", "read the audit log `file` (default: audit_log of the configuration)")
+	fset.StringVar(&s.config, "config", "", "daemon configuration `file` to take audit_log from (default "+config.DefaultPath+")")
+}
+
+// path is --log, or audit_log of the configuration.
+func (s *auditSource) path() (string, error) {
+	if s.log != "" {
+		return s.log, nil
+	}
+	path, explicit := config.DefaultPath, false
+	if s.config != "" {
+		path, explicit = s.config, true
+	}
+	cfg, err := config.Load(path, explicit)
+	if err != nil {
+		return "", err
+	}
+	return cfg.AuditLog, nil
+}
+
+// auditSubcommand tells which audit subcommand args ask for and returns the
+// arguments for it: show or verify when args name it, preceded by nothing
+// but --log and --config; else the listing, with all of args.
+func auditSubcommand(args []string) (string, []string) {
+	fset := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	var src auditSource
+	src.addFlags(fset)
+	if fset.Parse(args) != nil || fset.NArg() == 0 {
+		return "list", args
+	}
+	n := len(args) - fset.NArg()
+	if name := fset.Arg(0); (name == "show" || name == "verify") && (n == 0 || args[n-1] != "--") {
+		return name, append(slices.Clone(args[:n]), fset.Args()[1:]...)
+	}
+	return "list", args
+}
+
+// auditMain is "agent-sudo audit".
+func auditMain(ctx context.Context, inv *invocation, args []string) int {
+	return runAudit(ctx, inv, args, realAuditDeps())
+}
+
+// runAudit runs the audit subcommand args ask for.
+func runAudit(ctx context.Context, inv *invocation, args []string, deps auditDeps) int {
+	switch sub, args := auditSubcommand(args); sub {
+	case "show":
+		return auditShowMain(ctx, inv, args)
+	case "verify":
+		return auditVerifyMain(ctx, inv, args)
+	}
+	return auditList(ctx, inv, args, deps)
+}
+
+// withOutput runs f with stdout behind an errWriter and returns f's
+// status, or exitIO if writing failed.
+func (inv *invocation) withOutput(cmd string, f func(out *errWriter) int) int {
+	out := &errWriter{w: inv.stdout}
+	code := f(out)
+	if out.err != nil {
+		return inv.fail(exitIO, "%s: write the output: %v", cmd, out.err)
+	}
+	return code
+}
+
+// auditListOptions are the listing's flags.
+type auditListOptions struct {
+	auditSource
 	session, host        string
 	since, until, status string
 	json, follow         bool
-	anchors              listFlag
+}
+
+func auditListFlags(_ *invocation) (*flag.FlagSet, *auditListOptions) {
+	o := &auditListOptions{}
+	fset := auditListUsage().newFlagSet()
+	o.addFlags(fset)
+	fset.StringVar(&o.session, "session", "", "only requests whose session matches `glob` (* matches anything)")
+	fset.StringVar(&o.host, "host", "", "only requests whose host matches `glob`")
+	fset.StringVar(&o.since, "since", "", "only requests received at or after `time`: a duration ago (2h, 7d), a date (2026-11-20) or RFC 3339")
+	fset.StringVar(&o.until, "until", "", "only requests received before `time`, in the same forms as --since")
+	fset.StringVar(&o.status, "status", "", "only requests with `status` ok, denied, timeout, error, withdrawn, pending or running (comma-separated)")
+	fset.BoolVar(&o.json, "json", false, "print JSON lines instead of a table")
+	fset.BoolVar(&o.follow, "follow", false, "keep running and print each new request when its outcome is recorded")
+	return fset, o
+}
+
+func auditListUsage() *usage {
+	return &usage{
+		name: "audit",
+		synopsis: []string{
+			"agent-sudo audit [flags]                   list requests, one row each",
+			"agent-sudo audit show [flags] ID           every record of one request",
+			"agent-sudo audit verify [flags] [FILE...]  check the log's hash chain",
+		},
+		text: `Read agent-sudod's audit log: which commands agents asked to run, who decided,
+and what came out. Each row joins a request's records: when it was received,
+its session, status, who decided, the exit codes, how long it ran, and the
+command. Everything an agent wrote is escaped before it is printed.
+
+The log is audit_log of the daemon's configuration (--config, default
+` + config.DefaultPath + `), or --log FILE; its rotated files (FILE.1,
+FILE.2.gz, ...) are read too, oldest first. It is readable by root and the adm
+group. --log and --config may also come before show or verify.
+
+A status is ok, denied, timeout or error as the agent was answered,
+withdrawn (the agent went away first), pending (no decision recorded) or
+running (allowed, no result recorded); pending and running also remain when
+the daemon stopped before recording the outcome. With --follow, requests are
+printed again when their outcome is recorded.
+
+'agent-sudo help audit show' and 'agent-sudo help audit verify' describe the
+subcommands. See docs/audit.md.
+`,
+		exits: []exitDoc{
+			{"0", "success"},
+			{"2", "usage error: a bad flag, flag value or argument"},
+			{"65", "a line of the log is corrupt (the listing is still printed)"},
+			{"66", "the log cannot be read"},
+			{"74", "the output could not be written"},
+			{"78", "the configuration cannot be loaded (pass --log)"},
+			{"130", "interrupted (--follow ends this way)"},
+		},
+		args:         true, // refused by auditList, which knows the subcommands
+		interspersed: true,
+	}
+}
+
+func auditHelp(inv *invocation, w io.Writer) error {
+	fset, _ := auditListFlags(inv)
+	return auditListUsage().write(w, fset)
+}
+
+// auditShowOptions are the flags of audit show.
+type auditShowOptions struct {
+	auditSource
+	json bool
+}
+
+func auditShowFlags(_ *invocation) (*flag.FlagSet, *auditShowOptions) {
+	o := &auditShowOptions{}
+	fset := auditShowUsage().newFlagSet()
+	o.addFlags(fset)
+	fset.BoolVar(&o.json, "json", false, "print the records themselves, one JSON line each, in ASCII")
+	return fset, o
+}
+
+func auditShowUsage() *usage {
+	return &usage{
+		name:     "audit show",
+		synopsis: []string{"agent-sudo audit show [flags] ID"},
+		text: `Print every record of the request with id ID (all of them, if a client
+reused the id), oldest first, every value escaped. With --json, print the
+records as the log has them, each as one line of ASCII JSON.
+`,
+		exits: []exitDoc{
+			{"0", "the request's records were printed"},
+			{"1", "no request has that id"},
+			{"2", "usage error: a bad flag or flag value, or not exactly one ID"},
+			{"65", "a line of the log is corrupt"},
+			{"66", "the log cannot be read"},
+			{"74", "the output could not be written"},
+			{"78", "the configuration cannot be loaded (pass --log)"},
+			{"130", "interrupted"},
+		},
+		args:         true,
+		interspersed: true,
+	}
+}
+
+func auditShowHelp(inv *invocation, w io.Writer) error {
+	fset, _ := auditShowFlags(inv)
+	return auditShowUsage().write(w, fset)
+}
+
+// auditVerifyOptions are the flags of audit verify.
+type auditVerifyOptions struct {
+	auditSource
+	anchors listFlag
 }
 
 // listFlag is a repeatable string flag.
@@ -62,112 +242,76 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-func auditFlags() (*flag.FlagSet, *auditOptions) {
-	o := &auditOptions{}
-	fset := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fset.SetOutput(io.Discard) // errors are reported in one line by auditMain
-	fset.StringVar(&o.log, "log", "", "read the audit log `file` (default: audit_log of the configuration)")
-	fset.StringVar(&o.config, "config", "", "daemon configuration `file` to take audit_log from (default "+config.DefaultPath+")")
-	fset.StringVar(&o.session, "session", "", "only requests whose session matches `glob` (* matches anything)")
-	fset.StringVar(&o.host, "host", "", "only requests whose host matches `glob`")
-	fset.StringVar(&o.since, "since", "", "only requests received at or after `time`: a duration ago (2h, 7d), a date (2026-11-20) or RFC 3339")
-	fset.StringVar(&o.until, "until", "", "only requests received before `time`, in the same forms as --since")
-	fset.StringVar(&o.status, "status", "", "only requests with `status` ok, denied, timeout, error, withdrawn, pending or running (comma-separated)")
-	fset.BoolVar(&o.json, "json", false, "print JSON lines instead of a table (show: the records)")
-	fset.BoolVar(&o.follow, "follow", false, "keep running and print each new request when its outcome is recorded")
-	fset.Var(&o.anchors, "anchor", "verify: also check that the record with `hash` (from the journal) is in the log; repeatable")
+func auditVerifyFlags(_ *invocation) (*flag.FlagSet, *auditVerifyOptions) {
+	o := &auditVerifyOptions{}
+	fset := auditVerifyUsage().newFlagSet()
+	o.addFlags(fset)
+	fset.Var(&o.anchors, "anchor", "also check that the record with `hash` (from the journal) is in the log; repeatable")
 	return fset, o
 }
 
-func auditHelp(_ *invocation, w io.Writer) error {
-	fset, _ := auditFlags()
-	var b strings.Builder
-	b.WriteString(`usage: agent-sudo audit [flags]              list requests, one row each
-       agent-sudo audit show [--json] ID       every record of one request
-       agent-sudo audit verify [FILE...]       check the log's hash chain
+func auditVerifyUsage() *usage {
+	return &usage{
+		name:     "audit verify",
+		synopsis: []string{"agent-sudo audit verify [flags] [FILE...]"},
+		text: `Check that every line of the audit log is chained to the one before it, and
+name the first line that was altered, removed, inserted or moved. Without
+FILE it checks the configured log (--log, or audit_log of --config) and its
+rotated files, oldest first; with FILE... the files given, in the order
+given (oldest first).
 
-Read agent-sudod's audit log: which commands agents asked to run, who decided,
-and what came out. Each row joins a request's records: when it was received,
-its session, status, who decided, the exit codes, how long it ran, and the
-command. Everything an agent wrote is escaped before it is printed.
-
-The log is audit_log of the daemon's configuration (--config, default
-` + config.DefaultPath + `), or --log FILE; its rotated files (FILE.1,
-FILE.2.gz, ...) are read too, oldest first. It is readable by root and the adm
-group.
-
-A status is ok, denied, timeout or error as the agent was answered,
-withdrawn (the agent went away first), pending (no decision recorded) or
-running (allowed, no result recorded); pending and running also remain when
-the daemon stopped before recording the outcome. With --follow, requests are
-printed again when their outcome is recorded.
-
-verify checks that every line is chained to the one before it and names the
-first line that was altered, removed, inserted or moved. Records cut off the
-end of the log can only be noticed with --anchor and a hash from the journal
-(journalctl -o verbose AGENT_SUDO_AUDIT_TYPE=result shows
-AGENT_SUDO_RECORD_HASH). See docs/audit.md.
-
-flags:
-`)
-	fset.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(&b, "  --%s", f.Name)
-		if arg != "" {
-			fmt.Fprintf(&b, " %s", arg)
-		}
-		fmt.Fprintf(&b, "\n    \t%s\n", usage)
-	})
-	b.WriteString(`
-exit status:
-  0    success; verify: the chain is intact
-  1    show: no request has that id
-  2    usage error: a bad flag, flag value or argument
-  65   a line of the log is corrupt, or verify found the chain broken
-  66   the log cannot be read
-  74   the output could not be written
-  78   the configuration cannot be loaded (pass --log)
-  130  interrupted (--follow ends this way)
-`)
-	_, err := io.WriteString(w, b.String())
-	return err
+Records cut off the end of the log can only be noticed with --anchor and a
+hash from the journal (journalctl -o verbose AGENT_SUDO_AUDIT_TYPE=result
+shows AGENT_SUDO_RECORD_HASH). See docs/audit.md.
+`,
+		exits: []exitDoc{
+			{"0", "the chain is intact, and every --anchor is in it"},
+			{"2", "usage error: a bad flag or flag value, or FILE with --log or --config"},
+			{"65", "the chain is broken, a line is corrupt, or an anchor is missing"},
+			{"66", "the log cannot be read"},
+			{"74", "the output could not be written"},
+			{"78", "the configuration cannot be loaded (pass --log or FILE)"},
+			{"130", "interrupted"},
+		},
+		args:         true,
+		interspersed: true,
+	}
 }
 
-// auditMain is "agent-sudo audit".
-func auditMain(ctx context.Context, inv *invocation, args []string) int {
-	return runAudit(ctx, inv, args, realAuditDeps())
+func auditVerifyHelp(inv *invocation, w io.Writer) error {
+	fset, _ := auditVerifyFlags(inv)
+	return auditVerifyUsage().write(w, fset)
 }
 
-func runAudit(ctx context.Context, inv *invocation, args []string, deps auditDeps) int {
-	fset, o := auditFlags()
-	pos, err := parseInterspersed(fset, args)
+// auditShowMain is "agent-sudo audit show".
+func auditShowMain(ctx context.Context, inv *invocation, args []string) int {
+	u := auditShowUsage()
+	fset, o := auditShowFlags(inv)
+	pos, code, ok := inv.parse(u, fset, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return inv.fail(exitUsage, "audit show: want exactly one request id, got %d arguments; see 'agent-sudo help audit show'", len(pos))
+	}
+	path, err := o.path()
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return inv.showHelp(auditHelp)
-		}
-		return inv.fail(exitUsage, "audit: %v; see 'agent-sudo help audit'", err)
+		return inv.fail(exitConfig, "audit show: %v; pass --log FILE to read a log directly", err)
 	}
-	mode := "list"
-	if len(pos) > 0 && (pos[0] == "show" || pos[0] == "verify") {
-		mode, pos = pos[0], pos[1:]
+	return inv.withOutput("audit show", func(out *errWriter) int {
+		return auditShow(ctx, inv, out, path, pos[0], o.json)
+	})
+}
+
+// auditVerifyMain is "agent-sudo audit verify".
+func auditVerifyMain(ctx context.Context, inv *invocation, args []string) int {
+	u := auditVerifyUsage()
+	fset, o := auditVerifyFlags(inv)
+	files, code, ok := inv.parse(u, fset, args)
+	if !ok {
+		return code
 	}
-	set := map[string]bool{}
-	fset.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, name := range []string{"session", "host", "since", "until", "status", "follow"} {
-		if set[name] && mode != "list" {
-			return inv.fail(exitUsage, "audit %s: --%s applies only to the listing; see 'agent-sudo help audit'", mode, name)
-		}
-	}
-	switch {
-	case set["anchor"] && mode != "verify":
-		return inv.fail(exitUsage, "audit: --anchor applies only to verify; see 'agent-sudo help audit'")
-	case set["json"] && mode == "verify":
-		return inv.fail(exitUsage, "audit verify: --json is not supported; the exit status says whether the chain is intact")
-	case mode == "list" && len(pos) > 0:
-		return inv.fail(exitUsage, "audit: unexpected argument %q; the commands are show and verify, see 'agent-sudo help audit'", pos[0])
-	case mode == "show" && len(pos) != 1:
-		return inv.fail(exitUsage, "audit show: want exactly one request id, got %d arguments; usage: agent-sudo audit show [--json] ID", len(pos))
-	case mode == "verify" && len(pos) > 0 && (set["log"] || set["config"]):
+	if len(files) > 0 && (o.log != "" || o.config != "") {
 		return inv.fail(exitUsage, "audit verify: give either files or --log/--config, not both")
 	}
 	for _, a := range o.anchors {
@@ -175,69 +319,45 @@ func runAudit(ctx context.Context, inv *invocation, args []string, deps auditDep
 			return inv.fail(exitUsage, "audit verify: --anchor %q is not a SHA-256 in hex (64 hex digits)", a)
 		}
 	}
-	var filter rowFilter
-	if mode == "list" {
-		if filter, err = newRowFilter(o, deps); err != nil {
-			return inv.fail(exitUsage, "audit: %v", err)
+	if len(files) == 0 {
+		path, err := o.path()
+		if err != nil {
+			return inv.fail(exitConfig, "audit verify: %v; pass --log FILE to read a log directly", err)
+		}
+		if files, err = audit.Files(path); err != nil {
+			return inv.unreadable("audit verify", err)
 		}
 	}
-
-	var path string
-	if mode != "verify" || len(pos) == 0 {
-		if path, err = auditLogPath(o); err != nil {
-			return inv.fail(exitConfig, "audit: %v; pass --log FILE to read a log directly", err)
-		}
-	}
-	out := &errWriter{w: inv.stdout}
-	var code int
-	switch mode {
-	case "verify":
-		code = auditVerify(ctx, inv, out, path, pos, o.anchors)
-	case "show":
-		code = auditShow(ctx, inv, out, path, pos[0], o.json)
-	default:
-		code = auditList(ctx, inv, out, path, o, filter, deps)
-	}
-	if out.err != nil {
-		return inv.fail(exitIO, "audit: write the output: %v", out.err)
-	}
-	return code
+	return inv.withOutput("audit verify", func(out *errWriter) int {
+		return auditVerify(ctx, inv, out, files, o.anchors)
+	})
 }
 
-// parseInterspersed parses flags anywhere among the arguments, up to "--",
-// and returns the other arguments.
-func parseInterspersed(fset *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fset.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fset.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+// auditList is "agent-sudo audit" without a subcommand.
+func auditList(ctx context.Context, inv *invocation, args []string, deps auditDeps) int {
+	u := auditListUsage()
+	fset, o := auditListFlags(inv)
+	pos, code, ok := inv.parse(u, fset, args)
+	if !ok {
+		return code
 	}
-}
-
-// auditLogPath is --log, or audit_log of the configuration.
-func auditLogPath(o *auditOptions) (string, error) {
-	if o.log != "" {
-		return o.log, nil
+	if len(pos) > 0 {
+		if pos[0] == "show" || pos[0] == "verify" {
+			return inv.fail(exitUsage, "audit: only --log and --config may come before %s; give its other flags after it: agent-sudo audit %s [flags] ...", pos[0], pos[0])
+		}
+		return inv.fail(exitUsage, "audit: unexpected argument %q; the subcommands are show and verify, see 'agent-sudo help audit'", pos[0])
 	}
-	path, explicit := config.DefaultPath, false
-	if o.config != "" {
-		path, explicit = o.config, true
-	}
-	cfg, err := config.Load(path, explicit)
+	filter, err := newRowFilter(o, deps)
 	if err != nil {
-		return "", err
+		return inv.fail(exitUsage, "audit: %v", err)
 	}
-	return cfg.AuditLog, nil
+	path, err := o.path()
+	if err != nil {
+		return inv.fail(exitConfig, "audit: %v; pass --log FILE to read a log directly", err)
+	}
+	return inv.withOutput("audit", func(out *errWriter) int {
+		return auditListPrint(ctx, inv, out, path, o, filter, deps)
+	})
 }
 
 // errWriter keeps the first write error.
@@ -269,14 +389,9 @@ func (inv *invocation) corrupt(cmd string, le *audit.LineError) {
 	inv.say("%s: %v; run 'agent-sudo audit verify'", cmd, le)
 }
 
-// auditVerify is "agent-sudo audit verify".
-func auditVerify(ctx context.Context, inv *invocation, out *errWriter, path string, files, anchors []string) int {
-	if len(files) == 0 {
-		var err error
-		if files, err = audit.Files(path); err != nil {
-			return inv.unreadable("audit verify", err)
-		}
-	}
+// auditVerify checks the chain of files, oldest first, and prints the
+// result.
+func auditVerify(ctx context.Context, inv *invocation, out *errWriter, files, anchors []string) int {
 	res, err := audit.VerifyWith(ctx, audit.VerifyOptions{Anchors: anchors}, files...)
 	var ce *audit.ChainError
 	switch {
@@ -304,7 +419,8 @@ func plural(n int, word string) string {
 	return word + "s"
 }
 
-// auditShow is "agent-sudo audit show ID".
+// auditShow prints the records of request id from the log at path and its
+// rotated files.
 func auditShow(ctx context.Context, inv *invocation, out *errWriter, path, id string, asJSON bool) int {
 	files, err := audit.Files(path)
 	if err != nil {
@@ -347,8 +463,9 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, path, id st
 	return 0
 }
 
-// auditList is "agent-sudo audit" without a command.
-func auditList(ctx context.Context, inv *invocation, out *errWriter, path string, o *auditOptions, filter rowFilter, deps auditDeps) int {
+// auditListPrint prints the requests of the log at path and its rotated
+// files that filter selects, and with --follow those recorded later.
+func auditListPrint(ctx context.Context, inv *invocation, out *errWriter, path string, o *auditListOptions, filter rowFilter, deps auditDeps) int {
 	j := audit.NewJoiner()
 	var backlog []*audit.Summary
 	caughtUp := false
@@ -443,7 +560,7 @@ func knownStatuses() []string {
 	return []string{"ok", "denied", "timeout", "error", audit.StatusWithdrawn, audit.StatusPending, audit.StatusRunning}
 }
 
-func newRowFilter(o *auditOptions, deps auditDeps) (rowFilter, error) {
+func newRowFilter(o *auditListOptions, deps auditDeps) (rowFilter, error) {
 	var f rowFilter
 	var err error
 	if o.session != "" {

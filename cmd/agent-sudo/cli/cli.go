@@ -72,7 +72,7 @@ func (inv *invocation) fail(code int, format string, args ...any) int {
 	return code
 }
 
-// command is one subcommand.
+// command is one command, or one subcommand of a command.
 type command struct {
 	name    string
 	summary string
@@ -81,22 +81,32 @@ type command struct {
 	run func(ctx context.Context, inv *invocation, args []string) int
 	// help writes the command's full help to w.
 	help func(inv *invocation, w io.Writer) error
+	// subs are the command's subcommands, which run dispatches to (see
+	// runSubcommand) and "agent-sudo help CMD SUB" describes.
+	subs []command
 }
 
-// commands is the table of subcommands, in the order help lists them. It is
-// a function rather than a variable so that "help" can list the table it
+// commands is the table of commands, in the order help lists them. It is a
+// function rather than a variable so that "help" can list the table it
 // belongs to and nothing global can be changed.
 func commands() []command {
 	return []command{
 		{name: "run", summary: "ask agent-sudod to run a command or a pipeline", run: runMain, help: runHelp},
 		{name: "status", summary: "tell whether agent-sudod is up and you may use it", run: statusMain, help: statusHelp},
 		{name: "approve", summary: "as root, approve or deny the requests waiting for a human", run: approveMain, help: approveHelp},
-		{name: "audit", summary: "list and verify the audit log: what ran, who decided, what came out", run: auditMain, help: auditHelp},
+		{name: "audit", summary: "list and verify the audit log: what ran, who decided, what came out", run: auditMain, help: auditHelp, subs: []command{
+			{name: "show", summary: "print every record of one request", run: auditShowMain, help: auditShowHelp},
+			{name: "verify", summary: "check the audit log's hash chain", run: auditVerifyMain, help: auditVerifyHelp},
+		}},
 		{name: "mcp", summary: "serve agent-sudo to a coding agent as an MCP server on stdio", run: mcpMain, help: mcpHelp},
-		{name: "rules", summary: "test what the rules of a configuration decide for a command, before deploying them", run: rulesMain, help: rulesHelp},
-		{name: "shim", summary: "install a sudo shim that sends sudo commands to agent-sudod", run: shimMain, help: shimHelp},
+		{name: "rules", summary: "test what the rules of a configuration decide for a command, before deploying them", run: rulesMain, help: rulesTestHelp, subs: []command{
+			{name: "test", summary: "decide a request with a configuration's rules and say how", run: rulesTestMain, help: rulesTestHelp},
+		}},
+		{name: "shim", summary: "install a sudo shim that sends sudo commands to agent-sudod", run: shimMain, help: shimHelp, subs: []command{
+			{name: "install", summary: "make DIR/sudo a link to agent-sudo", run: shimInstallMain, help: shimHelp},
+		}},
 		{name: "version", summary: "print agent-sudo's version", run: versionMain, help: versionHelp},
-		{name: "help", summary: "show help for agent-sudo or one of its commands", run: helpMain, help: mainHelp},
+		{name: "help", summary: "show help for agent-sudo or one of its commands", run: helpMain, help: helpHelp},
 	}
 }
 
@@ -132,19 +142,51 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	return cmd.run(ctx, inv, args[1:])
 }
 
-// helpMain is "agent-sudo help [command]".
-func helpMain(_ context.Context, inv *invocation, args []string) int {
-	switch len(args) {
-	case 0:
-		return inv.showHelp(mainHelp)
-	case 1:
-		cmd, ok := lookup(args[0])
-		if !ok {
-			return inv.fail(exitUsage, "help: unknown command %q; run 'agent-sudo help' for the list of commands", args[0])
-		}
-		return inv.showHelp(cmd.help)
+func helpUsage() *usage {
+	return &usage{
+		name:     "help",
+		synopsis: []string{"agent-sudo help [COMMAND [SUBCOMMAND]]"},
+		text:     "Shows agent-sudo's commands, or the help of one command or subcommand.\n",
+		args:     true,
+		exits: []exitDoc{
+			{"0", "the help was shown"},
+			{"2", "no such command, or too many arguments"},
+			{"74", "writing the help failed"},
+		},
 	}
-	return inv.fail(exitUsage, "help: too many arguments; usage: agent-sudo help [command]")
+}
+
+func helpHelp(_ *invocation, w io.Writer) error {
+	u := helpUsage()
+	return u.write(w, u.newFlagSet())
+}
+
+// helpMain is "agent-sudo help [command [subcommand]]".
+func helpMain(_ context.Context, inv *invocation, args []string) int {
+	u := helpUsage()
+	args, code, ok := inv.parse(u, u.newFlagSet(), args)
+	if !ok {
+		return code
+	}
+	if len(args) == 0 {
+		return inv.showHelp(mainHelp)
+	}
+	cmd, ok := lookup(args[0])
+	if !ok {
+		return inv.fail(exitUsage, "help: unknown command %q; run 'agent-sudo help' for the list of commands", args[0])
+	}
+	switch {
+	case len(args) == 1:
+		return inv.showHelp(cmd.help)
+	case len(args) == 2 && len(cmd.subs) > 0:
+		for _, sub := range cmd.subs {
+			if sub.name == args[1] {
+				return inv.showHelp(sub.help)
+			}
+		}
+		return inv.fail(exitUsage, "help: %s has no subcommand %q; see 'agent-sudo help %s'", cmd.name, args[1], cmd.name)
+	}
+	return inv.fail(exitUsage, "help: too many arguments; usage: agent-sudo help [COMMAND [SUBCOMMAND]]")
 }
 
 // showHelp writes help that was asked for to stdout and returns the exit
@@ -167,8 +209,11 @@ commands:
 `)
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		for _, sub := range c.subs {
+			fmt.Fprintf(&b, "    %-8s %s\n", sub.name, sub.summary)
+		}
 	}
-	b.WriteString("\n'agent-sudo help <command>' shows a command's flags and exit statuses.\n")
+	b.WriteString("\n'agent-sudo help <command> [<subcommand>]' shows its flags and exit statuses.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,8 +28,7 @@ type mcpOptions struct {
 // invocation's environment.
 func mcpFlags(inv *invocation) (*flag.FlagSet, *mcpOptions) {
 	o := &mcpOptions{}
-	fset := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fset.SetOutput(io.Discard) // errors are reported in one line by mcpMain
+	fset := mcpUsage().newFlagSet()
 	socket := inv.getenv(envSocket)
 	if socket == "" {
 		socket = client.DefaultSocket
@@ -43,12 +41,11 @@ func mcpFlags(inv *invocation) (*flag.FlagSet, *mcpOptions) {
 	return fset, o
 }
 
-func mcpHelp(inv *invocation, w io.Writer) error {
-	fset, _ := mcpFlags(inv)
-	var b strings.Builder
-	b.WriteString(`usage: agent-sudo mcp [flags]
-
-Serve agent-sudo to a coding agent as a Model Context Protocol (MCP) server
+func mcpUsage() *usage {
+	return &usage{
+		name:     "mcp",
+		synopsis: []string{"agent-sudo mcp [flags]"},
+		text: `Serve agent-sudo to a coding agent as a Model Context Protocol (MCP) server
 on stdin and stdout. The agent's MCP client starts this command; it is not
 meant to be run by hand. See docs/agents.md for each agent's configuration.
 
@@ -60,33 +57,28 @@ for them) and returns the status, the exit codes and the output as text. If
 the client cancels the call, the request is withdrawn unless it already ran.
 
 Diagnostics go to stderr; stdout carries only the protocol.
+`,
+		exits: []exitDoc{
+			{"0", "the client closed the connection"},
+			{"2", "usage error: a bad flag or flag value"},
+			{"70", "the server failed"},
+			{"130", "interrupted"},
+		},
+	}
+}
 
-flags:
-`)
-	b.WriteString(flagUsage(fset))
-	b.WriteString(`
-exit status:
-  0      the client closed the connection
-  2      usage error: a bad flag or flag value
-  70     the server failed
-  130    interrupted
-`)
-	_, err := io.WriteString(w, b.String())
-	return err
+func mcpHelp(inv *invocation, w io.Writer) error {
+	fset, _ := mcpFlags(inv)
+	return mcpUsage().write(w, fset)
 }
 
 // mcpMain is "agent-sudo mcp".
 func mcpMain(ctx context.Context, inv *invocation, args []string) int {
 	fset, o := mcpFlags(inv)
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return inv.showHelp(mcpHelp)
-		}
-		return inv.fail(exitUsage, "mcp: %v; see 'agent-sudo help mcp'", err)
+	if _, code, ok := inv.parse(mcpUsage(), fset, args); !ok {
+		return code
 	}
 	switch {
-	case fset.NArg() > 0:
-		return inv.fail(exitUsage, "mcp: unexpected argument %q: mcp takes only flags; see 'agent-sudo help mcp'", fset.Arg(0))
 	case o.maxOutput <= 0:
 		return inv.fail(exitUsage, "mcp: --max-output %d must be greater than zero", o.maxOutput)
 	case o.progressInterval <= 0:
@@ -197,23 +189,4 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "devel"
-}
-
-// flagUsage lists a flag set's flags for help text, in the format of
-// "agent-sudo help run".
-func flagUsage(fset *flag.FlagSet) string {
-	var b strings.Builder
-	fset.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(&b, "  --%s", f.Name)
-		if arg != "" {
-			fmt.Fprintf(&b, " %s", arg)
-		}
-		fmt.Fprintf(&b, "\n    \t%s", usage)
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
-			fmt.Fprintf(&b, " (default %q)", f.DefValue)
-		}
-		b.WriteString("\n")
-	})
-	return b.String()
 }

@@ -55,7 +55,7 @@ func TestMCPUsageErrors(t *testing.T) {
 		{[]string{"--max-output", "lots"}, "agent-sudo: mcp: invalid value \"lots\" for flag -max-output: parse error; see 'agent-sudo help mcp'\n"},
 		{[]string{"--progress-interval", "0s"}, "agent-sudo: mcp: --progress-interval 0s must be greater than zero\n"},
 		{[]string{"--nope"}, "agent-sudo: mcp: flag provided but not defined: -nope; see 'agent-sudo help mcp'\n"},
-		{[]string{"extra"}, "agent-sudo: mcp: unexpected argument \"extra\": mcp takes only flags; see 'agent-sudo help mcp'\n"},
+		{[]string{"extra"}, "agent-sudo: mcp: unexpected argument \"extra\"; see 'agent-sudo help mcp'\n"},
 		{[]string{"--session", strings.Repeat("s", 257)}, "agent-sudo: mcp: --session is 257 bytes; at most 256 are allowed\n"},
 	}
 	for _, tt := range tests {

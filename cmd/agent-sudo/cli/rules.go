@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,16 +26,7 @@ const (
 
 // rulesMain is "agent-sudo rules": only "rules test" exists.
 func rulesMain(ctx context.Context, inv *invocation, args []string) int {
-	if len(args) == 0 {
-		return inv.fail(exitUsage, "rules: no subcommand given; run 'agent-sudo help rules'")
-	}
-	switch args[0] {
-	case "test":
-		return rulesTestMain(ctx, inv, args[1:])
-	case "-h", "-help", "--help", "help":
-		return inv.showHelp(rulesHelp)
-	}
-	return inv.fail(exitUsage, "rules: unknown subcommand %q; run 'agent-sudo help rules'", args[0])
+	return inv.runSubcommand(ctx, "rules", args)
 }
 
 // envFlags collects repeated --env NAME=VALUE flags.
@@ -56,31 +46,72 @@ func (e envFlags) Set(v string) error {
 	return nil
 }
 
+// rulesTestOptions are the flags of rules test.
+type rulesTestOptions struct {
+	config, session, user        string
+	unprivileged, forward, stdin bool
+	env                          envFlags
+}
+
+func rulesTestFlags(_ *invocation) (*flag.FlagSet, *rulesTestOptions) {
+	o := &rulesTestOptions{env: envFlags{}}
+	fset := rulesTestUsage().newFlagSet()
+	fset.StringVar(&o.config, "config", config.DefaultPath, "the configuration `file`; without the default file, the built-in defaults: everything asks")
+	fset.StringVar(&o.session, "session", "", "the request's session `label`")
+	fset.BoolVar(&o.unprivileged, "unprivileged", false, "decide a request with privileged = false (default: privileged)")
+	fset.BoolVar(&o.forward, "forward-agent", false, "decide a request that forwards the SSH agent")
+	fset.BoolVar(&o.stdin, "stdin", false, "decide a request that carries stdin (the stdin extension)")
+	fset.StringVar(&o.user, "user", "", "decide as `user` (name or id) and its groups (default: you)")
+	fset.Var(o.env, "env", "an environment variable the request carries, `NAME=VALUE`; repeatable")
+	return fset, o
+}
+
+func rulesTestUsage() *usage {
+	return &usage{
+		name: "rules test",
+		synopsis: []string{
+			"agent-sudo rules test [flags] [--] CMD [ARG...] ['|' CMD [ARG...]]...",
+		},
+		text: `Decides a request with the rules of a configuration, as agent-sudod would,
+and says how; it runs nothing and needs no daemon. For each stage it prints
+the program as the daemon resolves it with secure_path, the allow rules that
+match but were passed over and why (an argument outside what the pattern
+describes, an environment variable the rule does not list, agent forwarding
+the rule does not allow), and the rule that decides it or that none does.
+Then the pipeline's verdict in the daemon's words, and the rule linter's
+warnings: allow rules that may give root away.
+`,
+		exits: []exitDoc{
+			{"0", "the pipeline would run without asking"},
+			{"1", "a human would be asked"},
+			{"2", "usage error: a bad flag or flag value, or an empty stage"},
+			{"74", "the output could not be written"},
+			{"77", "the pipeline would be denied, or refused before the rules"},
+			{"78", "the configuration does not load"},
+		},
+		args: true,
+	}
+}
+
+func rulesTestHelp(inv *invocation, w io.Writer) error {
+	fset, _ := rulesTestFlags(inv)
+	return rulesTestUsage().write(w, fset)
+}
+
 // rulesTestMain decides a pipeline with the configuration's rules as the
 // daemon would, and prints how.
 func rulesTestMain(_ context.Context, inv *invocation, args []string) int {
-	fset := flag.NewFlagSet("rules test", flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	cfgPath := fset.String("config", config.DefaultPath, "configuration `file`")
-	session := fset.String("session", "", "session label")
-	unprivileged := fset.Bool("unprivileged", false, "decide an unprivileged request")
-	forward := fset.Bool("forward-agent", false, "decide a request that forwards the SSH agent")
-	stdin := fset.Bool("stdin", false, "decide a request that carries stdin")
-	userName := fset.String("user", "", "decide as this user (name or id) instead of yourself")
-	env := envFlags{}
-	fset.Var(env, "env", "an environment variable the request carries, NAME=VALUE (repeatable)")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return inv.showHelp(rulesHelp)
-		}
-		return inv.fail(exitUsage, "rules test: %v; run 'agent-sudo help rules'", err)
+	fset, o := rulesTestFlags(inv)
+	args, code, ok := inv.parse(rulesTestUsage(), fset, args)
+	if !ok {
+		return code
 	}
-	stages, err := splitStages(fset.Args())
+	stages, err := splitStages(args)
 	if err != nil {
-		return inv.fail(exitUsage, "rules test: %v; run 'agent-sudo help rules'", err)
+		return inv.fail(exitUsage, "rules test: %v; see 'agent-sudo help rules test'", err)
 	}
 	explicit := flagSet(fset, "config")
-	cfg, err := config.Load(*cfgPath, explicit)
+	cfg, err := config.Load(o.config, explicit)
 	if err != nil {
 		return inv.fail(exitRulesConfig, "rules test: %v", err)
 	}
@@ -88,15 +119,15 @@ func rulesTestMain(_ context.Context, inv *invocation, args []string) int {
 	if err != nil {
 		return inv.fail(exitRulesConfig, "rules test: %v", err)
 	}
-	peer, err := testPeer(*userName)
+	peer, err := testPeer(o.user)
 	if err != nil {
 		return inv.fail(exitUsage, "rules test: --user: %v", err)
 	}
 	out := &strings.Builder{}
-	code := rulesDecide(out, cfg, engine, stages, rules.Query{
-		Privileged: !*unprivileged, Session: *session, Peer: peer,
-		Env: slices.Sorted(maps.Keys(env)), ForwardAgent: *forward, Stdin: *stdin,
-	}, env)
+	code = rulesDecide(out, cfg, engine, stages, rules.Query{
+		Privileged: !o.unprivileged, Session: o.session, Peer: peer,
+		Env: slices.Sorted(maps.Keys(o.env)), ForwardAgent: o.forward, Stdin: o.stdin,
+	}, o.env)
 	for _, w := range cfg.Lint() {
 		fmt.Fprintf(out, "warning: %s\n", visible(w.String()))
 	}
@@ -207,37 +238,4 @@ func testPeer(name string) (*rules.Peer, error) {
 		}
 	}
 	return p, nil
-}
-
-func rulesHelp(_ *invocation, w io.Writer) error {
-	_, err := io.WriteString(w, `usage: agent-sudo rules test [--config FILE] [--session S] [--unprivileged]
-           [--user U] [--env NAME=VALUE]... [--forward-agent] [--stdin] -- CMD ARGS... ['|' CMD ARGS...]...
-
-Decides a request with the rules of a configuration, as agent-sudod would,
-and says how; it runs nothing and needs no daemon. For each stage it prints
-the program as the daemon resolves it with secure_path, the allow rules that
-match but were passed over and why (an argument outside what the pattern
-describes, an environment variable the rule does not list, agent forwarding
-the rule does not allow), and the rule that decides it or that none does.
-Then the pipeline's verdict in the daemon's words, and the rule linter's
-warnings: allow rules that may give root away.
-
-flags:
-  --config FILE      the configuration (default /etc/agent-sudo/config.toml;
-                     without that file, the built-in defaults: everything asks)
-  --session S        the request's session label
-  --unprivileged     a request with privileged = false (default: privileged)
-  --user U           decide as user U (name or id) and its groups (default: you)
-  --env NAME=VALUE   an environment variable the request carries (repeatable)
-  --forward-agent    a request that forwards the SSH agent
-  --stdin            a request that carries stdin (the stdin extension)
-
-exit status:
-  0    the pipeline would run without asking
-  1    a human would be asked
-  2    usage
-  77   the pipeline would be denied, or refused before the rules
-  78   the configuration does not load
-`)
-	return err
 }

@@ -41,8 +41,7 @@ type runOptions struct {
 // invocation's environment.
 func runFlags(inv *invocation) (*flag.FlagSet, *runOptions) {
 	o := &runOptions{env: envFlag{}}
-	fset := flag.NewFlagSet("run", flag.ContinueOnError)
-	fset.SetOutput(io.Discard) // errors are reported in one line by runMain
+	fset := runUsage().newFlagSet()
 	socket := inv.getenv(envSocket)
 	if socket == "" {
 		socket = client.DefaultSocket
@@ -63,12 +62,11 @@ func runFlags(inv *invocation) (*flag.FlagSet, *runOptions) {
 	return fset, o
 }
 
-func runHelp(inv *invocation, w io.Writer) error {
-	fset, _ := runFlags(inv)
-	var b strings.Builder
-	b.WriteString(`usage: agent-sudo run [flags] [--] CMD [ARG...] ['|' CMD [ARG...]]...
-
-Ask agent-sudod to run a command, or a pipeline of commands, once a human has
+func runUsage() *usage {
+	return &usage{
+		name:     "run",
+		synopsis: []string{"agent-sudo run [flags] [--] CMD [ARG...] ['|' CMD [ARG...]]..."},
+		text: `Ask agent-sudod to run a command, or a pipeline of commands, once a human has
 approved it. It runs as root unless --unprivileged is given.
 
 A standalone '|' argument separates the stages of a pipeline; quote it so that
@@ -92,49 +90,35 @@ The last stage's stdout is copied to stdout and every stage's stderr to
 stderr, unchanged and in stage order. agent-sudo exits with the last stage's
 status, or with --pipefail the status of the first stage that failed (bash
 reports the last one that failed).
+`,
+		exits: []exitDoc{
+			{"0-255", "the command's own exit status, when it ran"},
+			{"2", "usage error: a bad flag or flag value (--env, --cwd, --timeout, ...)\nor an empty stage; nothing was sent"},
+			{"69", "agent-sudod cannot be reached; nothing was sent"},
+			{"70", "agent-sudod answered with an error or broke the protocol, or the\nrequest could not be sent or answered"},
+			{"74", "the output could not be written"},
+			{"77", "the request was denied"},
+			{"124", "the request timed out in the daemon, or --timeout expired"},
+			{"130", "interrupted"},
+		},
+		exitNote: "These may collide with the command's own status; --json tells them apart.\n",
+		args:     true,
+	}
+}
 
-flags:
-`)
-	fset.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(&b, "  --%s", f.Name)
-		if arg != "" {
-			fmt.Fprintf(&b, " %s", arg)
-		}
-		fmt.Fprintf(&b, "\n    \t%s", usage)
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
-			fmt.Fprintf(&b, " (default %q)", f.DefValue)
-		}
-		b.WriteString("\n")
-	})
-	b.WriteString(`
-exit status:
-  0-255  the command's own exit status, when it ran
-  2      usage error: a bad flag or flag value (--env, --cwd, --timeout, ...)
-         or an empty stage; nothing was sent
-  69     agent-sudod cannot be reached; nothing was sent
-  70     agent-sudod answered with an error or broke the protocol, or the
-         request could not be sent or answered
-  74     the output could not be written
-  77     the request was denied
-  124    the request timed out in the daemon, or --timeout expired
-  130    interrupted
-These may collide with the command's own status; --json tells them apart.
-`)
-	_, err := io.WriteString(w, b.String())
-	return err
+func runHelp(inv *invocation, w io.Writer) error {
+	fset, _ := runFlags(inv)
+	return runUsage().write(w, fset)
 }
 
 // runMain is "agent-sudo run".
 func runMain(ctx context.Context, inv *invocation, args []string) int {
 	fset, o := runFlags(inv)
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return inv.showHelp(runHelp)
-		}
-		return inv.fail(exitUsage, "run: %v; see 'agent-sudo help run'", err)
+	args, code, ok := inv.parse(runUsage(), fset, args)
+	if !ok {
+		return code
 	}
-	pipeline, err := splitStages(fset.Args())
+	pipeline, err := splitStages(args)
 	if err != nil {
 		return inv.fail(exitUsage, "run: %v; see 'agent-sudo help run'", err)
 	}
@@ -194,7 +178,7 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 		return inv.runFailed(err, o, req.ID)
 	}
 
-	code := exitStatus(resp, o.pipefail)
+	code = exitStatus(resp, o.pipefail)
 	if o.json {
 		if _, err := inv.stdout.Write(raw); err != nil {
 			return inv.fail(exitIO, "write the response to stdout: %v", err)

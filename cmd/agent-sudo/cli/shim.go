@@ -282,10 +282,11 @@ once a human has approved it. See 'agent-sudo help shim'.
 	return err
 }
 
-func shimHelp(_ *invocation, w io.Writer) error {
-	_, err := io.WriteString(w, strings.Replace(`usage: agent-sudo shim install DIR
-
-Install a sudo shim: DIR/sudo becomes a symbolic link to this agent-sudo
+func shimInstallUsage() *usage {
+	return &usage{
+		name:     "shim install",
+		synopsis: []string{"agent-sudo shim install DIR"},
+		text: strings.Replace(`Install a sudo shim: DIR/sudo becomes a symbolic link to this agent-sudo
 binary, which acts as sudo when it is run under that name. With DIR first in
 an agent's PATH, the agent's "sudo apt install nginx" becomes an agent-sudo
 request: a human approves it, agent-sudod runs it, and the agent gets the
@@ -328,25 +329,41 @@ request, as 'agent-sudo run' does, so "echo x | sudo tee FILE", "sudo tee -a
 FILE" and "sudo dd of=FILE" work; the human sees the input before deciding.
 At most 737280 bytes; more is refused, never cut. Larger files: write them
 where you can, then copy them: sudo install -m 0644 /tmp/FILE /etc/FILE.
-
-exit status: as for 'agent-sudo run' (the command's own status, or 69, 70,
-74, 77, 124 or 130 for agent-sudo's outcomes), and 1 for a refused sudo
-command line.
-`, "ALLOWLIST", strings.Join(runner.DefaultAllowlist(), ", "), 1))
-	return err
+`, "ALLOWLIST", strings.Join(runner.DefaultAllowlist(), ", "), 1),
+		exits: []exitDoc{
+			{"0", "the shim was installed"},
+			{"2", "usage error: not exactly one DIR"},
+			{"70", "the shim could not be installed"},
+			{"74", "the PATH line could not be written"},
+		},
+		exitNote: `
+The installed sudo exits as 'agent-sudo run' does (the command's own status,
+or 69, 70, 74, 77, 124 or 130 for agent-sudo's outcomes), and 1 for a refused
+sudo command line.
+`,
+		args: true,
+	}
 }
 
-// shimMain is "agent-sudo shim".
-func shimMain(_ context.Context, inv *invocation, args []string) int {
+func shimHelp(_ *invocation, w io.Writer) error {
+	u := shimInstallUsage()
+	return u.write(w, u.newFlagSet())
+}
+
+// shimMain is "agent-sudo shim": only "shim install" exists.
+func shimMain(ctx context.Context, inv *invocation, args []string) int {
+	return inv.runSubcommand(ctx, "shim", args)
+}
+
+// shimInstallMain is "agent-sudo shim install DIR".
+func shimInstallMain(_ context.Context, inv *invocation, args []string) int {
+	u := shimInstallUsage()
+	args, code, ok := inv.parse(u, u.newFlagSet(), args)
 	switch {
-	case len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
-		return inv.showHelp(shimHelp)
-	case len(args) == 0:
-		return inv.fail(exitUsage, "shim: no subcommand; usage: agent-sudo shim install DIR")
-	case args[0] != "install":
-		return inv.fail(exitUsage, "shim: unknown subcommand %q; usage: agent-sudo shim install DIR", args[0])
-	case len(args) != 2:
-		return inv.fail(exitUsage, "shim install: want exactly one directory; usage: agent-sudo shim install DIR")
+	case !ok:
+		return code
+	case len(args) != 1:
+		return inv.fail(exitUsage, "shim install: want exactly one directory, got %d arguments; see 'agent-sudo help shim'", len(args))
 	}
 	exe, err := os.Executable()
 	if err == nil {
@@ -355,7 +372,7 @@ func shimMain(_ context.Context, inv *invocation, args []string) int {
 	if err != nil {
 		return inv.fail(exitSoftware, "shim install: find this program's path: %v", err)
 	}
-	link, err := installShim(args[1], exe)
+	link, err := installShim(args[0], exe)
 	if err != nil {
 		return inv.fail(exitSoftware, "shim install: %v", err)
 	}

@@ -14,24 +14,48 @@ import (
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
-// statusMain is "agent-sudo status": is the daemon up, and may I use it?
-func statusMain(ctx context.Context, inv *invocation, args []string) int {
-	fset := flag.NewFlagSet("status", flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
+// statusFlags returns status's flag set and where --socket goes.
+func statusFlags(inv *invocation) (*flag.FlagSet, *string) {
+	fset := statusUsage().newFlagSet()
 	socket := inv.getenv(envSocket)
 	if socket == "" {
 		socket = client.DefaultSocket
 	}
 	fset.StringVar(&socket, "socket", socket, "`path` of agent-sudod's socket (env "+envSocket+")")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return inv.showHelp(statusHelp)
-		}
-		return inv.fail(exitUsage, "status: %v; run 'agent-sudo help status'", err)
+	return fset, &socket
+}
+
+func statusUsage() *usage {
+	return &usage{
+		name:     "status",
+		synopsis: []string{"agent-sudo status [--socket PATH]"},
+		text: `Asks agent-sudod whether it is up and whether you may use it. Nothing is run
+and no approval is needed.
+`,
+		exits: []exitDoc{
+			{"0", "the daemon is up and you may use it"},
+			{"2", "usage error: a bad flag or an argument"},
+			{"69", "the daemon cannot be reached, or you may not open its socket"},
+			{"70", "the daemon answered something unexpected"},
+			{"74", "the answer could not be written"},
+			{"75", "the daemon is up but busy, or you sent too many requests; try again"},
+			{"77", "the daemon is up but does not serve your user"},
+		},
 	}
-	if fset.NArg() > 0 {
-		return inv.fail(exitUsage, "status: unexpected argument %q", fset.Arg(0))
+}
+
+func statusHelp(inv *invocation, w io.Writer) error {
+	fset, _ := statusFlags(inv)
+	return statusUsage().write(w, fset)
+}
+
+// statusMain is "agent-sudo status": is the daemon up, and may I use it?
+func statusMain(ctx context.Context, inv *invocation, args []string) int {
+	fset, sock := statusFlags(inv)
+	if _, code, ok := inv.parse(statusUsage(), fset, args); !ok {
+		return code
 	}
+	socket := *sock
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := client.New(socket).Ping(ctx)
@@ -64,24 +88,4 @@ func statusMain(ctx context.Context, inv *invocation, args []string) int {
 		}
 	}
 	return inv.fail(exitSoftware, "agent-sudod at %s answered %s: %s", socket, resp.Status, resp.Message)
-}
-
-func statusHelp(_ *invocation, w io.Writer) error {
-	_, err := io.WriteString(w, `usage: agent-sudo status [--socket PATH]
-
-Asks agent-sudod whether it is up and whether you may use it. Nothing is run
-and no approval is needed.
-
-flags:
-  --socket PATH   agent-sudod's socket (default /run/agent-sudo/agent-sudo.sock,
-                  env AGENT_SUDO_SOCKET)
-
-exit status:
-  0    the daemon is up and you may use it
-  69   the daemon cannot be reached, or you may not open its socket
-  70   the daemon answered something unexpected
-  75   the daemon is up but busy, or you sent too many requests; try again
-  77   the daemon is up but does not serve your user
-`)
-	return err
 }

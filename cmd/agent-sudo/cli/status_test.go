@@ -56,7 +56,7 @@ func TestStatus(t *testing.T) {
 	})
 	t.Run("bad argument", func(t *testing.T) {
 		got := runCLI(context.Background(), nil, "status", "extra")
-		if got.code != 2 || got.stderr != "agent-sudo: status: unexpected argument \"extra\"\n" {
+		if got.code != 2 || got.stderr != "agent-sudo: status: unexpected argument \"extra\"; see 'agent-sudo help status'\n" {
 			t.Errorf("status = %d %q", got.code, got.stderr)
 		}
 	})

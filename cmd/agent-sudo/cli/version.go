@@ -20,27 +20,32 @@ func Version() string {
 	return buildVersion()
 }
 
+func versionUsage() *usage {
+	return &usage{
+		name:     "version",
+		synopsis: []string{"agent-sudo version", "agent-sudo --version"},
+		text:     "Prints agent-sudo's version on stdout, as \"agent-sudo VERSION\".\n",
+		exits: []exitDoc{
+			{"0", "the version was printed"},
+			{"2", "an argument was given"},
+			{"74", "writing the version failed"},
+		},
+	}
+}
+
+func versionHelp(_ *invocation, w io.Writer) error {
+	u := versionUsage()
+	return u.write(w, u.newFlagSet())
+}
+
 // versionMain is "agent-sudo version" (also "agent-sudo --version").
 func versionMain(_ context.Context, inv *invocation, args []string) int {
-	if len(args) > 0 {
-		return inv.fail(exitUsage, "version: unexpected argument %q; usage: agent-sudo version", args[0])
+	u := versionUsage()
+	if _, code, ok := inv.parse(u, u.newFlagSet(), args); !ok {
+		return code
 	}
 	if _, err := fmt.Fprintf(inv.stdout, "agent-sudo %s\n", Version()); err != nil {
 		return inv.fail(exitIO, "write version: %v", err)
 	}
 	return 0
-}
-
-func versionHelp(_ *invocation, w io.Writer) error {
-	_, err := io.WriteString(w, `usage: agent-sudo version
-       agent-sudo --version
-
-Prints agent-sudo's version on stdout, as "agent-sudo VERSION".
-
-exit status:
-  0    the version was printed
-  2    an argument was given
-  74   writing the version failed
-`)
-	return err
 }
