@@ -61,6 +61,18 @@ func next(t *testing.T, events <-chan Message) Message {
 	return Message{}
 }
 
+// nextPending returns the next pending event for request id, skipping any
+// other event: events of earlier requests may still be on their way when a
+// test moves on (drain only takes what has arrived).
+func nextPending(t *testing.T, events <-chan Message, id string) Message {
+	t.Helper()
+	for {
+		if m := next(t, events); m.Type == MsgPending && m.ID == id {
+			return m
+		}
+	}
+}
+
 func TestBrokerOrderAndFirstDecisionWins(t *testing.T) {
 	b := NewBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()

@@ -60,7 +60,7 @@ func TestGrantBindsProgramFile(t *testing.T) {
 		t.Errorf("GrantRefusal = %q", why)
 	}
 	r = askAsync(context.Background(), b, w)
-	m = next(t, events)
+	m = nextPending(t, events, "w1")
 	if err := b.Decide("w1", m.Hash, AllowSession, "", "console"); !errors.Is(err, ErrNoSessionGrant) {
 		t.Fatalf("allow_session for a writable program: %v", err)
 	}
