@@ -2,6 +2,8 @@ package daemon_test
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/proto"
 )
 
 // publicTestBinary copies the test binary where every user can run it.
@@ -182,5 +185,49 @@ func TestE2EFirstByteTimeout(t *testing.T) {
 	resp, _ := bufio.NewReader(c).ReadString('\n')
 	if strings.Contains(resp, "first_byte_timeout") || strings.Contains(resp, "timed out") {
 		t.Fatalf("a slow but started request was cut off: %s", resp)
+	}
+}
+
+// TestE2ESlowReaderGetsWholeResponse checks docs/config.md's read_timeout
+// promise on the answer: a client that reads a large answer slowly but
+// steadily gets all of it, although the whole transfer takes about twice
+// read_timeout. The daemon used to give the whole answer read_timeout plus
+// one microsecond per stdout byte (6 s here) and cut such a client off.
+func TestE2ESlowReaderGetsWholeResponse(t *testing.T) {
+	daemontest.RequireRoot(t)
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, ReadTimeout: "5s"})
+	c, err := net.Dial("unix", d.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const size = 1 << 20
+	l := line(map[string]any{"pipeline": [][]string{{"head", "-c", strconv.Itoa(size), "/dev/zero"}}, "privileged": true})
+	if _, err := c.Write([]byte(l + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	// 32 KiB every 250 ms: about 11 s for the 1.4 MB line. The daemon's
+	// writes wait for room longest when the socket buffer must drain to a
+	// quarter before a writer is woken: about 1.3 s at this rate, well
+	// within read_timeout.
+	var got []byte
+	buf := make([]byte, 32<<10)
+	start := time.Now()
+	for !bytes.HasSuffix(got, []byte("\n")) {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		n, err := io.ReadFull(c, buf)
+		got = append(got, buf[:n]...)
+		if err != nil && !(errors.Is(err, io.ErrUnexpectedEOF) && bytes.HasSuffix(got, []byte("\n"))) {
+			t.Fatalf("after %d bytes in %s: %v", len(got), time.Since(start).Round(time.Millisecond), err)
+		}
+		time.Sleep(250 * time.Millisecond) // the slow reader is the premise, not synchronisation
+	}
+	resp, err := proto.ReadResponse(bytes.NewReader(got))
+	if err != nil {
+		t.Fatalf("after %d bytes in %s: %v", len(got), time.Since(start).Round(time.Millisecond), err)
+	}
+	if resp.Status != proto.StatusOK || len(resp.Stdout) != size {
+		t.Fatalf("status %s, %d bytes of stdout, want ok and %d", resp.Status, len(resp.Stdout), size)
 	}
 }

@@ -726,12 +726,29 @@ func waitPeerClosed(conn *net.UnixConn, stop <-chan struct{}) bool {
 	return closed
 }
 
+// respond writes resp to conn. A client that stops reading for read_timeout
+// loses its response and frees its connection slot; one that keeps reading
+// gets all of it, however large and however slowly it reads.
 func (s *Server) respond(conn *net.UnixConn, resp *proto.Response) {
-	// A client that stops reading must not pin a connection slot forever.
-	_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.ReadTimeout + time.Duration(len(resp.Stdout))*time.Microsecond))
-	if err := proto.WriteResponse(conn, resp); err != nil {
+	w := &progressWriter{conn: conn, idle: s.cfg.ReadTimeout}
+	if err := proto.WriteResponse(w, resp); err != nil {
 		s.log.Warn("could not deliver response", "id", resp.ID, "status", resp.Status, "err", err)
 	}
+}
+
+// progressWriter writes to conn with a deadline of idle from each write, so
+// that the deadline bounds a stall, not the whole response.
+// proto.WriteResponse writes through a 32 KiB buffer.
+type progressWriter struct {
+	conn *net.UnixConn
+	idle time.Duration
+}
+
+func (w *progressWriter) Write(p []byte) (int, error) {
+	if err := w.conn.SetWriteDeadline(time.Now().Add(w.idle)); err != nil {
+		return 0, err
+	}
+	return w.conn.Write(p)
 }
 
 // Version is the daemon's version: set at link time by the Makefile, else
