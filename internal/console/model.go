@@ -509,6 +509,9 @@ func (m *model) detail(msg approval.Message) tea.Cmd {
 	}
 	full := newRequest(m.st, r.id, msg.Hash, s)
 	full.summary, full.loaded, full.detailAsked = r.summary, true, true
+	// A decision already sent on the summary (a denial) stays sent: the
+	// full text must not bring the prompt back for a second one.
+	full.submitted = r.submitted
 	m.queue[i] = full
 	if i == 0 {
 		// The prompt starts over, guard included, now that the whole

@@ -97,6 +97,34 @@ func TestSummarisedRequestCanBeDenied(t *testing.T) {
 	}
 }
 
+// TestDenialSurvivesTheDetail: a denial sent while the full text was still
+// on its way stays sent when the full text arrives. The console used to
+// replace the request, forget the denial, show the prompt again and send a
+// second decision (allow once) for the same request.
+func TestDenialSurvivesTheDetail(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("late")
+	h.summarised(s)
+	h.takeSent()
+	h.pastGuard()
+	h.press("d")
+	h.press("esc")
+	if got := h.takeSent(); len(got) != 1 || got[0].Decision != approval.DenyOnce {
+		t.Fatalf("sent %+v; want one denial", got)
+	}
+	h.wantView("Your decision (deny) was sent")
+
+	h.daemon(approval.Message{Type: approval.MsgDetail, ID: "late", Hash: s.Hash(), Request: s})
+	h.wantView("Your decision (deny) was sent")
+	h.pastGuard()
+	for _, k := range []string{"a", "s", "d"} {
+		h.press(k)
+	}
+	if got := h.takeSent(); len(got) != 0 {
+		t.Fatalf("after the detail of a denied request, keys sent %+v", got)
+	}
+}
+
 // TestElidedGrantIsListedBySizeAndHash: a grant whose pipeline the daemon
 // elided is shown with its size and SHA-256, and the count of unlisted
 // grants is shown.
