@@ -31,7 +31,10 @@ func TestE2EExecution(t *testing.T) {
 			}
 			// socket_group nogroup lets the unprivileged subtest connect as
 			// nobody; root is served as always.
-			d := daemontest.Start(t, daemontest.Config{Exec: mode, Rules: daemontest.AllowAll, SocketGroup: "nogroup"})
+			// read_timeout also bounds a stall in reading the answer: a
+			// -race client on a loaded machine can stall for seconds in
+			// the 35 MB answer of the truncation case.
+			d := daemontest.Start(t, daemontest.Config{Exec: mode, Rules: daemontest.AllowAll, SocketGroup: "nogroup", ReadTimeout: "30s"})
 
 			t.Run("single command", func(t *testing.T) {
 				resp := d.Run(&proto.Request{Pipeline: [][]string{{"echo", "hello", "world"}}, Privileged: true})
