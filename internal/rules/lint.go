@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/agent-sudo/agent-sudo/internal/glob"
+
 	"fmt"
 	"path"
 	"strconv"
@@ -163,11 +165,11 @@ func Lint(rules []Rule, trustedDirs []string) []Warning {
 			out = append(out, Warning{Rule: label, Message: fmt.Sprintf(format, args...)})
 		}
 		prog := r.Match[0]
-		pg, err := compileGlob(prog)
+		pg, err := glob.Compile(prog)
 		if err != nil {
 			continue
 		}
-		if !pg.literal() {
+		if !pg.Literal() {
 			var hits []string
 			for _, p := range risky {
 				if programPatternMatches(pg, hasSlash(prog), p.example, trustedDirs) {
@@ -181,9 +183,9 @@ func Lint(rules []Rule, trustedDirs []string) []Warning {
 				warn("the program pattern %q matches programs that run any command through their arguments (%s); name the programs one by one", prog, strings.Join(hits, ", "))
 			}
 		} else {
-			base := path.Base(pg.parts[0])
+			base := path.Base(pg.Prefix())
 			for _, p := range risky {
-				if g, _ := compileGlob(p.name); !g.match(base) {
+				if g, _ := glob.Compile(p.name); !g.Match(base) {
 					continue
 				}
 				if wild := wildcardArg(r.Match[1:], p.reader); wild != "" {
@@ -211,12 +213,12 @@ func Lint(rules []Rule, trustedDirs []string) []Warning {
 
 // programPatternMatches reports whether the program pattern g (with '/',
 // when full) matches the program name in some trusted directory.
-func programPatternMatches(g glob, full bool, name string, trustedDirs []string) bool {
+func programPatternMatches(g glob.Pattern, full bool, name string, trustedDirs []string) bool {
 	if !full {
-		return g.match(name)
+		return g.Match(name)
 	}
 	for _, d := range trustedDirs {
-		if g.match(path.Join(d, name)) {
+		if g.Match(path.Join(d, name)) {
 			return true
 		}
 	}
@@ -232,8 +234,8 @@ func wildcardArg(args []string, bounded bool) string {
 		if a == RestArgs {
 			return `"**"`
 		}
-		if g, err := compileGlob(a); err == nil && !g.literal() {
-			if bounded && strings.HasPrefix(g.parts[0], "/") && strings.Count(g.parts[0], "/") > 1 {
+		if g, err := glob.Compile(a); err == nil && !g.Literal() {
+			if bounded && strings.HasPrefix(g.Prefix(), "/") && strings.Count(g.Prefix(), "/") > 1 {
 				continue
 			}
 			return fmt.Sprintf("the wildcard argument match[%d] %q", i+1, a)

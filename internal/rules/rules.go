@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/agent-sudo/agent-sudo/internal/glob"
+
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -94,12 +96,12 @@ func (r Rule) Validate() error {
 type compiledRule struct {
 	name       string
 	action     Action
-	program    glob
+	program    glob.Pattern
 	fullPath   bool // match program against the full path, not the base name
-	args       []glob
+	args       []glob.Pattern
 	rest       bool // a trailing "**" matches the remaining arguments
 	privileged *bool
-	session    *glob // nil: any session
+	session    *glob.Pattern // nil: any session
 	// uid and gid, when not nil, are the peer's required uid and group;
 	// userName and groupName are the names as written, kept when they
 	// could not be resolved to ids (the rule then never applies).
@@ -134,7 +136,7 @@ func compile(r Rule) (compiledRule, error) {
 	case hasSlash(prog) && !strings.HasPrefix(prog, "/"):
 		return c, fmt.Errorf("match[0] %q contains '/' but does not start with '/'; a program pattern with '/' is matched against the absolute path", prog)
 	}
-	g, err := compileGlob(prog)
+	g, err := glob.Compile(prog)
 	if err != nil {
 		return c, fmt.Errorf("match[0]: %w", err)
 	}
@@ -147,7 +149,7 @@ func compile(r Rule) (compiledRule, error) {
 			c.rest = true
 			break
 		}
-		g, err := compileGlob(p)
+		g, err := glob.Compile(p)
 		if err != nil {
 			return c, fmt.Errorf("match[%d]: %w", i+1, err)
 		}
@@ -158,7 +160,7 @@ func compile(r Rule) (compiledRule, error) {
 		c.privileged = &v
 	}
 	if r.Session != "" {
-		g, err := compileGlob(r.Session)
+		g, err := glob.Compile(r.Session)
 		if err != nil {
 			return c, fmt.Errorf("session: %w", err)
 		}
@@ -574,7 +576,7 @@ func (r *compiledRule) matches(s Stage, q Query, trusted map[string]bool) bool {
 	if r.privileged != nil && *r.privileged != q.Privileged {
 		return false
 	}
-	if r.session != nil && !r.session.match(q.Session) {
+	if r.session != nil && !r.session.Match(q.Session) {
 		return false
 	}
 	if r.unresolved {
@@ -587,17 +589,17 @@ func (r *compiledRule) matches(s Stage, q Query, trusted map[string]bool) bool {
 		return false
 	}
 	if r.fullPath {
-		if !r.program.match(s.Program) {
+		if !r.program.Match(s.Program) {
 			return false
 		}
-	} else if !trusted[filepath.Dir(s.Program)] || !r.program.match(filepath.Base(s.Program)) {
+	} else if !trusted[filepath.Dir(s.Program)] || !r.program.Match(filepath.Base(s.Program)) {
 		return false
 	}
 	if len(s.Args) < len(r.args) || (!r.rest && len(s.Args) != len(r.args)) {
 		return false
 	}
 	for i, g := range r.args {
-		if !g.match(s.Args[i]) {
+		if !g.Match(s.Args[i]) {
 			return false
 		}
 	}
@@ -611,7 +613,7 @@ func (r *compiledRule) matches(s Stage, q Query, trusted map[string]bool) bool {
 // forward_agent.
 func (r *compiledRule) allowBlocked(s Stage, q Query) string {
 	for i, g := range r.args {
-		if why := g.argProblem(s.Args[i]); why != "" {
+		if why := argProblem(g, s.Args[i]); why != "" {
 			return fmt.Sprintf("argument %d %s", i+1, why)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
-	"github.com/agent-sudo/agent-sudo/internal/rules"
+	"github.com/agent-sudo/agent-sudo/internal/glob"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
@@ -550,7 +550,7 @@ func auditListPrint(ctx context.Context, inv *invocation, out *errWriter, path s
 
 // rowFilter is the listing's selection.
 type rowFilter struct {
-	session, host *rules.Glob
+	session, host *glob.Pattern
 	since, until  time.Time
 	status        map[string]bool
 }
@@ -560,16 +560,26 @@ func knownStatuses() []string {
 	return []string{"ok", "denied", "timeout", "error", audit.StatusWithdrawn, audit.StatusPending, audit.StatusRunning}
 }
 
+// compileFilter compiles a --session or --host pattern: the rules' glob
+// syntax, so a filter means what a rule's session pattern means.
+func compileFilter(pattern string) (*glob.Pattern, error) {
+	g, err := glob.Compile(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
 func newRowFilter(o *auditListOptions, deps auditDeps) (rowFilter, error) {
 	var f rowFilter
 	var err error
 	if o.session != "" {
-		if f.session, err = rules.CompileGlob(o.session); err != nil {
+		if f.session, err = compileFilter(o.session); err != nil {
 			return f, fmt.Errorf("--session: %w", err)
 		}
 	}
 	if o.host != "" {
-		if f.host, err = rules.CompileGlob(o.host); err != nil {
+		if f.host, err = compileFilter(o.host); err != nil {
 			return f, fmt.Errorf("--host: %w", err)
 		}
 	}

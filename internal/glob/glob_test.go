@@ -1,4 +1,4 @@
-package rules
+package glob
 
 import (
 	"regexp"
@@ -56,12 +56,12 @@ func TestGlob(t *testing.T) {
 		{`*\*`, "abc", false},
 	}
 	for _, tt := range tests {
-		g, err := compileGlob(tt.pattern)
+		g, err := Compile(tt.pattern)
 		if err != nil {
-			t.Errorf("compileGlob(%q): unexpected error %v", tt.pattern, err)
+			t.Errorf("Compile(%q): unexpected error %v", tt.pattern, err)
 			continue
 		}
-		if got := g.match(tt.input); got != tt.want {
+		if got := g.Match(tt.input); got != tt.want {
 			t.Errorf("glob %q matching %q: got %v, want %v", tt.pattern, tt.input, got, tt.want)
 		}
 	}
@@ -78,9 +78,9 @@ func TestGlobInvalid(t *testing.T) {
 		{`\\\`, "lone backslash"},
 	}
 	for _, tt := range tests {
-		_, err := compileGlob(tt.pattern)
+		_, err := Compile(tt.pattern)
 		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("compileGlob(%q): got error %v, want one containing %q", tt.pattern, err, tt.wantErr)
+			t.Errorf("Compile(%q): got error %v, want one containing %q", tt.pattern, err, tt.wantErr)
 		}
 	}
 }
@@ -115,17 +115,17 @@ func FuzzMatch(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, pattern, input string) {
-		g, err := compileGlob(pattern)
+		g, err := Compile(pattern)
 		if err != nil {
 			return
 		}
-		got := g.match(input)
+		got := g.Match(input)
 		if !strings.ContainsAny(pattern, `*\`) {
 			if want := input == pattern; got != want {
 				t.Fatalf("literal pattern %q matching %q: got %v, want %v", pattern, input, got, want)
 			}
 		}
-		if !strings.Contains(pattern, "*") && !g.match(unescape(pattern)) {
+		if !strings.Contains(pattern, "*") && !g.Match(unescape(pattern)) {
 			t.Fatalf("pattern %q does not match its own unescaped text %q", pattern, unescape(pattern))
 		}
 		// regexp works on UTF-8, so compare with it only there, and only on
@@ -152,8 +152,8 @@ func unescape(pattern string) string {
 	return b.String()
 }
 
-func TestExportedGlob(t *testing.T) {
-	g, err := CompileGlob(`claude-*-\*`)
+func TestEscapedStar(t *testing.T) {
+	g, err := Compile(`claude-*-\*`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestExportedGlob(t *testing.T) {
 			t.Errorf("Match(%q) = %v, want %v", s, got, want)
 		}
 	}
-	if _, err := CompileGlob(`a\b`); err == nil {
-		t.Error(`CompileGlob("a\\b") accepted a stray backslash`)
+	if _, err := Compile(`a\b`); err == nil {
+		t.Error(`Compile("a\\b") accepted a stray backslash`)
 	}
 }
