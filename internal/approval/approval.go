@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -78,7 +77,9 @@ type Decision struct {
 // see to decide.
 type Pending struct {
 	Request *proto.Request
-	Peer    peercred.Creds
+	// Peer is the requesting process, resolved once by the daemon from the
+	// kernel's credentials of the connection (never from the request).
+	Peer PeerInfo
 	// Programs holds each stage's program as it will really be executed.
 	Programs []Program
 	// Cwd is the resolved working directory, CwdChain its symlink chain
@@ -113,7 +114,7 @@ func (p *Pending) Shown() *Shown {
 		// The peer's name and exe come from the system, not the validated
 		// request, and may not be UTF-8; the hash must cover exactly what
 		// the console receives, so they are made valid first.
-		Peer: PeerInfo{UID: p.Peer.UID, User: strings.ToValidUTF8(p.Peer.User(), "\uFFFD"), PID: p.Peer.PID,
+		Peer: PeerInfo{UID: p.Peer.UID, User: strings.ToValidUTF8(p.Peer.User, "\uFFFD"), PID: p.Peer.PID,
 			Exe: strings.ToValidUTF8(p.Peer.Exe, "\uFFFD")},
 		Received: p.Received, Deadline: p.Deadline,
 	}

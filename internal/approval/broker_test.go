@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -25,7 +24,7 @@ func pending(id string, argv ...string) *Pending {
 	return &Pending{
 		Request: &proto.Request{ID: id, Session: "s1", Pipeline: [][]string{argv}, Privileged: true,
 			Env: map[string]string{"LANG": "C"}},
-		Peer:     peercred.Creds{UID: 1000, PID: 42, Exe: "/usr/bin/agent"},
+		Peer:     PeerInfo{UID: 1000, User: "agent", PID: 42, Exe: "/usr/bin/agent"},
 		Programs: []Program{{Chain: []string{"/usr/bin/" + argv[0]}, SHA256: "00"}},
 		RunAs:    "root",
 	}

@@ -106,12 +106,17 @@ func (s *Shown) GrantRefusal() string {
 	return ""
 }
 
-// PeerInfo is the requesting process as the kernel identified it.
+// PeerInfo is the requesting process as the kernel identified it: the
+// daemon fills it in once from the connection's socket credentials, so the
+// broker and the consoles never see raw credentials nor resolve them again.
 type PeerInfo struct {
-	UID  uint32 `json:"uid"`
+	UID uint32 `json:"uid"`
+	// User is the uid's user name, or the uid in decimal when it has none.
 	User string `json:"user"`
 	PID  int32  `json:"pid"`
-	Exe  string `json:"exe"`
+	// Exe is the target of /proc/PID/exe read at accept time, for the
+	// record only (a PID can be reused).
+	Exe string `json:"exe"`
 }
 
 // Hash returns the hex SHA-256 of s's canonical JSON encoding (struct fields

@@ -220,3 +220,9 @@ func consoleName(peer peercred.Creds) string {
 	}
 	return fmt.Sprintf("console uid=%d tty=%s pid=%d", peer.UID, tty, peer.PID)
 }
+
+// peerInfo is the identity the broker and the consoles are given for a
+// requesting peer: its kernel credentials, with the user name looked up once.
+func peerInfo(c peercred.Creds) approval.PeerInfo {
+	return approval.PeerInfo{UID: c.UID, User: c.User(), PID: c.PID, Exe: c.Exe}
+}

@@ -635,7 +635,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 	defer stopWatch()
 
 	d, err := s.approver.Ask(actx, &approval.Pending{
-		Request: p.req, Peer: p.peer, Programs: p.programs, RunAs: p.target.Name,
+		Request: p.req, Peer: peerInfo(p.peer), Programs: p.programs, RunAs: p.target.Name,
 		Cwd: p.dir, CwdChain: p.dirChain, CwdWritable: p.dirWritable,
 		Received: p.received, Deadline: deadline,
 	})
