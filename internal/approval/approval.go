@@ -5,6 +5,12 @@
 // [Approver]. The agent's socket never reaches an Approver: a decision can
 // only come from the root-only approver channel or the daemon's own terminal,
 // so an agent cannot approve itself.
+//
+// The [Broker] holds the waiting requests and the session grants; a
+// [Channel] speaks the approver channel's protocol with each console and
+// passes its decisions to the broker. The daemon accepts the consoles'
+// connections and checks that each is root before handing it to the
+// Channel: this package decides nothing about who may connect.
 package approval
 
 import (

@@ -72,7 +72,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	approvers := &approverServer{broker: broker, log: log}
+	approvers := &approverServer{channel: &approval.Channel{Broker: broker, Version: Version(), Log: log}, log: log}
 	approversDone := make(chan struct{})
 	go func() {
 		defer close(approversDone)

@@ -1,0 +1,183 @@
+package approval
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// maxConsoleLine bounds one line a console sends; decisions are small.
+const maxConsoleLine = 4 << 20
+
+// consoleWriteTimeout bounds one write to a console: a console that stops
+// reading loses the channel rather than holding a goroutine forever.
+const consoleWriteTimeout = 10 * time.Second
+
+// Channel is the server side of the approver channel
+// (docs/approver-protocol.md): it speaks the protocol with consoles and
+// passes their decisions, revocations and detail requests to its Broker.
+// It does not accept connections nor decide who may connect: the daemon
+// does both, and hands Serve only connections from root.
+type Channel struct {
+	Broker *Broker
+	// Version is the daemon's version, sent in the hello.
+	Version string
+	// Log receives the consoles' decisions, revocations and failures.
+	Log *slog.Logger
+}
+
+// Serve speaks the approver channel with one console on conn until the
+// console disconnects, ctx ends or a read or write fails; failures are
+// logged, not returned. by names the console in decisions and the log. The
+// caller must have checked that the peer may decide (the daemon requires
+// uid 0), and closes conn after Serve returns.
+//
+// The hello, the session grants and the requests already waiting are written
+// before any live event, so a console never sees a request resolved before
+// it saw it pending.
+func (c *Channel) Serve(ctx context.Context, conn net.Conn, by string) {
+	log := c.Log.With("console", by)
+	log.Info("console connected")
+	defer log.Info("console disconnected")
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	waiting, events, unsubscribe := c.Broker.Subscribe()
+	defer unsubscribe()
+
+	grants, omitted := c.Broker.Grants()
+	for _, m := range append([]Message{
+		{Type: MsgHello, Version: c.Version},
+		{Type: MsgGrants, Grants: grants, GrantsOmitted: omitted},
+	}, waiting...) {
+		if err := writeMessage(conn, m); err != nil {
+			log.Warn("approver channel: write failed", "err", err)
+			return
+		}
+	}
+
+	out := make(chan Message, 16)
+	writeErr := make(chan error, 1)
+	go func() { writeErr <- writeLoop(ctx, conn, out, events) }()
+	send := func(m Message) bool {
+		select {
+		case out <- m:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+
+	readErr := make(chan error, 1)
+	go func() { readErr <- c.read(conn, by, send) }()
+	select {
+	case <-ctx.Done():
+	case err := <-writeErr:
+		if err != nil {
+			log.Warn("approver channel: write failed", "err", err)
+		}
+	case err := <-readErr:
+		if err != nil {
+			log.Warn("approver channel: read failed", "err", err)
+		}
+	}
+}
+
+// writeLoop sends the replies in out and the broker's events to the
+// console, in one goroutine so lines never interleave, until ctx ends, a
+// write fails or the broker drops the console for falling behind.
+func writeLoop(ctx context.Context, conn net.Conn, out <-chan Message, events <-chan Message) error {
+	for {
+		var m Message
+		select {
+		case <-ctx.Done():
+			return nil
+		case m = <-out:
+		case ev, ok := <-events:
+			if !ok {
+				return errors.New("console fell too far behind the daemon's events")
+			}
+			m = ev
+		}
+		if err := writeMessage(conn, m); err != nil {
+			return err
+		}
+	}
+}
+
+// writeMessage writes m as one line, within a write deadline. A line
+// longer than MaxLine is never sent: a console may refuse it and would lose
+// the channel. A detail that long is answered with an error instead (the
+// request can then only be denied or time out); nothing else can be that
+// long.
+func writeMessage(conn net.Conn, m Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", m.Type, err)
+	}
+	if len(b)+1 > MaxLine {
+		b, err = json.Marshal(Message{Type: MsgResult, ID: m.ID, Error: fmt.Sprintf(
+			"the %s message for request %s would be %d bytes, more than the approver channel's limit of %d; it cannot be shown here, so it cannot be allowed",
+			m.Type, m.ID, len(b), MaxLine)})
+		if err != nil {
+			return fmt.Errorf("encode result: %w", err)
+		}
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(consoleWriteTimeout))
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("send %s: %w", m.Type, err)
+	}
+	return nil
+}
+
+// read handles the console's detail, decide and revoke lines until it
+// disconnects (nil) or a line cannot be read (the error). Each line is
+// answered through send; a line that is not a valid message is answered
+// with an error and the channel stays open.
+func (c *Channel) read(conn net.Conn, by string, send func(Message) bool) error {
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 0, 64<<10), maxConsoleLine)
+	for sc.Scan() {
+		var m Message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			send(Message{Type: MsgResult, Error: "invalid message: " + err.Error()})
+			continue
+		}
+		reply := Message{Type: MsgResult, ID: m.ID}
+		var err error
+		switch m.Type {
+		case MsgDetail:
+			var s *Shown
+			if s, err = c.Broker.Detail(m.ID, m.Hash); err == nil {
+				if !send(Message{Type: MsgDetail, ID: m.ID, Hash: m.Hash, Request: s}) {
+					return nil
+				}
+				continue
+			}
+		case MsgDecide:
+			err = c.Broker.Decide(m.ID, m.Hash, m.Decision, m.Note, by)
+			c.Log.Info("console decision", "id", m.ID, "decision", m.Decision, "console", by, "err", err)
+		case MsgRevoke:
+			reply.Grant = m.Grant
+			err = c.Broker.Revoke(m.Grant)
+			c.Log.Info("console revoked grant", "grant", m.Grant, "console", by, "err", err)
+		default:
+			err = fmt.Errorf("unknown message type %q: a console sends %q, %q or %q", m.Type, MsgDecide, MsgRevoke, MsgDetail)
+		}
+		if err != nil {
+			reply.Error = err.Error()
+		} else {
+			reply.OK = true
+		}
+		send(reply)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read console line: %w", err)
+	}
+	return nil
+}

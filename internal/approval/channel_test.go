@@ -1,0 +1,161 @@
+package approval
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// console is the test's end of an approver channel served in-process.
+type console struct {
+	t    *testing.T
+	conn net.Conn
+	sc   *bufio.Scanner
+	done chan struct{} // closed when Serve returns
+}
+
+// serveConsole serves the channel of b to a new in-process console named by.
+func serveConsole(ctx context.Context, t *testing.T, b *Broker, by string) *console {
+	t.Helper()
+	server, client := net.Pipe()
+	c := &Channel{Broker: b, Version: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer server.Close()
+		c.Serve(ctx, server, by)
+	}()
+	t.Cleanup(func() {
+		_ = client.Close()
+		<-done
+	})
+	sc := bufio.NewScanner(client)
+	sc.Buffer(nil, MaxLine)
+	return &console{t: t, conn: client, sc: sc, done: done}
+}
+
+// read returns the next message the channel sends.
+func (c *console) read() Message {
+	c.t.Helper()
+	if !c.sc.Scan() {
+		c.t.Fatalf("channel closed: %v", c.sc.Err())
+	}
+	var m Message
+	if err := json.Unmarshal(c.sc.Bytes(), &m); err != nil {
+		c.t.Fatalf("channel sent %q: %v", c.sc.Text(), err)
+	}
+	return m
+}
+
+// send writes one raw line.
+func (c *console) send(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.conn, line+"\n"); err != nil {
+		c.t.Fatalf("send %q: %v", line, err)
+	}
+}
+
+// sendMessage writes m as one line.
+func (c *console) sendMessage(m Message) {
+	c.t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.send(string(b))
+}
+
+// TestChannelGreetingThenDecide: a console first gets the hello, the grants
+// and what already waits, in that order; its decision reaches the broker
+// under the name the daemon gave the console, and is confirmed.
+func TestChannelGreetingThenDecide(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, unsubscribe := b.Subscribe()
+	defer unsubscribe()
+	r := askAsync(context.Background(), b, pending("c1"))
+	next(t, events) // c1 waits before the console connects
+
+	c := serveConsole(context.Background(), t, b, "console uid=0 tty=/dev/pts/9 pid=1")
+	if m := c.read(); m.Type != MsgHello || m.Version != "test" {
+		t.Fatalf("first message %+v, want the hello", m)
+	}
+	if m := c.read(); m.Type != MsgGrants {
+		t.Fatalf("second message %+v, want the grants", m)
+	}
+	p := c.read()
+	if p.Type != MsgPending || p.ID != "c1" || p.Hash == "" {
+		t.Fatalf("third message %+v, want c1 pending", p)
+	}
+	c.sendMessage(Message{Type: MsgDecide, ID: "c1", Hash: p.Hash, Decision: AllowOnce})
+	var result Message
+	for result.Type != MsgResult { // the resolved event may come first
+		result = c.read()
+	}
+	if !result.OK || result.ID != "c1" || result.Error != "" {
+		t.Fatalf("result %+v, want ok for c1", result)
+	}
+	got := <-r
+	if got.err != nil || got.d.Verdict != Allow || got.d.By != "console uid=0 tty=/dev/pts/9 pid=1" {
+		t.Fatalf("Ask returned %+v %v, want allowed by the console", got.d, got.err)
+	}
+}
+
+// TestChannelAnswersBadLines: a line that is not a message, an unknown type,
+// a decision on another hash and an unknown grant each get an error result
+// saying what was wrong, and the channel stays open.
+func TestChannelAnswersBadLines(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	r := askAsync(context.Background(), b, pending("c2"))
+	c := serveConsole(context.Background(), t, b, "console")
+	c.read() // hello
+	c.read() // grants
+	var p Message
+	for p.Type != MsgPending {
+		p = c.read()
+	}
+	for _, tt := range []struct {
+		line, want string
+	}{
+		{`not json`, "invalid message"},
+		{`{"type":"approve","id":"c2"}`, `unknown message type "approve"`},
+		{`{"type":"decide","id":"c2","hash":"00","decision":"allow_once"}`, "hash mismatch"},
+		{`{"type":"revoke","grant":"g404"}`, "g404"},
+		{`{"type":"detail","id":"nope","hash":"00"}`, "no longer waiting"},
+	} {
+		c.send(tt.line)
+		m := c.read()
+		if m.Type != MsgResult || m.OK || !strings.Contains(m.Error, tt.want) {
+			t.Errorf("%s: answered %+v, want an error containing %q", tt.line, m, tt.want)
+		}
+	}
+	if b.Waiting() != 1 {
+		t.Fatalf("%d waiting after the bad lines, want c2 still waiting", b.Waiting())
+	}
+	c.sendMessage(Message{Type: MsgDecide, ID: "c2", Hash: p.Hash, Decision: DenyOnce, Note: "no"})
+	if got := <-r; got.err != nil || got.d.Verdict != Deny || !strings.HasSuffix(got.d.Message, ": no") {
+		t.Fatalf("Ask returned %+v %v, want denied with the note", got.d, got.err)
+	}
+}
+
+// TestChannelEnds: Serve returns when the console hangs up and when its
+// context ends.
+func TestChannelEnds(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	c := serveConsole(context.Background(), t, b, "console")
+	c.read()
+	_ = c.conn.Close()
+	<-c.done
+
+	ctx, cancel := context.WithCancel(context.Background())
+	c = serveConsole(ctx, t, b, "console")
+	c.read() // hello
+	c.read() // grants: the greeting is written, Serve waits on events and lines
+	cancel()
+	<-c.done
+}
