@@ -1,6 +1,7 @@
-// Package docs holds no code: its test keeps the documentation honest by
+// Package docs holds no code: its tests keep the documentation honest by
 // checking that every test docs/security.md names as the proof of a promise
-// exists.
+// exists, and that README.md's layout table names every package in the
+// order of the layering, which the imports must follow (layout_test.go).
 package docs_test
 
 import (
