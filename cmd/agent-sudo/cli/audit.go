@@ -98,8 +98,12 @@ func auditMain(ctx context.Context, inv *invocation, args []string) int {
 	return runAudit(ctx, inv, args, realAuditDeps())
 }
 
-// runAudit runs the audit subcommand args ask for.
+// runAudit runs the audit subcommand args ask for; "audit help" shows the
+// help, as "rules help" and "shim help" do.
 func runAudit(ctx context.Context, inv *invocation, args []string, deps auditDeps) int {
+	if len(args) == 1 && args[0] == "help" {
+		return inv.showHelp(auditHelp)
+	}
 	switch sub, args := auditSubcommand(args); sub {
 	case "show":
 		return auditShowMain(ctx, inv, args)
