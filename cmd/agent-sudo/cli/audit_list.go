@@ -1,0 +1,430 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/glob"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
+)
+
+// auditListOptions are the listing's flags.
+type auditListOptions struct {
+	auditSource
+	session, host        string
+	since, until, status string
+	json, follow         bool
+}
+
+func auditListFlags(_ *invocation) (*flag.FlagSet, *auditListOptions) {
+	o := &auditListOptions{}
+	fset := auditListUsage().newFlagSet()
+	o.addFlags(fset)
+	fset.StringVar(&o.session, "session", "", "only requests whose session matches `glob` (* matches anything)")
+	fset.StringVar(&o.host, "host", "", "only requests whose host matches `glob`")
+	fset.StringVar(&o.since, "since", "", "only requests received at or after `time`: a duration ago (2h, 7d), a date (2026-11-20) or RFC 3339")
+	fset.StringVar(&o.until, "until", "", "only requests received before `time`, in the same forms as --since")
+	fset.StringVar(&o.status, "status", "", "only requests with `status` ok, denied, timeout, error, withdrawn, pending or running (comma-separated)")
+	fset.BoolVar(&o.json, "json", false, "print JSON lines instead of a table")
+	fset.BoolVar(&o.follow, "follow", false, "keep running and print each new request when its outcome is recorded")
+	return fset, o
+}
+
+func auditListUsage() *usage {
+	return &usage{
+		name: "audit",
+		synopsis: []string{
+			"agent-sudo audit [flags]                   list requests, one row each",
+			"agent-sudo audit show [flags] ID           every record of one request",
+			"agent-sudo audit verify [flags] [FILE...]  check the log's hash chain",
+		},
+		text: `Read agent-sudod's audit log: which commands agents asked to run, who decided,
+and what came out. Each row joins a request's records: when it was received,
+its session, status, who decided, the exit codes, how long it ran, and the
+command. Everything an agent wrote is escaped before it is printed.
+
+The log is audit_log of the daemon's configuration (--config, default
+` + config.DefaultPath + `), or --log FILE; its rotated files (FILE.1,
+FILE.2.gz, ...) are read too, oldest first. It is readable by root and the adm
+group. --log and --config may also come before show or verify.
+
+A status is ok, denied, timeout or error as the agent was answered,
+withdrawn (the agent went away first), pending (no decision recorded) or
+running (allowed, no result recorded); pending and running also remain when
+the daemon stopped before recording the outcome. With --follow, requests are
+printed again when their outcome is recorded.
+
+'agent-sudo help audit show' and 'agent-sudo help audit verify' describe the
+subcommands. See docs/audit.md.
+`,
+		exits: []exitDoc{
+			{"0", "success"},
+			{"2", "usage error: a bad flag, flag value or argument"},
+			{"65", "a line of the log is corrupt (the listing is still printed)"},
+			{"66", "the log cannot be read"},
+			{"74", "the output could not be written"},
+			{"78", "the configuration cannot be loaded (pass --log)"},
+			{"130", "interrupted (--follow ends this way)"},
+		},
+		args:         true, // refused by auditList, which knows the subcommands
+		interspersed: true,
+	}
+}
+
+func auditHelp(inv *invocation, w io.Writer) error {
+	fset, _ := auditListFlags(inv)
+	return auditListUsage().write(w, fset)
+}
+
+// auditList is "agent-sudo audit" without a subcommand.
+func auditList(ctx context.Context, inv *invocation, args []string, deps auditDeps) int {
+	u := auditListUsage()
+	fset, o := auditListFlags(inv)
+	pos, code, ok := inv.parse(u, fset, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		if pos[0] == "show" || pos[0] == "verify" {
+			return inv.fail(exitUsage, "audit: only --log and --config may come before %s; give its other flags after it: agent-sudo audit %s [flags] ...", pos[0], pos[0])
+		}
+		return inv.fail(exitUsage, "audit: unexpected argument %q; the subcommands are show and verify, see 'agent-sudo help audit'", pos[0])
+	}
+	filter, err := newRowFilter(o, deps)
+	if err != nil {
+		return inv.fail(exitUsage, "audit: %v", err)
+	}
+	path, err := o.path()
+	if err != nil {
+		return inv.fail(exitConfig, "audit: %v; pass --log FILE to read a log directly", err)
+	}
+	return inv.withOutput("audit", func(out *errWriter) int {
+		return auditListPrint(ctx, inv, out, path, o, filter, deps)
+	})
+}
+
+// auditListPrint prints the requests of the log at path and its rotated
+// files that filter selects, and with --follow those recorded later.
+func auditListPrint(ctx context.Context, inv *invocation, out *errWriter, path string, o *auditListOptions, filter rowFilter, deps auditDeps) int {
+	j := audit.NewJoiner()
+	var backlog []*audit.Summary
+	caughtUp := false
+	bad := false
+	t := &table{loc: deps.loc}
+	printBacklog := func() {
+		caughtUp = true
+		var rows []*audit.Summary
+		for _, s := range backlog {
+			if filter.match(s) {
+				rows = append(rows, s)
+			}
+		}
+		backlog = nil
+		if o.json {
+			for _, s := range rows {
+				out.WriteString(jsonRow(s))
+			}
+			return
+		}
+		if len(rows) == 0 && !o.follow {
+			inv.say("audit: no request in %s matches", path)
+			return
+		}
+		out.WriteString(t.render(rows))
+	}
+	var entries func(yield func(audit.Entry, error) bool)
+	if o.follow {
+		entries = audit.Follow(ctx, path, audit.FollowOptions{Poll: deps.poll, CaughtUp: printBacklog})
+	} else {
+		files, err := audit.Files(path)
+		if err != nil {
+			return inv.unreadable("audit", err)
+		}
+		entries = audit.Read(ctx, files...)
+	}
+	for e, err := range entries {
+		var le *audit.LineError
+		switch {
+		case errors.As(err, &le):
+			inv.corrupt("audit", le)
+			bad = true
+			continue
+		case ctx.Err() != nil:
+			return inv.fail(exitInterrupted, "audit: interrupted")
+		case err != nil:
+			return inv.unreadable("audit", err)
+		}
+		s, created, done := j.Add(e)
+		if s == nil {
+			continue
+		}
+		if !caughtUp {
+			if created {
+				backlog = append(backlog, s)
+			}
+			continue
+		}
+		if done && filter.match(s) {
+			if o.json {
+				out.WriteString(jsonRow(s))
+			} else {
+				out.WriteString(t.row(s))
+			}
+		}
+		if out.err != nil {
+			break
+		}
+	}
+	if o.follow {
+		if out.err == nil && ctx.Err() != nil {
+			return exitInterrupted
+		}
+	} else {
+		printBacklog()
+	}
+	if bad {
+		return exitDataErr
+	}
+	return 0
+}
+
+// rowFilter is the listing's selection.
+type rowFilter struct {
+	session, host *glob.Pattern
+	since, until  time.Time
+	status        map[string]bool
+}
+
+// knownStatuses are the statuses --status accepts.
+func knownStatuses() []string {
+	return []string{"ok", "denied", "timeout", "error", audit.StatusWithdrawn, audit.StatusPending, audit.StatusRunning}
+}
+
+// compileFilter compiles a --session or --host pattern: the rules' glob
+// syntax, so a filter means what a rule's session pattern means.
+func compileFilter(pattern string) (*glob.Pattern, error) {
+	g, err := glob.Compile(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+func newRowFilter(o *auditListOptions, deps auditDeps) (rowFilter, error) {
+	var f rowFilter
+	var err error
+	if o.session != "" {
+		if f.session, err = compileFilter(o.session); err != nil {
+			return f, fmt.Errorf("--session: %w", err)
+		}
+	}
+	if o.host != "" {
+		if f.host, err = compileFilter(o.host); err != nil {
+			return f, fmt.Errorf("--host: %w", err)
+		}
+	}
+	if o.since != "" {
+		if f.since, err = parseWhen(o.since, deps); err != nil {
+			return f, fmt.Errorf("--since: %w", err)
+		}
+	}
+	if o.until != "" {
+		if f.until, err = parseWhen(o.until, deps); err != nil {
+			return f, fmt.Errorf("--until: %w", err)
+		}
+	}
+	if !f.since.IsZero() && !f.until.IsZero() && !f.since.Before(f.until) {
+		return f, fmt.Errorf("--since %s is not before --until %s", f.since.Format(time.RFC3339), f.until.Format(time.RFC3339))
+	}
+	if o.status != "" {
+		f.status = map[string]bool{}
+		for _, s := range strings.Split(o.status, ",") {
+			if !slices.Contains(knownStatuses(), s) {
+				return f, fmt.Errorf("--status %q: want one of %s (comma-separated)", s, strings.Join(knownStatuses(), ", "))
+			}
+			f.status[s] = true
+		}
+	}
+	return f, nil
+}
+
+func (f rowFilter) match(s *audit.Summary) bool {
+	switch {
+	case f.session != nil && !f.session.Match(s.Session),
+		f.host != nil && !f.host.Match(s.Host),
+		!f.since.IsZero() && s.Time.Before(f.since),
+		!f.until.IsZero() && !s.Time.Before(f.until),
+		f.status != nil && !f.status[s.Status]:
+		return false
+	}
+	return true
+}
+
+// parseWhen reads a --since or --until value: a duration before now (with
+// d for days), a date (midnight, local time), or an RFC 3339 time.
+func parseWhen(v string, deps auditDeps) (time.Time, error) {
+	if d, ok := parseAgo(v); ok {
+		return deps.now().Add(-d), nil
+	}
+	if t, err := time.ParseInLocation(time.DateOnly, v, deps.loc); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a duration ago (2h, 90m, 7d), a date (2026-11-20) or an RFC 3339 time (2026-11-20T14:30:00Z)", v)
+}
+
+// parseAgo reads a non-negative duration, allowing a leading number of
+// days: "7d", "1d12h", "2h".
+func parseAgo(v string) (time.Duration, bool) {
+	var days int64
+	if i := strings.IndexByte(v, 'd'); i > 0 {
+		n, err := strconv.ParseInt(v[:i], 10, 32)
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		days, v = n, v[i+1:]
+	}
+	var d time.Duration
+	if v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil || d < 0 || v[0] == '+' {
+			return 0, false
+		}
+	} else if days == 0 {
+		return 0, false
+	}
+	return d + time.Duration(days)*24*time.Hour, true
+}
+
+// table renders summaries as aligned columns. Every cell is escaped.
+type table struct {
+	loc    *time.Location
+	widths []int // set by render, reused by row for --follow
+}
+
+// tableHeader returns the column titles.
+func tableHeader() []string {
+	return []string{"TIME", "ID", "UID", "SESSION", "HOST", "STATUS", "DECIDED BY", "EXIT", "DURATION", "COMMAND"}
+}
+
+func (t *table) cells(s *audit.Summary) []string {
+	codes := make([]string, len(s.ExitCodes))
+	for i, c := range s.ExitCodes {
+		codes[i] = strconv.Itoa(c)
+	}
+	dur := "-"
+	if s.Duration > 0 {
+		dur = s.Duration.Round(time.Millisecond).String()
+	}
+	cmd, _ := termtext.CommandLine(s.Pipeline)
+	// The uid is the kernel's word for who asked; the session is a label
+	// the agent chose.
+	uid := "-"
+	if s.Peer != nil {
+		uid = strconv.FormatUint(uint64(s.Peer.UID), 10)
+	}
+	return []string{
+		s.Time.In(t.loc).Format(time.DateTime), orDash(esc(s.ID)), uid, orDash(esc(s.Session)), orDash(esc(s.Host)),
+		esc(s.Status), orDash(esc(s.DecidedBy)), orDash(strings.Join(codes, ",")), dur, orDash(cmd),
+	}
+}
+
+// render returns the header and rows, aligned.
+func (t *table) render(rows []*audit.Summary) string {
+	all := [][]string{tableHeader()}
+	for _, s := range rows {
+		all = append(all, t.cells(s))
+	}
+	t.widths = make([]int, len(all[0]))
+	for _, r := range all {
+		for i, c := range r {
+			t.widths[i] = max(t.widths[i], displayWidth(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range all {
+		b.WriteString(t.line(r))
+	}
+	return b.String()
+}
+
+// row returns one row aligned with the table already printed.
+func (t *table) row(s *audit.Summary) string { return t.line(t.cells(s)) }
+
+func (t *table) line(cells []string) string {
+	var b strings.Builder
+	for i, c := range cells {
+		b.WriteString(c)
+		if i == len(cells)-1 {
+			break
+		}
+		w := 0
+		if i < len(t.widths) {
+			w = t.widths[i]
+		}
+		b.WriteString(strings.Repeat(" ", max(0, w-displayWidth(c))+2))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// displayWidth is the columns s, already escaped, takes: termtext.Width, the
+// width function of the approval console, exact for what every terminal
+// agrees on and an upper bound for the rest.
+func displayWidth(s string) int {
+	return termtext.Width(s)
+}
+
+// rowJSON is one request in --json output.
+type rowJSON struct {
+	ID         string      `json:"id"`
+	Session    string      `json:"session"`
+	Host       string      `json:"host"`
+	Status     string      `json:"status"`
+	Time       time.Time   `json:"time"`
+	DecidedBy  string      `json:"decided_by"`
+	Verdict    string      `json:"verdict,omitempty"`
+	ExitCodes  []int       `json:"exit_codes"`
+	DurationNS int64       `json:"duration_ns,omitempty"`
+	Pipeline   [][]string  `json:"pipeline"`
+	Reason     string      `json:"reason,omitempty"`
+	Privileged *bool       `json:"privileged,omitempty"`
+	Message    string      `json:"message,omitempty"`
+	Peer       *audit.Peer `json:"peer,omitempty"`
+	Ref        string      `json:"ref,omitempty"`
+	Location   string      `json:"location"`
+}
+
+// jsonRow returns s as one line of ASCII-only JSON.
+func jsonRow(s *audit.Summary) string {
+	r := rowJSON{
+		ID: s.ID, Session: s.Session, Host: s.Host, Status: s.Status, Time: s.Time, DecidedBy: s.DecidedBy,
+		Verdict: s.Verdict, ExitCodes: s.ExitCodes, DurationNS: int64(s.Duration), Pipeline: s.Pipeline,
+		Reason: s.Reason, Privileged: s.Privileged, Message: s.Message, Peer: s.Peer, Ref: s.Ref,
+		Location: s.File + ":" + strconv.Itoa(s.Line),
+	}
+	if r.ExitCodes == nil {
+		r.ExitCodes = []int{}
+	}
+	if r.Pipeline == nil {
+		r.Pipeline = [][]string{}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		// Cannot happen: every field is a plain value.
+		return fmt.Sprintf("{\"id\":%q,\"error\":%q}\n", s.ID, err.Error())
+	}
+	return string(asciiJSON(b)) + "\n"
+}

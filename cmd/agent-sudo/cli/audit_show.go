@@ -1,0 +1,305 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
+)
+
+// auditShowOptions are the flags of audit show.
+type auditShowOptions struct {
+	auditSource
+	json bool
+}
+
+func auditShowFlags(_ *invocation) (*flag.FlagSet, *auditShowOptions) {
+	o := &auditShowOptions{}
+	fset := auditShowUsage().newFlagSet()
+	o.addFlags(fset)
+	fset.BoolVar(&o.json, "json", false, "print the records themselves, one JSON line each, in ASCII")
+	return fset, o
+}
+
+func auditShowUsage() *usage {
+	return &usage{
+		name:     "audit show",
+		synopsis: []string{"agent-sudo audit show [flags] ID"},
+		text: `Print every record of the request with id ID (all of them, if a client
+reused the id), oldest first, every value escaped. With --json, print the
+records as the log has them, each as one line of ASCII JSON.
+`,
+		exits: []exitDoc{
+			{"0", "the request's records were printed"},
+			{"1", "no request has that id"},
+			{"2", "usage error: a bad flag or flag value, or not exactly one ID"},
+			{"65", "a line of the log is corrupt"},
+			{"66", "the log cannot be read"},
+			{"74", "the output could not be written"},
+			{"78", "the configuration cannot be loaded (pass --log)"},
+			{"130", "interrupted"},
+		},
+		args:         true,
+		interspersed: true,
+	}
+}
+
+func auditShowHelp(inv *invocation, w io.Writer) error {
+	fset, _ := auditShowFlags(inv)
+	return auditShowUsage().write(w, fset)
+}
+
+// auditShowMain is "agent-sudo audit show".
+func auditShowMain(ctx context.Context, inv *invocation, args []string) int {
+	u := auditShowUsage()
+	fset, o := auditShowFlags(inv)
+	pos, code, ok := inv.parse(u, fset, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return inv.fail(exitUsage, "audit show: want exactly one request id, got %d arguments; see 'agent-sudo help audit show'", len(pos))
+	}
+	path, err := o.path()
+	if err != nil {
+		return inv.fail(exitConfig, "audit show: %v; pass --log FILE to read a log directly", err)
+	}
+	return inv.withOutput("audit show", func(out *errWriter) int {
+		return auditShow(ctx, inv, out, path, pos[0], o.json)
+	})
+}
+
+// auditShow prints the records of request id from the log at path and its
+// rotated files.
+func auditShow(ctx context.Context, inv *invocation, out *errWriter, path, id string, asJSON bool) int {
+	files, err := audit.Files(path)
+	if err != nil {
+		return inv.unreadable("audit show", err)
+	}
+	found, bad := 0, false
+	for e, err := range audit.Read(ctx, files...) {
+		var le *audit.LineError
+		switch {
+		case errors.As(err, &le):
+			inv.corrupt("audit show", le)
+			bad = true
+			continue
+		case ctx.Err() != nil:
+			return inv.fail(exitInterrupted, "audit show: interrupted")
+		case err != nil:
+			return inv.unreadable("audit show", err)
+		}
+		if e.Record.ID != id {
+			continue
+		}
+		found++
+		if asJSON {
+			out.WriteString(string(asciiJSON(e.Raw)) + "\n")
+		} else {
+			if found > 1 {
+				out.WriteString("\n")
+			}
+			out.WriteString(prettyRecord(e))
+		}
+	}
+	switch {
+	case found == 0 && bad:
+		return inv.fail(exitDataErr, "audit show: no request %s found, and the log has corrupt lines", esc(id))
+	case found == 0:
+		return inv.fail(exitNotFound, "audit show: no request %s in %s", esc(id), strings.Join(files, ", "))
+	case bad:
+		return exitDataErr
+	}
+	return 0
+}
+
+// prettyRecord renders one record for "audit show", every value escaped.
+func prettyRecord(e audit.Entry) string {
+	r := e.Record
+	var b strings.Builder
+	field := func(name, value string) {
+		fmt.Fprintf(&b, "  %-15s %s\n", name+":", value)
+	}
+	fmt.Fprintf(&b, "%s %s  (%s, seq %d)\n", esc(string(r.Type)), r.Time.UTC().Format(time.RFC3339Nano), esc(e.Location()), r.Seq)
+	field("id", orDash(esc(r.ID)))
+	field("session", esc(r.Session))
+	field("host", esc(r.Host))
+	if r.Peer != nil {
+		field("peer", fmt.Sprintf("uid %d, pid %d, %s", r.Peer.UID, r.Peer.PID, orDash(esc(r.Peer.Exe))))
+	}
+	if r.Ref != "" {
+		field("request hash", esc(r.Ref))
+	}
+	envLines := func(name string, env map[string]string) {
+		if len(env) == 0 {
+			field(name, "(none)")
+			return
+		}
+		for i, k := range slices.Sorted(maps.Keys(env)) {
+			label := ""
+			if i == 0 {
+				label = name + ":"
+			}
+			fmt.Fprintf(&b, "  %-15s %s=%s\n", label, esc(k), esc(env[k]))
+		}
+	}
+	switch {
+	case r.Request != nil:
+		q := r.Request
+		if q.Refused != "" {
+			field("refused", esc(q.Refused))
+		}
+		if q.Pipeline != nil {
+			cmd, _ := termtext.CommandLine(q.Pipeline)
+			field("command", cmd)
+		}
+		if q.Reason != "" {
+			field("reason", esc(q.Reason))
+		}
+		if q.Privileged != nil {
+			field("privileged", strconv.FormatBool(*q.Privileged))
+		}
+		if q.ForwardAgent != nil && *q.ForwardAgent {
+			field("forward agent", "true")
+		}
+		if q.Cwd != "" {
+			field("cwd", esc(q.Cwd))
+		}
+		if !q.RequestTime.IsZero() {
+			field("request time", q.RequestTime.Format(time.RFC3339Nano))
+		}
+		if q.Env != nil {
+			envLines("env ("+esc(q.EnvValues)+")", q.Env)
+		}
+		if q.StdinBytes > 0 || q.StdinSHA256 != "" {
+			field("stdin", fmt.Sprintf("%d bytes, sha256 %s", q.StdinBytes, esc(q.StdinSHA256)))
+		}
+		if len(q.Stdin) > 0 {
+			label, rows := stdinRows(q.Stdin)
+			for i, row := range rows {
+				if i == 0 {
+					fmt.Fprintf(&b, "  %-15s %s\n", label+":", row)
+				} else {
+					fmt.Fprintf(&b, "  %-15s %s\n", "", row)
+				}
+			}
+		}
+	case r.Decision != nil:
+		field("verdict", esc(r.Decision.Verdict))
+		field("by", orDash(esc(r.Decision.By)))
+		if r.Decision.Message != "" {
+			field("message", esc(r.Decision.Message))
+		}
+	case r.Exec != nil:
+		x := r.Exec
+		for i, st := range x.Stages {
+			// Each hop quoted on its own, so that a file name containing
+			// " -> " reads as one name.
+			chain := st.Chain
+			if len(chain) == 0 { // records written before chains were kept
+				chain = []string{st.Path}
+				if st.Link != "" {
+					chain = []string{st.Link, st.Path}
+				}
+			}
+			field(fmt.Sprintf("stage %d", i+1), quoteChain(chain))
+			if st.SHA256 != "" {
+				field("  file", fmt.Sprintf("dev %d, inode %d, sha256 %s", st.Dev, st.Ino, esc(st.SHA256)))
+			}
+			for _, w := range st.Writable {
+				field("  WARNING", fmt.Sprintf("not root-only: %s %s", quote(w.Path), esc(w.Why)))
+			}
+			argv, _ := termtext.CommandLine([][]string{st.Argv})
+			field("  argv", argv)
+		}
+		field("run as", fmt.Sprintf("%s (uid %d, gid %d)", esc(x.RunAs.User), x.RunAs.UID, x.RunAs.GID))
+		mode := esc(x.Mode)
+		if x.SudoPath != "" {
+			mode += " (" + esc(x.SudoPath) + ")"
+		}
+		field("mode", mode)
+		field("dir", quote(x.Dir))
+		if len(x.DirChain) > 0 {
+			field("  requested as", quoteChain(x.DirChain))
+		}
+		for _, w := range x.DirWritable {
+			field("  WARNING", fmt.Sprintf("not root-only: %s %s", quote(w.Path), esc(w.Why)))
+		}
+		envLines("env ("+esc(x.EnvValues)+")", x.Env)
+	case r.Result != nil:
+		x := r.Result
+		field("status", esc(string(x.Status)))
+		if x.Message != "" {
+			field("message", esc(x.Message))
+		}
+		codes := make([]string, len(x.ExitCodes))
+		for i, c := range x.ExitCodes {
+			codes[i] = strconv.Itoa(c)
+		}
+		field("exit codes", orDash(strings.Join(codes, " ")))
+		if x.DurationNS > 0 {
+			field("duration", time.Duration(x.DurationNS).String())
+		}
+		trunc := func(t bool) string {
+			if t {
+				return " (truncated)"
+			}
+			return ""
+		}
+		field("stdout", fmt.Sprintf("%d bytes%s, sha256 %s", x.StdoutBytes, trunc(x.StdoutTruncated), esc(x.StdoutSHA256)))
+		for i, st := range x.Stages {
+			field(fmt.Sprintf("stage %d stderr", i+1), fmt.Sprintf("%d bytes%s, sha256 %s", st.StderrBytes, trunc(st.StderrTruncated), esc(st.StderrSHA256)))
+		}
+	}
+	return b.String()
+}
+
+// quote shell-quotes one untrusted string for audit show.
+func quote(s string) string {
+	q, _ := termtext.Quote(s)
+	return q
+}
+
+// quoteChain renders a symlink chain, each hop quoted on its own.
+func quoteChain(chain []string) string {
+	parts := make([]string, len(chain))
+	for i, c := range chain {
+		parts[i] = quote(c)
+	}
+	return strings.Join(parts, " -> ")
+}
+
+// stdinRows renders a request's recorded stdin content for "audit show":
+// UTF-8 text without NUL one escaped line per line of input (a last line
+// without a newline is marked so), anything else as a hexdump whose
+// characters column shows only printable ASCII. It returns the label and
+// the rows.
+func stdinRows(data []byte) (string, []string) {
+	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return "stdin (hex)", strings.Split(strings.TrimSuffix(hex.Dump(data), "\n"), "\n")
+	}
+	text, final := string(data), true
+	if !strings.HasSuffix(text, "\n") {
+		final = false
+	}
+	rows := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	for i, r := range rows {
+		rows[i] = "| " + esc(r)
+	}
+	if !final {
+		rows = append(rows, "(no newline at the end)")
+	}
+	return "stdin (text)", rows
+}

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agent-sudo/agent-sudo/internal/audit"
+)
+
+// auditVerifyOptions are the flags of audit verify.
+type auditVerifyOptions struct {
+	auditSource
+	anchors listFlag
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func auditVerifyFlags(_ *invocation) (*flag.FlagSet, *auditVerifyOptions) {
+	o := &auditVerifyOptions{}
+	fset := auditVerifyUsage().newFlagSet()
+	o.addFlags(fset)
+	fset.Var(&o.anchors, "anchor", "also check that the record with `hash` (from the journal) is in the log; repeatable")
+	return fset, o
+}
+
+func auditVerifyUsage() *usage {
+	return &usage{
+		name:     "audit verify",
+		synopsis: []string{"agent-sudo audit verify [flags] [FILE...]"},
+		text: `Check that every line of the audit log is chained to the one before it, and
+name the first line that was altered, removed, inserted or moved. Without
+FILE it checks the configured log (--log, or audit_log of --config) and its
+rotated files, oldest first; with FILE... the files given, in the order
+given (oldest first).
+
+Records cut off the end of the log can only be noticed with --anchor and a
+hash from the journal (journalctl -o verbose AGENT_SUDO_AUDIT_TYPE=result
+shows AGENT_SUDO_RECORD_HASH). See docs/audit.md.
+`,
+		exits: []exitDoc{
+			{"0", "the chain is intact, and every --anchor is in it"},
+			{"2", "usage error: a bad flag or flag value, or FILE with --log or --config"},
+			{"65", "the chain is broken, a line is corrupt, or an anchor is missing"},
+			{"66", "the log cannot be read"},
+			{"74", "the output could not be written"},
+			{"78", "the configuration cannot be loaded (pass --log or FILE)"},
+			{"130", "interrupted"},
+		},
+		args:         true,
+		interspersed: true,
+	}
+}
+
+func auditVerifyHelp(inv *invocation, w io.Writer) error {
+	fset, _ := auditVerifyFlags(inv)
+	return auditVerifyUsage().write(w, fset)
+}
+
+// auditVerifyMain is "agent-sudo audit verify".
+func auditVerifyMain(ctx context.Context, inv *invocation, args []string) int {
+	u := auditVerifyUsage()
+	fset, o := auditVerifyFlags(inv)
+	files, code, ok := inv.parse(u, fset, args)
+	if !ok {
+		return code
+	}
+	if len(files) > 0 && (o.log != "" || o.config != "") {
+		return inv.fail(exitUsage, "audit verify: give either files or --log/--config, not both")
+	}
+	for _, a := range o.anchors {
+		if !isHex64(strings.ToLower(a)) {
+			return inv.fail(exitUsage, "audit verify: --anchor %q is not a SHA-256 in hex (64 hex digits)", a)
+		}
+	}
+	if len(files) == 0 {
+		path, err := o.path()
+		if err != nil {
+			return inv.fail(exitConfig, "audit verify: %v; pass --log FILE to read a log directly", err)
+		}
+		if files, err = audit.Files(path); err != nil {
+			return inv.unreadable("audit verify", err)
+		}
+	}
+	return inv.withOutput("audit verify", func(out *errWriter) int {
+		return auditVerify(ctx, inv, out, files, o.anchors)
+	})
+}
+
+// auditVerify checks the chain of files, oldest first, and prints the
+// result.
+func auditVerify(ctx context.Context, inv *invocation, out *errWriter, files, anchors []string) int {
+	res, err := audit.VerifyWith(ctx, audit.VerifyOptions{Anchors: anchors}, files...)
+	var ce *audit.ChainError
+	switch {
+	case errors.As(err, &ce):
+		return inv.fail(exitDataErr, "audit verify: %v", ce)
+	case ctx.Err() != nil:
+		return inv.fail(exitInterrupted, "audit verify: interrupted")
+	case err != nil:
+		return inv.unreadable("audit verify", err)
+	}
+	out.WriteString(fmt.Sprintf("ok: %d %s in %d %s\n", res.Records, plural(res.Records, "record"), res.Files, plural(res.Files, "file")))
+	if res.Records > 0 {
+		out.WriteString(fmt.Sprintf("last record: seq %d, hash %s\n", res.HeadSeq, res.Head))
+	}
+	if res.Records > 0 && res.Start != audit.Genesis {
+		out.WriteString(fmt.Sprintf("note: the first file checked starts at record %d, continuing a file that was not checked (rotated away?); lines removed from the start of the first file would not show\n", res.StartSeq))
+	}
+	return 0
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
