@@ -32,4 +32,23 @@
 // closed, which withdraws a request that is still waiting for approval: it
 // never runs. A request that was already approved may still be running then;
 // closing the connection does not stop it.
+//
+// # Transport
+//
+// [Serve] speaks MCP's stdio transport (one JSON-RPC message per line)
+// through a connection of this package rather than the SDK's IOTransport,
+// because of three behaviours of the SDK (v1.8.0) seen in its source:
+//
+//   - its reader is one json.Decoder over the whole stream, so the first
+//     line that is not JSON ends the session without an answer; here each
+//     line is decoded on its own, and a bad one is answered with -32700
+//     (not JSON) or -32600 (not a JSON-RPC message) and skipped;
+//   - once its reader reports the end of the input, jsonrpc2 cancels the
+//     calls in progress and refuses to write any more replies, so their
+//     answers are lost; here the end of the input is held back until each
+//     call in progress has been cancelled (by a notifications/cancelled
+//     made up for it, the only way to cancel one handler) and answered, and
+//     Serve then returns a [CutOffError];
+//   - it writes the reply of a call that the client cancelled; the MCP
+//     specification says none is sent, so here that reply is dropped.
 package mcpserver

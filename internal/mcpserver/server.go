@@ -226,7 +226,7 @@ func (h *handler) describeFailure(err error, id string) string {
 	case errors.Is(err, client.ErrUnreachable):
 		return fmt.Sprintf("agent-sudo is not available: %v. Nothing was sent. Tell the user: the agent-sudo daemon must be running (systemctl status agent-sudo) and this user must be allowed to open its socket.", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("the call was cancelled while waiting for agent-sudod; request %s was withdrawn if it was still waiting for approval (%v).", id, err)
+		return fmt.Sprintf("the call was cancelled before agent-sudod answered: request %s was withdrawn if it was still waiting for approval; a command that had already started was not stopped.", id)
 	case errors.As(err, &reqErr):
 		return fmt.Sprintf("the request cannot be sent: %v. Nothing was sent; fix the arguments and call again.", err)
 	case errors.Is(err, proto.ErrProtocol):

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +15,6 @@ import (
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/mcpserver"
 	"github.com/agent-sudo/agent-sudo/proto"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // mcpOptions are mcp's flags.
@@ -62,6 +62,7 @@ Diagnostics go to stderr; stdout carries only the protocol.
 			{"0", "the client closed the connection"},
 			{"2", "usage error: a bad flag or flag value"},
 			{"70", "the server failed"},
+			{"75", "the client closed stdin while calls were in progress: each was answered as cancelled, and requests still waiting for approval were withdrawn"},
 			{"130", "interrupted"},
 		},
 	}
@@ -101,25 +102,20 @@ func mcpMain(ctx context.Context, inv *invocation, args []string) int {
 		Host:             o.host,
 		MaxOutput:        o.maxOutput,
 		ProgressInterval: o.progressInterval,
-		Version:          buildVersion(),
+		Version:          Version(),
 	}
-	t := &mcp.IOTransport{Reader: io.NopCloser(inv.stdin), Writer: nopWriteCloser{inv.stdout}}
-	err := mcpserver.Run(ctx, cfg, t)
+	err := mcpserver.Serve(ctx, cfg, inv.stdin, inv.stdout)
+	var cut *mcpserver.CutOffError
 	switch {
 	case ctx.Err() != nil:
 		return inv.fail(exitInterrupted, "mcp: interrupted; requests still waiting for approval were withdrawn")
+	case errors.As(err, &cut):
+		return inv.fail(exitTempFail, "mcp: %v", err)
 	case err != nil:
 		return inv.fail(exitSoftware, "mcp: %v", err)
 	}
 	return 0
 }
-
-// nopWriteCloser is a writer whose Close does nothing: the server must not
-// close the process's stdout.
-type nopWriteCloser struct{ io.Writer }
-
-// Close does nothing.
-func (nopWriteCloser) Close() error { return nil }
 
 // defaultSession derives a session name from the name of the process that
 // started agent-sudo (the agent, such as "claude" or "codex") and the base
