@@ -25,7 +25,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: help build test vet staticcheck unit fuzz bench run clean deb install uninstall systemtest man
+.PHONY: help build test vet staticcheck unit fuzz bench run clean deb install uninstall systemtest man agents-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -128,6 +128,9 @@ uninstall: ## remove what make install installed, except /etc/agent-sudo and /va
 	  $(DESTDIR)/etc/logrotate.d/agent-sudo
 	rm -rf $(DESTDIR)$(DOCDIR)
 	rm -f $(foreach p,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(p).gz)
+
+agents-test: ## run the real Claude Code (pinned in test/agents/package-lock.json, installed with npm ci) against agent-sudo mcp and a real daemon
+	test/agents/run.sh
 
 systemtest: ## build the .deb for this machine and test it in a booted Debian 12 container (root; see test/system/run.sh)
 	$(MAKE) deb DEB_ARCHES=$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH)

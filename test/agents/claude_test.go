@@ -1,0 +1,219 @@
+// Package agents runs real coding agents (Claude Code) against a stand-in
+// model and a real agent-sudod. The tests skip themselves unless
+// AGENT_SUDO_TEST_CLAUDE names the claude binary; make agents-test installs
+// it from package-lock.json and sets it.
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+)
+
+// envClaude names the claude binary; unset, the tests skip.
+const envClaude = "AGENT_SUDO_TEST_CLAUDE"
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	daemontest.RemoveBinaries()
+	os.Exit(code)
+}
+
+// rules deny rm, ask for touch and allow everything else.
+const rules = `
+[[rule]]
+name = "no rm"
+action = "deny"
+match = ["rm", "**"]
+
+[[rule]]
+name = "ask for touch"
+action = "ask"
+match = ["touch", "**"]
+
+[[rule]]
+name = "allow the rest"
+action = "allow"
+match = ["*", "**"]
+env = ["*"]
+stdin = true
+`
+
+// needClaude returns the claude binary's path, and skips the test when
+// none is given.
+func needClaude(t *testing.T) string {
+	t.Helper()
+	claude := os.Getenv(envClaude)
+	if claude == "" {
+		t.Skip(envClaude + " is not set; make agents-test runs these tests")
+	}
+	return claude
+}
+
+// claudeRun is one run of claude -p against a stand-in model.
+type claudeRun struct {
+	model  *standIn
+	stdout string
+	stderr string
+	err    error
+}
+
+// runClaude runs the real Claude Code once, with agent-sudo mcp as its only
+// MCP server (the configuration docs/agents.md gives) against the daemon at
+// socket, the shim first in PATH, and the stand-in model answering with
+// script.
+func runClaude(t *testing.T, socket string, extraEnv []string, script ...step) *claudeRun {
+	t.Helper()
+	claude := needClaude(t)
+	_, cli := daemontest.Binaries(t)
+	home := t.TempDir()
+	shimDir := filepath.Join(home, "bin")
+	if out, err := exec.Command(cli, "shim", "install", shimDir).CombinedOutput(); err != nil {
+		t.Fatalf("agent-sudo shim install: %v\n%s", err, out)
+	}
+	config := filepath.Join(home, "mcp.json")
+	cfg := map[string]any{"mcpServers": map[string]any{"agent-sudo": map[string]any{
+		"type":    "stdio",
+		"command": cli,
+		"args":    []string{"mcp", "--socket", socket, "--session", "claude-e2e"},
+	}}}
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(config, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	model := newStandIn(t, script...)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claude, "-p", "do what the test says",
+		"--mcp-config", config, "--strict-mcp-config",
+		"--allowedTools", "mcp__agent-sudo__execute,Bash",
+		"--output-format", "text")
+	cmd.Dir = home
+	cmd.Env = []string{
+		"PATH=" + shimDir + ":" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"ANTHROPIC_BASE_URL=" + model.URL(),
+		"ANTHROPIC_API_KEY=sk-ant-dummy",
+		"ENABLE_TOOL_SEARCH=false",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"AGENT_SUDO_SOCKET=" + socket,
+		"AGENT_SUDO_SESSION=claude-e2e-bash",
+	}
+	cmd.Env = append(cmd.Env, extraEnv...)
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := &claudeRun{model: model, stdout: stdout.String(), stderr: stderr.String(), err: err}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("claude: %v\nstdout:\n%s\nstderr:\n%s\nthe stand-in received:\n%s", r.err, r.stdout, r.stderr, model.dump())
+		}
+	})
+	return r
+}
+
+// result returns the text of the only tool_result in conversation request
+// i (the answer to the tool call of step i-1), and whether it is an error.
+func (r *claudeRun) result(t *testing.T, i int) (string, bool) {
+	t.Helper()
+	conv := r.model.conversation()
+	if len(conv) <= i {
+		t.Fatalf("the stand-in got %d conversation requests, want at least %d", len(conv), i+1)
+	}
+	res := toolResults(conv[i])
+	if len(res) != 1 {
+		t.Fatalf("the last request carries %d tool results, want 1", len(res))
+	}
+	isError, _ := res[0]["is_error"].(bool)
+	return resultText(res[0]), isError
+}
+
+// execute is a step that calls agent-sudo's execute tool.
+func execute(args map[string]any) step {
+	return step{Tool: "mcp__agent-sudo__execute", Input: args}
+}
+
+// TestClaudeCode has the real Claude Code call agent-sudo mcp against the
+// real daemon: an allowed command, a denied one, a pipeline, and sudo
+// through the shim from its Bash tool with stdin; the stand-in model
+// checks what Claude Code sent back after each tool call.
+func TestClaudeCode(t *testing.T) {
+	needClaude(t)
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{Rules: rules})
+	file := filepath.Join(d.Dir, "written-by-tee")
+	r := runClaude(t, d.Socket, nil,
+		execute(map[string]any{"argv": []string{"echo", "hello from root"}, "reason": "an allowed command"}),
+		execute(map[string]any{"argv": []string{"rm", "-rf", "/nonexistent-agent-sudo-test"}, "reason": "a denied command"}),
+		execute(map[string]any{"pipeline": [][]string{{"printf", "b\\na\\n"}, {"sort"}}, "reason": "a pipeline"}),
+		step{Tool: "Bash", Input: map[string]any{"command": "echo x | sudo tee " + file, "description": "write a file as root"}},
+		step{Text: "all done"})
+	if r.err != nil || strings.TrimSpace(r.stdout) != "all done" {
+		t.Fatalf("claude -p = %v, stdout %q; want the final text", r.err, r.stdout)
+	}
+
+	if text, isError := r.result(t, 1); isError || !strings.Contains(text, "status: ok") || !strings.Contains(text, "hello from root\n") {
+		t.Errorf("allowed command: the model saw (isError %v):\n%s", isError, text)
+	}
+	if text, isError := r.result(t, 2); !isError || !strings.Contains(text, "status: denied (the command did not run)") || !strings.Contains(text, "no rm") {
+		t.Errorf("denied command: the model saw (isError %v):\n%s\nwant isError and the denial naming the rule", isError, text)
+	}
+	if text, isError := r.result(t, 3); isError || !strings.Contains(text, "stdout (4 bytes):\na\nb\n") {
+		t.Errorf("pipeline: the model saw (isError %v):\n%s", isError, text)
+	}
+	if text, isError := r.result(t, 4); isError || strings.TrimSpace(text) != "x" {
+		t.Errorf("sudo tee through the shim: the model saw (isError %v):\n%s", isError, text)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "x\n" {
+		t.Errorf("the file sudo tee wrote holds %q (%v), want \"x\\n\"", b, err)
+	}
+	audit, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"session":"claude-e2e"`, `"session":"claude-e2e-bash"`, file} {
+		if !bytes.Contains(audit, []byte(want)) {
+			t.Errorf("the audit log does not contain %s", want)
+		}
+	}
+}
+
+// TestClaudeCodeCancels has Claude Code give up on a call that waits for a
+// human (its MCP tool timeout, set short): the request is withdrawn, never
+// runs, and the model is told the call failed.
+func TestClaudeCodeCancels(t *testing.T) {
+	needClaude(t)
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{Rules: rules, ApprovalTimeout: "5m"})
+	console := daemontest.Dial(t, d.ApproverSocket)
+	marker := filepath.Join(d.Dir, "touched")
+	r := runClaude(t, d.Socket, []string{"MCP_TOOL_TIMEOUT=5000"},
+		execute(map[string]any{"argv": []string{"touch", marker}, "reason": "waits for a human who never answers"}),
+		step{Text: "gave up"})
+	pending := console.NextOf(approval.MsgPending)
+	if res := console.NextOf(approval.MsgResolved); res.ID != pending.ID || res.Verdict != approval.Withdrawn {
+		t.Errorf("the console saw %+v, want request %s withdrawn", res, pending.ID)
+	}
+	if r.err != nil || strings.TrimSpace(r.stdout) != "gave up" {
+		t.Errorf("claude -p = %v, stdout %q; want the final text", r.err, r.stdout)
+	}
+	if text, isError := r.result(t, 1); !isError {
+		t.Errorf("the model saw (isError %v):\n%s\nwant an error", isError, text)
+	} else {
+		t.Logf("the model saw: %s", text)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the withdrawn command ran")
+	}
+}
