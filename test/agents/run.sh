@@ -12,7 +12,7 @@ case "$(uname -m)" in
   *) echo "agents-test: no Claude Code build for $(uname -m)" >&2; exit 1 ;;
 esac
 sum=$(sha256sum package-lock.json | cut -c1-16)
-dir="${XDG_CACHE_HOME:-$HOME/.cache}/agent-sudo/agents-$sum"
+dir="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/agent-sudo/agents-$sum"
 # The native binary inside the platform package; npm runs no install
 # script (--ignore-scripts), so the wrapper package's bin stays a stub.
 claude="$dir/node_modules/@anthropic-ai/claude-code-linux-$arch/claude"
