@@ -29,7 +29,7 @@ var layers = [][]string{
 	{"internal/mcpserver", "internal/daemontest"},
 	{"cmd/agent-sudod", "cmd/agent-sudo/cli"},
 	{"cmd/agent-sudo"},
-	{"docs", "packaging", "packaging/mangen"}, // tests and build tools
+	{"docs", "packaging", "packaging/mangen", "test/agents"}, // tests and build tools
 }
 
 // layerOf maps each package (relative to the module) to its layer.
