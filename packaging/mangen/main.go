@@ -118,10 +118,13 @@ func output(ctx context.Context, bin string, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-var reCommand = regexp.MustCompile(`^  ([a-z][a-z-]*) +(.+)$`)
+var (
+	reCommand    = regexp.MustCompile(`^  ([a-z][a-z-]*) +(.+)$`)
+	reSubcommand = regexp.MustCompile(`^    ([a-z][a-z-]*) +(.+)$`)
+)
 
 // clientPage is agent-sudo(1): the main help, then one subsection per
-// command with that command's full help.
+// command and subcommand with its full help.
 func clientPage(ctx context.Context, bin string, p page) (string, error) {
 	main, err := output(ctx, bin, "help")
 	if err != nil {
@@ -135,21 +138,30 @@ func clientPage(ctx context.Context, bin string, p page) (string, error) {
 	b.WriteString(".SH SYNOPSIS\n.B agent-sudo\n.I command\n.RI [ arguments ]\n")
 	b.WriteString(".SH DESCRIPTION\n" + preformatted(main))
 	b.WriteString(".SH COMMANDS\n")
-	inList, n := false, 0
+	inList, n, parent := false, 0, ""
 	for l := range strings.SplitSeq(main, "\n") {
 		if l == "commands:" {
 			inList = true
 			continue
 		}
-		m := reCommand.FindStringSubmatch(l)
-		if !inList || m == nil {
+		if !inList {
 			continue
 		}
-		help, err := output(ctx, bin, "help", m[1])
+		// A command at two spaces, its subcommands at four under it.
+		name := []string{}
+		if m := reCommand.FindStringSubmatch(l); m != nil {
+			parent = m[1]
+			name = append(name, m[1])
+		} else if m := reSubcommand.FindStringSubmatch(l); m != nil && parent != "" {
+			name = append(name, parent, m[1])
+		} else {
+			continue
+		}
+		help, err := output(ctx, bin, append([]string{"help"}, name...)...)
 		if err != nil {
 			return "", err
 		}
-		b.WriteString(".SS " + escape(m[1]) + "\n" + preformatted(help))
+		b.WriteString(".SS " + escape(strings.Join(name, " ")) + "\n" + preformatted(help))
 		n++
 	}
 	if n == 0 {

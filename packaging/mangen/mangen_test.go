@@ -84,20 +84,26 @@ func TestPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := regexp.MustCompile(`(?m)^  ([a-z-]+) `).FindAllStringSubmatch(string(helpOut), -1)
-	if len(cmds) < 5 {
-		t.Fatalf("agent-sudo help lists %d commands", len(cmds))
+	// Commands at two spaces, subcommands at four under their command.
+	var cmds [][]string
+	for _, m := range regexp.MustCompile(`(?m)^(  |    )([a-z-]+) `).FindAllStringSubmatch(string(helpOut), -1) {
+		if m[1] == "  " {
+			cmds = append(cmds, []string{m[2]})
+		} else if len(cmds) > 0 {
+			cmds = append(cmds, []string{cmds[len(cmds)-1][0], m[2]})
+		}
+	}
+	if len(cmds) < 8 {
+		t.Fatalf("agent-sudo help lists %d commands and subcommands: %v", len(cmds), cmds)
 	}
 	for _, c := range cmds {
-		if !strings.Contains(client, "\n.SS "+c[1]+"\n") {
-			t.Errorf("agent-sudo.1 has no subsection for the command %q", c[1])
-		}
-		help, err := exec.Command(filepath.Join(bin, "agent-sudo"), "help", c[1]).Output()
+		name := strings.Join(c, " ")
+		help, err := exec.Command(filepath.Join(bin, "agent-sudo"), append([]string{"help"}, c...)...).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(client, "\n.SS "+c[1]+"\n"+preformatted(string(help))) {
-			t.Errorf("agent-sudo.1 does not carry the help of %q as agent-sudo help %[1]s prints it", c[1])
+		if !strings.Contains(client, "\n.SS "+name+"\n"+preformatted(string(help))) {
+			t.Errorf("agent-sudo.1 does not carry the help of %q as agent-sudo help %s prints it", name, name)
 		}
 	}
 	for _, want := range []string{".TH AGENT-SUDO 1 \"2026-01-02\" \"agent-sudo 1.2.3\"", "--unprivileged", "exit status:"} {
