@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -32,6 +33,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -43,9 +45,11 @@ var (
 
 // Binaries builds agent-sudod and agent-sudo once per test process, with
 // the race detector when the tests run with it, and returns their paths.
-// RemoveBinaries removes them.
+// RemoveBinaries removes them. It skips the test under -short: building
+// them takes longer than a -short run may.
 func Binaries(t testing.TB) (daemon, cli string) {
 	t.Helper()
+	testenv.Slow(t, "builds agent-sudod and agent-sudo for an end-to-end test")
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "agent-sudo-bin")
 		if err != nil {
@@ -104,12 +108,11 @@ func RequireCgroups(t testing.TB) {
 	}
 }
 
-// RequireRoot skips the test unless it runs as root.
+// RequireRoot skips the test under -short and unless it runs as root (see
+// testenv.NeedsRoot).
 func RequireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end tests with a real agent-sudod need root; CI runs them as root")
-	}
+	testenv.NeedsRoot(t)
 }
 
 // Config is the configuration a test starts the daemon with: everything in
@@ -375,13 +378,55 @@ func (d *Daemon) Run(req *proto.Request) *proto.Response {
 type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
+	// grew, when not nil, is closed by the next Write: a Wait blocks on
+	// it instead of polling.
+	grew chan struct{}
 }
 
 // Write appends p.
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.grew != nil {
+		close(b.grew)
+		b.grew = nil
+	}
 	return b.buf.Write(p)
+}
+
+// Wait blocks until what was written contains s and returns it, or
+// returns what was written and ctx's error once ctx is done.
+func (b *Buffer) Wait(ctx context.Context, s string) (string, error) {
+	for {
+		b.mu.Lock()
+		if all := b.buf.String(); strings.Contains(all, s) {
+			b.mu.Unlock()
+			return all, nil
+		}
+		if b.grew == nil {
+			b.grew = make(chan struct{})
+		}
+		grew := b.grew
+		b.mu.Unlock()
+		select {
+		case <-grew:
+		case <-ctx.Done():
+			return b.String(), ctx.Err()
+		}
+	}
+}
+
+// WaitLog waits until the daemon's output contains s, failing the test if
+// it does not within 30s, and returns the output.
+func (d *Daemon) WaitLog(s string) string {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	logs, err := d.Logs.Wait(ctx, s)
+	if err != nil {
+		d.t.Fatalf("agent-sudod did not log %q within 30s:\n%s", s, logs)
+	}
+	return logs
 }
 
 // String returns everything written so far.
@@ -613,4 +658,58 @@ func (d *Daemon) PublicCLI() string {
 		d.t.Fatal(err)
 	}
 	return dst
+}
+
+// Mark is a named pipe in the daemon's directory through which a command
+// the daemon runs tells the test that it got somewhere, so that the test
+// waits for that event instead of a guessed time: the command runs Shell,
+// which blocks until the test's Wait has read it.
+type Mark struct {
+	t    testing.TB
+	path string
+}
+
+// Mark makes a named pipe called name in d.Dir that any user's command can
+// write to.
+func (d *Daemon) Mark(name string) *Mark {
+	d.t.Helper()
+	path := filepath.Join(d.Dir, name)
+	if err := syscall.Mkfifo(path, 0o666); err != nil {
+		d.t.Fatalf("mkfifo %s: %v", path, err)
+	}
+	// The umask may have narrowed the mode.
+	if err := os.Chmod(path, 0o666); err != nil {
+		d.t.Fatal(err)
+	}
+	return &Mark{t: d.t, path: path}
+}
+
+// Shell is the shell command that reaches the mark: it writes a line to
+// the pipe, blocking until the test reads it.
+func (m *Mark) Shell() string { return "echo reached > '" + m.path + "'" }
+
+// Wait blocks until a command has run Shell, failing the test after 30s.
+func (m *Mark) Wait() {
+	m.t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		f, err := os.Open(m.path) // blocks until a writer opens the pipe
+		if err == nil {
+			_, err = io.ReadAll(f)
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			m.t.Fatalf("read the mark %s: %v", m.path, err)
+		}
+	case <-time.After(30 * time.Second):
+		// Release the reader blocked in open.
+		if f, err := os.OpenFile(m.path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		m.t.Fatalf("no command reached the mark %s within 30s", m.path)
+	}
 }
