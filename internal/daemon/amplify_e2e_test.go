@@ -23,6 +23,7 @@ import (
 // must add a bounded number of bytes to the audit log and to the daemon's
 // log (its size, SHA-256 and a prefix are recorded, not the whole request).
 func TestE2ERefusedRequestsBounded(t *testing.T) {
+	// Not parallel: it moves 18 MB through the daemon (see TestMain).
 	// A generous read_timeout: 18 parallel 1 MB lines on a loaded machine
 	// with the race detector can take seconds to read.
 	d := daemontest.Start(t, daemontest.Config{ReadTimeout: "60s"})
@@ -143,6 +144,7 @@ func TestE2ERefusedRequestsBounded(t *testing.T) {
 // than max_requests_per_minute in a burst is answered "rate limited"
 // without being read; root and other users are not affected.
 func TestE2ERateLimitPerUser(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	group, _ := daemontest.AddGroup(t, "rl")
 	fast := daemontest.AddUser(t, "rlf", group)
@@ -151,20 +153,20 @@ func TestE2ERateLimitPerUser(t *testing.T) {
 	// test takes, so the third connection in a row is always refused.
 	d := daemontest.Start(t, daemontest.Config{SocketGroup: group, Extra: "max_requests_per_minute = 2"})
 	for i := range 2 {
-		if code, out := cliAs(t, d, fast, "status"); code != 0 {
+		if code, out, _ := cliAs(t, d, fast, "status"); code != 0 {
 			t.Fatalf("request %d of the allowed burst: %d %q", i+1, code, out)
 		}
 	}
-	code, out := cliAs(t, d, fast, "status")
+	code, out, _ := cliAs(t, d, fast, "status")
 	want := regexp.MustCompile(`rate limited: uid ` + strconv.Itoa(int(fast.UID)) + ` opened more than 2 connections in the last minute \(max_requests_per_minute\); try again in [1-9][0-9]?s`)
 	if code == 0 || !want.MatchString(out) {
 		t.Fatalf("3rd request: %d %q", code, out)
 	}
-	if code, out := cliAs(t, d, other, "status"); code != 0 {
+	if code, out, _ := cliAs(t, d, other, "status"); code != 0 {
 		t.Fatalf("another user: %d %q", code, out)
 	}
 	for range 10 {
-		if code, out := cliAs(t, d, nil, "status"); code != 0 {
+		if code, out, _ := cliAs(t, d, nil, "status"); code != 0 {
 			t.Fatalf("root: %d %q", code, out)
 		}
 	}

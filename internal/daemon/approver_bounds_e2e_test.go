@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -52,6 +53,7 @@ const maxAnnounce = approval.MaxInlineRequest + 64<<10
 // hashes to the announced hash, and a console that connects afterwards gets
 // a bounded grants listing it can revoke from (issue 10 L1, L2).
 func TestApproverChannelFloodAndHugeGrants(t *testing.T) {
+	// Not parallel: it moves about 40 MB through the daemon (see TestMain).
 	daemontest.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("sends about 40 MB through the daemon; skipped with -short")
@@ -66,8 +68,15 @@ func TestApproverChannelFloodAndHugeGrants(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			conn, _ := sendRaw(t, d.Socket, rawRequest(fmt.Sprintf("flood-%d", i), 1_000_000, "x"))
-			time.Sleep(300 * time.Millisecond) // the agent gives up: withdrawn
+			id := fmt.Sprintf("flood-%d", i)
+			conn, _ := sendRaw(t, d.Socket, rawRequest(id, 1_000_000, "x"))
+			// Once the daemon has read the request and logged it, the
+			// agent gives up: withdrawn.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			if _, err := d.Logs.Wait(ctx, " id="+id+" "); err != nil {
+				t.Errorf("the daemon did not log %s: %v", id, err)
+			}
 			conn.Close()
 		})
 	}
@@ -166,6 +175,7 @@ func TestApproverChannelFloodAndHugeGrants(t *testing.T) {
 // refused; the first one can still be decided (issue 10 L6, the broker's
 // half).
 func TestApproverChannelDuplicateID(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Extra: `max_clock_skew = "1s"`})
 	c := daemontest.Dial(t, d.ApproverSocket)

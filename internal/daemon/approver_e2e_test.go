@@ -30,6 +30,7 @@ func runAsync(d *daemontest.Daemon, req *proto.Request) <-chan *proto.Response {
 }
 
 func TestE2EApproverChannel(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "20s"})
 	fi, err := os.Stat(d.ApproverSocket)
 	if err != nil {
@@ -139,6 +140,7 @@ func TestE2EApproverChannel(t *testing.T) {
 }
 
 func TestE2EApproverChannelRootOnly(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{})
 	sock := d.ApproverSocket
 	// The file mode keeps other users out...

@@ -18,7 +18,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agent-sudo/agent-sudo/cmd/agent-sudo/cli"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
@@ -43,6 +42,7 @@ type auditRow struct {
 }
 
 func TestE2EAuditBySession(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: `
 [[rule]]
 name = "echo ok"
@@ -141,6 +141,7 @@ match = ["rm", "**"]
 // checks that nothing runs while the log cannot be written, and that the
 // daemon recovers once it can.
 func TestE2EAuditFailClosed(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	mnt, err := os.MkdirTemp("", "auditfs")
 	if err != nil {
@@ -184,10 +185,13 @@ func TestE2EAuditFailClosed(t *testing.T) {
 // log must still verify, and every command that started must have its exec
 // record.
 func TestE2EAuditCrash(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	const n = 6
 	var wg sync.WaitGroup
+	marks := make([]*daemontest.Mark, n)
 	for i := range n {
+		marks[i] = d.Mark(fmt.Sprintf("mark-%d", i))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -201,20 +205,12 @@ func TestE2EAuditCrash(t *testing.T) {
 			}
 			defer c.Close()
 			_, _ = c.Write([]byte(line(map[string]any{"id": id, "pipeline": [][]string{
-				{"sh", "-c", "touch " + filepath.Join(d.Dir, "started-"+id) + "; sleep 3"}}}) + "\n"))
+				{"sh", "-c", "touch " + filepath.Join(d.Dir, "started-"+id) + "; " + marks[i].Shell() + "; sleep 3"}}}) + "\n"))
 			_, _ = io.Copy(io.Discard, c)
 		}()
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		m, _ := filepath.Glob(filepath.Join(d.Dir, "started-*"))
-		if len(m) == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d commands started:\n%s", len(m), n, d.Logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	for _, m := range marks {
+		m.Wait()
 	}
 	_ = d.Cmd.Process.Signal(syscall.SIGKILL)
 	<-d.Done

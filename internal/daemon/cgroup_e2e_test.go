@@ -111,10 +111,12 @@ func resultRecord(t *testing.T, logPath, id string) *audit.ResultSection {
 // response and the audit record; at command_timeout it is killed too.
 // Afterwards /proc has no such process.
 func TestCgroupEscapeesOverTheWire(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	daemontest.RequireCgroups(t)
 	for _, mode := range []string{"direct", "sudo"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			if mode == "sudo" {
 				if _, err := os.Stat("/usr/bin/sudo"); err != nil {
 					t.Skip("sudo not installed")
@@ -160,6 +162,7 @@ func TestCgroupEscapeesOverTheWire(t *testing.T) {
 // TestCgroupRequiredRefusesToStart: with cgroup = "required" and no cgroup
 // v2 hierarchy visible, the daemon does not start and says why.
 func TestCgroupRequiredRefusesToStart(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	daemontest.RequireCgroups(t)
 	// A private mount namespace in which no cgroup2 file system is mounted:

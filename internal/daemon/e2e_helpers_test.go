@@ -17,6 +17,14 @@ import (
 // The end-to-end tests start the real agent-sudod with daemontest and talk
 // to it over the wire. They need root (the daemon runs commands as other
 // users); CI runs them as root.
+//
+// Each test starts a daemon of its own, with its own directory, socket,
+// users and groups (unique names), and cgroups (named after the daemon's
+// pid), so the tests run in parallel: most of their time is spent waiting
+// for processes and timeouts. The few that move tens of megabytes through
+// the daemon are not parallel: that work is CPU-bound, so beside the others
+// it would only slow them down and stretch its own deadlines (a response's
+// write deadline grows with its size, not with the machine's load).
 
 // clientEnv makes the test binary act as a one-shot wire client instead of
 // running tests: the parent starts it as another user to test what a

@@ -22,6 +22,7 @@ import (
 )
 
 func TestE2EExecution(t *testing.T) {
+	// Not parallel: it moves 20 MB of output per mode through the daemon (see TestMain).
 	for _, mode := range []string{"direct", "sudo"} {
 		t.Run(mode, func(t *testing.T) {
 			if mode == "sudo" {
@@ -176,14 +177,19 @@ func sendAsPath(t *testing.T, d *daemontest.Daemon, name, sock, reqLine string) 
 	cmd := exec.Command(exe.Name())
 	cmd.Env = []string{clientEnv + "=" + reqLine, "AGENT_SUDO_E2E_SOCKET=" + sock}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-	out, err := cmd.CombinedOutput()
+	// The response is on stdout alone: a test binary built with -cover
+	// warns on stderr that it has nowhere to write its coverage.
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("client as %s: %v\n%s", name, err, out)
+		t.Fatalf("client as %s: %v\n%s%s", name, err, out, stderr.Bytes())
 	}
 	return string(out)
 }
 
 func TestE2EPeerAuthorisation(t *testing.T) {
+	t.Parallel()
 	// nobody's primary group on Debian is nogroup, so with socket_group =
 	// nogroup the socket file lets nobody connect; whether the daemon then
 	// serves it is the SO_PEERCRED check under test.
@@ -192,6 +198,7 @@ func TestE2EPeerAuthorisation(t *testing.T) {
 		t.Skip("no group nogroup")
 	}
 	t.Run("member of socket_group is served", func(t *testing.T) {
+		t.Parallel()
 		d := daemontest.Start(t, daemontest.Config{SocketGroup: g.Name, Rules: daemontest.AllowAll})
 		out := sendAs(t, d, "nobody", line(map[string]any{"pipeline": [][]string{{"true"}}, "privileged": false}))
 		if !strings.Contains(out, `"status":"ok"`) {
@@ -199,6 +206,7 @@ func TestE2EPeerAuthorisation(t *testing.T) {
 		}
 	})
 	t.Run("explicit allow lists refuse others", func(t *testing.T) {
+		t.Parallel()
 		d := daemontest.Start(t, daemontest.Config{SocketGroup: g.Name, Rules: daemontest.AllowAll,
 			Extra: "allowed_users = [\"root\"]\nallowed_groups = []"})
 		marker := d.Dir + "/must-not-exist"
@@ -215,6 +223,7 @@ func TestE2EPeerAuthorisation(t *testing.T) {
 		}
 	})
 	t.Run("socket mode keeps non-members out", func(t *testing.T) {
+		t.Parallel()
 		d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll}) // group root
 		fi, err := os.Stat(d.Socket)
 		if err != nil {
@@ -231,6 +240,7 @@ func TestE2EPeerAuthorisation(t *testing.T) {
 }
 
 func TestE2EValidationErrors(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	now := time.Now().UTC()
 	tests := []struct {
@@ -328,6 +338,7 @@ func TestE2EValidationErrors(t *testing.T) {
 }
 
 func TestE2EReplay(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	l := line(map[string]any{"id": "replay-me", "pipeline": [][]string{{"true"}}})
 	if first := d.Send(l); !strings.Contains(first, `"status":"ok"`) {
@@ -343,6 +354,7 @@ func TestE2EReplay(t *testing.T) {
 // request still waits for approval, even after 2 × max_clock_skew has
 // passed and the second copy carries a fresh time (issue 10, L6).
 func TestE2EReplayWhilePending(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Extra: `max_clock_skew = "1s"`})
 	console := daemontest.Dial(t, d.ApproverSocket)
 	first, err := net.Dial("unix", d.Socket)
@@ -364,6 +376,7 @@ func TestE2EReplayWhilePending(t *testing.T) {
 }
 
 func TestE2ERules(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: `
 [[rule]]
 name = "no shells"
@@ -410,6 +423,7 @@ privileged = true
 }
 
 func TestE2ECommandTimeout(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, CommandTimeout: "1s"})
 	pidFile := d.Dir + "/child.pid"
 	start := time.Now()
@@ -457,6 +471,7 @@ func processState(pid int) string {
 }
 
 func TestE2EPing(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{})
 	resp, err := client.New(d.Socket).Ping(context.Background())
 	if err != nil {
@@ -468,6 +483,7 @@ func TestE2EPing(t *testing.T) {
 }
 
 func TestE2EBusy(t *testing.T) {
+	t.Parallel()
 	// Root has root_connections slots of its own and may use the
 	// max_connections ones too; with one of each, two connections that say
 	// nothing hold them all until the first-byte timeout ends them.
@@ -503,24 +519,21 @@ func TestE2EBusy(t *testing.T) {
 }
 
 func TestE2EWithdrawnOnDisconnect(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s"})
 	c, err := net.Dial("unix", d.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
+	console := daemontest.Dial(t, d.ApproverSocket)
 	_, _ = c.Write([]byte(line(map[string]any{"id": "gone-1", "pipeline": [][]string{{"true"}}}) + "\n"))
-	time.Sleep(300 * time.Millisecond)
+	console.Pending("gone-1")
 	c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(d.Logs.String(), "verdict=withdrawn") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no withdrawal logged:\n%s", d.Logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	d.WaitLog("verdict=withdrawn")
 }
 
 func TestE2EHalfCloseStillAnswered(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s"})
 	c, err := net.Dial("unix", d.Socket)
 	if err != nil {
@@ -537,6 +550,7 @@ func TestE2EHalfCloseStillAnswered(t *testing.T) {
 }
 
 func TestE2EShutdownAnswersInFlight(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Rules: `
 [[rule]]
 action = "allow"
@@ -545,15 +559,18 @@ match = ["sh", "**"]
 	var wg sync.WaitGroup
 	results := make([]string, 2)
 	wg.Add(2)
+	console := daemontest.Dial(t, d.ApproverSocket)
+	running := d.Mark("running")
 	go func() { // running: finishes within shutdown_timeout
 		defer wg.Done()
-		results[0] = d.Send(line(map[string]any{"pipeline": [][]string{{"sh", "-c", "sleep 1; echo done"}}}))
+		results[0] = d.Send(line(map[string]any{"pipeline": [][]string{{"sh", "-c", running.Shell() + "; sleep 1; echo done"}}}))
 	}()
 	go func() { // waiting for approval: ended, never run
 		defer wg.Done()
-		results[1] = d.Send(line(map[string]any{"pipeline": [][]string{{"touch", d.Dir + "/ran"}}}))
+		results[1] = d.Send(line(map[string]any{"id": "waiting-1", "pipeline": [][]string{{"touch", d.Dir + "/ran"}}}))
 	}()
-	time.Sleep(300 * time.Millisecond)
+	running.Wait()
+	console.Pending("waiting-1")
 	d.Stop()
 	wg.Wait()
 	if !contains(results[0], `"status":"ok"`, `"stdout":"ZG9uZQo="`) {
@@ -568,6 +585,7 @@ match = ["sh", "**"]
 }
 
 func TestE2ELoad(t *testing.T) {
+	// Not parallel: it moves a thousand requests through the daemon (see TestMain).
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	const clients, perClient = 50, 20
 	var wg sync.WaitGroup
@@ -606,6 +624,7 @@ func TestE2ELoad(t *testing.T) {
 }
 
 func TestE2ESocketActivationAndNotify(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	notifyDir, err := os.MkdirTemp("", "ntf")
 	if err != nil {
@@ -640,13 +659,7 @@ func TestE2ESocketActivationAndNotify(t *testing.T) {
 	defer activated.Close()
 	// The log reaches the buffer through a pipe copied by another
 	// goroutine, possibly after the start-up ping was answered.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d.Logs.String(), "socket_activated=true"); {
-		if time.Now().After(deadline) {
-			t.Errorf("daemon did not report using the passed socket:\n%s", d.Logs.String())
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d.WaitLog("socket_activated=true")
 	if resp := d.Run(&proto.Request{Pipeline: [][]string{{"echo", "activated"}}, Privileged: true}); string(resp.Stdout) != "activated\n" {
 		t.Fatalf("over the activated socket: %+v", resp)
 	}
@@ -672,6 +685,7 @@ func TestE2ESocketActivationAndNotify(t *testing.T) {
 }
 
 func TestE2EForwardAgent(t *testing.T) {
+	t.Parallel()
 	g, err := user.LookupGroup("nogroup")
 	if err != nil {
 		t.Skip("no group nogroup")
@@ -694,23 +708,22 @@ func TestE2EForwardAgent(t *testing.T) {
 }
 
 func TestE2EClientDisconnectDuringRunFinishes(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	marker := d.Dir + "/finished"
 	c, err := net.Dial("unix", d.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = c.Write([]byte(line(map[string]any{"pipeline": [][]string{{"sh", "-c", "sleep 1; touch " + marker}}}) + "\n"))
-	time.Sleep(300 * time.Millisecond)
+	started, left := d.Mark("started"), d.Mark("left")
+	_, _ = c.Write([]byte(line(map[string]any{"pipeline": [][]string{{"sh", "-c",
+		started.Shell() + "; " + left.Shell() + "; touch " + marker}}}) + "\n"))
+	started.Wait()
 	c.Close()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := os.Stat(marker); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the approved command was stopped when its client left:\n%s", d.Logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	// The command goes on only once its client has left.
+	left.Wait()
+	d.WaitLog("msg=result")
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the approved command was stopped when its client left: %v\n%s", err, d.Logs.String())
 	}
 }

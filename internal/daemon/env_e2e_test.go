@@ -16,6 +16,7 @@ import (
 // env_allow = ["PYTHONPATH"] used to start a daemon that then refused every
 // request. It must not start, and it must say which entry is wrong.
 func TestE2EEnvAllowDeniedEntryRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	bin, _ := daemontest.Binaries(t)
 	d := daemontest.Configure(t, daemontest.Config{Extra: `env_allow = ["LC_*", "PYTHONPATH"]`})
@@ -50,6 +51,7 @@ func TestE2EEnvAllowDeniedEntryRefusedAtStart(t *testing.T) {
 // dpkg-reconfigure rule of the report is checked too when it is installed
 // (it is refused before it runs, so it never runs here).
 func TestE2EDebconfFrontendInjectionRefused(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	if _, err := exec.LookPath("perl"); err != nil {
 		t.Skip("perl is not installed")
@@ -107,6 +109,7 @@ env = ["DEBIAN_FRONTEND"]
 // and a 30 MB audit record. The decoder now refuses more than
 // proto.MaxEnvVars variables, and a refusal describes at most five names.
 func TestE2EEnvFloodAnswerIsSmall(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	auditLog := filepath.Join(d.Dir, "audit.jsonl")
 	before := fileSize(t, auditLog)

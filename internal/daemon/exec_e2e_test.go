@@ -56,6 +56,7 @@ func (f *execFixture) asAgent(t *testing.T, script string) {
 // between the request and the decision (rename over it, as an editor or an
 // attacker would) does not run; the file the human was shown does (issue 9).
 func TestE2EReplacedProgramRunsApprovedFile(t *testing.T) {
+	t.Parallel()
 	f := newExecFixture(t)
 	tool := filepath.Join(f.agent, "tool")
 	f.asAgent(t, "printf '#!/bin/sh\\necho approved\\n' > "+tool+" && chmod 755 "+tool)
@@ -84,6 +85,7 @@ func TestE2EReplacedProgramRunsApprovedFile(t *testing.T) {
 // TestE2ERewrittenProgramRefused: an agent-owned program rewritten in place
 // (same inode) after the request does not run (issue 9, issue 10 M3).
 func TestE2ERewrittenProgramRefused(t *testing.T) {
+	t.Parallel()
 	f := newExecFixture(t)
 	tool := filepath.Join(f.agent, "tool")
 	f.asAgent(t, "printf '#!/bin/sh\\necho approved\\n' > "+tool+" && chmod 755 "+tool)
@@ -106,6 +108,7 @@ func TestE2ERewrittenProgramRefused(t *testing.T) {
 // path, so in sudo mode a program someone other than root can replace is
 // refused before anyone is asked (issue 9).
 func TestE2ESudoModeRefusesReplaceableProgram(t *testing.T) {
+	t.Parallel()
 	f := newExecFixture(t)
 	tool := filepath.Join(f.agent, "tool")
 	f.asAgent(t, "printf '#!/bin/sh\\necho ran\\n' > "+tool+" && chmod 755 "+tool)
@@ -126,6 +129,7 @@ func TestE2ESudoModeRefusesReplaceableProgram(t *testing.T) {
 // exactly two hops, quoted each on its own in audit show, with a warning,
 // and no session grant is given for it (issue 10 H1, M3).
 func TestE2EForgedChainShownAsList(t *testing.T) {
+	t.Parallel()
 	f := newExecFixture(t)
 	link := filepath.Join(f.agent, "apt-get")
 	forged := filepath.Join(f.agent, "d -> /usr/bin/apt-get")
@@ -169,6 +173,7 @@ func TestE2EForgedChainShownAsList(t *testing.T) {
 // content that was approved; the same path with other content asks again
 // (issue 10 M3).
 func TestE2EGrantBindsFileContent(t *testing.T) {
+	t.Parallel()
 	f := newExecFixture(t)
 	tool := filepath.Join(f.root, "tool") // root-only: grants are possible
 	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho v1\n"), 0o755); err != nil {
@@ -210,6 +215,7 @@ func TestE2EGrantBindsFileContent(t *testing.T) {
 // its chain, and the command runs in the directory that was shown even if
 // the link is repointed before the decision (issue 10 M1).
 func TestE2ECwdResolvedAndBound(t *testing.T) {
+	t.Parallel()
 	f := newExecFixture(t)
 	secret := filepath.Join(f.root, "secret")
 	if err := os.Mkdir(secret, 0o700); err != nil {
@@ -250,6 +256,7 @@ func TestE2ECwdResolvedAndBound(t *testing.T) {
 // and stderr (issue 10 L3), also when it has a working directory (entered
 // through a descriptor).
 func TestE2EChildFDs(t *testing.T) {
+	t.Parallel()
 	var nums []string
 	for n := range 64 {
 		nums = append(nums, strconv.Itoa(n))
@@ -257,6 +264,7 @@ func TestE2EChildFDs(t *testing.T) {
 	script := "for n in " + strings.Join(nums, " ") + "; do [ -e /proc/$$/fd/$n ] && printf '%s ' $n; done; true"
 	for _, mode := range []string{"direct", "sudo"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			d := daemontest.Start(t, daemontest.Config{Exec: mode, Rules: daemontest.AllowAll})
 			resp := d.Run(&proto.Request{ID: "fds-" + mode, Pipeline: [][]string{{"bash", "-c", script}}, Privileged: true, Cwd: "/etc"})
 			if resp.Status != proto.StatusOK || string(resp.Stdout) != "0 1 2 " {

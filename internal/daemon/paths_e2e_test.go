@@ -17,6 +17,7 @@ import (
 // and refuses a log file path where a symbolic link was planted, leaving
 // the link's target untouched.
 func TestE2EUnsafePathsRefused(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	bin, _ := daemontest.Binaries(t)
 	d := daemontest.Configure(t, daemontest.Config{})

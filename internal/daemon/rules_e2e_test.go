@@ -21,6 +21,7 @@ import (
 // human is connected) and not run, while the same rule still allows the
 // request it was written for.
 func TestE2ERuleAllowConditions(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	logf, err := os.CreateTemp("/var/log", "asudo-rules-e2e-")
 	if err != nil {
@@ -136,6 +137,7 @@ stdin = true
 // that sends a matching session label does not satisfy a rule restricted to
 // a user, while that user does.
 func TestE2ERuleUser(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	g, err := user.LookupGroup("nogroup")
 	if err != nil {
@@ -204,6 +206,7 @@ func addUser(t *testing.T, group string) string {
 // "<alice>" and a session pattern allows alice, and not another user who
 // sends the same session label.
 func TestE2ERuleNamedUser(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("creates a user")
@@ -239,6 +242,7 @@ privileged = false
 // TestE2ELintWarningsLogged: the daemon logs the rule linter's warnings when
 // it starts (issue 10, H4).
 func TestE2ELintWarningsLogged(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	d := daemontest.Start(t, daemontest.Config{Rules: `
 [[rule]]

@@ -23,8 +23,10 @@ import (
 // file (before the stdin extension it was emptied and the command exited
 // 0). Oversize input is refused with a message and nothing is sent.
 func TestE2EStdinCLI(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"direct", "sudo"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			if mode == "sudo" {
 				if _, err := os.Stat("/usr/bin/sudo"); err != nil {
 					t.Skip("sudo not installed")
@@ -97,6 +99,7 @@ func TestE2EStdinCLI(t *testing.T) {
 // the exact same stdin; and that the audit log records the stdin's hash and
 // size but not its content.
 func TestE2EStdinApproval(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "20s"})
 	c := daemontest.Dial(t, d.ApproverSocket)
 	input := []byte("top secret\x00\xff\n")
@@ -183,6 +186,7 @@ func TestE2EStdinApproval(t *testing.T) {
 // error and the daemon keeps serving; "action": "exec" and a "version" field
 // in the request are accepted.
 func TestE2EWireCompat(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	now := func() string { return time.Now().UTC().Format("2006-01-02T15:04:05Z") }
 	var resp struct {
