@@ -70,11 +70,18 @@ func (d *fakeDaemon) next() approval.Message {
 type screen struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
+	// grew, when not nil, is closed by the next Write: waitAfter blocks
+	// on it instead of polling.
+	grew chan struct{}
 }
 
 func (s *screen) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.grew != nil {
+		close(s.grew)
+		s.grew = nil
+	}
 	return s.buf.Write(p)
 }
 
@@ -102,12 +109,23 @@ func (s *screen) waitAfter(t *testing.T, mark int, want string) {
 	t.Helper()
 	// Generous: a megabyte request under -race on a loaded machine takes
 	// over ten seconds to draw. Only a failing test waits this long.
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(s.String()[mark:], want) {
-		if time.Now().After(deadline) {
+	deadline := time.After(60 * time.Second)
+	for {
+		s.mu.Lock()
+		if bytes.Contains(s.buf.Bytes()[mark:], []byte(want)) {
+			s.mu.Unlock()
+			return
+		}
+		if s.grew == nil {
+			s.grew = make(chan struct{})
+		}
+		grew := s.grew
+		s.mu.Unlock()
+		select {
+		case <-grew:
+		case <-deadline:
 			t.Fatalf("the screen never showed %q; it has:\n%q", want, s.String())
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -120,7 +138,10 @@ func startRun(t *testing.T, ctx context.Context) (*fakeDaemon, io.WriteCloser, *
 	scr := &screen{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, cc, keysR, scr, Options{Guard: 50 * time.Millisecond, Proc: fstest.MapFS{}, Getenv: noEnv})
+		// The prompt's key guard is tested on the model with a fake clock
+		// (TestGuardDropsEarlyKeys); here a key may act as soon as the
+		// prompt shows.
+		done <- Run(ctx, cc, keysR, scr, Options{Guard: time.Nanosecond, Proc: fstest.MapFS{}, Getenv: noEnv})
 	}()
 	t.Cleanup(func() {
 		keys.Close()
@@ -151,7 +172,6 @@ func TestRunDecidesAndQuits(t *testing.T) {
 	if !strings.Contains(scr.String(), "\a") {
 		t.Errorf("no bell for the new request")
 	}
-	time.Sleep(100 * time.Millisecond) // past the 50ms guard
 	io.WriteString(keys, "s")
 	if got, want := d.next(), decideMsg(s, approval.AllowSession, ""); !equalMsg(got, want) {
 		t.Fatalf("console sent %+v, want %+v", got, want)
@@ -166,7 +186,6 @@ func TestRunDecidesAndQuits(t *testing.T) {
 	mark := scr.mark()
 	d.send(approval.Message{Type: approval.MsgPending, ID: "r2", Hash: s2.Hash(), Request: s2})
 	scr.waitAfter(t, mark, "REQUEST WAITING")
-	time.Sleep(100 * time.Millisecond)
 	io.WriteString(keys, "d")
 	scr.waitFor(t, "Note for the agent")
 	mark = scr.mark()

@@ -42,7 +42,7 @@ func TestE2EPastedTextNeverDecides(t *testing.T) {
 			marker := filepath.Join(d.Dir, "pasted-"+strings.Fields(how)[0])
 			r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e-paste"})
 			tm.waitFor("command    touch " + marker)
-			tm.waitGone("keys enabled in")
+			tm.waitPastGuard()
 			for _, text := range pastedProse {
 				switch how {
 				case "send-keys -l":
@@ -95,6 +95,13 @@ func (tm *tmuxSession) pressAlone(key string) {
 	tm.t.Helper()
 	time.Sleep(2 * console.QuietWindow)
 	tm.keys(key)
+}
+
+// waitPastGuard waits until the prompt's key guard has ended: the screen
+// no longer counts down to the keys being enabled.
+func (tm *tmuxSession) waitPastGuard() {
+	tm.t.Helper()
+	tm.waitGone("keys enabled in")
 }
 
 // waitGone polls the screen until it no longer shows gone.

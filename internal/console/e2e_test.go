@@ -13,6 +13,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -54,7 +55,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 			}
 		}
 		t.Logf("the screen of a waiting request:\n%s", strings.TrimRight(screen, "\n"))
-		time.Sleep(600 * time.Millisecond) // past the guard
+		tm.waitPastGuard()
 		tm.keys("a")
 		resp := r.wait(t)
 		if resp.Status != proto.StatusOK || string(resp.Stdout) != "hello from e2e\n" {
@@ -67,7 +68,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 		marker := filepath.Join(d.Dir, "must-not-exist")
 		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
 		tm.waitFor("command    touch " + marker)
-		time.Sleep(600 * time.Millisecond)
+		tm.waitPastGuard()
 		tm.keys("d")
 		tm.waitFor("Note for the agent (optional)")
 		tm.keys("-l", "not today")
@@ -110,7 +111,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 			t.Errorf("the request set the pane title to %q", title)
 		}
 		t.Logf("the screen of a hostile request:\n%s", strings.TrimRight(screen, "\n"))
-		time.Sleep(600 * time.Millisecond)
+		tm.waitPastGuard()
 		tm.keys("d")
 		tm.waitFor("Note for the agent (optional)")
 		tm.keys("Escape")
@@ -134,7 +135,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 					t.Skip("this machine is too slow to land a key inside the 500ms guard reliably")
 				}
 				t.Logf("attempt %d: the request took %v to show; trying again", attempt, time.Since(sent))
-				time.Sleep(600 * time.Millisecond)
+				tm.waitPastGuard()
 				tm.keys("d")
 				tm.waitFor("Note for the agent")
 				tm.keys("Escape")
@@ -155,7 +156,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 			if _, err := os.Stat(marker); !os.IsNotExist(err) {
 				t.Fatalf("the command ran: %v", err)
 			}
-			time.Sleep(600 * time.Millisecond)
+			tm.waitPastGuard()
 			tm.keys("a")
 			if resp := r.wait(t); resp.Status != proto.StatusOK {
 				t.Fatalf("after the guard: status %q message %q", resp.Status, resp.Message)
@@ -173,7 +174,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 		}
 		r := ask(t, d, req())
 		tm.waitFor("command    echo granted")
-		time.Sleep(600 * time.Millisecond)
+		tm.waitPastGuard()
 		tm.keys("s")
 		if resp := r.wait(t); resp.Status != proto.StatusOK {
 			t.Fatalf("status %q", resp.Status)
@@ -198,7 +199,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 		// Revoked: it asks again.
 		r = ask(t, d, req())
 		tm.waitFor("command    echo granted")
-		time.Sleep(600 * time.Millisecond)
+		tm.waitPastGuard()
 		tm.keys("Enter") // Deny is preselected
 		tm.waitFor("Note for the agent")
 		tm.keys("Enter")
@@ -210,7 +211,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 	t.Run("quit decides nothing", func(t *testing.T) {
 		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "left alone"}}, Session: "e2e"})
 		tm.waitFor("command    echo 'left alone'")
-		time.Sleep(600 * time.Millisecond)
+		tm.waitPastGuard()
 		tm.keys("q")
 		tm.waitFor("exited with status 0")
 		select {
@@ -225,15 +226,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 // TestE2EForegroundTTY runs agent-sudod --tty in tmux: the daemon's own
 // terminal is the console.
 func TestE2EForegroundTTY(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test; skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the end-to-end foreground test needs root")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("the end-to-end foreground test needs tmux")
-	}
+	needE2E(t)
 	daemonBin, _ := daemontest.Binaries(t)
 	d := daemontest.Configure(t, daemonConfig)
 	logPath := filepath.Join(d.Dir, "agent-sudod.log")
@@ -248,7 +241,7 @@ func TestE2EForegroundTTY(t *testing.T) {
 	d.WaitReady()
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "approved in the foreground"}}, Session: "e2e"})
 	tm.waitFor("command    echo 'approved in the foreground'")
-	time.Sleep(600 * time.Millisecond)
+	tm.waitPastGuard()
 	tm.keys("a")
 	if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "approved in the foreground\n" {
 		t.Fatalf("status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
@@ -299,20 +292,23 @@ func (r *pendingRun) wait(t *testing.T) *proto.Response {
 	return nil
 }
 
+// needE2E marks an end-to-end test parallel, and skips it under -short
+// and unless it runs as root (agent-sudod and its approver socket are root
+// only) with tmux installed. Each such test has a daemon, a directory and a
+// tmux server of its own, so they run in parallel.
+func needE2E(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	testenv.NeedsRoot(t)
+	testenv.NeedsTmux(t)
+}
+
 // startConsoleE2E skips the test unless it is a full run as root with tmux
 // installed, then starts a real daemon and a real `agent-sudo approve` on
 // its approver socket inside tmux, and waits until the console is idle.
 func startConsoleE2E(t *testing.T) (*daemontest.Daemon, *tmuxSession) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test; skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the end-to-end approve test needs root (agent-sudod and its approver socket are root only)")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("the end-to-end approve test needs tmux")
-	}
+	needE2E(t)
 	_, cli := daemontest.Binaries(t)
 	d := daemontest.Start(t, daemonConfig)
 	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))

@@ -3,12 +3,10 @@ package console_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -21,13 +19,7 @@ import (
 // a working directory reached through a symlink is shown resolved with its
 // chain (issue 10 H1, M1, M3).
 func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test; skipped with -short")
-	}
-	daemontest.RequireRoot(t)
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("needs tmux")
-	}
+	needE2E(t)
 	root, err := os.MkdirTemp("/run", "asx")
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +57,7 @@ func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
 	}
-	time.Sleep(600 * time.Millisecond) // past the guard
+	tm.waitPastGuard()
 	tm.keys("d")
 	tm.waitFor("Note for the agent (optional)")
 	tm.keys("Escape")
@@ -84,13 +76,7 @@ func TestE2EForegroundTTYChildFDsDirect(t *testing.T) { foregroundChildFDs(t, "d
 func TestE2EForegroundTTYChildFDsSudo(t *testing.T) { foregroundChildFDs(t, "sudo") }
 
 func foregroundChildFDs(t *testing.T, mode string) {
-	if testing.Short() {
-		t.Skip("end-to-end test; skipped with -short")
-	}
-	daemontest.RequireRoot(t)
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("needs tmux")
-	}
+	needE2E(t)
 	var nums []string
 	for n := range 64 {
 		nums = append(nums, strconv.Itoa(n))
@@ -106,7 +92,7 @@ func foregroundChildFDs(t *testing.T, mode string) {
 	d.WaitReady()
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", script}}, Session: "fds"})
 	tm.waitFor("command    bash -c")
-	time.Sleep(600 * time.Millisecond) // past the guard
+	tm.waitPastGuard()
 	tm.keys("a")
 	if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "0 1 2 " {
 		t.Fatalf("status %q stdout %q message %q: want only fds 0 1 2", resp.Status, resp.Stdout, resp.Message)
