@@ -25,7 +25,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: help build test vet staticcheck unit fuzz bench run clean deb install uninstall systemtest man agents-test
+.PHONY: help build test vet staticcheck unit mcp-inspector fuzz bench run clean deb install uninstall systemtest man agents-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,17 +33,25 @@ help: ## list the targets
 build: ## build bin/agent-sudod and bin/agent-sudo
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/agent-sudod ./cmd/agent-sudo
 
-test: vet staticcheck unit ## vet, staticcheck and every test with the race detector
+test: ## vet, staticcheck and every test with the race detector, side by side
+	@$(MAKE) --no-print-directory --output-sync=target -j3 vet staticcheck unit
 
+# The inspector tag adds the MCP Inspector check (make mcp-inspector), so
+# that vet and staticcheck see it too.
 vet: ## go vet
-	$(GO) vet ./...
+	$(GO) vet -tags inspector ./...
 
 staticcheck: ## staticcheck (installed through the module proxy when missing)
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install $(STATICCHECK)
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck ./...
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck -tags inspector ./...
 
+# The end-to-end tests mostly wait for processes, so more of them run at
+# once than there are cores (-parallel).
 unit: ## go test -race ./... (unit and end-to-end)
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -parallel 4 -timeout 15m ./...
+
+mcp-inspector: ## run the MCP Inspector (fetched with npm on first use) against agent-sudo mcp; needs root and node >= 20
+	$(GO) test -tags inspector -count=1 -run '^TestMCPInspector$$' -v ./cmd/agent-sudo/cli
 
 fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 	@set -e; for pkg in $$($(GO) list ./...); do \

@@ -106,6 +106,7 @@ func (m *rawMCP) execute(args string) (string, bool) {
 // last "argv" ran and "ARGV" ran); and the stdin argument reaches the
 // command.
 func TestMCPStrictArguments(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	_, bin := daemontest.Binaries(t)
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})

@@ -394,6 +394,7 @@ func TestShellPathValue(t *testing.T) {
 // TestShimE2E installs the shim from the built binary and runs it as sudo,
 // as a real process, against a real daemon.
 func TestShimE2E(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	_, bin := daemontest.Binaries(t)
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: e2eRules})
