@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 const (
@@ -268,9 +269,7 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 func TestSysusersAndTmpfiles(t *testing.T) {
 	sysusers := lookTool(t, "systemd-sysusers")
 	tmpfiles := lookTool(t, "systemd-tmpfiles")
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: systemd-tmpfiles sets the owners of what it creates")
-	}
+	testenv.NeedsRoot(t) // systemd-tmpfiles sets the owners of what it creates
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, "etc"), 0o755); err != nil {
 		t.Fatal(err)

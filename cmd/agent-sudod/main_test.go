@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // checkConfigFile writes a configuration whose sockets and audit log are in
@@ -70,9 +72,7 @@ func TestCheckConfig(t *testing.T) {
 			if !tt.startErr {
 				return
 			}
-			if os.Geteuid() != 0 {
-				t.Skip("starting the daemon needs root")
-			}
+			testenv.NeedsRoot(t) // starting the daemon
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var startOut, startErr bytes.Buffer

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // decisionRecord is a small record for the fail-closed tests.
@@ -49,9 +51,7 @@ func verifyIDs(t *testing.T, path string, ids []string) {
 // checks that every Append fails, then makes it writable again and checks
 // that the log recovers by itself with the chain intact.
 func TestFailClosedImmutable(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chattr +i needs root")
-	}
+	testenv.NeedsRoot(t) // chattr +i
 	chattr, err := exec.LookPath("chattr")
 	if err != nil {
 		t.Skip("chattr not installed")
@@ -89,9 +89,7 @@ func TestFailClosedImmutable(t *testing.T) {
 // that Append fails and leaves no partial line, then frees space and checks
 // that the log recovers with the chain intact.
 func TestFailClosedDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
+	testenv.NeedsRoot(t) // mounting a tmpfs
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v", err)
@@ -221,9 +219,7 @@ func TestFailClosedInjected(t *testing.T) {
 
 // TestRefuseUnsafeLog checks the ownership and mode checks of Open.
 func TestRefuseUnsafeLog(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the ownership checks are for root")
-	}
+	testenv.NeedsRoot(t) // the ownership checks are for root
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, dir, path string)
@@ -285,9 +281,7 @@ func must(t *testing.T, err error) {
 
 // TestNewLogModes checks the directory and file a fresh log creates.
 func TestNewLogModes(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("ownership is set only as root")
-	}
+	testenv.NeedsRoot(t) // ownership is set only as root
 	dirMode, fileMode, gid := fs.FileMode(0o700), fs.FileMode(0o600), uint32(0)
 	if g, err := user.LookupGroup("adm"); err == nil {
 		n, _ := strconv.Atoi(g.Gid)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // TestLogrotate rotates a log that is being written with the real
@@ -18,9 +20,7 @@ import (
 // the chain runs unbroken through every file and that every acknowledged
 // record is there exactly once.
 func TestLogrotate(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("logrotate checks that root owns the configuration")
-	}
+	testenv.NeedsRoot(t) // logrotate checks that root owns the configuration
 	logrotate, err := exec.LookPath("logrotate")
 	if err != nil {
 		t.Skip("logrotate not installed")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/rules"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // examplePath is the packaged example, loaded by a test so that it cannot
@@ -468,9 +469,7 @@ func TestFileChecks(t *testing.T) {
 		}
 	})
 	t.Run("owned by another user", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to give the file to another user")
-		}
+		testenv.NeedsRoot(t) // to give the file to another user
 		p := writeConfig(t, "")
 		if err := os.Chown(p, 12345, 0); err != nil {
 			t.Fatal(err)

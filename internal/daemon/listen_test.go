@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // secureTree makes a root-owned 0755 directory under /tmp (sticky and
@@ -12,9 +14,7 @@ import (
 // ownership is what they check.
 func secureTree(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the directory checks are about ownership; run as root")
-	}
+	testenv.NeedsRoot(t) // the directory checks are about ownership
 	dir, err := os.MkdirTemp("", "asudo-dirs")
 	if err != nil {
 		t.Fatal(err)

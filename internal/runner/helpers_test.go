@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 const (
@@ -19,9 +21,7 @@ const (
 // requireRoot skips tests that start processes as other users or via sudo.
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.NeedsRoot(t)
 }
 
 // requireSudo skips sudo mode when sudo is not installed.
