@@ -46,9 +46,15 @@ staticcheck: ## staticcheck (installed through the module proxy when missing)
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck -tags inspector ./...
 
 # The end-to-end tests mostly wait for processes, so more of them run at
-# once than there are cores (-parallel).
-unit: ## go test -race ./... (unit and end-to-end)
+# once than there are cores (-parallel). The NORACE_TESTS crunch a large
+# input in one goroutine: they skip themselves under -race
+# (testenv.SkipUnderRace), where they took minutes and could find nothing,
+# and run here without it.
+NORACE_TESTS := ^(TestNothingActsWithoutALoneKey|TestRunLargeResponse|TestReadResponseFraming|TestReadLongLine)$$
+NORACE_PKGS  := ./internal/console ./client ./proto ./internal/audit
+unit: ## go test -race ./... (unit and end-to-end), then the NORACE_TESTS without -race
 	$(GO) test -race -count=1 -parallel 4 -timeout 15m ./...
+	$(GO) test -count=1 -run '$(NORACE_TESTS)' $(NORACE_PKGS)
 
 mcp-inspector: ## run the MCP Inspector (fetched with npm on first use) against agent-sudo mcp; needs root and node >= 20
 	$(GO) test -tags inspector -count=1 -run '^TestMCPInspector$$' -v ./cmd/agent-sudo/cli

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/clienttest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 	"github.com/google/uuid"
 )
@@ -275,9 +276,8 @@ func TestRunSendsRequest(t *testing.T) {
 }
 
 func TestRunLargeResponse(t *testing.T) {
-	if testing.Short() {
-		t.Skip("decodes a 40 MiB response: seconds normally, tens of seconds with -race")
-	}
+	testenv.Slow(t, "decodes a 40 MiB response")
+	testenv.SkipUnderRace(t, "decodes a 40 MiB response")
 	rng := rand.NewChaCha8([32]byte{1})
 	random := func(n int) []byte {
 		b := make([]byte, n)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // rotatedLog writes a log with four files, oldest first: .3.gz, .2.gz, .1
@@ -150,9 +152,8 @@ func TestReadCorruptLine(t *testing.T) {
 }
 
 func TestReadLongLine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a 64 MiB line")
-	}
+	testenv.Slow(t, "reads a 64 MiB line")
+	testenv.SkipUnderRace(t, "reads a 64 MiB line")
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	var b bytes.Buffer
 	b.WriteString("{\"x\":\"")

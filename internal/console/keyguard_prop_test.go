@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // The property: whatever arrives (lone keys, bursts split as bubbletea
@@ -174,6 +175,7 @@ func causeError(events []inputEvent, act string, now time.Time) error {
 // TestNothingActsWithoutALoneKey runs the property over many random
 // scripts, with fixed seeds so that it is the same every run.
 func TestNothingActsWithoutALoneKey(t *testing.T) {
+	testenv.SkipUnderRace(t, "plays 200 random scripts against the model")
 	runs := 200
 	if testing.Short() {
 		runs = 50
