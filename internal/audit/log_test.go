@@ -365,12 +365,17 @@ func TestCloseDuringAppends(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	ok := map[string]bool{}
-	var wg sync.WaitGroup
-	for g := range 20 {
+	var wg, appending sync.WaitGroup
+	const writers = 20
+	appending.Add(writers)
+	for g := range writers {
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("g%d-%d", g, i)
 				_, err := l.Append(ctx, decisionRecord(id))
+				if i == 0 {
+					appending.Done()
+				}
 				if errors.Is(err, ErrClosed) {
 					return
 				}
@@ -384,7 +389,8 @@ func TestCloseDuringAppends(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(20 * time.Millisecond)
+	// Close once every writer has appended, while they go on appending.
+	appending.Wait()
 	must(t, l.Close())
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

@@ -292,23 +292,32 @@ func (r *pendingRun) wait(t *testing.T) *proto.Response {
 	return nil
 }
 
-// needE2E marks an end-to-end test parallel, and skips it under -short
+// needE2E marks an end-to-end test parallel (unless given serial), and
+// skips it under -short
 // and unless it runs as root (agent-sudod and its approver socket are root
 // only) with tmux installed. Each such test has a daemon, a directory and a
 // tmux server of its own, so they run in parallel.
-func needE2E(t *testing.T) {
+func needE2E(t *testing.T, opts ...e2eOption) {
 	t.Helper()
-	t.Parallel()
+	if len(opts) == 0 {
+		t.Parallel()
+	}
 	testenv.NeedsRoot(t)
 	testenv.NeedsTmux(t)
 }
 
+// e2eOption changes how needE2E prepares a test.
+type e2eOption int
+
+// serial keeps a test out of the parallel ones.
+const serial e2eOption = 1
+
 // startConsoleE2E skips the test unless it is a full run as root with tmux
 // installed, then starts a real daemon and a real `agent-sudo approve` on
 // its approver socket inside tmux, and waits until the console is idle.
-func startConsoleE2E(t *testing.T) (*daemontest.Daemon, *tmuxSession) {
+func startConsoleE2E(t *testing.T, opts ...e2eOption) (*daemontest.Daemon, *tmuxSession) {
 	t.Helper()
-	needE2E(t)
+	needE2E(t, opts...)
 	_, cli := daemontest.Binaries(t)
 	d := daemontest.Start(t, daemonConfig)
 	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))
