@@ -35,9 +35,7 @@ var pastedProse = []string{
 // input was discarded; the request is still waiting for the agent; and a
 // key pressed on its own afterwards does decide it.
 func TestE2EPastedTextNeverDecides(t *testing.T) {
-	// Not parallel: it tests the keyboard guard itself, with its real
-	// timing, which a machine loaded by the other tests would stretch.
-	d, tm := startConsoleE2E(t, serial)
+	d, tm := startConsoleE2E(t)
 
 	for _, how := range []string{"send-keys -l", "paste-buffer"} {
 		t.Run(how, func(t *testing.T) {

@@ -28,7 +28,11 @@ func cliAs(t *testing.T, d *daemontest.Daemon, u *daemontest.User, args ...strin
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
+	_, err := runBusy(cmd, func(c *exec.Cmd) (struct{}, error) {
+		o.Reset()
+		e.Reset()
+		return struct{}{}, c.Run()
+	})
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -181,7 +181,7 @@ func sendAsPath(t *testing.T, d *daemontest.Daemon, name, sock, reqLine string) 
 	// warns on stderr that it has nowhere to write its coverage.
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := runBusy(cmd, (*exec.Cmd).Output)
 	if err != nil {
 		t.Fatalf("client as %s: %v\n%s%s", name, err, out, stderr.Bytes())
 	}
