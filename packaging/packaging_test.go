@@ -123,7 +123,7 @@ func TestUnitsMatchDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: TimeoutStopSec: %v", serviceUnit, err)
 	}
-	if need := def.ShutdownTimeout + def.KillGrace; stop <= need {
+	if need := def.ShutdownTimeout.Duration + def.KillGrace.Duration; stop <= need {
 		t.Errorf("%s: TimeoutStopSec = %v, want more than shutdown_timeout + kill_grace = %v so that the daemon can stop commands itself", serviceUnit, stop, need)
 	}
 }

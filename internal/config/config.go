@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,107 +64,100 @@ const (
 // Config is the daemon's validated configuration. Every field has been
 // checked by [Config.Validate]; a Config changed by hand should be checked
 // again before use.
+//
+// A field's toml tag is its key in the file; a field tagged "-" is not read
+// from the file.
 type Config struct {
 	// Source is the file the configuration was read from, or "" when it is
 	// the built-in defaults.
-	Source string
+	Source string `toml:"-"`
 
-	// Socket is the path of the Unix socket agents connect to (key
-	// "socket").
-	Socket string
+	// Socket is the path of the Unix socket agents connect to.
+	Socket string `toml:"socket"`
 	// SocketGroup owns the socket file, which has mode 0660, so that its
-	// members can connect (key "socket_group"): a group name or numeric id.
-	SocketGroup string
+	// members can connect: a group name or numeric id.
+	SocketGroup string `toml:"socket_group"`
 	// AllowedUsers lists the users (names or numeric ids) whose
-	// connections are served (key "allowed_users"). It is meaningful only
-	// when AllowedUsersSet is true; see AllowedUsersSet.
-	AllowedUsers []string
+	// connections are served. It is meaningful only when AllowedUsersSet
+	// is true; see AllowedUsersSet.
+	AllowedUsers []string `toml:"allowed_users"`
 	// AllowedUsersSet reports whether allowed_users appeared in the file.
 	// When it did not, the daemon serves root and the members of
 	// SocketGroup. When it did, exactly the listed users (together with
 	// AllowedGroups) are served, so an empty list serves nobody by user.
-	AllowedUsersSet bool
+	AllowedUsersSet bool `toml:"-"`
 	// AllowedGroups lists groups (names or numeric ids) whose members'
-	// connections are served (key "allowed_groups"). Meaningful only when
-	// AllowedGroupsSet is true, as for AllowedUsers.
-	AllowedGroups []string
+	// connections are served. Meaningful only when AllowedGroupsSet is
+	// true, as for AllowedUsers.
+	AllowedGroups []string `toml:"allowed_groups"`
 	// AllowedGroupsSet reports whether allowed_groups appeared in the file.
-	AllowedGroupsSet bool
+	AllowedGroupsSet bool `toml:"-"`
 
-	// ApproverSocket is the Unix socket the human's approver connects to
-	// (key "approver_socket").
-	ApproverSocket string
-	// AuditLog is the JSON-lines audit log file (key "audit_log").
-	AuditLog string
+	// ApproverSocket is the Unix socket the human's approver connects to.
+	ApproverSocket string `toml:"approver_socket"`
+	// AuditLog is the JSON-lines audit log file.
+	AuditLog string `toml:"audit_log"`
 	// AuditEnvValues records environment values in full in the audit log
-	// instead of their hashes (key "audit_env_values").
-	AuditEnvValues bool
+	// instead of their hashes.
+	AuditEnvValues bool `toml:"audit_env_values"`
 	// AuditStdin records a request's stdin content (base64) in the audit
-	// log next to its size and hash (key "audit_stdin").
-	AuditStdin bool
+	// log next to its size and hash.
+	AuditStdin bool `toml:"audit_stdin"`
 
-	// Exec is how privileged pipelines run (key "exec").
-	Exec ExecMode
-	// Cgroup says whether per-request cgroups are required (key "cgroup").
-	Cgroup CgroupMode
-	// SudoPath is the sudo binary used when Exec is ExecSudo (key
-	// "sudo_path").
-	SudoPath string
+	// Exec is how privileged pipelines run.
+	Exec ExecMode `toml:"exec"`
+	// Cgroup says whether per-request cgroups are required.
+	Cgroup CgroupMode `toml:"cgroup"`
+	// SudoPath is the sudo binary used when Exec is ExecSudo.
+	SudoPath string `toml:"sudo_path"`
 	// SecurePath is the PATH used to resolve programs and given to them,
-	// ':'-separated (key "secure_path"). Its directories are the rule
-	// engine's trusted directories.
-	SecurePath string
-	// UnprivilegedUser runs unprivileged requests (key
-	// "unprivileged_user"); empty means the requesting peer's own user.
-	UnprivilegedUser string
+	// ':'-separated. Its directories are the rule engine's trusted
+	// directories.
+	SecurePath string `toml:"secure_path"`
+	// UnprivilegedUser runs unprivileged requests; empty means the
+	// requesting peer's own user.
+	UnprivilegedUser string `toml:"unprivileged_user"`
 	// EnvAllow holds names, and prefixes ending in '*', of environment
-	// variables allowed in requests on top of the built-in allowlist (key
-	// "env_allow").
-	EnvAllow []string
+	// variables allowed in requests on top of the built-in allowlist.
+	EnvAllow []string `toml:"env_allow"`
 
 	// MaxClockSkew is how far a request's time may be from the daemon's
-	// clock (key "max_clock_skew").
-	MaxClockSkew time.Duration
-	// ApprovalTimeout is how long a request waits for a human's decision
-	// (key "approval_timeout").
-	ApprovalTimeout time.Duration
-	// CommandTimeout is how long an approved pipeline may run (key
-	// "command_timeout").
-	CommandTimeout time.Duration
+	// clock.
+	MaxClockSkew Duration `toml:"max_clock_skew"`
+	// ApprovalTimeout is how long a request waits for a human's decision.
+	ApprovalTimeout Duration `toml:"approval_timeout"`
+	// CommandTimeout is how long an approved pipeline may run.
+	CommandTimeout Duration `toml:"command_timeout"`
 	// KillGrace is how long a pipeline has between SIGTERM and SIGKILL
-	// when it is stopped (key "kill_grace").
-	KillGrace time.Duration
-	// ReadTimeout is how long a client has to send its request line (key
-	// "read_timeout").
-	ReadTimeout time.Duration
+	// when it is stopped.
+	KillGrace Duration `toml:"kill_grace"`
+	// ReadTimeout is how long a client has to send its request line.
+	ReadTimeout Duration `toml:"read_timeout"`
 	// ShutdownTimeout is how long running commands may finish after the
-	// daemon gets SIGTERM (key "shutdown_timeout").
-	ShutdownTimeout time.Duration
+	// daemon gets SIGTERM.
+	ShutdownTimeout Duration `toml:"shutdown_timeout"`
 	// SessionGrantTTL is how long an "allow for this session" decision
-	// lasts (key "session_grant_ttl"); grants also end when the daemon
-	// restarts.
-	SessionGrantTTL time.Duration
+	// lasts; grants also end when the daemon restarts.
+	SessionGrantTTL Duration `toml:"session_grant_ttl"`
 
 	// MaxConnections bounds the connections from users other than root
-	// served at once (key "max_connections").
-	MaxConnections int
+	// served at once.
+	MaxConnections int `toml:"max_connections"`
 	// MaxConnectionsPerUser bounds the connections one non-root uid may
-	// have open or waiting at once (key "max_connections_per_user").
-	MaxConnectionsPerUser int
+	// have open or waiting at once.
+	MaxConnectionsPerUser int `toml:"max_connections_per_user"`
 	// RootConnections are connection slots only root may use, apart from
-	// MaxConnections, so other users cannot lock root out (key
-	// "root_connections").
-	RootConnections int
+	// MaxConnections, so other users cannot lock root out.
+	RootConnections int `toml:"root_connections"`
 	// FirstByteTimeout is how long a new connection may stay silent before
-	// it is closed (key "first_byte_timeout"); ReadTimeout still bounds the
-	// whole line.
-	FirstByteTimeout time.Duration
+	// it is closed; ReadTimeout still bounds the whole line.
+	FirstByteTimeout Duration `toml:"first_byte_timeout"`
 	// MaxRequestsPerMinute bounds the connections one non-root uid may open
-	// per minute, with bursts of as many (key "max_requests_per_minute").
-	MaxRequestsPerMinute int
+	// per minute, with bursts of as many.
+	MaxRequestsPerMinute int `toml:"max_requests_per_minute"`
 
 	// Rules are the [[rule]] tables, in file order.
-	Rules []rules.Rule
+	Rules []rules.Rule `toml:"rule"`
 }
 
 // Default returns the built-in configuration, used when the default
@@ -179,18 +173,18 @@ func Default() *Config {
 		Cgroup:          CgroupRequired,
 		SudoPath:        "/usr/bin/sudo",
 		SecurePath:      "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		MaxClockSkew:    proto.DefaultMaxClockSkew,
-		ApprovalTimeout: 5 * time.Minute,
-		CommandTimeout:  10 * time.Minute,
-		KillGrace:       5 * time.Second,
-		ReadTimeout:     10 * time.Second,
-		ShutdownTimeout: 30 * time.Second,
-		SessionGrantTTL: 8 * time.Hour,
+		MaxClockSkew:    Duration{proto.DefaultMaxClockSkew},
+		ApprovalTimeout: Duration{5 * time.Minute},
+		CommandTimeout:  Duration{10 * time.Minute},
+		KillGrace:       Duration{5 * time.Second},
+		ReadTimeout:     Duration{10 * time.Second},
+		ShutdownTimeout: Duration{30 * time.Second},
+		SessionGrantTTL: Duration{8 * time.Hour},
 		MaxConnections:  64,
 
 		MaxConnectionsPerUser: 8,
 		RootConnections:       8,
-		FirstByteTimeout:      2 * time.Second,
+		FirstByteTimeout:      Duration{2 * time.Second},
 		MaxRequestsPerMinute:  300,
 	}
 }
@@ -345,16 +339,12 @@ func checkFile(fi fs.FileInfo) error {
 // Parse decodes and validates a configuration from TOML text. Keys absent
 // from data keep their [Default] values.
 func Parse(data []byte) (*Config, error) {
-	raw := fromConfig(Default())
-	md, err := toml.Decode(string(data), &raw)
+	c := Default()
+	md, err := toml.Decode(string(data), c)
 	if err != nil {
 		return nil, err
 	}
 	if err := unknownKeys(data, md); err != nil {
-		return nil, err
-	}
-	c, err := raw.toConfig()
-	if err != nil {
 		return nil, err
 	}
 	c.AllowedUsersSet = md.IsDefined("allowed_users")
@@ -365,174 +355,48 @@ func Parse(data []byte) (*Config, error) {
 	return c, nil
 }
 
-// file is the TOML shape of the configuration.
-type file struct {
-	Socket           string   `toml:"socket"`
-	SocketGroup      string   `toml:"socket_group"`
-	AllowedUsers     []string `toml:"allowed_users"`
-	AllowedGroups    []string `toml:"allowed_groups"`
-	ApproverSocket   string   `toml:"approver_socket"`
-	AuditLog         string   `toml:"audit_log"`
-	AuditEnvValues   bool     `toml:"audit_env_values"`
-	AuditStdin       bool     `toml:"audit_stdin"`
-	Exec             string   `toml:"exec"`
-	Cgroup           string   `toml:"cgroup"`
-	SudoPath         string   `toml:"sudo_path"`
-	SecurePath       string   `toml:"secure_path"`
-	UnprivilegedUser string   `toml:"unprivileged_user"`
-	EnvAllow         []string `toml:"env_allow"`
-	MaxClockSkew     duration `toml:"max_clock_skew"`
-	ApprovalTimeout  duration `toml:"approval_timeout"`
-	CommandTimeout   duration `toml:"command_timeout"`
-	KillGrace        duration `toml:"kill_grace"`
-	ReadTimeout      duration `toml:"read_timeout"`
-	ShutdownTimeout  duration `toml:"shutdown_timeout"`
-	SessionGrantTTL  duration `toml:"session_grant_ttl"`
-	MaxConnections   int      `toml:"max_connections"`
+// Duration is a [time.Duration] that the configuration file writes as a
+// string with a unit: "500ms", "90s", "5m", "1h30m".
+type Duration struct{ time.Duration }
 
-	MaxConnectionsPerUser int       `toml:"max_connections_per_user"`
-	RootConnections       int       `toml:"root_connections"`
-	FirstByteTimeout      duration  `toml:"first_byte_timeout"`
-	MaxRequestsPerMinute  int       `toml:"max_requests_per_minute"`
-	Rule                  []ruleRaw `toml:"rule"`
+// UnmarshalText implements [encoding.TextUnmarshaler]: text is read by
+// [time.ParseDuration].
+func (d *Duration) UnmarshalText(text []byte) error {
+	p, err := time.ParseDuration(string(text))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (use a number with a unit, such as \"90s\", \"5m\" or \"1h30m\"): %w", text, err)
+	}
+	d.Duration = p
+	return nil
 }
 
-// ruleRaw is the TOML shape of one [[rule]] table.
-type ruleRaw struct {
-	Name         string   `toml:"name"`
-	Action       string   `toml:"action"`
-	Match        []string `toml:"match"`
-	Privileged   *bool    `toml:"privileged"`
-	Session      string   `toml:"session"`
-	User         string   `toml:"user"`
-	UID          *int64   `toml:"uid"`
-	Group        string   `toml:"group"`
-	Env          []string `toml:"env"`
-	ForwardAgent bool     `toml:"forward_agent"`
-	Stdin        bool     `toml:"stdin"`
-}
-
-// duration is a time.Duration written in TOML as a string with a unit.
-type duration time.Duration
-
-// UnmarshalTOML implements toml.Unmarshaler. It accepts only strings, so
-// that "approval_timeout = 300" is refused rather than read as 300ns.
-func (d *duration) UnmarshalTOML(v any) error {
+// UnmarshalTOML implements [toml.Unmarshaler], which the decoder prefers to
+// UnmarshalText: it refuses any TOML value but a string, and gives a string
+// to UnmarshalText.
+func (d *Duration) UnmarshalTOML(v any) error {
 	s, ok := v.(string)
 	if !ok {
 		return fmt.Errorf("a duration must be a string with a unit, such as \"90s\" or \"5m\"; got %v (%T)", v, v)
 	}
-	p, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("invalid duration %q (use a number with a unit, such as \"90s\", \"5m\" or \"1h30m\"): %w", s, err)
-	}
-	*d = duration(p)
-	return nil
+	return d.UnmarshalText([]byte(s))
 }
 
-func fromConfig(c *Config) file {
-	return file{
-		Socket:           c.Socket,
-		SocketGroup:      c.SocketGroup,
-		AllowedUsers:     c.AllowedUsers,
-		AllowedGroups:    c.AllowedGroups,
-		ApproverSocket:   c.ApproverSocket,
-		AuditLog:         c.AuditLog,
-		AuditEnvValues:   c.AuditEnvValues,
-		AuditStdin:       c.AuditStdin,
-		Exec:             string(c.Exec),
-		Cgroup:           string(c.Cgroup),
-		SudoPath:         c.SudoPath,
-		SecurePath:       c.SecurePath,
-		UnprivilegedUser: c.UnprivilegedUser,
-		EnvAllow:         c.EnvAllow,
-		MaxClockSkew:     duration(c.MaxClockSkew),
-		ApprovalTimeout:  duration(c.ApprovalTimeout),
-		CommandTimeout:   duration(c.CommandTimeout),
-		KillGrace:        duration(c.KillGrace),
-		ReadTimeout:      duration(c.ReadTimeout),
-		ShutdownTimeout:  duration(c.ShutdownTimeout),
-		SessionGrantTTL:  duration(c.SessionGrantTTL),
-		MaxConnections:   c.MaxConnections,
+// topKeys and ruleKeys are the known keys, for suggestions: the toml tags
+// of Config and of rules.Rule.
+func topKeys() []string { return tagKeys(reflect.TypeFor[Config]()) }
 
-		MaxConnectionsPerUser: c.MaxConnectionsPerUser,
-		RootConnections:       c.RootConnections,
-		FirstByteTimeout:      duration(c.FirstByteTimeout),
-		MaxRequestsPerMinute:  c.MaxRequestsPerMinute,
-	}
-}
+func ruleKeys() []string { return tagKeys(reflect.TypeFor[rules.Rule]()) }
 
-func (f file) toConfig() (*Config, error) {
-	c := &Config{
-		Socket:           f.Socket,
-		SocketGroup:      f.SocketGroup,
-		AllowedUsers:     f.AllowedUsers,
-		AllowedGroups:    f.AllowedGroups,
-		ApproverSocket:   f.ApproverSocket,
-		AuditLog:         f.AuditLog,
-		AuditEnvValues:   f.AuditEnvValues,
-		AuditStdin:       f.AuditStdin,
-		Exec:             ExecMode(f.Exec),
-		Cgroup:           CgroupMode(f.Cgroup),
-		SudoPath:         f.SudoPath,
-		SecurePath:       f.SecurePath,
-		UnprivilegedUser: f.UnprivilegedUser,
-		EnvAllow:         f.EnvAllow,
-		MaxClockSkew:     time.Duration(f.MaxClockSkew),
-		ApprovalTimeout:  time.Duration(f.ApprovalTimeout),
-		CommandTimeout:   time.Duration(f.CommandTimeout),
-		KillGrace:        time.Duration(f.KillGrace),
-		ReadTimeout:      time.Duration(f.ReadTimeout),
-		ShutdownTimeout:  time.Duration(f.ShutdownTimeout),
-		SessionGrantTTL:  time.Duration(f.SessionGrantTTL),
-		MaxConnections:   f.MaxConnections,
-
-		MaxConnectionsPerUser: f.MaxConnectionsPerUser,
-		RootConnections:       f.RootConnections,
-		FirstByteTimeout:      time.Duration(f.FirstByteTimeout),
-		MaxRequestsPerMinute:  f.MaxRequestsPerMinute,
-	}
-	var errs []error
-	for i, r := range f.Rule {
-		rule := rules.Rule{
-			Name:         r.Name,
-			Action:       rules.Action(r.Action),
-			Match:        r.Match,
-			Privileged:   r.Privileged,
-			Session:      r.Session,
-			User:         r.User,
-			Group:        r.Group,
-			Env:          r.Env,
-			ForwardAgent: r.ForwardAgent,
-			Stdin:        r.Stdin,
+// tagKeys returns the toml tags of the fields of struct type t, in field
+// order, leaving out fields tagged "-".
+func tagKeys(t reflect.Type) []string {
+	var keys []string
+	for f := range t.Fields() {
+		if k, _, _ := strings.Cut(f.Tag.Get("toml"), ","); k != "" && k != "-" {
+			keys = append(keys, k)
 		}
-		if r.UID != nil {
-			if *r.UID < 0 || *r.UID >= 1<<32-1 {
-				errs = append(errs, fmt.Errorf("%s: uid: %d is not a valid uid (0 to 4294967294)", ruleLabel(i, r.Name), *r.UID))
-				continue
-			}
-			uid := uint32(*r.UID)
-			rule.UID = &uid
-		}
-		c.Rules = append(c.Rules, rule)
 	}
-	return c, errors.Join(errs...)
-}
-
-// topKeys and ruleKeys are the known keys, for suggestions.
-func topKeys() []string {
-	return []string{
-		"socket", "socket_group", "allowed_users", "allowed_groups", "approver_socket",
-		"audit_log", "audit_env_values", "audit_stdin", "exec", "cgroup", "sudo_path", "secure_path",
-		"unprivileged_user", "env_allow", "max_clock_skew", "approval_timeout",
-		"command_timeout", "kill_grace", "read_timeout", "shutdown_timeout", "session_grant_ttl",
-		"max_connections", "max_connections_per_user", "root_connections", "first_byte_timeout",
-		"max_requests_per_minute", "rule",
-	}
-}
-
-func ruleKeys() []string {
-	return []string{"name", "action", "match", "privileged", "session", "user", "uid", "group", "env", "forward_agent", "stdin"}
+	return keys
 }
 
 // unknownKeys reports every key of the file that the configuration does not
@@ -707,7 +571,7 @@ func (c *Config) Validate() error {
 
 	for _, d := range []struct {
 		key string
-		v   time.Duration
+		v   Duration
 	}{
 		{"max_clock_skew", c.MaxClockSkew},
 		{"approval_timeout", c.ApprovalTimeout},
@@ -718,7 +582,7 @@ func (c *Config) Validate() error {
 		{"shutdown_timeout", c.ShutdownTimeout},
 		{"session_grant_ttl", c.SessionGrantTTL},
 	} {
-		if d.v <= 0 {
+		if d.v.Duration <= 0 {
 			add(d.key, "%q must be greater than zero", d.v.String())
 		}
 	}

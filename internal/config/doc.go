@@ -11,7 +11,9 @@
 //     error, the line), so a bad file is refused at start-up instead of
 //     misbehaving later;
 //   - durations are strings with a unit ("90s", "5m"); a bare number is
-//     refused rather than guessed to be seconds or nanoseconds;
+//     refused rather than guessed to be seconds or nanoseconds (so
+//     [Duration] is a toml.Unmarshaler as well as a TextUnmarshaler: the
+//     decoder would hand it 300 as the text "300");
 //   - the file must be a regular file owned by root (or by the user running
 //     the daemon) and not writable by group or others, as sshd and sudo
 //     require of theirs: whoever can write it can grant themselves root;
@@ -21,6 +23,11 @@
 //     (its one deny list) at load time, so an entry that the daemon would
 //     refuse stops it from starting, named, instead of making it refuse
 //     every request.
+//
+// A key is written once: as the toml tag of its field in [Config] or in
+// rules.Rule. The decoder reads the tags, and so do the list of known keys
+// behind "did you mean" and the tests that keep packaging/config.example.toml
+// and docs/config.md complete.
 //
 // A missing file is not an error when the path is the default one (the
 // caller passes explicit=false): the built-in defaults, from [Default], are

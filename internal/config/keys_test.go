@@ -3,10 +3,14 @@ package config
 import (
 	"os"
 	"reflect"
-	"sort"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/agent-sudo/agent-sudo/internal/rules"
 )
 
 // TestExampleUsesEveryKey keeps the packaged example complete: every key the
@@ -39,24 +43,57 @@ func TestExampleUsesEveryKey(t *testing.T) {
 	}
 }
 
-// TestKnownKeysMatchFile checks that the key lists used for suggestions are
-// exactly the TOML keys of the file struct.
-func TestKnownKeysMatchFile(t *testing.T) {
-	tags := func(v any) []string {
-		var out []string
-		rt := reflect.TypeOf(v)
-		for i := 0; i < rt.NumField(); i++ {
-			out = append(out, rt.Field(i).Tag.Get("toml"))
+// TestEveryFieldHasKey checks the tags the known keys are read from: every
+// field of Config and rules.Rule has a toml tag (the decoder would otherwise
+// match a key to the field's Go name), and no key is used twice.
+func TestEveryFieldHasKey(t *testing.T) {
+	for _, rt := range []reflect.Type{reflect.TypeFor[Config](), reflect.TypeFor[rules.Rule]()} {
+		seen := map[string]string{}
+		for f := range rt.Fields() {
+			k, ok := f.Tag.Lookup("toml")
+			if !ok || k == "" {
+				t.Errorf("%s.%s has no toml tag; give it its key, or \"-\" if the file does not set it", rt, f.Name)
+				continue
+			}
+			if prev, dup := seen[k]; dup && k != "-" {
+				t.Errorf("%s.%s and %s.%s both have the key %q", rt, prev, rt, f.Name, k)
+			}
+			seen[k] = f.Name
 		}
-		sort.Strings(out)
-		return out
 	}
-	sorted := func(s []string) []string { s = append([]string(nil), s...); sort.Strings(s); return s }
-	if got, want := sorted(topKeys()), tags(file{}); !reflect.DeepEqual(got, want) {
-		t.Errorf("topKeys() = %q, want the tags of file: %q", got, want)
+	if got := topKeys(); !slices.Contains(got, "socket") || !slices.Contains(got, "rule") || slices.Contains(got, "-") {
+		t.Errorf("topKeys() = %q, want the file's keys, socket and rule among them", got)
 	}
-	if got, want := sorted(ruleKeys()), tags(ruleRaw{}); !reflect.DeepEqual(got, want) {
-		t.Errorf("ruleKeys() = %q, want the tags of ruleRaw: %q", got, want)
+	if got := ruleKeys(); !slices.Contains(got, "uid") || slices.Contains(got, "-") {
+		t.Errorf("ruleKeys() = %q, want the keys of a [[rule]], uid among them", got)
+	}
+}
+
+// TestDocsListEveryKey keeps docs/config.md complete: every key has a row in
+// the table of keys, and every key of a [[rule]] is in the annotated
+// example of the rules section.
+func TestDocsListEveryKey(t *testing.T) {
+	data, err := os.ReadFile("../../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	for _, k := range topKeys() {
+		row := "| `" + k + "` |"
+		if k == "rule" {
+			row = "| `[[rule]]` |"
+		}
+		if !strings.Contains(doc, "\n"+row) {
+			t.Errorf("docs/config.md has no row %q in its table of keys", row)
+		}
+	}
+	_, rulesSection, _ := strings.Cut(doc, "\n## Rules\n")
+	_, example, _ := strings.Cut(rulesSection, "```toml\n[[rule]]\n")
+	example, _, _ = strings.Cut(example, "```")
+	for _, k := range ruleKeys() {
+		if !regexp.MustCompile(`(?m)^(# )?` + k + ` = `).MatchString(example) {
+			t.Errorf("the [[rule]] example in docs/config.md's Rules section does not show %q", k)
+		}
 	}
 }
 

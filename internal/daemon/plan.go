@@ -128,7 +128,7 @@ func (p *plan) spec(cfg *config.Config) runner.Spec {
 		Stages: p.stages, Env: p.env, Dir: p.dir, DirFile: p.dirFile,
 		DirChain: p.dirChain, DirUntrusted: p.dirUntrusted,
 		Mode: runner.Mode(cfg.Exec), SudoPath: cfg.SudoPath, Target: p.target,
-		Timeout: cfg.CommandTimeout, KillGrace: cfg.KillGrace, MaxOutput: proto.MaxOutputBytes,
+		Timeout: cfg.CommandTimeout.Duration, KillGrace: cfg.KillGrace.Duration, MaxOutput: proto.MaxOutputBytes,
 		Stdin: p.req.Stdin, // the bytes approval.Shown.Stdin carried, and its hash bound
 	}
 }

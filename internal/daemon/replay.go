@@ -13,7 +13,7 @@ import (
 // 2×max_clock_skew could be used again, with a fresh time, while its first
 // request still waits.
 func replayWindow(cfg *config.Config) time.Duration {
-	return cfg.ApprovalTimeout + 2*cfg.MaxClockSkew
+	return cfg.ApprovalTimeout.Duration + 2*cfg.MaxClockSkew.Duration
 }
 
 // replayCache remembers request ids for the replay window (replayWindow):

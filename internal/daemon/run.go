@@ -52,7 +52,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 			}
 		}()
 	}
-	broker := approval.NewBroker(cfg.SessionGrantTTL, opts.Now)
+	broker := approval.NewBroker(cfg.SessionGrantTTL.Duration, opts.Now)
 	if opts.Approver == nil {
 		opts.Approver = broker
 	}

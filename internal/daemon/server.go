@@ -209,7 +209,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return
 		}
 		_ = ln.Close()
-		t := time.NewTimer(s.cfg.ShutdownTimeout)
+		t := time.NewTimer(s.cfg.ShutdownTimeout.Duration)
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -391,7 +391,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, conn *net.UnixConn, 
 	}
 	var req *proto.Request
 	if err == nil {
-		req, err = proto.DecodeRequest(raw, proto.DecodeOptions{Now: s.now, MaxClockSkew: s.cfg.MaxClockSkew})
+		req, err = proto.DecodeRequest(raw, proto.DecodeOptions{Now: s.now, MaxClockSkew: s.cfg.MaxClockSkew.Duration})
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -533,8 +533,8 @@ const maxLogPipeline = 4096
 // read_timeout bounds the whole line. The line is returned as read, also
 // with an error when it was read but something else failed.
 func (s *Server) readLine(conn *net.UnixConn, accepted time.Time) (line []byte, idle bool, err error) {
-	deadline := accepted.Add(s.cfg.ReadTimeout)
-	first := accepted.Add(s.cfg.FirstByteTimeout)
+	deadline := accepted.Add(s.cfg.ReadTimeout.Duration)
+	first := accepted.Add(s.cfg.FirstByteTimeout.Duration)
 	if deadline.Before(first) {
 		first = deadline
 	}
@@ -626,7 +626,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 		s.log.Info("rules ask a human", "id", p.req.ID, "reason", rd.Reason)
 	}
 
-	deadline := s.now().Add(s.cfg.ApprovalTimeout)
+	deadline := s.now().Add(s.cfg.ApprovalTimeout.Duration)
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	actx, cancelTimeout := context.WithDeadline(actx, deadline)
@@ -730,7 +730,7 @@ func waitPeerClosed(conn *net.UnixConn, stop <-chan struct{}) bool {
 // loses its response and frees its connection slot; one that keeps reading
 // gets all of it, however large and however slowly it reads.
 func (s *Server) respond(conn *net.UnixConn, resp *proto.Response) {
-	w := &progressWriter{conn: conn, idle: s.cfg.ReadTimeout}
+	w := &progressWriter{conn: conn, idle: s.cfg.ReadTimeout.Duration}
 	if err := proto.WriteResponse(w, resp); err != nil {
 		s.log.Warn("could not deliver response", "id", resp.ID, "status", resp.Status, "err", err)
 	}

@@ -234,7 +234,7 @@ func (fakeAccounts) LookupGroup(name string) (uint32, error) {
 // TestPeerIdentity is issue 10's L5: the session is a label the client
 // chooses; user, uid and group are what the kernel says.
 func TestPeerIdentity(t *testing.T) {
-	uid := func(r rules.Rule, id uint32) rules.Rule { r.UID = &id; return r }
+	uid := func(r rules.Rule, id int64) rules.Rule { r.UID = &id; return r }
 	usr := func(r rules.Rule, u string) rules.Rule { r.User = u; return r }
 	grp := func(r rules.Rule, g string) rules.Rule { r.Group = g; return r }
 	sess := func(r rules.Rule, s string) rules.Rule { r.Session = s; return r }
@@ -294,8 +294,8 @@ func TestPeerIdentity(t *testing.T) {
 
 // TestNewRuleKeyErrors covers the validation of the keys added for issue 10.
 func TestNewRuleKeyErrors(t *testing.T) {
-	id := uint32(5)
-	bad := uint32(1<<32 - 1)
+	id := int64(5)
+	bad, neg := int64(1<<32-1), int64(-1)
 	tests := []struct {
 		rule rules.Rule
 		want string
@@ -311,6 +311,7 @@ func TestNewRuleKeyErrors(t *testing.T) {
 		{rules.Rule{Action: rules.Allow, Match: []string{"x"}, User: "4294967295"}, `user: "4294967295" is not a valid numeric user id`},
 		{rules.Rule{Action: rules.Allow, Match: []string{"x"}, User: "a", UID: &id}, `user and uid both name the peer`},
 		{rules.Rule{Action: rules.Allow, Match: []string{"x"}, UID: &bad}, `uid: 4294967295 is not a valid uid`},
+		{rules.Rule{Action: rules.Allow, Match: []string{"x"}, UID: &neg}, `uid: -1 is not a valid uid (0 to 4294967294)`},
 		{rules.Rule{Action: rules.Allow, Match: []string{"x"}, Group: "a:b"}, `group: "a:b" is not a valid group name`},
 	}
 	for _, tt := range tests {

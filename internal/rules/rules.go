@@ -45,44 +45,45 @@ type Rule struct {
 	// Name identifies the rule in decisions and the audit log. Empty means
 	// "rule N", N being the rule's 1-based position in the list given to
 	// [New].
-	Name string
+	Name string `toml:"name"`
 	// Action is what the rule decides for a stage it applies to.
-	Action Action
+	Action Action `toml:"action"`
 	// Match holds one pattern per argument, Match[0] being the program.
-	Match []string
+	Match []string `toml:"match"`
 	// Privileged, when not nil, restricts the rule to requests whose
 	// privileged flag equals *Privileged.
-	Privileged *bool
+	Privileged *bool `toml:"privileged"`
 	// Session, when not empty, restricts the rule to requests whose session
 	// name matches this pattern. The session is a label the client chooses;
 	// it authenticates nothing.
-	Session string
+	Session string `toml:"session"`
 	// User, when not empty, restricts the rule to requests whose peer (as
 	// the kernel reported it) is this user: a name, or a numeric id
 	// written as a string.
-	User string
+	User string `toml:"user"`
 	// UID, when not nil, restricts the rule to requests whose peer has
-	// this uid.
-	UID *uint32
+	// this uid, 0 to 4294967294. It is an int64, as the file's integers
+	// are, so that a value out of range is reported rather than wrapped.
+	UID *int64 `toml:"uid"`
 	// Group, when not empty, restricts the rule to requests whose peer has
 	// this group as its primary or a supplementary group: a name, or a
 	// numeric id written as a string.
-	Group string
+	Group string `toml:"group"`
 	// Env lists the environment variables an allow rule permits a request
 	// to carry: names, or prefixes ending in '*' ("LC_*"), or "*" for any.
 	// An allow rule does not apply to a request carrying a variable it does
 	// not list. Only allow rules may have it.
-	Env []string
+	Env []string `toml:"env"`
 	// ForwardAgent lets an allow rule apply to requests that ask for the
 	// human's SSH agent to be forwarded; without it such requests are not
 	// covered. Only allow rules may have it.
-	ForwardAgent bool
+	ForwardAgent bool `toml:"forward_agent"`
 	// Stdin lets an allow rule apply to requests that carry the stdin
 	// extension: content the agent chose, fed to the first stage and
 	// flowing down the pipeline. Without it such requests are not covered,
 	// so that a rule written for "tee /etc/motd" does not let an agent
 	// write whatever it likes there. Only allow rules may have it.
-	Stdin bool
+	Stdin bool `toml:"stdin"`
 }
 
 // Validate reports the first thing that makes r unusable, or nil. The error
@@ -208,10 +209,10 @@ func compileIdentity(r Rule, c *compiledRule) error {
 		}
 	}
 	if r.UID != nil {
-		if *r.UID == 1<<32-1 {
-			return errors.New("uid: 4294967295 is not a valid uid")
+		if *r.UID < 0 || *r.UID >= 1<<32-1 {
+			return fmt.Errorf("uid: %d is not a valid uid (0 to 4294967294)", *r.UID)
 		}
-		v := *r.UID
+		v := uint32(*r.UID)
 		c.uid = &v
 	}
 	if r.Group != "" {
