@@ -242,6 +242,10 @@ func TestRefuseUnsafeLog(t *testing.T) {
 			must(t, os.WriteFile(path, nil, 0o600))
 			must(t, os.Chown(path, 65534, 0))
 		}, "the file is owned by uid 65534, not root"},
+		{"file with two links", func(t *testing.T, dir, path string) {
+			must(t, os.WriteFile(path, nil, 0o600))
+			must(t, os.Link(path, filepath.Join(t.TempDir(), "second")))
+		}, "the file has 2 hard links"},
 		{"symbolic link", func(t *testing.T, dir, path string) {
 			must(t, os.WriteFile(filepath.Join(dir, "real"), nil, 0o600))
 			must(t, os.Symlink("real", path))

@@ -17,6 +17,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agent-sudo/agent-sudo/internal/fsperm"
 )
 
 // MaxLineBytes bounds one line of the log. The largest request (1 MiB, see
@@ -248,31 +250,7 @@ func prepareDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("directory: %w", err)
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	return checkOwner("directory "+dir, fi,
-		"whoever can write it can replace or remove the log")
-}
-
-// checkOwner refuses a file or directory that someone other than root (or
-// the daemon's own user, when it does not run as root) can write.
-func checkOwner(what string, fi fs.FileInfo, why string) error {
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("%s is writable by group or others (mode %04o): %s; run chmod go-w on it", what, perm, why)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	euid := os.Geteuid()
-	switch {
-	case euid == 0 && st.Uid != 0:
-		return fmt.Errorf("%s is owned by uid %d, not root: %s; run chown root on it", what, st.Uid, why)
-	case euid != 0 && st.Uid != 0 && int(st.Uid) != euid:
-		return fmt.Errorf("%s is owned by uid %d, neither root nor this process's user (uid %d): %s", what, st.Uid, euid, why)
-	}
-	return nil
+	return fsperm.Dir("directory "+dir, fi, "whoever can write it can replace or remove the log")
 }
 
 // openLogFile opens path for appending and reading, creating it 0640
@@ -305,11 +283,7 @@ func openLogFile(path string) (*os.File, os.FileInfo, error) {
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("stat: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("not a regular file (mode %v)", fi.Mode())
-	}
-	if err := checkOwner("the file", fi, "whoever can write it can rewrite the log"); err != nil {
+	if err := fsperm.OwnFile("the file", fi, "whoever can write it can rewrite the log"); err != nil {
 		_ = f.Close()
 		return nil, nil, err
 	}

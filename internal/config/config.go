@@ -12,11 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agent-sudo/agent-sudo/internal/fsperm"
 	"github.com/agent-sudo/agent-sudo/internal/rules"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -274,8 +274,8 @@ func (OSAccounts) LookupGroup(name string) (uint32, error) {
 // false and nothing exists at path, it returns [Default]. Every error names
 // path.
 //
-// The file must be a regular file owned by root or by the calling user, and
-// must not be writable by group or others.
+// The file must be a regular file with one link, owned by root or by the
+// calling user, and must not be writable by group or others ([fsperm.File]).
 func Load(path string, explicit bool) (*Config, error) {
 	c, err := load(path, explicit)
 	if err != nil {
@@ -301,7 +301,7 @@ func load(path string, explicit bool) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFile(fi); err != nil {
+	if err := fsperm.File("file", fi, "whoever can write it can grant themselves root"); err != nil {
 		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
@@ -317,23 +317,6 @@ func load(path string, explicit bool) (*Config, error) {
 	}
 	c.Source = path
 	return c, nil
-}
-
-// checkFile refuses a file that someone other than root (or the daemon's own
-// user) could have written.
-func checkFile(fi fs.FileInfo) error {
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file (mode %v)", fi.Mode())
-	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("file is writable by group or others (mode %04o); whoever can write it can grant themselves root, so run chmod go-w on it", perm)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		if uid := int(st.Uid); uid != 0 && uid != os.Geteuid() {
-			return fmt.Errorf("file is owned by uid %d; it must be owned by root", uid)
-		}
-	}
-	return nil
 }
 
 // Parse decodes and validates a configuration from TOML text. Keys absent

@@ -461,6 +461,16 @@ func TestFileChecks(t *testing.T) {
 			t.Errorf("Load of a directory: got error %v, want one saying it is not a regular file", err)
 		}
 	})
+	t.Run("hard link", func(t *testing.T) {
+		p := writeConfig(t, "")
+		if err := os.Link(p, p+".2"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := config.Load(p, true)
+		if err == nil || !strings.Contains(err.Error(), "has 2 hard links") {
+			t.Errorf("Load of a file with two links: got error %v, want one about its links", err)
+		}
+	})
 	t.Run("too large", func(t *testing.T) {
 		p := writeConfig(t, "# "+strings.Repeat("x", config.MaxFileBytes)+"\n")
 		_, err := config.Load(p, true)

@@ -14,9 +14,10 @@
 //     refused rather than guessed to be seconds or nanoseconds (so
 //     [Duration] is a toml.Unmarshaler as well as a TextUnmarshaler: the
 //     decoder would hand it 300 as the text "300");
-//   - the file must be a regular file owned by root (or by the user running
-//     the daemon) and not writable by group or others, as sshd and sudo
-//     require of theirs: whoever can write it can grant themselves root;
+//   - the file must be a regular file with one link, owned by root (or by
+//     the user running the daemon) and not writable by group or others, as
+//     sshd and sudo require of theirs: whoever can write it can grant
+//     themselves root;
 //   - the rules are compiled with package rules at load time, so an invalid
 //     rule stops the daemon from starting rather than being skipped;
 //   - env_allow is checked against the environment policy of package runner

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/coreos/go-systemd/v22/journal"
+
+	"github.com/agent-sudo/agent-sudo/internal/fsperm"
 )
 
 // NewLogger returns the daemon's logger: structured entries in the systemd
@@ -93,7 +95,7 @@ func journalPriority(l slog.Level) journal.Priority {
 // agent could have planted: a directory that CheckSecureDir refuses, a
 // symbolic link at path (the file is opened with O_NOFOLLOW), anything
 // that is not a regular file, a file with more than one link, and a file
-// owned by another user or writable by group or others.
+// owned by another user or writable by group or others ([fsperm.OwnFile]).
 func OpenLogFile(path string) (*os.File, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -111,31 +113,11 @@ func OpenLogFile(path string) (*os.File, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil {
-		err = checkLogFile(fi)
+		err = fsperm.OwnFile("the file", fi, "whoever can write it can forge or erase what the daemon logs")
 	}
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("log file %s: %w", path, err)
 	}
 	return f, nil
-}
-
-func checkLogFile(fi os.FileInfo) error {
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file (mode %v)", fi.Mode())
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return errors.New("no ownership information")
-	}
-	if st.Uid != uint32(os.Geteuid()) {
-		return fmt.Errorf("owned by uid %d, not by the daemon's uid %d", st.Uid, os.Geteuid())
-	}
-	if st.Nlink != 1 {
-		return fmt.Errorf("has %d hard links; a log file must have exactly one", st.Nlink)
-	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("writable by group or others (mode %04o); run chmod go-w on it", perm)
-	}
-	return nil
 }

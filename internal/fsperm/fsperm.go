@@ -1,0 +1,94 @@
+// Package fsperm checks that a file or directory the daemon trusts can be
+// changed only by root or by the daemon's own user.
+//
+// The daemon reads its configuration from a file and writes its logs to
+// files in directories; whoever else could write one of them could grant
+// themselves root (the configuration), rewrite the record of what ran (the
+// audit log), or make the daemon's writes land in a file of their choosing
+// (a second hard link). So each is refused, with a message that names it,
+// says what is wrong and how to fix it, when
+//
+//   - it is not what it should be (a regular file, a directory);
+//   - it is owned by someone other than root or the process's effective
+//     user (a file root owns is trusted whoever runs the daemon), or, for
+//     a file the process writes as its own ([OwnFile]), by anyone but
+//     that user;
+//   - group or others may write it;
+//   - it is a regular file with more than one link;
+//   - its ownership cannot be read (no syscall.Stat_t): the check fails
+//     closed rather than passing what it cannot see.
+//
+// The functions only look at an [fs.FileInfo]; the caller gets it from the
+// descriptor it will read or write (File.Stat), so that what is checked is
+// what is used.
+package fsperm
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// File returns nil when fi describes a regular file with one link that only
+// root or this process's user can change, and otherwise an error that
+// begins with what (such as "config file /etc/x.toml") and gives why (what
+// another writer could do, such as "whoever can write it can grant
+// themselves root").
+func File(what string, fi fs.FileInfo, why string) error {
+	return file(what, fi, why, true)
+}
+
+// OwnFile is [File] for a file this process writes as its own, such as its
+// log: it must be owned by this process's user, even when that is not root.
+func OwnFile(what string, fi fs.FileInfo, why string) error {
+	return file(what, fi, why, false)
+}
+
+// Dir returns nil when fi describes a directory that only root or this
+// process's user can change, and otherwise an error as [File] describes.
+func Dir(what string, fi fs.FileInfo, why string) error {
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", what)
+	}
+	_, err := check(what, fi, why, true)
+	return err
+}
+
+func file(what string, fi fs.FileInfo, why string, rootOK bool) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (mode %v)", what, fi.Mode())
+	}
+	st, err := check(what, fi, why, rootOK)
+	if err != nil {
+		return err
+	}
+	if st.Nlink != 1 {
+		return fmt.Errorf("%s has %d hard links: %s; it must have exactly one, so that nothing written to it lands in another file", what, st.Nlink, why)
+	}
+	return nil
+}
+
+// check is the ownership and mode check: fi must be owned by this process's
+// effective user, or by root when rootOK, and not writable by group or
+// others.
+func check(what string, fi fs.FileInfo, why string, rootOK bool) (*syscall.Stat_t, error) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fmt.Errorf("%s: no ownership information: %s", what, why)
+	}
+	euid := os.Geteuid()
+	switch {
+	case int(st.Uid) == euid, rootOK && st.Uid == 0:
+	case euid == 0:
+		return nil, fmt.Errorf("%s is owned by uid %d, not root: %s; run chown root on it", what, st.Uid, why)
+	case rootOK:
+		return nil, fmt.Errorf("%s is owned by uid %d, neither root nor this process's user (uid %d): %s", what, st.Uid, euid, why)
+	default:
+		return nil, fmt.Errorf("%s is owned by uid %d, not this process's user (uid %d): %s", what, st.Uid, euid, why)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return nil, fmt.Errorf("%s is writable by group or others (mode %04o): %s; run chmod go-w on it", what, perm, why)
+	}
+	return st, nil
+}
