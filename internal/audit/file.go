@@ -11,13 +11,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/fsperm"
 )
 
@@ -216,15 +216,11 @@ func logGroup() (int, bool) {
 	if os.Geteuid() != 0 {
 		return -1, false
 	}
-	g, err := user.LookupGroup(logGroupName)
+	gid, err := account.GID(logGroupName)
 	if err != nil {
 		return -1, false
 	}
-	gid, err := strconv.Atoi(g.Gid)
-	if err != nil {
-		return -1, false
-	}
-	return gid, true
+	return int(gid), true
 }
 
 // prepareDir creates dir if it does not exist and checks that only root

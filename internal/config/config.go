@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/fsperm"
 	"github.com/agent-sudo/agent-sudo/internal/rules"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
@@ -244,31 +244,11 @@ func (c *Config) EnvPolicy() (*runner.EnvPolicy, error) {
 // (os/user).
 type OSAccounts struct{}
 
-// LookupUser returns the uid of the user called name.
-func (OSAccounts) LookupUser(name string) (uint32, error) {
-	u, err := user.Lookup(name)
-	if err != nil {
-		return 0, err
-	}
-	id, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("user %q has a non-numeric uid %q", name, u.Uid)
-	}
-	return uint32(id), nil
-}
+// LookupUser returns the uid of the user called name ([account.UID]).
+func (OSAccounts) LookupUser(name string) (uint32, error) { return account.UID(name) }
 
-// LookupGroup returns the gid of the group called name.
-func (OSAccounts) LookupGroup(name string) (uint32, error) {
-	g, err := user.LookupGroup(name)
-	if err != nil {
-		return 0, err
-	}
-	id, err := strconv.ParseUint(g.Gid, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("group %q has a non-numeric gid %q", name, g.Gid)
-	}
-	return uint32(id), nil
-}
+// LookupGroup returns the gid of the group called name ([account.GID]).
+func (OSAccounts) LookupGroup(name string) (uint32, error) { return account.GID(name) }
 
 // Load reads and validates the configuration file at path. When explicit is
 // false and nothing exists at path, it returns [Default]. Every error names

@@ -2,11 +2,11 @@ package daemon
 
 import (
 	"fmt"
-	"os/user"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
 )
@@ -110,32 +110,18 @@ func quoteAll(ss []string) []string {
 // lookupUID resolves a user name or numeric id. A numeric id is taken as
 // it is: a uid needs no entry in the user database to connect.
 func lookupUID(name string) (uint32, error) {
-	if id, err := strconv.ParseUint(name, 10, 32); err == nil {
-		return uint32(id), nil
-	}
-	u, err := user.Lookup(name)
+	id, err := account.UID(name)
 	if err != nil {
 		return 0, fmt.Errorf("user %q: %w (fix the name, create the user, or give a numeric uid)", name, err)
 	}
-	id, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("user %q has a non-numeric uid %q", name, u.Uid)
-	}
-	return uint32(id), nil
+	return id, nil
 }
 
 // LookupGID resolves a group name or numeric id.
 func LookupGID(name string) (uint32, error) {
-	if id, err := strconv.ParseUint(name, 10, 32); err == nil {
-		return uint32(id), nil
-	}
-	g, err := user.LookupGroup(name)
+	id, err := account.GID(name)
 	if err != nil {
 		return 0, fmt.Errorf("group %q: %w (create it, e.g. with systemd-sysusers or groupadd, or name another group)", name, err)
 	}
-	id, err := strconv.ParseUint(g.Gid, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("group %q has a non-numeric gid %q", name, g.Gid)
-	}
-	return uint32(id), nil
+	return id, nil
 }

@@ -23,7 +23,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +30,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
@@ -575,8 +575,11 @@ func AddGroup(t testing.TB, area string) (name string, gid uint32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := strconv.ParseUint(g.Gid, 10, 32)
-	return name, uint32(id)
+	id, err := account.ParseID(g.Gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name, id
 }
 
 // AddUser creates a user with a unique name built from area, no home
@@ -619,16 +622,23 @@ func LookupUser(name string) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
-	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	r := &User{Name: name, UID: uint32(uid), GID: uint32(gid)}
+	r := &User{Name: name}
+	if r.UID, err = account.ParseID(u.Uid); err != nil {
+		return nil, fmt.Errorf("user %q: uid: %w", name, err)
+	}
+	if r.GID, err = account.ParseID(u.Gid); err != nil {
+		return nil, fmt.Errorf("user %q: gid: %w", name, err)
+	}
 	gids, err := u.GroupIds()
 	if err != nil {
 		return nil, err
 	}
 	for _, g := range gids {
-		id, _ := strconv.ParseUint(g, 10, 32)
-		r.Groups = append(r.Groups, uint32(id))
+		id, err := account.ParseID(g)
+		if err != nil {
+			return nil, fmt.Errorf("user %q: group: %w", name, err)
+		}
+		r.Groups = append(r.Groups, id)
 	}
 	return r, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/agent-sudo/agent-sudo/internal/account"
 )
 
 // Action is what a rule, or a decision, says to do with a request.
@@ -202,7 +204,7 @@ func compileIdentity(r Rule, c *compiledRule) error {
 		if err := CheckAccount(r.User, "user"); err != nil {
 			return fmt.Errorf("user: %w", err)
 		}
-		if id, ok := parseID(r.User); ok {
+		if id, err := account.ParseID(r.User); err == nil {
 			c.uid = &id
 		} else {
 			c.userName = r.User
@@ -219,25 +221,13 @@ func compileIdentity(r Rule, c *compiledRule) error {
 		if err := CheckAccount(r.Group, "group"); err != nil {
 			return fmt.Errorf("group: %w", err)
 		}
-		if id, ok := parseID(r.Group); ok {
+		if id, err := account.ParseID(r.Group); err == nil {
 			c.gid = &id
 		} else {
 			c.groupName = r.Group
 		}
 	}
 	return nil
-}
-
-// parseID parses a numeric user or group id.
-func parseID(s string) (uint32, bool) {
-	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
-		return 0, false
-	}
-	id, err := strconv.ParseUint(s, 10, 32)
-	if err != nil || id == 1<<32-1 {
-		return 0, false
-	}
-	return uint32(id), true
 }
 
 // maxAccountName is the longest user or group name accepted; Linux tools
@@ -255,8 +245,7 @@ func CheckAccount(s, kind string) error {
 		return fmt.Errorf("an empty string is not a %s name or id", kind)
 	}
 	if isDigits(s) {
-		id, err := strconv.ParseUint(s, 10, 32)
-		if err != nil || id == 1<<32-1 {
+		if _, err := account.ParseID(s); err != nil {
 			return fmt.Errorf("%q is not a valid numeric %s id (0 to 4294967294)", s, kind)
 		}
 		return nil

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"os/user"
 	"slices"
-	"strconv"
+
+	"github.com/agent-sudo/agent-sudo/internal/account"
 )
 
 // LookupTarget returns the identity of the user called name: uid, primary
@@ -18,11 +19,11 @@ func LookupTarget(name string) (Target, error) {
 	if err != nil {
 		return Target{}, fmt.Errorf("runner: looking up target user %q: %w", name, err)
 	}
-	uid, err := parseID(u.Uid)
+	uid, err := account.ParseID(u.Uid)
 	if err != nil {
 		return Target{}, fmt.Errorf("runner: target user %q: uid: %w", name, err)
 	}
-	gid, err := parseID(u.Gid)
+	gid, err := account.ParseID(u.Gid)
 	if err != nil {
 		return Target{}, fmt.Errorf("runner: target user %q: gid: %w", name, err)
 	}
@@ -32,7 +33,7 @@ func LookupTarget(name string) (Target, error) {
 	}
 	groups := []uint32{gid}
 	for _, s := range ids {
-		g, err := parseID(s)
+		g, err := account.ParseID(s)
 		if err != nil {
 			return Target{}, fmt.Errorf("runner: target user %q: group: %w", name, err)
 		}
@@ -46,12 +47,4 @@ func LookupTarget(name string) (Target, error) {
 		Groups: slices.Compact(groups),
 		Home:   u.HomeDir,
 	}, nil
-}
-
-func parseID(s string) (uint32, error) {
-	n, err := strconv.ParseUint(s, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("parsing id %q: %w", s, err)
-	}
-	return uint32(n), nil
 }

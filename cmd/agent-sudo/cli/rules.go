@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/rules"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
@@ -223,18 +224,18 @@ func testPeer(name string) (*rules.Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	uid, err := account.ParseID(u.Uid)
 	if err != nil {
-		return nil, fmt.Errorf("user %q has a non-numeric uid %q", name, u.Uid)
+		return nil, fmt.Errorf("user %q has the uid %q in the user database: %w", name, u.Uid, err)
 	}
-	p := &rules.Peer{UID: uint32(uid)}
+	p := &rules.Peer{UID: uid}
 	gids, err := u.GroupIds()
 	if err != nil {
 		return nil, fmt.Errorf("groups of %q: %w", name, err)
 	}
 	for _, g := range append([]string{u.Gid}, gids...) {
-		if id, err := strconv.ParseUint(g, 10, 32); err == nil {
-			p.GIDs = append(p.GIDs, uint32(id))
+		if id, err := account.ParseID(g); err == nil {
+			p.GIDs = append(p.GIDs, id)
 		}
 	}
 	return p, nil
