@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -60,6 +62,7 @@ func OpenCgroups() (*Cgroups, error) {
 	}
 	parent := filepath.Join(mount, own)
 	c := &Cgroups{parent: parent, prefix: "agent-sudo-" + strconv.Itoa(os.Getpid()) + "-"}
+	c.removeStale()
 	// A probe cgroup shows that this process may make, use and remove one.
 	g, err := c.create()
 	if err != nil {
@@ -153,10 +156,18 @@ type cgroup struct {
 
 // create makes a new, empty request cgroup.
 func (c *Cgroups) create() (*cgroup, error) {
-	name := c.prefix + strconv.FormatUint(c.seq.Add(1), 10)
-	dir := filepath.Join(c.parent, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cgroup: creating %s: %w", dir, err)
+	var dir string
+	for tries := 0; ; tries++ {
+		dir = filepath.Join(c.parent, c.prefix+strconv.FormatUint(c.seq.Add(1), 10))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		// A name left by an earlier daemon with this pid that could not
+		// be removed (it still holds processes) is skipped.
+		if !errors.Is(err, fs.ErrExist) || tries >= maxStaleNames {
+			return nil, fmt.Errorf("cgroup: creating %s: %w", dir, err)
+		}
 	}
 	fd, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -164,6 +175,41 @@ func (c *Cgroups) create() (*cgroup, error) {
 		return nil, fmt.Errorf("cgroup: opening %s: %w", dir, err)
 	}
 	return &cgroup{dir: dir, fd: fd, hasKill: c.hasKill}, nil
+}
+
+// maxStaleNames bounds how many existing names create skips.
+const maxStaleNames = 1000
+
+// staleName matches the name of a request cgroup and captures the pid of
+// the daemon that made it.
+var staleName = regexp.MustCompile(`^agent-sudo-([0-9]+)-[0-9]+$`)
+
+// removeStale removes the empty request cgroups that daemons no longer
+// running left in the parent, for example after a crash: those named for a
+// pid with no process. Names with this process's own pid are left alone,
+// since another Cgroups of this process (tests make several) may be using
+// them; create skips such a name, as it skips one that still holds
+// processes and so cannot be removed.
+func (c *Cgroups) removeStale() {
+	entries, err := os.ReadDir(c.parent)
+	if err != nil {
+		return
+	}
+	own := os.Getpid()
+	for _, e := range entries {
+		m := staleName.FindStringSubmatch(e.Name())
+		if m == nil || !e.IsDir() {
+			continue
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil {
+			continue
+		}
+		if pid == own || unix.Kill(pid, 0) != unix.ESRCH {
+			continue // ours, a live daemon's, or a pid now in use
+		}
+		_ = unix.Rmdir(filepath.Join(c.parent, e.Name()))
+	}
 }
 
 // members returns the pids in the cgroup.

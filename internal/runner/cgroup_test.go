@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -233,4 +235,47 @@ func TestCgroupKillByFreezing(t *testing.T) {
 		})
 	}
 	checkNoRequestCgroups(t, cgs)
+}
+
+// TestCgroupStaleNames: request cgroups left by an earlier daemon neither
+// block a new one nor stay. An empty one named for a pid with no process is
+// removed when the cgroups are opened; a name with the new daemon's own pid
+// (a crashed daemon whose pid was reused) is skipped, whether empty or not.
+// Creating the first cgroup used to fail with "file exists".
+func TestCgroupStaleNames(t *testing.T) {
+	c := requireCgroups(t)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(c.Parent(), "agent-sudo-"+strconv.Itoa(gone.Process.Pid)+"-1")
+	// The next daemon with this pid starts counting at 1 again.
+	prefix := "agent-sudo-" + strconv.Itoa(os.Getpid()) + "-"
+	empty := filepath.Join(c.Parent(), prefix+"1")
+	busy := filepath.Join(c.Parent(), prefix+"2")
+	made := []string{dead, empty, busy, filepath.Join(busy, "child")}
+	for _, d := range made {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range slices.Backward(made) {
+			_ = os.Remove(d)
+		}
+	})
+	again, err := OpenCgroups()
+	if err != nil {
+		t.Fatalf("OpenCgroups with stale names present: %v", err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the empty cgroup of the dead pid %d is still there (%v)", gone.Process.Pid, err)
+	}
+	s := newSpec(t, ModeDirect, "root", cmd(t, "true"))
+	s.Cgroups = again
+	res, err := Run(t.Context(), s)
+	if err != nil {
+		t.Fatalf("Run with stale names of this pid present: %v", err)
+	}
+	res.Release()
 }

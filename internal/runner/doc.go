@@ -229,6 +229,11 @@
 // is in Result.CgroupError. A pipeline whose cgroup cannot be made does not
 // start.
 //
+// The cgroups are named agent-sudo-PID-N after the daemon's pid. A daemon
+// that crashed leaves its empty cgroups behind: [OpenCgroups] removes those
+// of pids with no process, and a name that is still taken (the pid was
+// reused, or the cgroup still holds processes) is skipped.
+//
 // The cgroup contains processes that fork, daemonise or change session. It
 // does not contain a root process that wants out: root can write its pid to
 // another cgroup's cgroup.procs or have systemd start a unit for it. Such a
