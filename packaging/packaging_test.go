@@ -96,6 +96,7 @@ func TestUnitsMatchDaemon(t *testing.T) {
 		{serviceUnit, svc, "Service", "NotifyAccess", "main", "commands must not speak for the daemon", false},
 		{serviceUnit, svc, "Service", "ExecStart", "/usr/bin/agent-sudod", "the installed daemon", false},
 		{serviceUnit, svc, "Service", "WatchdogSec", "30s", "a hung daemon is restarted", false},
+		{serviceUnit, svc, "Service", "ExecReload", "/bin/kill -HUP $MAINPID", "SIGHUP reloads the configuration", false},
 		{serviceUnit, svc, "Service", "Restart", "on-failure", "a crashed daemon is restarted", false},
 		{serviceUnit, svc, "Service", "KillMode", "mixed", "SIGTERM must not reach running commands directly", false},
 		{serviceUnit, svc, "Service", "Delegate", "yes", "the daemon makes a child cgroup per request in its own cgroup", false},

@@ -61,24 +61,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
-	cfg, err := config.Load(*cfgPath, explicit)
+	// load reads the configuration as the daemon uses it: the file, then
+	// the command-line overrides, validated. A reload (SIGHUP) calls it
+	// again, so the overrides still apply after one.
+	load := func(explicit bool) (*config.Config, error) {
+		cfg, err := config.Load(*cfgPath, explicit)
+		if err != nil {
+			return nil, err
+		}
+		if *socket != "" {
+			cfg.Socket = *socket
+		}
+		if *approverSocket != "" {
+			cfg.ApproverSocket = *approverSocket
+		}
+		if *auditLog != "" {
+			cfg.AuditLog = *auditLog
+		}
+		if *execMode != "" {
+			cfg.Exec = config.ExecMode(*execMode)
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		return cfg, nil
+	}
+	cfg, err := load(explicit)
 	if err != nil {
-		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
-		return 1
-	}
-	if *socket != "" {
-		cfg.Socket = *socket
-	}
-	if *approverSocket != "" {
-		cfg.ApproverSocket = *approverSocket
-	}
-	if *auditLog != "" {
-		cfg.AuditLog = *auditLog
-	}
-	if *execMode != "" {
-		cfg.Exec = config.ExecMode(*execMode)
-	}
-	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
 		return 1
 	}
@@ -112,7 +121,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		log = slog.New(slog.NewTextHandler(f, nil))
 	}
-	opts := daemon.Options{Logger: log, SSHAuthSock: os.Getenv("SSH_AUTH_SOCK")}
+	// A daemon that started from a file reloads from that file only: if it
+	// has gone, the reload fails instead of falling back to the defaults.
+	fromFile := explicit || cfg.Source != ""
+	opts := daemon.Options{Logger: log, SSHAuthSock: os.Getenv("SSH_AUTH_SOCK"),
+		Reload: func() (*config.Config, error) { return load(fromFile) }}
 	if *tty {
 		if !isTerminal(os.Stdin) || !isTerminal(os.Stdout) {
 			fmt.Fprintln(stderr, "agent-sudod: --tty needs a terminal on stdin and stdout")
@@ -162,7 +175,12 @@ flags:
 signals:
   SIGTERM, SIGINT  stop: running commands are stopped, their clients answered,
                    and the audit log closed
-  SIGHUP           reopen the audit log (logrotate's postrotate sends it)
+  SIGHUP           reload the configuration file (systemctl reload): rules,
+                   access lists, env_allow and timeouts apply to requests
+                   that arrive after it; an invalid file is refused and logged
+                   and the configuration in force stays; keys that need a
+                   restart are logged. Also reopens the audit log
+                   (logrotate's postrotate sends it).
 
 exit status:
   0  stopped by a signal; or --help, --version, or --check-config with a

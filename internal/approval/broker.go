@@ -45,14 +45,14 @@ var (
 // decision wins, and the others see the request resolved. It also keeps the
 // "allow for this session" grants.
 type Broker struct {
-	grantTTL time.Duration
-	now      func() time.Time
+	now func() time.Time
 
-	mu      sync.Mutex
-	pending []*entry
-	subs    map[*subscriber]struct{}
-	grants  []*grant
-	nextID  int
+	mu       sync.Mutex
+	grantTTL time.Duration
+	pending  []*entry
+	subs     map[*subscriber]struct{}
+	grants   []*grant
+	nextID   int
 }
 
 var _ Approver = (*Broker)(nil)
@@ -103,6 +103,14 @@ func NewBroker(grantTTL time.Duration, now func() time.Time) *Broker {
 		now = time.Now
 	}
 	return &Broker{grantTTL: grantTTL, now: now, subs: make(map[*subscriber]struct{})}
+}
+
+// SetGrantTTL makes the session grants made from now on last ttl; grants
+// already made keep their expiry. A configuration reload calls it.
+func (b *Broker) SetGrantTTL(ttl time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.grantTTL = ttl
 }
 
 // Ask waits for a human decision on p, unless a session grant covers it.

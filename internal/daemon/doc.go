@@ -49,6 +49,22 @@
 // size, SHA-256 and, for a long line, a prefix instead of its pipeline, and
 // the reason is cut (see audit.Refusal); the log line is cut likewise.
 //
+// # Reloading
+//
+// SIGHUP reloads the configuration (Server.Reload). Everything a request is
+// decided and run under (the configuration, the rule engine, the
+// environment policy, the access lists) is one immutable policy behind an
+// atomic pointer: a reload builds a whole new policy, or nothing if any part
+// fails, and swaps it in; each request takes the pointer once, when it is
+// accepted, so it keeps one consistent policy to its end. What was built
+// from the configuration at start and cannot be swapped under running
+// requests (the sockets, the audit log, the connection limits, the way
+// commands run) is listed in restartKeys: a reload keeps those values and
+// logs that they need a restart. The approval broker, and with it the
+// session grants and the consoles, is not replaced. The replay cache keeps
+// the widest window any policy has needed, so a reload that widens the
+// freshness check cannot let a remembered id be forgotten too early.
+//
 // # Shutdown
 //
 // On cancellation (SIGTERM) the daemon stops accepting, ends waiting

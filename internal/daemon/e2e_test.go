@@ -675,7 +675,11 @@ func TestE2ESocketActivationAndNotify(t *testing.T) {
 			if err != nil {
 				t.Fatalf("waiting for %s from sd_notify (got %v): %v", want, got, err)
 			}
-			got[string(buf[:n])] = true
+			// A message may carry several assignments, one a line
+			// (READY=1 comes with STATUS=...).
+			for _, a := range strings.Split(string(buf[:n]), "\n") {
+				got[a] = true
+			}
 		}
 	}
 	readNotify("READY=1")

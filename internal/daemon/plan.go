@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
-	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -18,6 +17,8 @@ import (
 // once, the target user, the environment and directory. Rules, the approver
 // and the runner all see this one plan, so what is approved is what runs.
 type plan struct {
+	// pol is the policy the request is decided and run under.
+	pol  *policy
 	req  *proto.Request
 	peer peercred.Creds
 	// stages holds each stage's resolved program and its argv as given.
@@ -42,15 +43,15 @@ type plan struct {
 
 // plan checks everything about a request that does not need a human, so
 // that a request that could not run is refused before anyone is asked.
-func (s *Server) plan(req *proto.Request, peer peercred.Creds) (_ *plan, err error) {
-	p := &plan{req: req, peer: peer, dir: "/", received: s.now()}
+func (s *Server) plan(pol *policy, req *proto.Request, peer peercred.Creds) (_ *plan, err error) {
+	p := &plan{pol: pol, req: req, peer: peer, dir: "/", received: s.now()}
 	defer func() {
 		if err != nil {
 			p.close()
 		}
 	}()
 	for i, stage := range req.Pipeline {
-		r, err := runner.Resolve(stage[0], s.cfg.SecurePath)
+		r, err := runner.Resolve(stage[0], pol.cfg.SecurePath)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline[%d]: %w", i, err)
 		}
@@ -63,7 +64,7 @@ func (s *Server) plan(req *proto.Request, peer peercred.Creds) (_ *plan, err err
 		}
 		// sudo opens the program again by path, so in sudo mode only a
 		// program that nobody but root can replace is run.
-		if runner.Mode(s.cfg.Exec) == runner.ModeSudo && len(r.Untrusted) > 0 {
+		if runner.Mode(pol.cfg.Exec) == runner.ModeSudo && len(r.Untrusted) > 0 {
 			w := r.Untrusted[0]
 			return nil, fmt.Errorf("pipeline[%d]: exec = \"sudo\" runs only programs that nobody but root can replace, and %q can be changed by others (%s: %s); install the program in a root-owned directory", i, stage[0], w.Path, w.Why)
 		}
@@ -100,8 +101,8 @@ func (s *Server) plan(req *proto.Request, peer peercred.Creds) (_ *plan, err err
 	switch {
 	case req.Privileged:
 		p.target, err = runner.LookupTarget("root")
-	case s.cfg.UnprivilegedUser != "":
-		p.target, err = runner.LookupTarget(s.cfg.UnprivilegedUser)
+	case pol.cfg.UnprivilegedUser != "":
+		p.target, err = runner.LookupTarget(pol.cfg.UnprivilegedUser)
 	default:
 		p.target, err = runner.LookupTarget(peer.User())
 	}
@@ -115,7 +116,7 @@ func (s *Server) plan(req *proto.Request, peer peercred.Creds) (_ *plan, err err
 		}
 		sock = s.sshAuthSock
 	}
-	p.env, err = s.env.BuildEnv(p.target, req.Env, sock)
+	p.env, err = pol.env.BuildEnv(p.target, req.Env, sock)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,8 @@ func (s *Server) plan(req *proto.Request, peer peercred.Creds) (_ *plan, err err
 }
 
 // spec is the runner's view of the plan.
-func (p *plan) spec(cfg *config.Config) runner.Spec {
+func (p *plan) spec() runner.Spec {
+	cfg := p.pol.cfg
 	return runner.Spec{
 		Stages: p.stages, Env: p.env, Dir: p.dir, DirFile: p.dirFile,
 		DirChain: p.dirChain, DirUntrusted: p.dirUntrusted,

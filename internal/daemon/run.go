@@ -6,14 +6,17 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"golang.org/x/sys/unix"
 )
 
 // Run is the whole daemon: it listens (or takes systemd's socket), tells
@@ -24,33 +27,19 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// SIGHUP is caught from the start: its default action would kill the
+	// daemon. It is acted on once the daemon is ready.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var ownAudit *audit.Log
 	if opts.Audit == nil {
 		alog, err := audit.Open(cfg.AuditLog, audit.Options{EnvValues: cfg.AuditEnvValues, Stdin: cfg.AuditStdin, Journal: audit.SystemJournal(), Logger: log})
 		if err != nil {
 			return fmt.Errorf("audit log: %w", err)
 		}
 		defer alog.Close()
-		opts.Audit = alog
-		// logrotate's postrotate sends SIGHUP; the log also notices a
-		// rename by itself before its next write.
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		hupCtx := ctx
-		go func() {
-			for {
-				select {
-				case <-hupCtx.Done():
-					return
-				case <-hup:
-					if err := alog.Reopen(hupCtx); err != nil {
-						log.Error("audit log: reopen after SIGHUP failed", "err", err)
-					} else {
-						log.Info("audit log reopened")
-					}
-				}
-			}
-		}()
+		opts.Audit, ownAudit = alog, alog
 	}
 	broker := approval.NewBroker(cfg.SessionGrantTTL.Duration, opts.Now)
 	if opts.Approver == nil {
@@ -86,9 +75,23 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	}
 	log.Info("listening", "socket", ln.Addr().String(), "socket_activated", activated, "exec", cfg.Exec, "version", Version())
 
-	if _, err := sd.SdNotify(false, sd.SdNotifyReady); err != nil {
+	st := &status{socket: ln.Addr().String()}
+	if _, err := sd.SdNotify(false, sd.SdNotifyReady+"\nSTATUS="+st.text(srv.Rules())); err != nil {
 		log.Warn("sd_notify READY failed", "err", err)
 	}
+	hupDone := make(chan struct{})
+	go func() {
+		defer close(hupDone)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				onHangup(ctx, log, ownAudit, srv, broker, opts.Reload, st)
+			}
+		}
+	}()
+	defer func() { stop(); <-hupDone }()
 	wctx, stopWatchdog := context.WithCancel(ctx)
 	defer stopWatchdog()
 	go feedWatchdog(wctx, log)
@@ -144,4 +147,83 @@ func feedWatchdog(ctx context.Context, log *slog.Logger) {
 			}
 		}
 	}
+}
+
+// onHangup does what SIGHUP asks: it reopens the audit log the daemon
+// opened itself (logrotate's postrotate sends SIGHUP; the log also notices a
+// rename by itself before its next write), and, when reload is set, reloads
+// the configuration (see Server.Reload), telling systemd RELOADING=1, then
+// READY=1 with the outcome in STATUS=.
+func onHangup(ctx context.Context, log *slog.Logger, alog *audit.Log, srv *Server, broker *approval.Broker,
+	reload func() (*config.Config, error), st *status) {
+	if alog != nil {
+		if err := alog.Reopen(ctx); err != nil {
+			log.Error("audit log: reopen after SIGHUP failed", "err", err)
+		} else {
+			log.Info("audit log reopened")
+		}
+	}
+	if reload == nil {
+		return
+	}
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	// MONOTONIC_USEC is what Type=notify-reload (systemd 253) expects with
+	// RELOADING=1; older systemd ignores it.
+	if _, err := sd.SdNotify(false, fmt.Sprintf("%s\nMONOTONIC_USEC=%d", sd.SdNotifyReloading, ts.Nano()/1000)); err != nil {
+		log.Warn("sd_notify RELOADING failed", "err", err)
+	}
+	next, err := reload()
+	var restart []string
+	if err == nil {
+		restart, err = srv.Reload(next)
+	}
+	st.reloaded = time.Now()
+	st.err = err
+	if err != nil {
+		log.Error("reload refused: the configuration is invalid, so the one in force stays, unchanged", "err", err)
+	} else {
+		broker.SetGrantTTL(next.SessionGrantTTL.Duration)
+		if len(restart) > 0 {
+			log.Warn("reload: "+restartMessage(restart), "keys", restart)
+		}
+		log.Info("reloaded", "config", next.Source, "rules", len(next.Rules), "restart_needed", restart)
+	}
+	if _, err := sd.SdNotify(false, sd.SdNotifyReady+"\nSTATUS="+st.text(srv.Rules())); err != nil {
+		log.Warn("sd_notify READY failed", "err", err)
+	}
+}
+
+// status is what the daemon tells systemd it is doing (STATUS=, shown by
+// systemctl status).
+type status struct {
+	socket   string
+	reloaded time.Time // zero before the first reload
+	err      error     // the last reload's error
+}
+
+// maxStatusError bounds the reload error quoted in the status line.
+const maxStatusError = 200
+
+// text is the status line with rules rules in force.
+func (st *status) text(rules int) string {
+	s := fmt.Sprintf("listening on %s; %d rules", st.socket, rules)
+	if st.reloaded.IsZero() {
+		return s
+	}
+	s += "; last reload at " + st.reloaded.UTC().Format(time.RFC3339)
+	if st.err == nil {
+		return s + " ok"
+	}
+	// One line of printable text: the notify protocol is line-based.
+	msg := strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if !unicode.IsPrint(r) {
+			return ' '
+		}
+		return r
+	}, st.err.Error())), " ")
+	if len(msg) > maxStatusError {
+		msg = strings.ToValidUTF8(msg[:maxStatusError], "") + "..."
+	}
+	return s + " failed: " + msg
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
@@ -28,13 +29,13 @@ import (
 
 // Server answers agent requests on a listener. Create it with New.
 type Server struct {
-	cfg      *config.Config
-	rules    *rules.Engine
-	env      *runner.EnvPolicy
+	// pol is the policy requests are served under; Reload replaces it, and
+	// each request takes it once (see doc.go, "Reloading").
+	pol      atomic.Pointer[policy]
+	reloadMu sync.Mutex // one reload at a time
 	approver approval.Approver
 	audit    auditLog
 	exec     func(context.Context, runner.Spec) (*runner.Result, error)
-	auth     *authorizer
 	log      *slog.Logger
 	now      func() time.Time
 	replay   *replayCache
@@ -75,6 +76,11 @@ type Options struct {
 	// Exec runs a pipeline once its exec record is durable; nil means
 	// runner.Run. Tests replace it to see what would run without running it.
 	Exec func(ctx context.Context, spec runner.Spec) (*runner.Result, error)
+	// Reload, when set, loads the configuration again exactly as at start
+	// (the same file, the same command-line overrides) and validates it;
+	// Run calls it on SIGHUP and applies the result with Server.Reload.
+	// Nil: SIGHUP only reopens the audit log.
+	Reload func() (*config.Config, error)
 }
 
 // auditLog is where a Server records requests: an *audit.Log, through
@@ -110,33 +116,46 @@ func (a auditOf) Received(ctx context.Context, req *proto.Request, peer peercred
 // access lists), and returns the first error the daemon would stop on, or
 // the rule linter's warnings. agent-sudod --check-config reports them.
 func CheckConfig(cfg *config.Config) ([]rules.Warning, error) {
-	if _, _, _, err := build(cfg); err != nil {
+	if _, err := build(cfg); err != nil {
 		return nil, err
 	}
 	return cfg.Lint(), nil
 }
 
-// build makes the parts of a Server that come from the configuration alone.
-func build(cfg *config.Config) (*rules.Engine, *runner.EnvPolicy, *authorizer, error) {
+// policy is what a request is decided and run under: the configuration and
+// what is built from it. It is never changed once built; a reload builds a
+// new one.
+type policy struct {
+	cfg   *config.Config
+	rules *rules.Engine
+	env   *runner.EnvPolicy
+	auth  *authorizer
+}
+
+// build makes the policy of a validated configuration.
+func build(cfg *config.Config) (*policy, error) {
 	engine, err := cfg.Engine()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	env, err := cfg.EnvPolicy()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	auth, err := newAuthorizer(cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return engine, env, auth, nil
+	return &policy{cfg: cfg, rules: engine, env: env, auth: auth}, nil
 }
+
+// policy returns the policy in force now.
+func (s *Server) policy() *policy { return s.pol.Load() }
 
 // New builds a Server from a validated configuration. It logs the rule
 // linter's warnings.
 func New(cfg *config.Config, opts Options) (*Server, error) {
-	engine, env, auth, err := build(cfg)
+	pol, err := build(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -144,13 +163,14 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, errors.New("no audit log: the daemon does not run commands it cannot record")
 	}
 	s := &Server{
-		cfg: cfg, rules: engine, env: env, approver: opts.Approver, audit: auditOf{opts.Audit}, exec: opts.Exec,
-		auth: auth, log: opts.Logger, now: opts.Now, sshAuthSock: opts.SSHAuthSock,
+		approver: opts.Approver, audit: auditOf{opts.Audit}, exec: opts.Exec,
+		log: opts.Logger, now: opts.Now, sshAuthSock: opts.SSHAuthSock,
 		replay: newReplayCache(replayWindow(cfg)),
 		limits: newConnLimits(cfg.MaxConnections, cfg.RootConnections, cfg.MaxConnectionsPerUser),
 		rates:  newRateLimits(cfg.MaxRequestsPerMinute),
 		logs:   newLogLimiter(logEvery),
 	}
+	s.pol.Store(pol)
 	if s.approver == nil {
 		s.approver = approval.Nobody{}
 	}
@@ -209,7 +229,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return
 		}
 		_ = ln.Close()
-		t := time.NewTimer(s.cfg.ShutdownTimeout.Duration)
+		t := time.NewTimer(s.policy().cfg.ShutdownTimeout.Duration)
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -243,7 +263,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if ok, after := s.rates.allow(uid, time.Now()); !ok {
 			s.refuseConn(conn, uid, "rate", fmt.Sprintf(
 				"rate limited: uid %d opened more than %d connections in the last minute (max_requests_per_minute); try again in %s",
-				uid, s.cfg.MaxRequestsPerMinute, (after+time.Second-1).Truncate(time.Second)))
+				uid, s.policy().cfg.MaxRequestsPerMinute, (after+time.Second-1).Truncate(time.Second)))
 			continue
 		}
 		// A connection that finds no free slot waits up to busyWait for
@@ -318,8 +338,11 @@ func (s *Server) warnLimited(log *slog.Logger, kind string, uid uint32, msg stri
 // writes its last record and logs how it ended.
 func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer peercred.Creds, perr error) {
 	defer conn.Close()
-	e := s.serveRequest(ctx, execCtx, conn, peer, perr)
-	s.finish(execCtx, conn, peer.UID, e)
+	// The request keeps the policy in force when it was accepted, whatever
+	// a reload does meanwhile.
+	pol := s.policy()
+	e := s.serveRequest(ctx, execCtx, pol, conn, peer, perr)
+	s.finish(execCtx, pol, conn, peer.UID, e)
 }
 
 // ending is how a request ends: the one answer its client gets, the audit
@@ -366,9 +389,9 @@ func auditFailed(log *slog.Logger, id string, trail auditTrail, err error) endin
 }
 
 // serveRequest reads, plans, decides and runs the request on conn from
-// peer (whose credentials could not be read when perr is set), and returns
-// how it ends. It writes nothing to conn.
-func (s *Server) serveRequest(ctx, execCtx context.Context, conn *net.UnixConn, peer peercred.Creds, perr error) ending {
+// peer (whose credentials could not be read when perr is set) under pol,
+// and returns how it ends. It writes nothing to conn.
+func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *net.UnixConn, peer peercred.Creds, perr error) ending {
 	accepted := time.Now()
 	if perr != nil {
 		msg := "cannot read the peer's credentials; refusing the connection"
@@ -376,26 +399,26 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, conn *net.UnixConn, 
 			log: s.log, level: slog.LevelError, msg: "cannot identify peer", args: []any{"err", perr}}
 	}
 	log := s.log.With("peer_uid", peer.UID, "peer_pid", peer.PID, "peer_exe", peer.Exe)
-	why, allowed := s.auth.check(peer)
+	why, allowed := pol.auth.check(peer)
 	if !allowed {
 		return refuse(log, "unauthorised", audit.Refusal{Peer: &peer, Reason: why},
 			&proto.Response{Status: proto.StatusError, Message: why}, "refused unauthorised peer", "reason", why)
 	}
 
-	raw, idle, err := s.readLine(conn, accepted)
+	raw, idle, err := readLine(pol.cfg, conn, accepted)
 	if idle {
 		// Nothing at all was sent: not a request, so not audited.
-		msg := fmt.Sprintf("no request: nothing was sent within first_byte_timeout (%s) of connecting; closing the connection", s.cfg.FirstByteTimeout)
+		msg := fmt.Sprintf("no request: nothing was sent within first_byte_timeout (%s) of connecting; closing the connection", pol.cfg.FirstByteTimeout)
 		return ending{resp: &proto.Response{Status: proto.StatusError, Message: msg},
 			log: log, limit: "idle", msg: "closed idle connection", args: []any{"reason", msg}}
 	}
 	var req *proto.Request
 	if err == nil {
-		req, err = proto.DecodeRequest(raw, proto.DecodeOptions{Now: s.now, MaxClockSkew: s.cfg.MaxClockSkew.Duration})
+		req, err = proto.DecodeRequest(raw, proto.DecodeOptions{Now: s.now, MaxClockSkew: pol.cfg.MaxClockSkew.Duration})
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			err = fmt.Errorf("timed out after %s waiting for a complete request line", s.cfg.ReadTimeout)
+			err = fmt.Errorf("timed out after %s waiting for a complete request line", pol.cfg.ReadTimeout)
 		}
 		return refuse(log, "refused", audit.Refusal{ID: proto.IDOf(err), Peer: &peer, Reason: err.Error(), Raw: raw},
 			proto.ErrorResponse(err), "refused request", "id", proto.IDOf(err), "err", audit.Bound(err.Error(), audit.MaxRefusedReasonBytes))
@@ -415,11 +438,11 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, conn *net.UnixConn, 
 	if req.Action == proto.ActionStop {
 		return refuseRequest(`action "stop" is refused: agent-sudod is a system service shared by every user of this machine and is not stopped by its clients; an administrator stops it (systemctl stop agent-sudo)`)
 	}
-	if !s.replay.firstUse(req.ID, s.now()) {
+	if !s.replay.firstUse(req.ID, s.now(), replayWindow(pol.cfg)) {
 		return refuseRequest(fmt.Sprintf("request id %q was already used within the last %s; refusing it as a replay (send a fresh id, or omit it)",
-			req.ID, replayWindow(s.cfg)))
+			req.ID, replayWindow(pol.cfg)))
 	}
-	p, err := s.plan(req, peer)
+	p, err := s.plan(pol, req, peer)
 	if err != nil {
 		return refuseRequest(err.Error())
 	}
@@ -443,7 +466,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, conn *net.UnixConn, 
 		return ending{resp: decisionResponse(req.ID, d)}
 	}
 
-	spec := p.spec(s.cfg)
+	spec := p.spec()
 	spec.Cgroups = s.cgroups
 	if err := trail.Started(execCtx, spec); err != nil {
 		return auditFailed(log, req.ID, trail, err)
@@ -459,7 +482,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, conn *net.UnixConn, 
 	resp := response(req.ID, res)
 	if res.TimedOut {
 		resp.Status = proto.StatusTimeout
-		resp.Message = s.timeoutMessage(execCtx)
+		resp.Message = s.timeoutMessage(pol.cfg, execCtx)
 	}
 	if len(res.Survivors) > 0 {
 		resp.Message = survivorsMessage(res.Survivors)
@@ -495,7 +518,7 @@ func decisionResponse(id string, d approval.Decision) *proto.Response {
 // can run, and the client should still learn how its request ended. ctx
 // bounds the audit write; it is the server's execCtx, which outlives a
 // shutdown by shutdown_timeout.
-func (s *Server) finish(ctx context.Context, conn *net.UnixConn, uid uint32, e ending) {
+func (s *Server) finish(ctx context.Context, pol *policy, conn *net.UnixConn, uid uint32, e ending) {
 	if e.res != nil {
 		defer e.res.Release() // after the answer is written
 	}
@@ -520,7 +543,7 @@ func (s *Server) finish(ctx context.Context, conn *net.UnixConn, uid uint32, e e
 		}
 	}
 	if e.resp != nil {
-		s.respond(conn, e.resp)
+		s.respond(conn, e.resp, pol.cfg.ReadTimeout.Duration)
 	}
 }
 
@@ -529,12 +552,12 @@ func (s *Server) finish(ctx context.Context, conn *net.UnixConn, uid uint32, e e
 const maxLogPipeline = 4096
 
 // readLine reads the request line of a connection accepted at accepted. A
-// connection that sends no byte within first_byte_timeout is idle (true);
-// read_timeout bounds the whole line. The line is returned as read, also
-// with an error when it was read but something else failed.
-func (s *Server) readLine(conn *net.UnixConn, accepted time.Time) (line []byte, idle bool, err error) {
-	deadline := accepted.Add(s.cfg.ReadTimeout.Duration)
-	first := accepted.Add(s.cfg.FirstByteTimeout.Duration)
+// connection that sends no byte within cfg's first_byte_timeout is idle
+// (true); read_timeout bounds the whole line. The line is returned as read,
+// also with an error when it was read but something else failed.
+func readLine(cfg *config.Config, conn *net.UnixConn, accepted time.Time) (line []byte, idle bool, err error) {
+	deadline := accepted.Add(cfg.ReadTimeout.Duration)
+	first := accepted.Add(cfg.FirstByteTimeout.Duration)
 	if deadline.Before(first) {
 		first = deadline
 	}
@@ -553,11 +576,13 @@ func (s *Server) readLine(conn *net.UnixConn, accepted time.Time) (line []byte, 
 // maxRefusalMessage bounds the message of a refusal sent to the agent.
 const maxRefusalMessage = 4 << 10
 
-func (s *Server) timeoutMessage(execCtx context.Context) string {
+// timeoutMessage says why a pipeline run under cfg was stopped. A shutdown
+// waits for the shutdown_timeout in force when it began.
+func (s *Server) timeoutMessage(cfg *config.Config, execCtx context.Context) string {
 	if execCtx.Err() != nil {
-		return fmt.Sprintf("the daemon is shutting down: the command was still running after shutdown_timeout (%s), so it was sent SIGTERM and, %s later, SIGKILL", s.cfg.ShutdownTimeout, s.cfg.KillGrace)
+		return fmt.Sprintf("the daemon is shutting down: the command was still running after shutdown_timeout (%s), so it was sent SIGTERM and, %s later, SIGKILL", s.policy().cfg.ShutdownTimeout, cfg.KillGrace)
 	}
-	return fmt.Sprintf("command_timeout (%s) reached: the pipeline was sent SIGTERM and, %s later, SIGKILL", s.cfg.CommandTimeout, s.cfg.KillGrace)
+	return fmt.Sprintf("command_timeout (%s) reached: the pipeline was sent SIGTERM and, %s later, SIGKILL", cfg.CommandTimeout, cfg.KillGrace)
 }
 
 func response(id string, res *runner.Result) *proto.Response {
@@ -602,6 +627,7 @@ func exitCodes(res *runner.Result) []int {
 // decide applies the rules and, when they do not settle it, asks the
 // approver until approval_timeout, the client hanging up, or shutdown.
 func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approval.Decision {
+	pol := p.pol
 	q := rules.Query{
 		Privileged:   p.req.Privileged,
 		Session:      p.req.Session,
@@ -615,7 +641,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 		// path (before symlinks), which is what a rule writer names.
 		q.Stages = append(q.Stages, rules.Stage{Program: c.Link, Args: c.Args[1:]})
 	}
-	switch rd := s.rules.Decide(q); rd.Action {
+	switch rd := pol.rules.Decide(q); rd.Action {
 	case rules.Allow:
 		return approval.Decision{Verdict: approval.Allow, By: rd.Rule}
 	case rules.Deny:
@@ -626,7 +652,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 		s.log.Info("rules ask a human", "id", p.req.ID, "reason", rd.Reason)
 	}
 
-	deadline := s.now().Add(s.cfg.ApprovalTimeout.Duration)
+	deadline := s.now().Add(pol.cfg.ApprovalTimeout.Duration)
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	actx, cancelTimeout := context.WithDeadline(actx, deadline)
@@ -650,7 +676,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 	d = approval.Unanswered(actx)
 	switch d.Verdict {
 	case approval.Timeout:
-		d.Message = fmt.Sprintf("nobody approved the request within approval_timeout (%s); it was not run", s.cfg.ApprovalTimeout)
+		d.Message = fmt.Sprintf("nobody approved the request within approval_timeout (%s); it was not run", pol.cfg.ApprovalTimeout)
 	case approval.Failed:
 		d.Message = "the daemon is shutting down; the request was not run"
 	}
@@ -726,11 +752,11 @@ func waitPeerClosed(conn *net.UnixConn, stop <-chan struct{}) bool {
 	return closed
 }
 
-// respond writes resp to conn. A client that stops reading for read_timeout
-// loses its response and frees its connection slot; one that keeps reading
-// gets all of it, however large and however slowly it reads.
-func (s *Server) respond(conn *net.UnixConn, resp *proto.Response) {
-	w := &progressWriter{conn: conn, idle: s.cfg.ReadTimeout.Duration}
+// respond writes resp to conn. A client that stops reading for
+// readTimeout loses its response and frees its connection slot; one that
+// keeps reading gets all of it, however large and however slowly it reads.
+func (s *Server) respond(conn *net.UnixConn, resp *proto.Response, readTimeout time.Duration) {
+	w := &progressWriter{conn: conn, idle: readTimeout}
 	if err := proto.WriteResponse(w, resp); err != nil {
 		s.log.Warn("could not deliver response", "id", resp.ID, "status", resp.Status, "err", err)
 	}

@@ -38,7 +38,9 @@ type testServer struct {
 	srv       *Server
 	socket    string
 	auditPath string
-	logs      *syncBuffer
+	// approverSocket is configured, never listened on.
+	approverSocket string
+	logs           *syncBuffer
 	// execs are the pipelines that would have run.
 	mu     sync.Mutex
 	execs  []runner.Spec
@@ -84,27 +86,8 @@ func newServer(t *testing.T, setup serverSetup) *testServer {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	ts := &testServer{t: t, socket: filepath.Join(dir, "agent.sock"), auditPath: filepath.Join(dir, "audit", "audit.jsonl"),
-		logs: &syncBuffer{}}
-	text := fmt.Sprintf(`
-socket = %q
-approver_socket = %q
-audit_log = %q
-exec = "direct"
-cgroup = "best-effort"
-shutdown_timeout = "5s"
-`, ts.socket, filepath.Join(dir, "approver.sock"), ts.auditPath)
-	for key, value := range map[string]string{
-		"allowed_users":    fmt.Sprintf("[\"%d\"]", os.Getuid()),
-		"approval_timeout": `"30s"`,
-	} {
-		if !strings.Contains(setup.toml, key+" =") {
-			text += key + " = " + value + "\n"
-		}
-	}
-	cfg, err := config.Parse([]byte(text + setup.toml))
-	if err != nil {
-		t.Fatalf("configuration: %v\n%s", err, text+setup.toml)
-	}
+		approverSocket: filepath.Join(dir, "approver.sock"), logs: &syncBuffer{}}
+	cfg := ts.config(setup.toml)
 	alog, err := audit.Open(ts.auditPath, audit.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +107,33 @@ shutdown_timeout = "5s"
 		ts.srv.audit = setup.audit(ts.srv.audit)
 	}
 	return ts
+}
+
+// config is the server's configuration with toml added: rules and keys.
+// Without allowed_users, the test's own uid is the only one allowed.
+func (ts *testServer) config(toml string) *config.Config {
+	ts.t.Helper()
+	text := fmt.Sprintf(`
+socket = %q
+approver_socket = %q
+audit_log = %q
+exec = "direct"
+cgroup = "best-effort"
+shutdown_timeout = "5s"
+`, ts.socket, ts.approverSocket, ts.auditPath)
+	for key, value := range map[string]string{
+		"allowed_users":    fmt.Sprintf("[\"%d\"]", os.Getuid()),
+		"approval_timeout": `"30s"`,
+	} {
+		if !strings.Contains(toml, key+" =") {
+			text += key + " = " + value + "\n"
+		}
+	}
+	cfg, err := config.Parse([]byte(text + toml))
+	if err != nil {
+		ts.t.Fatalf("configuration: %v\n%s", err, text+toml)
+	}
+	return cfg
 }
 
 // fakeExec records spec and answers as a pipeline whose every stage exited

@@ -188,7 +188,38 @@ c systemctl restart agent-sudo.service
 c runuser -u alice -- agent-sudo run --session sys-r2 --reason "system test" -- id -u >/dev/null
 c agent-sudo audit verify >"$work/verify" 2>&1 || die "restart: agent-sudo audit verify: $(cat "$work/verify")"
 ok "systemctl restart continues the hash chain: $(tail -1 "$work/verify")"
-echo "  (systemctl reload is not implemented yet: not checked)"
+
+# --- reload applies a new rule without a restart ---------------------------
+mainpid=$(c systemctl show -p MainPID --value agent-sudo.service)
+set +e
+out=$(c runuser -u alice -- timeout 3 agent-sudo run --session sys-reload --reason "system test" -- id -g 2>&1)
+rc=$?
+set -e
+[ $rc = 124 ] || die "reload: before the reload, id -g should wait for a human (timeout's 124), got $rc: $out"
+c sh -c 'cat >>/etc/agent-sudo/config.toml' <<'TOML'
+
+[[rule]]
+name = "systemtest reload"
+action = "allow"
+match = ["id", "-g"]
+TOML
+c systemctl reload agent-sudo.service
+# systemctl reload returns once the signal is sent: wait (up to 30s) for the
+# daemon to say it reloaded.
+for _ in $(seq 300); do
+	status=$(c systemctl show -p StatusText --value agent-sudo.service)
+	case $status in *"last reload at "*) break ;; esac
+	sleep 0.1
+done
+echo "  StatusText=$status"
+case $status in "listening on /run/agent-sudo/agent-sudo.sock; "*" ok") ;; *) die "reload: StatusText is '$status', want the socket and the reload ok" ;; esac
+out=$(c runuser -u alice -- agent-sudo run --session sys-reload --reason "system test" -- id -g) || die "reload: after the reload, id -g failed: $out"
+[ "$out" = 0 ] || die "reload: id -g printed '$out', want 0"
+show=$(c systemctl show -p ActiveState,NRestarts,MainPID agent-sudo.service)
+echo "$show" | grep -qx 'ActiveState=active' && echo "$show" | grep -qx 'NRestarts=0' && echo "$show" | grep -qx "MainPID=$mainpid" ||
+	die "reload: the daemon was restarted: $(echo $show)"
+c journalctl -q -u agent-sudo.service -o cat | grep -qx 'reloaded' || die "reload: the journal has no reloaded line"
+ok "systemctl reload applied a new rule: id -g asked before and ran after, same daemon (pid $mainpid), no restart"
 
 # --- remove and purge -------------------------------------------------------
 c env DEBIAN_FRONTEND=noninteractive apt-get remove -y -q agent-sudo >"$work/apt.log" 2>&1 || die "apt-get remove: $(tail -5 "$work/apt.log")"
