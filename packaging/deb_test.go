@@ -128,4 +128,8 @@ func TestNfpmContents(t *testing.T) {
 	if !strings.Contains(string(data), "depends:\n  - sudo\n") {
 		t.Errorf("%s does not depend on sudo", nfpmConfig)
 	}
+	// The unit's ExecReload runs /bin/kill, which is in procps on Debian.
+	if !strings.Contains(string(data), "\n  - procps\n") {
+		t.Errorf("%s does not depend on procps (/bin/kill for ExecReload)", nfpmConfig)
+	}
 }

@@ -40,11 +40,13 @@ else
 fi
 
 rootfs=$CACHE/bookworm
-if [ ! -x "$rootfs/lib/systemd/systemd" ]; then
+# procps for /bin/kill, which the unit's ExecReload runs (the package
+# depends on it); a cached root file system without it is rebuilt.
+if [ ! -x "$rootfs/lib/systemd/systemd" ] || [ ! -x "$rootfs/bin/kill" ]; then
 	echo "building the root file system in $rootfs (debootstrap, a few minutes)"
 	mkdir -p "$CACHE"
 	rm -rf "$CACHE/rootfs.tmp"
-	debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,sudo bookworm "$CACHE/rootfs.tmp" "$MIRROR" \
+	debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,sudo,procps bookworm "$CACHE/rootfs.tmp" "$MIRROR" \
 		>"$CACHE/debootstrap.log" 2>&1 || die "setup: debootstrap failed, see $CACHE/debootstrap.log"
 	rm -rf "$rootfs"
 	mv "$CACHE/rootfs.tmp" "$rootfs"
