@@ -210,9 +210,10 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 // when it returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Commands outlive ctx by up to shutdown_timeout, so they get their own
-	// context that is cancelled only after that grace.
-	execCtx, stopExec := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopExec()
+	// context that is cancelled only after that grace; the cause of that
+	// cancellation names the grace given (see timeoutMessage).
+	execCtx, stopExec := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopExec(nil)
 	// The shutdown watcher closes ln when ctx ends, and ends the commands
 	// shutdown_timeout later; it stops when Serve returns, whatever the
 	// reason, and Serve waits for it.
@@ -229,11 +230,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return
 		}
 		_ = ln.Close()
-		t := time.NewTimer(s.policy().cfg.ShutdownTimeout.Duration)
+		grace := s.policy().cfg.ShutdownTimeout
+		t := time.NewTimer(grace.Duration)
 		defer t.Stop()
 		select {
 		case <-t.C:
-			stopExec()
+			stopExec(shutdownExpired{grace})
 		case <-done:
 		}
 	}()
@@ -263,7 +265,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if ok, after := s.rates.allow(uid, time.Now()); !ok {
 			s.refuseConn(conn, uid, "rate", fmt.Sprintf(
 				"rate limited: uid %d opened more than %d connections in the last minute (max_requests_per_minute); try again in %s",
-				uid, s.policy().cfg.MaxRequestsPerMinute, (after+time.Second-1).Truncate(time.Second)))
+				uid, s.rates.perMinute, (after+time.Second-1).Truncate(time.Second)))
 			continue
 		}
 		// A connection that finds no free slot waits up to busyWait for
@@ -482,7 +484,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	resp := response(req.ID, res)
 	if res.TimedOut {
 		resp.Status = proto.StatusTimeout
-		resp.Message = s.timeoutMessage(pol.cfg, execCtx)
+		resp.Message = timeoutMessage(pol.cfg, execCtx)
 	}
 	if len(res.Survivors) > 0 {
 		resp.Message = survivorsMessage(res.Survivors)
@@ -576,11 +578,21 @@ func readLine(cfg *config.Config, conn *net.UnixConn, accepted time.Time) (line 
 // maxRefusalMessage bounds the message of a refusal sent to the agent.
 const maxRefusalMessage = 4 << 10
 
-// timeoutMessage says why a pipeline run under cfg was stopped. A shutdown
-// waits for the shutdown_timeout in force when it began.
-func (s *Server) timeoutMessage(cfg *config.Config, execCtx context.Context) string {
-	if execCtx.Err() != nil {
-		return fmt.Sprintf("the daemon is shutting down: the command was still running after shutdown_timeout (%s), so it was sent SIGTERM and, %s later, SIGKILL", s.policy().cfg.ShutdownTimeout, cfg.KillGrace)
+// shutdownExpired is the cause with which Serve ends the commands still
+// running grace after a shutdown began.
+type shutdownExpired struct{ grace config.Duration }
+
+func (e shutdownExpired) Error() string {
+	return fmt.Sprintf("shutdown_timeout (%s) expired", e.grace)
+}
+
+// timeoutMessage says why a pipeline run under cfg, with execCtx, was
+// stopped. A shutdown names the shutdown_timeout it waited, the one in force
+// when it began, whatever a reload did since.
+func timeoutMessage(cfg *config.Config, execCtx context.Context) string {
+	var shut shutdownExpired
+	if errors.As(context.Cause(execCtx), &shut) {
+		return fmt.Sprintf("the daemon is shutting down: the command was still running after shutdown_timeout (%s), so it was sent SIGTERM and, %s later, SIGKILL", shut.grace, cfg.KillGrace)
 	}
 	return fmt.Sprintf("command_timeout (%s) reached: the pipeline was sent SIGTERM and, %s later, SIGKILL", cfg.CommandTimeout, cfg.KillGrace)
 }

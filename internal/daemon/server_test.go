@@ -119,11 +119,11 @@ approver_socket = %q
 audit_log = %q
 exec = "direct"
 cgroup = "best-effort"
-shutdown_timeout = "5s"
 `, ts.socket, ts.approverSocket, ts.auditPath)
 	for key, value := range map[string]string{
 		"allowed_users":    fmt.Sprintf("[\"%d\"]", os.Getuid()),
 		"approval_timeout": `"30s"`,
+		"shutdown_timeout": `"5s"`,
 	} {
 		if !strings.Contains(toml, key+" =") {
 			text += key + " = " + value + "\n"
@@ -555,6 +555,36 @@ func TestServerShutdownEndsWaitingRequests(t *testing.T) {
 	}
 	ts.check(resp, outcome{status: proto.StatusError, message: "the daemon is shutting down; the request was not run",
 		records: decidedOnly, verdict: m.Verdict, by: m.By})
+}
+
+// TestServerShutdownStopsRunningCommands: at shutdown a running command is
+// given shutdown_timeout to finish, then stopped, and its client is told so,
+// naming the shutdown_timeout the shutdown waited even if a reload changed
+// it meanwhile.
+func TestServerShutdownStopsRunningCommands(t *testing.T) {
+	t.Parallel()
+	var ts *testServer
+	running := make(chan struct{})
+	exec := func(ctx context.Context, spec runner.Spec) (*runner.Result, error) {
+		close(running)
+		<-ctx.Done() // the runner stops the pipeline when its context ends
+		// A reload that lands during the shutdown does not change what
+		// this shutdown waited.
+		if _, err := ts.srv.Reload(ts.config(`shutdown_timeout = "7h"` + allowTrue)); err != nil {
+			t.Error(err)
+		}
+		now := time.Now()
+		return &runner.Result{TimedOut: true, Started: now, Ended: now, Stages: make([]runner.StageResult, len(spec.Stages))}, nil
+	}
+	ts = startServer(t, serverSetup{toml: `shutdown_timeout = "10ms"` + allowTrue, opts: Options{Exec: exec}})
+	c := ts.dial(request(nil))
+	<-running
+	ts.cancel()
+	resp := ts.read(c)
+	want := "the daemon is shutting down: the command was still running after shutdown_timeout (10ms), so it was sent SIGTERM"
+	if resp.Status != proto.StatusTimeout || !strings.Contains(resp.Message, want) {
+		t.Errorf("answer %s %q, want %s %q", resp.Status, resp.Message, proto.StatusTimeout, want)
+	}
 }
 
 // TestServerAuditFailureRecordsWithinShutdown: when a record cannot be
