@@ -29,11 +29,12 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agent-sudod", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", config.DefaultPath, "configuration `FILE` (TOML)")
-	socket := fs.String("socket", "", "agent socket `PATH` (overrides the config key socket)")
-	approverSocket := fs.String("approver-socket", "", "approver socket `PATH` (overrides the config key approver_socket)")
-	auditLog := fs.String("audit-log", "", "audit log `PATH` (overrides the config key audit_log)")
-	execMode := fs.String("exec", "", "how commands run, `MODE` \"sudo\" or \"direct\" (overrides the config key exec)")
+	var src source
+	fs.StringVar(&src.path, "config", config.DefaultPath, "configuration `FILE` (TOML)")
+	fs.StringVar(&src.socket, "socket", "", "agent socket `PATH` (overrides the config key socket)")
+	fs.StringVar(&src.approverSocket, "approver-socket", "", "approver socket `PATH` (overrides the config key approver_socket)")
+	fs.StringVar(&src.auditLog, "audit-log", "", "audit log `PATH` (overrides the config key audit_log)")
+	fs.StringVar(&src.exec, "exec", "", "how commands run, `MODE` \"sudo\" or \"direct\" (overrides the config key exec)")
 	tty := fs.Bool("tty", false, "approve requests on this terminal (foreground mode); logs go to --log-file")
 	logFile := fs.String("log-file", "", "write logs to `FILE` instead of the journal or stderr (default with --tty: agent-sudod.log beside the socket)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -61,32 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
-	// load reads the configuration as the daemon uses it: the file, then
-	// the command-line overrides, validated. A reload (SIGHUP) calls it
-	// again, so the overrides still apply after one.
-	load := func(explicit bool) (*config.Config, error) {
-		cfg, err := config.Load(*cfgPath, explicit)
-		if err != nil {
-			return nil, err
-		}
-		if *socket != "" {
-			cfg.Socket = *socket
-		}
-		if *approverSocket != "" {
-			cfg.ApproverSocket = *approverSocket
-		}
-		if *auditLog != "" {
-			cfg.AuditLog = *auditLog
-		}
-		if *execMode != "" {
-			cfg.Exec = config.ExecMode(*execMode)
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		return cfg, nil
-	}
-	cfg, err := load(explicit)
+	cfg, err := src.load(explicit)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
 		return 1
@@ -97,14 +73,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
 			return 1
 		}
-		src := cfg.Source
-		if src == "" {
-			src = "no file at " + *cfgPath + ": the built-in defaults"
+		from := cfg.Source
+		if from == "" {
+			from = "no file at " + src.path + ": the built-in defaults"
 		}
 		for _, w := range warnings {
 			fmt.Fprintf(stdout, "warning: %s\n", w)
 		}
-		fmt.Fprintf(stdout, "configuration OK (%s): %d rules, %d warnings\n", src, len(cfg.Rules), len(warnings))
+		fmt.Fprintf(stdout, "configuration OK (%s): %d rules, %d warnings\n", from, len(cfg.Rules), len(warnings))
 		return 0
 	}
 	if *tty && *logFile == "" {
@@ -121,11 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		log = slog.New(slog.NewTextHandler(f, nil))
 	}
-	// A daemon that started from a file reloads from that file only: if it
-	// has gone, the reload fails instead of falling back to the defaults.
-	fromFile := explicit || cfg.Source != ""
-	opts := daemon.Options{Logger: log, SSHAuthSock: os.Getenv("SSH_AUTH_SOCK"),
-		Reload: func() (*config.Config, error) { return load(fromFile) }}
+	opts := daemon.Options{Logger: log, SSHAuthSock: os.Getenv("SSH_AUTH_SOCK"), Reload: src.reloader(cfg, explicit)}
 	if *tty {
 		if !isTerminal(os.Stdin) || !isTerminal(os.Stdout) {
 			fmt.Fprintln(stderr, "agent-sudod: --tty needs a terminal on stdin and stdout")
@@ -141,6 +113,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// source is where the daemon's configuration comes from: the file, and the
+// command-line flags that override some of its keys.
+type source struct {
+	path                                   string
+	socket, approverSocket, auditLog, exec string
+}
+
+// load reads the configuration as the daemon uses it: the file (which must
+// exist when explicit), then the command-line overrides, validated.
+func (src *source) load(explicit bool) (*config.Config, error) {
+	cfg, err := config.Load(src.path, explicit)
+	if err != nil {
+		return nil, err
+	}
+	if src.socket != "" {
+		cfg.Socket = src.socket
+	}
+	if src.approverSocket != "" {
+		cfg.ApproverSocket = src.approverSocket
+	}
+	if src.auditLog != "" {
+		cfg.AuditLog = src.auditLog
+	}
+	if src.exec != "" {
+		cfg.Exec = config.ExecMode(src.exec)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// reloader is what a reload (SIGHUP) calls for a daemon that started with
+// cfg, loaded with explicit: the same file with the same overrides. A
+// daemon that started from a file reloads from that file only: if it has
+// gone, the reload fails instead of falling back to the defaults.
+func (src *source) reloader(cfg *config.Config, explicit bool) func() (*config.Config, error) {
+	fromFile := explicit || cfg.Source != ""
+	return func() (*config.Config, error) { return src.load(fromFile) }
 }
 
 // usage is agent-sudod's help, in the style of agent-sudo's: what it is,

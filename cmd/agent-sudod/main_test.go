@@ -122,3 +122,43 @@ func TestHelp(t *testing.T) {
 		t.Errorf("--version: exit %d stdout %q stderr %q, want status 0 and the version on stdout", code, stdout.String(), stderr.String())
 	}
 }
+
+// TestReloadSource: a reload reads the file the daemon started from again,
+// with the same command-line overrides; a daemon that started from a file
+// (found at the default path, not named with --config) refuses the reload
+// when the file has gone, instead of falling back to the defaults.
+func TestReloadSource(t *testing.T) {
+	p := checkConfigFile(t, "")
+	override := filepath.Join(filepath.Dir(p), "override.sock")
+	src := &source{path: p, socket: override, exec: "direct"}
+	cfg, err := src.load(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reload := src.reloader(cfg, false)
+	rule := "[[rule]]\naction = \"allow\"\nmatch = [\"true\"]\n"
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(rule); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := reload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Socket != override || next.Exec != "direct" || len(next.Rules) != 1 {
+		t.Errorf("reloaded: socket %q, exec %q, %d rules; want the overrides %q, \"direct\" and the new rule",
+			next.Socket, next.Exec, len(next.Rules), override)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reload(); err == nil || !strings.Contains(err.Error(), p) {
+		t.Errorf("reload after the file has gone: error %v, want one naming %s (not the built-in defaults)", err, p)
+	}
+}
