@@ -80,9 +80,7 @@ func (s *Server) Reload(next *config.Config) (needRestart []string, err error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range next.Lint() {
-		s.log.Warn("rule linter: this allow rule may give root away", "rule", w.Rule, "warning", w.Message)
-	}
+	s.logLint(next)
 	s.pol.Store(pol)
 	return needRestart, nil
 }

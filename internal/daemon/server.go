@@ -177,9 +177,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	for _, w := range cfg.Lint() {
-		s.log.Warn("rule linter: this allow rule may give root away", "rule", w.Rule, "warning", w.Message)
-	}
+	s.logLint(cfg)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -199,6 +197,14 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 			cfg.Cgroup, err, config.CgroupBestEffort)
 	}
 	return s, nil
+}
+
+// logLint logs the rule linter's warnings about cfg, at start and on each
+// reload.
+func (s *Server) logLint(cfg *config.Config) {
+	for _, w := range cfg.Lint() {
+		s.log.Warn("rule linter: this allow rule may give root away", "rule", w.Rule, "warning", w.Message)
+	}
 }
 
 // Serve accepts connections on ln until ctx is cancelled, then shuts down:
