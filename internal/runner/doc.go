@@ -32,9 +32,10 @@
 // replace the file between approval and exec, and whoever can write the
 // file can rewrite it. So the daemon opens the program when it plans the
 // request ([OpenProgram]), hashes it from that descriptor, shows the human
-// its device, inode and SHA-256, and executes that descriptor: just before a
-// stage starts, [File.Verify] checks device, inode and hash again, and
-// direct mode executes /proc/self/fd/N. Go's os.StartProcess cannot call
+// its device, inode and SHA-256, and executes that descriptor: just before the
+// first stage starts, [File.Verify] checks every stage's device, inode and
+// hash again (so a pipeline with one changed program runs none of its
+// stages), and direct mode executes /proc/self/fd/N. Go's os.StartProcess cannot call
 // execveat, but exec of /proc/self/fd/N is the same thing: the kernel opens
 // the file through the descriptor before it closes close-on-exec
 // descriptors, so a binary runs without inheriting it. A "#!" script is
@@ -51,7 +52,7 @@
 // sudo opens the program again by path and offers no way to pass a
 // descriptor. In sudo mode the daemon therefore refuses, before anyone is
 // asked, a program with anything in [Resolved.Untrusted] (only root can then
-// change what the path leads to), and checks just before the stage starts
+// change what the path leads to), and checks, before the stages start,
 // that the path it gives sudo still leads to the opened file.
 //
 // Multi-call binaries (busybox, /usr/sbin/iptables -> xtables-legacy-multi)
@@ -60,7 +61,7 @@
 // name the agent gave ([Command.Args][0]). sudo offers no way to set argv[0]:
 // the command it is given is both the file it runs and argv[0]. In sudo mode
 // the pre-resolution path ([Command.Link]) is therefore given to sudo, but
-// only when [Run] verifies, just before starting the stage, that the link
+// only when [Run] verifies, before starting the stages, that the link
 // still resolves to Path and that every directory on the way is owned by root
 // and not writable by group or others, so that nobody but root could repoint
 // it. Otherwise the real path is given and such a binary sees its real name.

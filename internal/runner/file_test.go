@@ -66,7 +66,8 @@ func TestChildGetsOnlyStdio(t *testing.T) {
 
 // TestExecThroughDescriptor checks that direct mode runs the file opened at
 // plan time: replacing the path (rename over it) afterwards changes nothing,
-// and rewriting the opened file in place is refused.
+// and rewriting the opened file in place is refused, before any stage of
+// the pipeline has started.
 func TestExecThroughDescriptor(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
@@ -121,6 +122,24 @@ func TestExecThroughDescriptor(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "content changed") {
 			t.Errorf("error %q does not say the content changed", err)
+		}
+	})
+	t.Run("rewritten in a later stage", func(t *testing.T) {
+		first, last := cmd(t, "true"), open()
+		if err := os.WriteFile(tool, []byte("#!/bin/sh\necho rewritten\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := &pipeline{spec: newSpec(t, ModeDirect, "root", first, last)}
+		res, err := p.run(t.Context())
+		if err == nil {
+			defer res.Release()
+			t.Fatalf("a pipeline whose last program was rewritten ran: stdout %q", res.Stdout)
+		}
+		if !strings.Contains(err.Error(), "content changed") {
+			t.Errorf("error %q does not say the content changed", err)
+		}
+		if len(p.procs) != 0 {
+			t.Errorf("%d stage(s) started before the rewritten program was refused; want none", len(p.procs))
 		}
 	})
 }

@@ -73,7 +73,7 @@ type Command struct {
 	Args []string
 	// Program is the program file opened when the request was planned
 	// ([OpenProgram]). When set, [Run] checks it again just before the
-	// stage starts (same device, inode and SHA-256) and direct mode
+	// first stage starts (same device, inode and SHA-256) and direct mode
 	// executes it through the descriptor, never by path; sudo mode, which
 	// can only name a path, checks that the path it gives sudo leads to
 	// the same file. The daemon always sets it; nil executes Path by path.
@@ -294,6 +294,9 @@ type pipeline struct {
 	procs []*os.Process // started stages, in order
 	pgids []int         // distinct process groups to signal
 	cg    *cgroup       // the pipeline's cgroup, or nil
+	// sudoPaths are, in sudo mode, the paths verifyPrograms checked and
+	// sudo is given, one per stage.
+	sudoPaths []string
 
 	stdout   capture
 	stderrs  []capture
@@ -322,6 +325,9 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 	n := len(p.spec.Stages)
 	res := &Result{Started: time.Now()}
 
+	if err := p.verifyPrograms(); err != nil {
+		return nil, err
+	}
 	if p.spec.Cgroups != nil {
 		cg, err := p.spec.Cgroups.create()
 		if err != nil {
@@ -566,7 +572,33 @@ func (p *pipeline) closeAll() {
 	}
 }
 
-// start starts stage i with the given stdin, stdout and stderr.
+// verifyPrograms checks every stage's program ([File.Verify]) and, in sudo
+// mode, that the path sudo will be given still leads to it, before any stage
+// starts: a pipeline with one changed program runs none of its stages.
+func (p *pipeline) verifyPrograms() error {
+	if p.spec.Mode == ModeSudo {
+		p.sudoPaths = make([]string, len(p.spec.Stages))
+		for i, c := range p.spec.Stages {
+			p.sudoPaths[i] = sudoProgram(c)
+		}
+	}
+	for i, c := range p.spec.Stages {
+		if c.Program == nil {
+			continue
+		}
+		err := c.Program.Verify()
+		if err == nil && p.spec.Mode == ModeSudo {
+			err = sameFile(p.sudoPaths[i], c.Program)
+		}
+		if err != nil {
+			return fmt.Errorf("runner: stage %d (%s) not started: %w", i, c.Path, err)
+		}
+	}
+	return nil
+}
+
+// start starts stage i with the given stdin, stdout and stderr; the caller
+// has checked its program ([pipeline.verifyPrograms]).
 func (p *pipeline) start(i int, stdio [3]*os.File) error {
 	s := &p.spec
 	c := s.Stages[i]
@@ -597,9 +629,6 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 	case ModeDirect:
 		prog, argv = c.Path, c.Args
 		if c.Program != nil {
-			if err := c.Program.Verify(); err != nil {
-				return err
-			}
 			// The kernel opens the file before it closes close-on-exec
 			// descriptors, so a binary runs from its descriptor without
 			// inheriting it. A script's interpreter opens the path it is
@@ -625,15 +654,7 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 			sys.Credential.Groups = []uint32{} // setgroups(0): drop root's groups
 		}
 	case ModeSudo:
-		prog, argv = s.SudoPath, sudoArgv(s, c)
-		if c.Program != nil {
-			if err := c.Program.Verify(); err != nil {
-				return err
-			}
-			if err := sameFile(sudoProgram(c), c.Program); err != nil {
-				return err
-			}
-		}
+		prog, argv = s.SudoPath, sudoArgv(s, p.sudoPaths[i], c.Args)
 	}
 	dir := s.Dir
 	if dir == "" {
@@ -682,8 +703,9 @@ func dupAbove(f *os.File, files []*os.File) (*os.File, error) {
 	return os.NewFile(uintptr(fd), f.Name()), nil
 }
 
-// sudoArgv is the argument vector of sudo running stage c of s.
-func sudoArgv(s *Spec, c Command) []string {
+// sudoArgv is the argument vector of sudo running program with the
+// arguments args[1:] for s.
+func sudoArgv(s *Spec, program string, args []string) []string {
 	user := s.Target.Name
 	if user == "" {
 		user = "#" + strconv.FormatUint(uint64(s.Target.UID), 10)
@@ -696,8 +718,8 @@ func sudoArgv(s *Spec, c Command) []string {
 		}
 		argv = append(argv, "--preserve-env="+strings.Join(names, ","))
 	}
-	argv = append(argv, "--", sudoProgram(c))
-	return append(argv, c.Args[1:]...)
+	argv = append(argv, "--", program)
+	return append(argv, args[1:]...)
 }
 
 // sudoProgram is the path sudo is told to run for c: the link the agent named

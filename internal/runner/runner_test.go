@@ -907,13 +907,13 @@ func TestSudoArgv(t *testing.T) {
 		Env:      []string{"HOME=/home/alice", "PATH=/usr/bin", "A_B=x=y"},
 	}
 	c := Command{Path: "/usr/bin/weird=name", Args: []string{"weird=name", "-u", "--", "x"}}
-	got := sudoArgv(s, c)
+	got := sudoArgv(s, c.Path, c.Args)
 	want := []string{testSudo, "-n", "-u", "alice", "--preserve-env=HOME,PATH,A_B", "--", "/usr/bin/weird=name", "-u", "--", "x"}
 	if !slices.Equal(got, want) {
 		t.Errorf("sudoArgv\n got %q\nwant %q", got, want)
 	}
 	s.Target.Name, s.Env = "", nil
-	got = sudoArgv(s, Command{Path: "/usr/bin/true", Args: []string{"true"}})
+	got = sudoArgv(s, "/usr/bin/true", []string{"true"})
 	want = []string{testSudo, "-n", "-u", "#1000", "--", "/usr/bin/true"}
 	if !slices.Equal(got, want) {
 		t.Errorf("sudoArgv without name or env\n got %q\nwant %q", got, want)
