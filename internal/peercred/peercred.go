@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -41,15 +42,7 @@ func (c Creds) User() string {
 
 // InGroup reports whether gid is the peer's primary or a supplementary group.
 func (c Creds) InGroup(gid uint32) bool {
-	if c.GID == gid {
-		return true
-	}
-	for _, g := range c.Groups {
-		if g == gid {
-			return true
-		}
-	}
-	return false
+	return c.GID == gid || slices.Contains(c.Groups, gid)
 }
 
 // Get reads the credentials of conn's peer.
