@@ -7,11 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/agent-sudo/agent-sudo/internal/runner"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -288,10 +289,10 @@ func (r *Record) check() error {
 
 // marshalBody encodes r without seq and prev: a JSON object whose closing
 // brace the writer replaces with the chain fields. The line is ASCII: every
-// non-ASCII character is written as a \u escape, so that printing the file
-// on a terminal (cat, tail -f, grep) cannot reorder or hide text with bidi
-// controls or invisible characters; encoding/json already escapes the
-// control characters. HTML characters are not escaped, so that "<" in an
+// non-ASCII character is written as a \u escape, and so is DEL
+// ([termtext.ASCIIJSON]), so that printing the file on a terminal (cat,
+// tail -f, grep) cannot reorder or hide text with bidi controls or invisible
+// characters; encoding/json already escapes the other control characters. HTML characters are not escaped, so that "<" in an
 // argument reads as "<".
 func marshalBody(r *Record) ([]byte, error) {
 	var b bytes.Buffer
@@ -300,37 +301,21 @@ func marshalBody(r *Record) ([]byte, error) {
 	if err := enc.Encode(r); err != nil {
 		return nil, fmt.Errorf("encode %s record: %w", r.Type, err)
 	}
-	body := asciiOnly(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+	body := termtext.ASCIIJSON(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
 		return nil, fmt.Errorf("encode %s record: not a JSON object", r.Type)
 	}
 	return body, nil
 }
 
-// asciiOnly rewrites the non-ASCII characters of JSON text as \u escapes
-// (a surrogate pair above U+FFFF). In encoding/json's output they can only
-// be inside strings, and are valid UTF-8.
-func asciiOnly(b []byte) []byte {
-	i := 0
-	for i < len(b) && b[i] < utf8.RuneSelf {
-		i++
+// JoinExitCodes returns codes in decimal, separated by sep: "0,1" for
+// JoinExitCodes([]int{0, 1}, ","), "" for none.
+func JoinExitCodes(codes []int, sep string) string {
+	s := make([]string, len(codes))
+	for i, c := range codes {
+		s[i] = strconv.Itoa(c)
 	}
-	if i == len(b) {
-		return b
-	}
-	out := append(make([]byte, 0, len(b)+len(b)/4), b[:i]...)
-	for _, r := range string(b[i:]) {
-		switch {
-		case r < utf8.RuneSelf:
-			out = append(out, byte(r))
-		case r > 0xffff:
-			r1, r2 := utf16.EncodeRune(r)
-			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
-		default:
-			out = fmt.Appendf(out, `\u%04x`, r)
-		}
-	}
-	return out
+	return strings.Join(s, sep)
 }
 
 // LineHash returns the chain hash of one line (without its newline): the

@@ -251,13 +251,9 @@ func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.
 	}
 	rec.Result = r
 	rcpt, err := t.log.Append(ctx, rec)
-	codes := make([]string, len(r.ExitCodes))
-	for i, c := range r.ExitCodes {
-		codes[i] = strconv.Itoa(c)
-	}
 	fields := map[string]string{
 		"AGENT_SUDO_STATUS":     string(resp.Status),
-		"AGENT_SUDO_EXIT_CODES": strings.Join(codes, ","),
+		"AGENT_SUDO_EXIT_CODES": JoinExitCodes(r.ExitCodes, ","),
 		"AGENT_SUDO_DECIDED_BY": t.decidedBy,
 	}
 	if r.DurationNS > 0 {
@@ -268,7 +264,7 @@ func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.
 		pri = journal.PriWarning
 	}
 	t.log.journal(rec, rcpt, err, pri, fmt.Sprintf("audit: request %s finished: %s, exit codes [%s]",
-		rec.ID, resp.Status, strings.Join(codes, " ")), fields)
+		rec.ID, resp.Status, JoinExitCodes(r.ExitCodes, " ")), fields)
 	return err
 }
 

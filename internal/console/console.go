@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // DefaultGuard is how long keys are ignored after a prompt appears.
@@ -206,13 +207,13 @@ func greeting(conn net.Conn, sc *bufio.Scanner) (approval.Message, error) {
 		return m, fmt.Errorf("read the daemon's greeting: %w", err)
 	}
 	if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-		return m, fmt.Errorf("the daemon's greeting is not a message: %s", esc(err.Error()))
+		return m, fmt.Errorf("the daemon's greeting is not a message: %s", termtext.Esc(err.Error()))
 	}
 	switch {
 	case m.Type == approval.MsgResult && m.Error != "":
-		return m, fmt.Errorf("agent-sudod refused this console: %s", esc(m.Error))
+		return m, fmt.Errorf("agent-sudod refused this console: %s", termtext.Esc(m.Error))
 	case m.Type != approval.MsgHello:
-		return m, fmt.Errorf("the daemon greeted with a %q message instead of hello", esc(m.Type))
+		return m, fmt.Errorf("the daemon greeted with a %q message instead of hello", termtext.Esc(m.Type))
 	}
 	return m, nil
 }

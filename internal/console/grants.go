@@ -40,7 +40,7 @@ func (g *grantsScreen) build(keep string) {
 	opts := make([]huh.Option[string], len(m.grants))
 	for i, gr := range m.grants {
 		label := fmt.Sprintf("%s  uid %d  session %s  expires %s",
-			esc(gr.ID), gr.UID, esc(gr.Session), gr.Expires.In(m.cfg.now().Location()).Format("2006-01-02 15:04:05"))
+			termtext.Esc(gr.ID), gr.UID, termtext.Esc(gr.Session), gr.Expires.In(m.cfg.now().Location()).Format("2006-01-02 15:04:05"))
 		opts[i] = huh.NewOption(strings.Join(termtext.Wrap(label, max(m.width-4, 1)), "\n"), gr.ID)
 	}
 	g.sel = huh.NewSelect[string]()
@@ -152,7 +152,7 @@ func (g *grantsScreen) View() (top, body, bottom []string) {
 	} else {
 		body = append(body, strings.Split(g.form.View(), "\n")...)
 		if m.grantsOmitted > 0 {
-			body = append(body, wrapText(fmt.Sprintf("%d more grant%s not listed (the daemon lists at most %d)", m.grantsOmitted, plural(m.grantsOmitted), approval.MaxGrantsListed), m.width)...)
+			body = append(body, wrapText(fmt.Sprintf("%d more %s not listed (the daemon lists at most %d)", m.grantsOmitted, termtext.Plural(m.grantsOmitted, "grant"), approval.MaxGrantsListed), m.width)...)
 		}
 		if gr, ok := hovered(g.sel, m.grants); ok {
 			body = append(body, "")
@@ -166,10 +166,10 @@ func (g *grantsScreen) View() (top, body, bottom []string) {
 
 func grantDetails(st *styles, g approval.Grant, width int, now time.Time) []string {
 	l := newLines(st, width)
-	l.field("grant", esc(g.ID), nil)
+	l.field("grant", termtext.Esc(g.ID), nil)
 	if e := g.Elided; e != nil {
-		l.field("command", fmt.Sprintf("too long to list: %d bytes in %d stage%s (%d argument%s), sha256 %s",
-			e.Bytes, e.Stages, plural(e.Stages), e.Args, plural(e.Args), esc(e.SHA256)), &st.bold)
+		l.field("command", fmt.Sprintf("too long to list: %d bytes in %d %s (%d %s), sha256 %s",
+			e.Bytes, e.Stages, termtext.Plural(e.Stages, "stage"), e.Args, termtext.Plural(e.Args, "argument"), termtext.Esc(e.SHA256)), &st.bold)
 	} else {
 		line, _ := termtext.CommandLine(g.Pipeline)
 		l.field("command", line, &st.bold)
@@ -179,17 +179,17 @@ func grantDetails(st *styles, g approval.Grant, width int, now time.Time) []stri
 	} else {
 		l.field("runs", "unprivileged", nil)
 	}
-	l.field("cwd", escStrict(g.Cwd), nil)
+	l.field("cwd", termtext.EscStrict(g.Cwd), nil)
 	keys := make([]string, len(g.EnvKeys))
 	for i, k := range g.EnvKeys {
-		keys[i] = escStrict(k)
+		keys[i] = termtext.EscStrict(k)
 	}
 	if len(keys) > 0 {
 		l.field("env keys", strings.Join(keys, " "), nil)
 	}
-	l.field("session", esc(g.Session), nil)
+	l.field("session", termtext.Esc(g.Session), nil)
 	l.field("uid", fmt.Sprint(g.UID), nil)
-	l.field("granted", fmt.Sprintf("%s by %s", g.Created.In(now.Location()).Format(time.DateTime), esc(g.By)), nil)
+	l.field("granted", fmt.Sprintf("%s by %s", g.Created.In(now.Location()).Format(time.DateTime), termtext.Esc(g.By)), nil)
 	left := "expired"
 	if d := g.Expires.Sub(now); d > 0 {
 		left = "in " + d.Round(time.Second).String()

@@ -356,7 +356,7 @@ func (m *model) decide(c approval.Choice, note string) tea.Cmd {
 		return nil
 	}
 	if !r.complete() && c != approval.DenyOnce {
-		m.errorf("request %s cannot be allowed: its full text has not been loaded and shown yet (deny works)", esc(r.id))
+		m.errorf("request %s cannot be allowed: its full text has not been loaded and shown yet (deny works)", termtext.Esc(r.id))
 		return nil
 	}
 	if _, ok := m.screen.(*noteScreen); ok {
@@ -366,7 +366,7 @@ func (m *model) decide(c approval.Choice, note string) tea.Cmd {
 	}
 	msg := approval.Message{Type: approval.MsgDecide, ID: r.id, Hash: r.hash, Decision: c, Note: note}
 	if err := m.cfg.send(msg); err != nil {
-		m.errorf("could not send your decision on request %s: %v", esc(r.id), err)
+		m.errorf("could not send your decision on request %s: %v", termtext.Esc(r.id), err)
 		return m.promptChanged()
 	}
 	r.submitted = c
@@ -398,7 +398,7 @@ func (m *model) revoke(id string) {
 		return
 	}
 	if err := m.cfg.send(approval.Message{Type: approval.MsgRevoke, Grant: id}); err != nil {
-		m.errorf("could not revoke session grant %s: %v", esc(id), err)
+		m.errorf("could not revoke session grant %s: %v", termtext.Esc(id), err)
 		return
 	}
 	m.inflight = append(m.inflight, sent{typ: approval.MsgRevoke, grant: id})
@@ -431,7 +431,7 @@ func (m *model) daemon(msg approval.Message) tea.Cmd {
 func (m *model) pending(msg approval.Message) tea.Cmd {
 	s := msg.Request
 	if s == nil {
-		m.errorf("the daemon announced request %s without its details; it cannot be decided here", esc(msg.ID))
+		m.errorf("the daemon announced request %s without its details; it cannot be decided here", termtext.Esc(msg.ID))
 		return nil
 	}
 	id := msg.ID
@@ -439,7 +439,7 @@ func (m *model) pending(msg approval.Message) tea.Cmd {
 		id = s.ID
 	}
 	if id != s.ID {
-		m.errorf("the daemon announced request %s with the details of request %s; it cannot be decided here", esc(id), esc(s.ID))
+		m.errorf("the daemon announced request %s with the details of request %s; it cannot be decided here", termtext.Esc(id), termtext.Esc(s.ID))
 		return nil
 	}
 	var r *request
@@ -455,7 +455,7 @@ func (m *model) pending(msg approval.Message) tea.Cmd {
 			return nil
 		}
 		m.queue[i] = r
-		m.addNotice(notice{text: fmt.Sprintf("request %s changed while it waited; showing what waits now", esc(id))})
+		m.addNotice(notice{text: fmt.Sprintf("request %s changed while it waited; showing what waits now", termtext.Esc(id))})
 		m.cfg.bell()
 		if i == 0 {
 			return m.promptChanged()
@@ -483,7 +483,7 @@ func (m *model) askDetail(r *request) {
 		return
 	}
 	if err := m.cfg.send(approval.Message{Type: approval.MsgDetail, ID: r.id, Hash: r.hash}); err != nil {
-		m.errorf("could not ask for the full text of request %s: %v", esc(r.id), err)
+		m.errorf("could not ask for the full text of request %s: %v", termtext.Esc(r.id), err)
 		return
 	}
 	r.detailAsked = true
@@ -501,10 +501,10 @@ func (m *model) detail(msg approval.Message) tea.Cmd {
 	s := msg.Request
 	switch {
 	case msg.Hash != r.hash:
-		m.errorf("the daemon sent the full text of request %s for a different version of it; ignored", esc(r.id))
+		m.errorf("the daemon sent the full text of request %s for a different version of it; ignored", termtext.Esc(r.id))
 		return nil
 	case s == nil || s.ID != r.id:
-		m.errorf("the daemon sent no usable full text for request %s", esc(r.id))
+		m.errorf("the daemon sent no usable full text for request %s", termtext.Esc(r.id))
 		return nil
 	}
 	full := newRequest(m.st, r.id, msg.Hash, s)
@@ -553,7 +553,7 @@ func (m *model) resolved(msg approval.Message) tea.Cmd {
 
 // resolvedText says how a request stopped waiting.
 func resolvedText(id string, v approval.Verdict, by string) string {
-	id, by = esc(id), esc(by)
+	id, by = termtext.Esc(id), termtext.Esc(by)
 	switch v {
 	case approval.Allow:
 		return fmt.Sprintf("request %s was allowed by %s", id, by)
@@ -569,7 +569,7 @@ func resolvedText(id string, v approval.Verdict, by string) string {
 	case approval.Failed:
 		return fmt.Sprintf("request %s ended without a decision (%s); it will not run", id, by)
 	}
-	return fmt.Sprintf("request %s is no longer waiting (%s, %s)", id, esc(string(v)), by)
+	return fmt.Sprintf("request %s is no longer waiting (%s, %s)", id, termtext.Esc(string(v)), by)
 }
 
 func (m *model) result(msg approval.Message) tea.Cmd {
@@ -581,12 +581,12 @@ func (m *model) result(msg approval.Message) tea.Cmd {
 		// The answer to a detail request: the full text cannot come.
 		r.detailErr = msg.Error
 		r.cache = nil
-		m.errorf("the full text of request %s could not be loaded: %s", esc(r.id), esc(msg.Error))
+		m.errorf("the full text of request %s could not be loaded: %s", termtext.Esc(r.id), termtext.Esc(msg.Error))
 		return nil
 	}
 	if i < 0 {
 		if msg.Error != "" {
-			m.errorf("the daemon reported an error: %s", esc(msg.Error))
+			m.errorf("the daemon reported an error: %s", termtext.Esc(msg.Error))
 		}
 		return nil
 	}
@@ -594,9 +594,9 @@ func (m *model) result(msg approval.Message) tea.Cmd {
 	m.inflight = slices.Delete(m.inflight, i, i+1)
 	if s.typ == approval.MsgRevoke {
 		if msg.Error != "" {
-			m.errorf("could not revoke session grant %s: %s", esc(s.grant), esc(msg.Error))
+			m.errorf("could not revoke session grant %s: %s", termtext.Esc(s.grant), termtext.Esc(msg.Error))
 		} else {
-			m.addNotice(notice{text: fmt.Sprintf("session grant %s revoked", esc(s.grant))})
+			m.addNotice(notice{text: fmt.Sprintf("session grant %s revoked", termtext.Esc(s.grant))})
 		}
 		return nil
 	}
@@ -606,7 +606,7 @@ func (m *model) result(msg approval.Message) tea.Cmd {
 		if reason == "" {
 			reason = "no confirmation"
 		}
-		m.errorf("the daemon refused your decision (%s) on request %s: %s", choiceText(s.choice), esc(s.id), esc(reason))
+		m.errorf("the daemon refused your decision (%s) on request %s: %s", choiceText(s.choice), termtext.Esc(s.id), termtext.Esc(reason))
 		if r != nil && r.submitted != "" {
 			r.submitted = ""
 			if j == 0 {
@@ -622,7 +622,7 @@ func (m *model) result(msg approval.Message) tea.Cmd {
 		if len(m.confirmed) > maxConfirmed {
 			m.confirmed = slices.Delete(m.confirmed, 0, len(m.confirmed)-maxConfirmed)
 		}
-		m.addNotice(notice{kind: "decided " + s.id, text: fmt.Sprintf("request %s: your decision (%s) was recorded", esc(s.id), choiceText(s.choice))})
+		m.addNotice(notice{kind: "decided " + s.id, text: fmt.Sprintf("request %s: your decision (%s) was recorded", termtext.Esc(s.id), choiceText(s.choice))})
 		if j == 0 {
 			return m.promptChanged()
 		}
@@ -639,7 +639,7 @@ func choiceText(c approval.Choice) string {
 	case approval.DenyOnce:
 		return "deny"
 	}
-	return esc(string(c))
+	return termtext.Esc(string(c))
 }
 
 func (m *model) errorf(format string, args ...any) {
@@ -662,19 +662,6 @@ func (m *model) addNotice(n notice) {
 func (m *model) expireNotices() {
 	now := m.cfg.now()
 	m.notices = slices.DeleteFunc(m.notices, func(n notice) bool { return now.Sub(n.at) > noticeTTL })
-}
-
-// esc is termtext.Escape without the flag, for text whose escaping the
-// request-level notice does not depend on.
-func esc(s string) string {
-	e, _ := termtext.Escape(s)
-	return e
-}
-
-// escStrict is termtext.EscapeStrict without the flag.
-func escStrict(s string) string {
-	e, _ := termtext.EscapeStrict(s)
-	return e
 }
 
 // guardText formats the guard for messages: "0.5s".

@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/huh"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // noteScreen asks for the optional note that goes with denying the
@@ -78,7 +79,7 @@ func (n *noteScreen) View() (top, body, bottom []string) {
 	}
 	top, body = m.requestView(r)
 	bottom = append(bottom, m.separator())
-	bottom = append(bottom, styled(m.st.bold, wrapText(fmt.Sprintf("Deny request %s.", esc(r.id)), m.width))...)
+	bottom = append(bottom, styled(m.st.bold, wrapText(fmt.Sprintf("Deny request %s.", termtext.Esc(r.id)), m.width))...)
 	bottom = append(bottom, strings.Split(n.form.View(), "\n")...)
 	bottom = append(bottom, m.keyHelp([][2]string{{"enter", "deny with this note"}, {"esc", "deny without a note"}, {"ctrl+c", "quit (decides nothing)"}})...)
 	return top, body, bottom

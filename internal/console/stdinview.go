@@ -114,7 +114,7 @@ func (s *stdinScreen) View() (top, body, bottom []string) {
 	}
 	top = append(top, "")
 	top = append(top, styled(st.bold, wrapText(fmt.Sprintf("STDIN OF REQUEST %s · %d bytes · %s · %s",
-		esc(r.id), in.Size, kind, m.countdown(r.shown.Deadline)), m.width))...)
+		termtext.Esc(r.id), in.Size, kind, m.countdown(r.shown.Deadline)), m.width))...)
 	top = append(top, styled(st.warn, wrapText("sha256 "+in.SHA256+" · nothing is decided on this screen", m.width))...)
 	if r.stdinWidth != m.width || r.stdinCache == nil {
 		r.stdinCache = fit(stdinLines(st, in, m.width), m.width)
@@ -156,7 +156,7 @@ func stdinLines(st *styles, in *approval.StdinShown, width int) []string {
 		if final {
 			end = "ends with a newline"
 		}
-		return append(out, st.dim.Render(fmt.Sprintf("-- end of stdin: %d bytes, %d line%s, %s --", in.Size, len(parts), plural(len(parts)), end)))
+		return append(out, st.dim.Render(fmt.Sprintf("-- end of stdin: %d bytes, %d %s, %s --", in.Size, len(parts), termtext.Plural(len(parts), "line"), end)))
 	}
 	var b strings.Builder
 	for off := 0; off < len(in.Data); off += 16 {

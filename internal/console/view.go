@@ -163,7 +163,7 @@ func (m *model) noticeLines(room int) []string {
 		kept++
 	}
 	hidden := len(all) - kept
-	note := fmt.Sprintf("(%d notice%s not shown: the screen is too small)", hidden, plural(hidden))
+	note := fmt.Sprintf("(%d %s not shown: the screen is too small)", hidden, termtext.Plural(hidden, "notice"))
 	return append(styled(m.st.dim, wrapText(note, m.width))[:1], out...)
 }
 
@@ -173,9 +173,9 @@ func (m *model) header() []string {
 	if n > 0 {
 		waiting = fmt.Sprintf("%d waiting", n)
 	}
-	h := fmt.Sprintf("agent-sudo approve · %s · %d session grant%s", waiting, len(m.grants), plural(len(m.grants)))
+	h := fmt.Sprintf("agent-sudo approve · %s · %d %s", waiting, len(m.grants), termtext.Plural(len(m.grants), "session grant"))
 	if m.cfg.version != "" {
-		h += " · agent-sudod " + esc(m.cfg.version)
+		h += " · agent-sudod " + termtext.Esc(m.cfg.version)
 	}
 	return styled(m.st.header, wrapText(h, m.width))
 }
@@ -189,7 +189,7 @@ func (m *model) separator() string {
 func (m *model) idleView() (body, bottom []string) {
 	body = append(body, "", m.st.bold.Render(idleText), "")
 	if len(m.grants) > 0 {
-		body = append(body, wrapText(fmt.Sprintf("%d session grant%s in force; press g to list or revoke them.", len(m.grants), plural(len(m.grants))), m.width)...)
+		body = append(body, wrapText(fmt.Sprintf("%d %s in force; press g to list or revoke them.", len(m.grants), termtext.Plural(len(m.grants), "session grant")), m.width)...)
 	}
 	bottom = append(bottom, m.separator())
 	bottom = append(bottom, m.keyHelp([][2]string{{"g", "session grants"}, {"q", "quit (decides nothing)"}})...)
@@ -269,23 +269,24 @@ func summaryDetails(st *styles, r *request, width int) []string {
 	s, sum := r.shown, r.summary
 	state := "loading it from the daemon…"
 	if r.detailErr != "" {
-		state = "it could not be loaded: " + esc(r.detailErr)
+		state = "it could not be loaded: " + termtext.Esc(r.detailErr)
 	}
-	l.field("command", fmt.Sprintf("NOT SHOWN YET: the request is %d bytes (%d stage%s, %d argument%s, %d environment variable%s); %s",
-		sum.Bytes, sum.Stages, plural(sum.Stages), sum.Args, plural(sum.Args), sum.EnvVars, plural(sum.EnvVars), state), &st.danger)
+	l.field("command", fmt.Sprintf("NOT SHOWN YET: the request is %d bytes (%d %s, %d %s, %d %s); %s",
+		sum.Bytes, sum.Stages, termtext.Plural(sum.Stages, "stage"), sum.Args, termtext.Plural(sum.Args, "argument"),
+		sum.EnvVars, termtext.Plural(sum.EnvVars, "environment variable"), state), &st.danger)
 	if s == nil {
 		return l.out
 	}
 	if s.Privileged {
 		l.field("runs", "as root", &st.danger)
 	} else {
-		l.field("runs", "as "+esc(s.RunAs)+" (unprivileged)", nil)
+		l.field("runs", "as "+termtext.Esc(s.RunAs)+" (unprivileged)", nil)
 	}
-	l.field("cwd", escStrict(s.Cwd), nil)
-	l.field("reason", esc(s.Reason), nil)
-	l.field("session", esc(s.Session), nil)
-	l.field("from", fmt.Sprintf("uid %d (%s), pid %d, %s", s.Peer.UID, esc(s.Peer.User), s.Peer.PID, escStrict(s.Peer.Exe)), nil)
-	l.field("id", esc(r.id), nil)
+	l.field("cwd", termtext.EscStrict(s.Cwd), nil)
+	l.field("reason", termtext.Esc(s.Reason), nil)
+	l.field("session", termtext.Esc(s.Session), nil)
+	l.field("from", fmt.Sprintf("uid %d (%s), pid %d, %s", s.Peer.UID, termtext.Esc(s.Peer.User), s.Peer.PID, termtext.EscStrict(s.Peer.Exe)), nil)
+	l.field("id", termtext.Esc(r.id), nil)
 	return l.out
 }
 
@@ -523,13 +524,6 @@ func styled(s lipgloss.Style, lines []string) []string {
 		lines[i] = s.Render(l)
 	}
 	return lines
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // clampScroll keeps the body's scroll position within the body.

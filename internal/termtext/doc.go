@@ -43,6 +43,10 @@
 // argument, and [CommandLine] for a whole pipeline. [Wrap] breaks the
 // result into lines and [Width] measures it; a user interface must lay out
 // every line with Width and never rely on a library's own truncation.
+// [Esc] and [EscStrict] are Escape and EscapeStrict for callers that do not
+// need to know whether anything was escaped, and [ASCIIJSON] makes JSON text
+// (the audit log's lines, --json output) ASCII with the same meaning.
+// [Plural] is for the counts in the messages around them.
 //
 // # Rules
 //

@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"io/fs"
 	"slices"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
-	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // Exit statuses of audit besides the common ones (see the package
@@ -146,19 +142,6 @@ func (inv *invocation) corrupt(cmd string, le *audit.LineError) {
 	inv.say("%s: %v; run 'agent-sudo audit verify'", cmd, le)
 }
 
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
-}
-
-// esc escapes untrusted text for the terminal.
-func esc(s string) string {
-	e, _ := termtext.Escape(s)
-	return e
-}
-
 // orDash is s, or "-" when it is empty.
 func orDash(s string) string {
 	if s == "" {
@@ -167,29 +150,3 @@ func orDash(s string) string {
 	return s
 }
 
-// asciiJSON rewrites every non-ASCII character of JSON text as a \u escape
-// (a surrogate pair above U+FFFF), invalid UTF-8 as \ufffd, DEL as \u007f,
-// and the other control characters as spaces: in valid JSON they can only be
-// whitespace between tokens (a line from a tampered log may have a raw CR
-// there). The JSON means the same, and nothing in it can act on a terminal.
-func asciiJSON(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		switch {
-		case r < 0x20:
-			out = append(out, ' ')
-		case r == 0x7f:
-			out = append(out, `\u007f`...)
-		case r < utf8.RuneSelf:
-			out = append(out, b[0])
-		case r > 0xffff:
-			r1, r2 := utf16.EncodeRune(r)
-			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
-		default:
-			out = fmt.Appendf(out, `\u%04x`, r)
-		}
-		b = b[size:]
-	}
-	return out
-}

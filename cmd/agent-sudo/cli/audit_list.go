@@ -320,10 +320,6 @@ func tableHeader() []string {
 }
 
 func (t *table) cells(s *audit.Summary) []string {
-	codes := make([]string, len(s.ExitCodes))
-	for i, c := range s.ExitCodes {
-		codes[i] = strconv.Itoa(c)
-	}
 	dur := "-"
 	if s.Duration > 0 {
 		dur = s.Duration.Round(time.Millisecond).String()
@@ -336,8 +332,8 @@ func (t *table) cells(s *audit.Summary) []string {
 		uid = strconv.FormatUint(uint64(s.Peer.UID), 10)
 	}
 	return []string{
-		s.Time.In(t.loc).Format(time.DateTime), orDash(esc(s.ID)), uid, orDash(esc(s.Session)), orDash(esc(s.Host)),
-		esc(s.Status), orDash(esc(s.DecidedBy)), orDash(strings.Join(codes, ",")), dur, orDash(cmd),
+		s.Time.In(t.loc).Format(time.DateTime), orDash(termtext.Esc(s.ID)), uid, orDash(termtext.Esc(s.Session)), orDash(termtext.Esc(s.Host)),
+		termtext.Esc(s.Status), orDash(termtext.Esc(s.DecidedBy)), orDash(audit.JoinExitCodes(s.ExitCodes, ",")), dur, orDash(cmd),
 	}
 }
 
@@ -350,7 +346,7 @@ func (t *table) render(rows []*audit.Summary) string {
 	t.widths = make([]int, len(all[0]))
 	for _, r := range all {
 		for i, c := range r {
-			t.widths[i] = max(t.widths[i], displayWidth(c))
+			t.widths[i] = max(t.widths[i], termtext.Width(c))
 		}
 	}
 	var b strings.Builder
@@ -374,17 +370,10 @@ func (t *table) line(cells []string) string {
 		if i < len(t.widths) {
 			w = t.widths[i]
 		}
-		b.WriteString(strings.Repeat(" ", max(0, w-displayWidth(c))+2))
+		b.WriteString(strings.Repeat(" ", max(0, w-termtext.Width(c))+2))
 	}
 	b.WriteString("\n")
 	return b.String()
-}
-
-// displayWidth is the columns s, already escaped, takes: termtext.Width, the
-// width function of the approval console, exact for what every terminal
-// agrees on and an upper bound for the rest.
-func displayWidth(s string) int {
-	return termtext.Width(s)
 }
 
 // rowJSON is one request in --json output.
@@ -426,5 +415,5 @@ func jsonRow(s *audit.Summary) string {
 		// Cannot happen: every field is a plain value.
 		return fmt.Sprintf("{\"id\":%q,\"error\":%q}\n", s.ID, err.Error())
 	}
-	return string(asciiJSON(b)) + "\n"
+	return string(termtext.ASCIIJSON(b)) + "\n"
 }

@@ -106,7 +106,7 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, path, id st
 		}
 		found++
 		if asJSON {
-			out.WriteString(string(asciiJSON(e.Raw)) + "\n")
+			out.WriteString(string(termtext.ASCIIJSON(e.Raw)) + "\n")
 		} else {
 			if found > 1 {
 				out.WriteString("\n")
@@ -116,9 +116,9 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, path, id st
 	}
 	switch {
 	case found == 0 && bad:
-		return inv.fail(exitDataErr, "audit show: no request %s found, and the log has corrupt lines", esc(id))
+		return inv.fail(exitDataErr, "audit show: no request %s found, and the log has corrupt lines", termtext.Esc(id))
 	case found == 0:
-		return inv.fail(exitNotFound, "audit show: no request %s in %s", esc(id), strings.Join(files, ", "))
+		return inv.fail(exitNotFound, "audit show: no request %s in %s", termtext.Esc(id), strings.Join(files, ", "))
 	case bad:
 		return exitDataErr
 	}
@@ -132,15 +132,15 @@ func prettyRecord(e audit.Entry) string {
 	field := func(name, value string) {
 		fmt.Fprintf(&b, "  %-15s %s\n", name+":", value)
 	}
-	fmt.Fprintf(&b, "%s %s  (%s, seq %d)\n", esc(string(r.Type)), r.Time.UTC().Format(time.RFC3339Nano), esc(e.Location()), r.Seq)
-	field("id", orDash(esc(r.ID)))
-	field("session", esc(r.Session))
-	field("host", esc(r.Host))
+	fmt.Fprintf(&b, "%s %s  (%s, seq %d)\n", termtext.Esc(string(r.Type)), r.Time.UTC().Format(time.RFC3339Nano), termtext.Esc(e.Location()), r.Seq)
+	field("id", orDash(termtext.Esc(r.ID)))
+	field("session", termtext.Esc(r.Session))
+	field("host", termtext.Esc(r.Host))
 	if r.Peer != nil {
-		field("peer", fmt.Sprintf("uid %d, pid %d, %s", r.Peer.UID, r.Peer.PID, orDash(esc(r.Peer.Exe))))
+		field("peer", fmt.Sprintf("uid %d, pid %d, %s", r.Peer.UID, r.Peer.PID, orDash(termtext.Esc(r.Peer.Exe))))
 	}
 	if r.Ref != "" {
-		field("request hash", esc(r.Ref))
+		field("request hash", termtext.Esc(r.Ref))
 	}
 	envLines := func(name string, env map[string]string) {
 		if len(env) == 0 {
@@ -152,21 +152,21 @@ func prettyRecord(e audit.Entry) string {
 			if i == 0 {
 				label = name + ":"
 			}
-			fmt.Fprintf(&b, "  %-15s %s=%s\n", label, esc(k), esc(env[k]))
+			fmt.Fprintf(&b, "  %-15s %s=%s\n", label, termtext.Esc(k), termtext.Esc(env[k]))
 		}
 	}
 	switch {
 	case r.Request != nil:
 		q := r.Request
 		if q.Refused != "" {
-			field("refused", esc(q.Refused))
+			field("refused", termtext.Esc(q.Refused))
 		}
 		if q.Pipeline != nil {
 			cmd, _ := termtext.CommandLine(q.Pipeline)
 			field("command", cmd)
 		}
 		if q.Reason != "" {
-			field("reason", esc(q.Reason))
+			field("reason", termtext.Esc(q.Reason))
 		}
 		if q.Privileged != nil {
 			field("privileged", strconv.FormatBool(*q.Privileged))
@@ -175,16 +175,16 @@ func prettyRecord(e audit.Entry) string {
 			field("forward agent", "true")
 		}
 		if q.Cwd != "" {
-			field("cwd", esc(q.Cwd))
+			field("cwd", termtext.Esc(q.Cwd))
 		}
 		if !q.RequestTime.IsZero() {
 			field("request time", q.RequestTime.Format(time.RFC3339Nano))
 		}
 		if q.Env != nil {
-			envLines("env ("+esc(q.EnvValues)+")", q.Env)
+			envLines("env ("+termtext.Esc(q.EnvValues)+")", q.Env)
 		}
 		if q.StdinBytes > 0 || q.StdinSHA256 != "" {
-			field("stdin", fmt.Sprintf("%d bytes, sha256 %s", q.StdinBytes, esc(q.StdinSHA256)))
+			field("stdin", fmt.Sprintf("%d bytes, sha256 %s", q.StdinBytes, termtext.Esc(q.StdinSHA256)))
 		}
 		if len(q.Stdin) > 0 {
 			label, rows := stdinRows(q.Stdin)
@@ -197,10 +197,10 @@ func prettyRecord(e audit.Entry) string {
 			}
 		}
 	case r.Decision != nil:
-		field("verdict", esc(r.Decision.Verdict))
-		field("by", orDash(esc(r.Decision.By)))
+		field("verdict", termtext.Esc(r.Decision.Verdict))
+		field("by", orDash(termtext.Esc(r.Decision.By)))
 		if r.Decision.Message != "" {
-			field("message", esc(r.Decision.Message))
+			field("message", termtext.Esc(r.Decision.Message))
 		}
 	case r.Exec != nil:
 		x := r.Exec
@@ -216,18 +216,18 @@ func prettyRecord(e audit.Entry) string {
 			}
 			field(fmt.Sprintf("stage %d", i+1), quoteChain(chain))
 			if st.SHA256 != "" {
-				field("  file", fmt.Sprintf("dev %d, inode %d, sha256 %s", st.Dev, st.Ino, esc(st.SHA256)))
+				field("  file", fmt.Sprintf("dev %d, inode %d, sha256 %s", st.Dev, st.Ino, termtext.Esc(st.SHA256)))
 			}
 			for _, w := range st.Writable {
-				field("  WARNING", fmt.Sprintf("not root-only: %s %s", quote(w.Path), esc(w.Why)))
+				field("  WARNING", fmt.Sprintf("not root-only: %s %s", quote(w.Path), termtext.Esc(w.Why)))
 			}
 			argv, _ := termtext.CommandLine([][]string{st.Argv})
 			field("  argv", argv)
 		}
-		field("run as", fmt.Sprintf("%s (uid %d, gid %d)", esc(x.RunAs.User), x.RunAs.UID, x.RunAs.GID))
-		mode := esc(x.Mode)
+		field("run as", fmt.Sprintf("%s (uid %d, gid %d)", termtext.Esc(x.RunAs.User), x.RunAs.UID, x.RunAs.GID))
+		mode := termtext.Esc(x.Mode)
 		if x.SudoPath != "" {
-			mode += " (" + esc(x.SudoPath) + ")"
+			mode += " (" + termtext.Esc(x.SudoPath) + ")"
 		}
 		field("mode", mode)
 		field("dir", quote(x.Dir))
@@ -235,20 +235,16 @@ func prettyRecord(e audit.Entry) string {
 			field("  requested as", quoteChain(x.DirChain))
 		}
 		for _, w := range x.DirWritable {
-			field("  WARNING", fmt.Sprintf("not root-only: %s %s", quote(w.Path), esc(w.Why)))
+			field("  WARNING", fmt.Sprintf("not root-only: %s %s", quote(w.Path), termtext.Esc(w.Why)))
 		}
-		envLines("env ("+esc(x.EnvValues)+")", x.Env)
+		envLines("env ("+termtext.Esc(x.EnvValues)+")", x.Env)
 	case r.Result != nil:
 		x := r.Result
-		field("status", esc(string(x.Status)))
+		field("status", termtext.Esc(string(x.Status)))
 		if x.Message != "" {
-			field("message", esc(x.Message))
+			field("message", termtext.Esc(x.Message))
 		}
-		codes := make([]string, len(x.ExitCodes))
-		for i, c := range x.ExitCodes {
-			codes[i] = strconv.Itoa(c)
-		}
-		field("exit codes", orDash(strings.Join(codes, " ")))
+		field("exit codes", orDash(audit.JoinExitCodes(x.ExitCodes, " ")))
 		if x.DurationNS > 0 {
 			field("duration", time.Duration(x.DurationNS).String())
 		}
@@ -258,9 +254,9 @@ func prettyRecord(e audit.Entry) string {
 			}
 			return ""
 		}
-		field("stdout", fmt.Sprintf("%d bytes%s, sha256 %s", x.StdoutBytes, trunc(x.StdoutTruncated), esc(x.StdoutSHA256)))
+		field("stdout", fmt.Sprintf("%d bytes%s, sha256 %s", x.StdoutBytes, trunc(x.StdoutTruncated), termtext.Esc(x.StdoutSHA256)))
 		for i, st := range x.Stages {
-			field(fmt.Sprintf("stage %d stderr", i+1), fmt.Sprintf("%d bytes%s, sha256 %s", st.StderrBytes, trunc(st.StderrTruncated), esc(st.StderrSHA256)))
+			field(fmt.Sprintf("stage %d stderr", i+1), fmt.Sprintf("%d bytes%s, sha256 %s", st.StderrBytes, trunc(st.StderrTruncated), termtext.Esc(st.StderrSHA256)))
 		}
 	}
 	return b.String()
@@ -296,7 +292,7 @@ func stdinRows(data []byte) (string, []string) {
 	}
 	rows := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	for i, r := range rows {
-		rows[i] = "| " + esc(r)
+		rows[i] = "| " + termtext.Esc(r)
 	}
 	if !final {
 		rows = append(rows, "(no newline at the end)")

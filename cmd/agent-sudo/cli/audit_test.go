@@ -17,6 +17,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -289,8 +290,8 @@ func TestAuditEscaping(t *testing.T) {
 	col := strings.Index(lines[0], "COMMAND")
 	for _, l := range lines[1:] {
 		cmdStart := strings.LastIndex(l, "  ") + 2
-		if displayWidth(l[:cmdStart]) != col {
-			t.Errorf("line not aligned (COMMAND at %d, want %d): %q", displayWidth(l[:cmdStart]), col, l)
+		if termtext.Width(l[:cmdStart]) != col {
+			t.Errorf("line not aligned (COMMAND at %d, want %d): %q", termtext.Width(l[:cmdStart]), col, l)
 		}
 	}
 	var decoded struct{ Session string }
@@ -525,27 +526,6 @@ func TestAuditFollow(t *testing.T) {
 	}
 	if ids := strings.Join(jsonIDs(t, stdout.String()), " "); ids != "r-ok r-denied r-fail r-new2" {
 		t.Errorf("rows %q", ids)
-	}
-}
-
-func TestASCIIJSON(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"a":"b"}`, `{"a":"b"}`},
-		{`{"a":"café"}`, `{"a":"caf\u00e9"}`},
-		{`{"a":"` + "\u202e" + `x"}`, `{"a":"\u202ex"}`},
-		{`{"a":"😀"}`, `{"a":"\ud83d\ude00"}`},
-		{"{\"a\":\"\xff\"}", `{"a":"\ufffd"}`},
-		{"{\"a\":\r\"b\",\t\"c\":1}\n", `{"a": "b", "c":1} `},
-		{"{\"a\":\"\x7f\"}", `{"a":"\u007f"}`},
-	}
-	for _, tt := range tests {
-		got := string(asciiJSON([]byte(tt.in)))
-		if got != tt.want {
-			t.Errorf("asciiJSON(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-		if json.Valid([]byte(tt.in)) && !json.Valid([]byte(got)) {
-			t.Errorf("asciiJSON(%q) = %q is not valid JSON", tt.in, got)
-		}
 	}
 }
 

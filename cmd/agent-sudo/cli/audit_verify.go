@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // auditVerifyOptions are the flags of audit verify.
@@ -107,7 +108,7 @@ func auditVerify(ctx context.Context, inv *invocation, out *errWriter, files, an
 	case err != nil:
 		return inv.unreadable("audit verify", err)
 	}
-	out.WriteString(fmt.Sprintf("ok: %d %s in %d %s\n", res.Records, plural(res.Records, "record"), res.Files, plural(res.Files, "file")))
+	out.WriteString(fmt.Sprintf("ok: %d %s in %d %s\n", res.Records, termtext.Plural(res.Records, "record"), res.Files, termtext.Plural(res.Files, "file")))
 	if res.Records > 0 {
 		out.WriteString(fmt.Sprintf("last record: seq %d, hash %s\n", res.HeadSeq, res.Head))
 	}
