@@ -58,7 +58,7 @@ func (d *decideScreen) buildForm() {
 // denyFocus puts the cursor back on Deny when the prompt is in use: input
 // was discarded as a burst, which may have moved it.
 func (d *decideScreen) denyFocus() {
-	if c := d.m.current(); c == nil || c.submitted != "" || d.sel == nil {
+	if c := d.m.current(); c == nil || d.m.submitted(c) != "" || d.sel == nil {
 		return
 	}
 	if v, _ := d.sel.Hovered(); v != approval.DenyOnce {
@@ -93,7 +93,7 @@ func (d *decideScreen) classify(k tea.KeyMsg) keyKind {
 	if _, ok := scrollKey(k); ok {
 		return kindNav
 	}
-	if c.submitted != "" {
+	if d.m.submitted(c) != "" {
 		switch singleRune(k) {
 		case 'q', 'g', stdinKey:
 			return kindAction
@@ -113,7 +113,7 @@ func (d *decideScreen) Update(msg tea.Msg) tea.Cmd {
 	c := m.current()
 	k, ok := msg.(tea.KeyMsg)
 	if !ok {
-		if c == nil || c.submitted != "" || d.form == nil {
+		if c == nil || m.submitted(c) != "" || d.form == nil {
 			return nil
 		}
 		_, cmd := d.form.Update(msg)
@@ -147,7 +147,7 @@ func (d *decideScreen) Update(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	}
-	if c.submitted != "" {
+	if d.m.submitted(c) != "" {
 		return nil
 	}
 	switch singleRune(k) {
@@ -194,8 +194,8 @@ func (d *decideScreen) View() (top, body, bottom []string) {
 	top, body = m.requestView(r)
 	bottom = append(bottom, m.separator())
 	switch {
-	case r.submitted != "":
-		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Your decision (%s) was sent; waiting for the daemon to confirm it…", choiceText(r.submitted)), m.width))...)
+	case m.submitted(r) != "":
+		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Your decision (%s) was sent; waiting for the daemon to confirm it…", choiceText(m.submitted(r))), m.width))...)
 		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{{"g", "session grants"}, {"q", "quit"}}))...)
 	case !r.complete():
 		bottom = append(bottom, styled(st.warn, wrapText("Allow is disabled until the full request has loaded and is shown.", m.width))...)

@@ -82,9 +82,6 @@ type request struct {
 	detailErr   string
 	// escaped: something in the request had to be escaped to be shown.
 	escaped bool
-	// submitted is the decision this console sent and the daemon has not
-	// answered yet; "" when none.
-	submitted approval.Choice
 
 	// cache of the rendered details for one width
 	cacheWidth int
@@ -92,6 +89,18 @@ type request struct {
 	// stdinCache is the full stdin view rendered for stdinWidth.
 	stdinWidth int
 	stdinCache []string
+}
+
+// submitted returns the decision this console sent on r and the daemon has
+// not answered yet, or "" when none. It is read from inflight, keyed by the
+// request's id, so it survives r being replaced by a newer version of the
+// same request (its detail, or a change announced while it waited).
+func (m *model) submitted(r *request) approval.Choice {
+	i := slices.IndexFunc(m.inflight, func(s sent) bool { return s.typ == approval.MsgDecide && s.id == r.id })
+	if i < 0 {
+		return ""
+	}
+	return m.inflight[i].choice
 }
 
 // sent is a decide or revoke waiting for its result.
@@ -352,7 +361,7 @@ func (m *model) quit() tea.Cmd {
 // decide sends the human's choice on the current request.
 func (m *model) decide(c approval.Choice, note string) tea.Cmd {
 	r := m.current()
-	if r == nil || r.submitted != "" {
+	if r == nil || m.submitted(r) != "" {
 		return nil
 	}
 	if !r.complete() && c != approval.DenyOnce {
@@ -369,7 +378,6 @@ func (m *model) decide(c approval.Choice, note string) tea.Cmd {
 		m.errorf("could not send your decision on request %s: %v", termtext.Esc(r.id), err)
 		return m.promptChanged()
 	}
-	r.submitted = c
 	m.inflight = append(m.inflight, sent{typ: approval.MsgDecide, id: r.id, choice: c})
 	return nil
 }
@@ -509,9 +517,6 @@ func (m *model) detail(msg approval.Message) tea.Cmd {
 	}
 	full := newRequest(m.st, r.id, msg.Hash, s)
 	full.summary, full.loaded, full.detailAsked = r.summary, true, true
-	// A decision already sent on the summary (a denial) stays sent: the
-	// full text must not bring the prompt back for a second one.
-	full.submitted = r.submitted
 	m.queue[i] = full
 	if i == 0 {
 		// The prompt starts over, guard included, now that the whole
@@ -607,11 +612,9 @@ func (m *model) result(msg approval.Message) tea.Cmd {
 			reason = "no confirmation"
 		}
 		m.errorf("the daemon refused your decision (%s) on request %s: %s", choiceText(s.choice), termtext.Esc(s.id), termtext.Esc(reason))
-		if r != nil && r.submitted != "" {
-			r.submitted = ""
-			if j == 0 {
-				return m.promptChanged()
-			}
+		if r != nil && j == 0 {
+			// The decision is no longer in flight: the prompt is back.
+			return m.promptChanged()
 		}
 		return nil
 	}

@@ -403,7 +403,7 @@ func TestSendFailureKeepsThePrompt(t *testing.T) {
 	h.sendErr = errStuck
 	h.press("a")
 	h.wantView("could not send your decision on request r1: stuck", "> Deny")
-	if h.m.current().submitted != "" {
+	if h.m.submitted(h.m.current()) != "" {
 		t.Errorf("a failed send marked the request decided")
 	}
 }
@@ -507,6 +507,37 @@ func TestChangedRequestIsShownAgain(t *testing.T) {
 	h.press("a")
 	if got := h.takeSent(); len(got) != 1 || got[0].Hash != s2.Hash() {
 		t.Errorf("sent %+v, want the hash of the new version", got)
+	}
+}
+
+// A decision sent before the request changed is still in flight: the new
+// version shows it sent, takes no second decision, and the prompt comes
+// back only when the daemon answers the first.
+func TestChangedRequestKeepsTheDecisionInFlight(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	h.pending(s)
+	h.pastGuard()
+	h.press("a")
+	if got := h.takeSent(); len(got) != 1 {
+		t.Fatalf("sent %+v, want one decision", got)
+	}
+	s2 := shown("r1")
+	s2.Pipeline = [][]string{{"rm", "-rf", "/"}}
+	s2.Programs = []approval.Program{{Chain: []string{"/usr/bin/rm"}}}
+	h.pending(s2)
+	h.wantView("request r1 changed while it waited", "command    rm -rf /", "Your decision (allow once) was sent")
+	h.pastGuard()
+	h.press("a")
+	if got := h.takeSent(); len(got) != 0 {
+		t.Fatalf("a second decision was sent while the first was in flight: %+v", got)
+	}
+	h.daemon(approval.Message{Type: approval.MsgResult, ID: "r1", Error: "the decision is for a different version of the request"})
+	h.wantView("the daemon refused your decision (allow once) on request r1", "command    rm -rf /", "> Deny")
+	h.pastGuard()
+	h.press("a")
+	if got := h.takeSent(); len(got) != 1 || got[0].Hash != s2.Hash() {
+		t.Errorf("sent %+v, want one decision with the hash of the new version", got)
 	}
 }
 

@@ -43,7 +43,7 @@ func (s *stdinScreen) close() tea.Cmd {
 	m.scroll = s.back
 	m.resetKeys()
 	m.clampScroll()
-	if c := m.current(); c == nil || c.submitted != "" {
+	if c := m.current(); c == nil || m.submitted(c) != "" {
 		return nil
 	}
 	return m.armGuard()
