@@ -51,19 +51,14 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, by string) {
 	defer unsubscribe()
 
 	grants, omitted := c.Broker.Grants()
-	for _, m := range append([]Message{
+	greeting := append([]Message{
 		{Type: MsgHello, Version: c.Version},
 		{Type: MsgGrants, Grants: grants, GrantsOmitted: omitted},
-	}, waiting...) {
-		if err := writeMessage(conn, m); err != nil {
-			log.Warn("approver channel: write failed", "err", err)
-			return
-		}
-	}
+	}, waiting...)
 
 	out := make(chan Message, 16)
 	writeErr := make(chan error, 1)
-	go func() { writeErr <- writeLoop(ctx, conn, out, events) }()
+	go func() { writeErr <- writeLoop(ctx, conn, greeting, out, events) }()
 	send := func(m Message) bool {
 		select {
 		case out <- m:
@@ -88,10 +83,20 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, by string) {
 	}
 }
 
-// writeLoop sends the replies in out and the broker's events to the
-// console, in one goroutine so lines never interleave, until ctx ends, a
-// write fails or the broker drops the console for falling behind.
-func writeLoop(ctx context.Context, conn net.Conn, out <-chan Message, events <-chan Message) error {
+// writeLoop sends greeting, then the replies in out and the broker's
+// events to the console, in one goroutine so lines never interleave, until
+// ctx ends, a write fails or the broker drops the console for falling
+// behind. The greeting is written here rather than before Serve's select,
+// so that a console that does not read cannot hold Serve past ctx's end.
+func writeLoop(ctx context.Context, conn net.Conn, greeting []Message, out <-chan Message, events <-chan Message) error {
+	for _, m := range greeting {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := writeMessage(conn, m); err != nil {
+			return err
+		}
+	}
 	for {
 		var m Message
 		select {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -158,4 +159,48 @@ func TestChannelEnds(t *testing.T) {
 	c.read() // grants: the greeting is written, Serve waits on events and lines
 	cancel()
 	<-c.done
+}
+
+// stuckConn is a connection whose writes block, deadline or not, until it
+// is closed: a console that stopped reading, at its worst.
+type stuckConn struct {
+	net.Conn
+	closed  chan struct{}
+	writing chan struct{} // closed at the first write
+	once    sync.Once
+}
+
+func (c *stuckConn) Write([]byte) (int, error) {
+	c.once.Do(func() { close(c.writing) })
+	<-c.closed
+	return 0, net.ErrClosed
+}
+
+func (c *stuckConn) Close() error {
+	close(c.closed)
+	return c.Conn.Close()
+}
+
+// TestChannelEndsWhileGreeting: ctx's end stops Serve even while it is
+// blocked writing the greeting to a console that does not read.
+func TestChannelEndsWhileGreeting(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	server, client := net.Pipe()
+	defer client.Close()
+	conn := &stuckConn{Conn: server, closed: make(chan struct{}), writing: make(chan struct{})}
+	defer conn.Close()
+	c := &Channel{Broker: b, Version: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Serve(ctx, conn, "console")
+	}()
+	<-conn.writing
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Serve did not return after its context ended: it is still writing the greeting")
+	}
 }
