@@ -307,7 +307,7 @@ func Parse(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unknownKeys(data, md); err != nil {
+	if err := errors.Join(unknownKeys(data, md), miscasedKeys(md, c.Rules)); err != nil {
 		return nil, err
 	}
 	c.AllowedUsersSet = md.IsDefined("allowed_users")
@@ -316,6 +316,69 @@ func Parse(data []byte) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// ruleKeyPaths calls f with each key of md set inside a [[rule]] table,
+// with the index of that table in rs. md.Keys lists the keys in file order,
+// each [[rule]] table's own key before its contents.
+func ruleKeyPaths(md toml.MetaData, f func(i int, key string)) {
+	i := -1
+	for _, k := range md.Keys() {
+		switch {
+		case len(k) == 1 && k[0] == "rule":
+			i++
+		case len(k) == 2 && k[0] == "rule" && i >= 0:
+			f(i, k[1])
+		}
+	}
+}
+
+// miscasedKeys refuses a key written in another case than the
+// configuration's: the decoder matches keys to fields regardless of case,
+// so "SOCKET" would set socket and a [[Rule]] table would replace the
+// [[rule]] ones. A careful reader takes the file to mean exactly what it
+// says; keys are case-sensitive in TOML.
+func miscasedKeys(md toml.MetaData, rs []rules.Rule) error {
+	var msgs []string
+	top, inRule := topKeys(), ruleKeys()
+	for _, k := range md.Keys() {
+		if len(k) == 1 {
+			if want := otherCase(k[0], top); want != "" {
+				msgs = append(msgs, fmt.Sprintf("key %q must be written %q: keys are case-sensitive", k[0], want))
+			}
+		}
+	}
+	ruleKeyPaths(md, func(i int, key string) {
+		if want := otherCase(key, inRule); want != "" {
+			msgs = append(msgs, fmt.Sprintf("key %q in %s must be written %q: keys are case-sensitive", key, ruleLabel(i, ruleName(rs, i)), want))
+		}
+	})
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// otherCase returns the key of known that key equals but for case, or ""
+// when key is spelt exactly as a known key or matches none.
+func otherCase(key string, known []string) string {
+	if slices.Contains(known, key) {
+		return ""
+	}
+	for _, k := range known {
+		if strings.EqualFold(k, key) {
+			return k
+		}
+	}
+	return ""
+}
+
+// ruleName returns the name of rs[i], or "" when there is no such rule.
+func ruleName(rs []rules.Rule, i int) string {
+	if i < len(rs) {
+		return rs[i].Name
+	}
+	return ""
 }
 
 // Duration is a [time.Duration] that the configuration file writes as a

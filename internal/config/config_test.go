@@ -158,6 +158,30 @@ func TestUnknownKeys(t *testing.T) {
 	}
 }
 
+// TestKeysCaseSensitive: the decoder matches keys to fields regardless of
+// case; a key in another case is refused with its right spelling, so that
+// SOCKET does not set socket and [[Rule]] does not replace the [[rule]]
+// tables.
+func TestKeysCaseSensitive(t *testing.T) {
+	tests := []struct{ name, content, want string }{
+		{"top level", "SOCKET = \"/run/x.sock\"\n", `key "SOCKET" must be written "socket": keys are case-sensitive`},
+		{"mixed case", "Allowed_Users = []\n", `key "Allowed_Users" must be written "allowed_users"`},
+		{"rule table", "[[rule]]\naction = \"deny\"\nmatch = [\"rm\"]\n[[Rule]]\naction = \"allow\"\nmatch = [\"/*\", \"**\"]\n",
+			`key "Rule" must be written "rule"`},
+		{"in a rule", "[[rule]]\nname = \"a\"\naction = \"ask\"\nmatch = [\"id\"]\n" +
+			"[[rule]]\nname = \"b\"\naction = \"allow\"\nmatch = [\"ls\"]\nUSER = \"root\"\n",
+			`key "USER" in rule 2 ("b") must be written "user": keys are case-sensitive`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tt.content))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse(%q) = %v, want an error containing %q", tt.content, err, tt.want)
+			}
+		})
+	}
+}
+
 func TestInvalidValues(t *testing.T) {
 	long := "/run/" + strings.Repeat("s", 110) + ".sock"
 	tests := []struct {
