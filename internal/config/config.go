@@ -312,7 +312,7 @@ func Parse(data []byte) (*Config, error) {
 	}
 	c.AllowedUsersSet = md.IsDefined("allowed_users")
 	c.AllowedGroupsSet = md.IsDefined("allowed_groups")
-	if err := c.Validate(); err != nil {
+	if err := errors.Join(emptyRuleRestrictions(md, c.Rules), c.Validate()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -371,6 +371,32 @@ func otherCase(key string, known []string) string {
 		}
 	}
 	return ""
+}
+
+// emptyRuleRestrictions refuses a rule's user, group or session written as
+// "": the field would be read as absent, so the rule would apply to every
+// user, group or session, the opposite of what writing the key suggests.
+func emptyRuleRestrictions(md toml.MetaData, rs []rules.Rule) error {
+	var errs []error
+	ruleKeyPaths(md, func(i int, key string) {
+		if i >= len(rs) {
+			return
+		}
+		r := rs[i]
+		var empty bool
+		switch key {
+		case "user":
+			empty = r.User == ""
+		case "group":
+			empty = r.Group == ""
+		case "session":
+			empty = r.Session == ""
+		}
+		if empty {
+			errs = append(errs, fmt.Errorf("%s: %s is empty, which would restrict nothing; leave %s out to apply the rule to every %s, or name one", ruleLabel(i, r.Name), key, key, key))
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // ruleName returns the name of rs[i], or "" when there is no such rule.

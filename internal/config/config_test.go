@@ -182,6 +182,27 @@ func TestKeysCaseSensitive(t *testing.T) {
 	}
 }
 
+// TestEmptyRuleRestriction: user, group or session written as "" on a rule
+// would be read as absent and restrict nothing; it is refused.
+func TestEmptyRuleRestriction(t *testing.T) {
+	for _, key := range []string{"user", "group", "session"} {
+		t.Run(key, func(t *testing.T) {
+			content := "[[rule]]\nname = \"x\"\naction = \"allow\"\nmatch = [\"id\"]\n" + key + " = \"\"\n"
+			_, err := config.Parse([]byte(content))
+			want := `rule 1 ("x"): ` + key + ` is empty, which would restrict nothing`
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Parse(%q) = %v, want an error containing %q", content, err, want)
+			}
+		})
+	}
+	// Only the rule that writes the key is refused, named by position.
+	content := "[[rule]]\naction = \"ask\"\nmatch = [\"id\"]\nsession = \"s\"\n[[rule]]\naction = \"ask\"\nmatch = [\"ls\"]\nsession = \"\"\n"
+	_, err := config.Parse([]byte(content))
+	if err == nil || !strings.Contains(err.Error(), "rule 2: session is empty") || strings.Contains(err.Error(), "rule 1") {
+		t.Fatalf("Parse(%q) = %v, want an error about rule 2's session only", content, err)
+	}
+}
+
 func TestInvalidValues(t *testing.T) {
 	long := "/run/" + strings.Repeat("s", 110) + ".sock"
 	tests := []struct {
