@@ -54,6 +54,17 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
+// TestHeadingEscapes: a section heading is upper-cased before it is
+// rendered, so that its roff escapes keep their case (\fB, not \FB, which
+// groff reads as a font family; \[u00C9], not \[U00C9]).
+func TestHeadingEscapes(t *testing.T) {
+	got := markdown("## The `a\\b` key é\n")
+	want := ".SH THE \\fBA\\eB\\fR KEY \\[u00C9]\n"
+	if got != want {
+		t.Errorf("markdown heading = %q, want %q", got, want)
+	}
+}
+
 // TestPages builds both binaries, generates the three pages, and checks
 // that they carry the help and the configuration reference they are made
 // from, and that groff reads them without a warning.

@@ -133,7 +133,7 @@ func markdown(md string) string {
 		case strings.HasPrefix(l, "## "):
 			flush()
 			closeLists()
-			b.WriteString(".SH " + strings.ToUpper(inline(strings.TrimPrefix(l, "## "))) + "\n")
+			b.WriteString(".SH " + inline(strings.ToUpper(strings.TrimPrefix(l, "## "))) + "\n")
 		case strings.HasPrefix(l, "###"):
 			flush()
 			closeLists()
