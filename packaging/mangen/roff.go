@@ -11,7 +11,12 @@ import (
 // with \&.
 func escape(s string) string {
 	s = strings.ReplaceAll(s, `\`, `\e`)
-	s = nonASCII(s)
+	return protectLines(nonASCII(s))
+}
+
+// protectLines puts \& before each line of s that starts with a roff
+// control character (a dot or an apostrophe), so that it is read as text.
+func protectLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
@@ -74,13 +79,7 @@ func inline(s string) string {
 		s = strings.Replace(s, fmt.Sprintf("\x00%d\x00", i), `\fB`+nonASCII(strings.ReplaceAll(span, `\`, `\e`))+`\fR`, 1)
 	}
 	// A line of the paragraph may now start with a control character.
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
-			lines[i] = `\&` + l
-		}
-	}
-	return strings.Join(lines, "\n")
+	return protectLines(s)
 }
 
 var (
