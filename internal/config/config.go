@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -307,30 +308,29 @@ func Parse(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := errors.Join(unknownKeys(data, md), miscasedKeys(md, c.Rules)); err != nil {
+	tables := ruleTables(data)
+	if err := errors.Join(unknownKeys(md, tables), miscasedKeys(md, tables)); err != nil {
 		return nil, err
 	}
 	c.AllowedUsersSet = md.IsDefined("allowed_users")
 	c.AllowedGroupsSet = md.IsDefined("allowed_groups")
-	if err := errors.Join(emptyRuleRestrictions(md, c.Rules), c.Validate()); err != nil {
+	if err := errors.Join(emptyRuleRestrictions(tables), c.Validate()); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// ruleKeyPaths calls f with each key of md set inside a [[rule]] table,
-// with the index of that table in rs. md.Keys lists the keys in file order,
-// each [[rule]] table's own key before its contents.
-func ruleKeyPaths(md toml.MetaData, f func(i int, key string)) {
-	i := -1
-	for _, k := range md.Keys() {
-		switch {
-		case len(k) == 1 && k[0] == "rule":
-			i++
-		case len(k) == 2 && k[0] == "rule" && i >= 0:
-			f(i, k[1])
-		}
+// ruleTables decodes data's rule tables again generically, each as the keys
+// written in it, in file order: the key paths of toml.MetaData do not say
+// which rule a key is in. It returns nil when data has none.
+func ruleTables(data []byte) []map[string]any {
+	var generic struct {
+		Rule []map[string]any `toml:"rule"`
 	}
+	if _, err := toml.Decode(string(data), &generic); err != nil {
+		return nil
+	}
+	return generic.Rule
 }
 
 // miscasedKeys refuses a key written in another case than the
@@ -338,7 +338,7 @@ func ruleKeyPaths(md toml.MetaData, f func(i int, key string)) {
 // so "SOCKET" would set socket and a [[Rule]] table would replace the
 // [[rule]] ones. A careful reader takes the file to mean exactly what it
 // says; keys are case-sensitive in TOML.
-func miscasedKeys(md toml.MetaData, rs []rules.Rule) error {
+func miscasedKeys(md toml.MetaData, tables []map[string]any) error {
 	var msgs []string
 	top, inRule := topKeys(), ruleKeys()
 	for _, k := range md.Keys() {
@@ -348,11 +348,13 @@ func miscasedKeys(md toml.MetaData, rs []rules.Rule) error {
 			}
 		}
 	}
-	ruleKeyPaths(md, func(i int, key string) {
-		if want := otherCase(key, inRule); want != "" {
-			msgs = append(msgs, fmt.Sprintf("key %q in %s must be written %q: keys are case-sensitive", key, ruleLabel(i, ruleName(rs, i)), want))
+	for i, t := range tables {
+		for _, key := range slices.Sorted(maps.Keys(t)) {
+			if want := otherCase(key, inRule); want != "" {
+				msgs = append(msgs, fmt.Sprintf("key %q in %s must be written %q: keys are case-sensitive", key, ruleLabel(i, t["name"]), want))
+			}
 		}
-	})
+	}
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -376,35 +378,16 @@ func otherCase(key string, known []string) string {
 // emptyRuleRestrictions refuses a rule's user, group or session written as
 // "": the field would be read as absent, so the rule would apply to every
 // user, group or session, the opposite of what writing the key suggests.
-func emptyRuleRestrictions(md toml.MetaData, rs []rules.Rule) error {
+func emptyRuleRestrictions(tables []map[string]any) error {
 	var errs []error
-	ruleKeyPaths(md, func(i int, key string) {
-		if i >= len(rs) {
-			return
+	for i, t := range tables {
+		for _, key := range []string{"user", "group", "session"} {
+			if v, ok := t[key]; ok && v == "" {
+				errs = append(errs, fmt.Errorf("%s: %s is empty, which would restrict nothing; leave %s out to apply the rule to every %s, or name one", ruleLabel(i, t["name"]), key, key, key))
+			}
 		}
-		r := rs[i]
-		var empty bool
-		switch key {
-		case "user":
-			empty = r.User == ""
-		case "group":
-			empty = r.Group == ""
-		case "session":
-			empty = r.Session == ""
-		}
-		if empty {
-			errs = append(errs, fmt.Errorf("%s: %s is empty, which would restrict nothing; leave %s out to apply the rule to every %s, or name one", ruleLabel(i, r.Name), key, key, key))
-		}
-	})
-	return errors.Join(errs...)
-}
-
-// ruleName returns the name of rs[i], or "" when there is no such rule.
-func ruleName(rs []rules.Rule, i int) string {
-	if i < len(rs) {
-		return rs[i].Name
 	}
-	return ""
+	return errors.Join(errs...)
 }
 
 // Duration is a [time.Duration] that the configuration file writes as a
@@ -453,7 +436,7 @@ func tagKeys(t reflect.Type) []string {
 
 // unknownKeys reports every key of the file that the configuration does not
 // have. Keys inside [[rule]] tables are reported with the rule they are in.
-func unknownKeys(data []byte, md toml.MetaData) error {
+func unknownKeys(md toml.MetaData, tables []map[string]any) error {
 	undecoded := md.Undecoded()
 	if len(undecoded) == 0 {
 		return nil
@@ -468,7 +451,7 @@ func unknownKeys(data []byte, md toml.MetaData) error {
 		}
 		reported[k.String()] = true
 		if k[0] == "rule" && len(k) >= 2 {
-			msgs = append(msgs, unknownRuleKey(data, k[1:]))
+			msgs = append(msgs, unknownRuleKey(tables, k[1:]))
 			continue
 		}
 		msg := fmt.Sprintf("unknown key %q", k.String())
@@ -481,18 +464,12 @@ func unknownKeys(data []byte, md toml.MetaData) error {
 }
 
 // unknownRuleKey describes an unknown key inside [[rule]] tables, naming
-// the rules that have it. The key path from MetaData does not say which
-// array element it came from, so the file is decoded again generically.
-func unknownRuleKey(data []byte, key toml.Key) string {
-	var generic struct {
-		Rule []map[string]any `toml:"rule"`
-	}
+// the rules that have it ([ruleTables]).
+func unknownRuleKey(tables []map[string]any, key toml.Key) string {
 	var where []string
-	if _, err := toml.Decode(string(data), &generic); err == nil {
-		for i, r := range generic.Rule {
-			if _, ok := r[key[0]]; ok {
-				where = append(where, ruleLabel(i, r["name"]))
-			}
+	for i, r := range tables {
+		if _, ok := r[key[0]]; ok {
+			where = append(where, ruleLabel(i, r["name"]))
 		}
 	}
 	msg := fmt.Sprintf("unknown key %q in [[rule]]", key.String())

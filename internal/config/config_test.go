@@ -171,6 +171,8 @@ func TestKeysCaseSensitive(t *testing.T) {
 		{"in a rule", "[[rule]]\nname = \"a\"\naction = \"ask\"\nmatch = [\"id\"]\n" +
 			"[[rule]]\nname = \"b\"\naction = \"allow\"\nmatch = [\"ls\"]\nUSER = \"root\"\n",
 			`key "USER" in rule 2 ("b") must be written "user": keys are case-sensitive`},
+		{"in an inline rule", "rule = [{action = \"ask\", match = [\"id\"]}, {name = \"b\", action = \"ask\", match = [\"ls\"], Session = \"s\"}]\n",
+			`key "Session" in rule 2 ("b") must be written "session"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +196,12 @@ func TestEmptyRuleRestriction(t *testing.T) {
 				t.Fatalf("Parse(%q) = %v, want an error containing %q", content, err, want)
 			}
 		})
+	}
+	// Only the rule that writes the key is refused, named by position, in
+	// an inline array of rules too.
+	inline := "rule = [{action = \"ask\", match = [\"id\"], user = \"root\"}, {action = \"ask\", match = [\"ls\"], user = \"\"}]\n"
+	if _, err := config.Parse([]byte(inline)); err == nil || !strings.Contains(err.Error(), "rule 2: user is empty") || strings.Contains(err.Error(), "rule 1") {
+		t.Fatalf("Parse(%q) = %v, want an error about rule 2's user only", inline, err)
 	}
 	// Only the rule that writes the key is refused, named by position.
 	content := "[[rule]]\naction = \"ask\"\nmatch = [\"id\"]\nsession = \"s\"\n[[rule]]\naction = \"ask\"\nmatch = [\"ls\"]\nsession = \"\"\n"
