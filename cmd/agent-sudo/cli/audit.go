@@ -149,4 +149,3 @@ func orDash(s string) string {
 	}
 	return s
 }
-
