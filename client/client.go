@@ -86,7 +86,8 @@ func (c *Client) RunRaw(ctx context.Context, req *proto.Request) (*proto.Respons
 
 // Ping asks the daemon whether it is up and the caller may use it. The
 // answer's Status says which (a daemon may deny a peer it does not serve)
-// and its Version names the daemon's version. Errors are as for Run.
+// and its Version names the daemon's version; Message is "pong" and
+// Access says why the caller may use it. Errors are as for Run.
 func (c *Client) Ping(ctx context.Context) (*proto.Response, error) {
 	return c.Run(ctx, &proto.Request{Action: proto.ActionPing})
 }

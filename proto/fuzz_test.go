@@ -135,7 +135,7 @@ func FuzzReadLine(f *testing.F) {
 // a response field is spelled exactly, so encoding/json's case folding does
 // not change the meaning.
 func hasOnlyExactKeys(line []byte) bool {
-	for _, k := range []string{"id", "status", "message", "version", "stages", "stdout", "stdout_truncated", "exit_code", "stderr", "stderr_truncated"} {
+	for _, k := range []string{"id", "status", "message", "version", "access", "stages", "stdout", "stdout_truncated", "exit_code", "stderr", "stderr_truncated"} {
 		if bytes.Count(bytes.ToLower(line), []byte(`"`+k+`"`)) != bytes.Count(line, []byte(`"`+k+`"`)) {
 			return false
 		}
@@ -150,6 +150,7 @@ func FuzzDecodeResponse(f *testing.F) {
 		`{"id":"550e","status":"ok","stages":[{"exit_code":0,"stderr":"aGk="}],"stdout":"b2sK"}`,
 		`{"id":"550e","status":"ok","stages":[{"exit_code":0,"stderr":"","stderr_truncated":true}],"stdout":"","stdout_truncated":true}`,
 		`{"id":"","status":"error","message":"x"}`, `{"id":"1","status":"denied"}`, `{}`, `[]`,
+		`{"id":"p","status":"ok","message":"pong","version":"1.1.0","access":"user a (uid 1) may use it"}`,
 		"{\"id\":\"x\",\"status\":\"ok\",\"stages\":[],\"stdout\":\"AA\nAA\"}",
 		`{"id":"x","status":"ok","stages":[{"exit_code":-0,"stderr":"\/w==","x":[{"y":null}]}],"stdout":"AA\u003d="}`,
 	} {
@@ -172,7 +173,7 @@ func FuzzDecodeResponse(f *testing.F) {
 		if !bytes.Contains(bytes.ToLower(line), []byte(`"id"`)) || !hasOnlyExactKeys(line) {
 			return // encoding/json matches keys case-insensitively; compare only plain inputs
 		}
-		if *ref.ID != resp.ID || *ref.Status != resp.Status || (ref.Stdout != nil && !bytes.Equal(*ref.Stdout, resp.Stdout)) || len(ref.Stages) != len(resp.Stages) {
+		if *ref.ID != resp.ID || *ref.Status != resp.Status || ref.Access != resp.Access || ref.Version != resp.Version || (ref.Stdout != nil && !bytes.Equal(*ref.Stdout, resp.Stdout)) || len(ref.Stages) != len(resp.Stages) {
 			t.Fatalf("DecodeResponse(%q) = %+v; encoding/json says %+v", line, resp, ref)
 		}
 		var buf bytes.Buffer
@@ -183,7 +184,7 @@ func FuzzDecodeResponse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decoding %s: %v", buf.Bytes(), err)
 		}
-		if back.ID != resp.ID || back.Status != resp.Status || !bytes.Equal(back.Stdout, resp.Stdout) || len(back.Stages) != len(resp.Stages) {
+		if back.ID != resp.ID || back.Status != resp.Status || back.Access != resp.Access || !bytes.Equal(back.Stdout, resp.Stdout) || len(back.Stages) != len(resp.Stages) {
 			t.Fatalf("round trip changed %+v into %+v", resp, back)
 		}
 	})

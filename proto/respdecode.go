@@ -390,6 +390,10 @@ func decodeResponseWire(line []byte, w *responseWire) error {
 			v, err := s.text()
 			w.Version = v
 			return err
+		case "access":
+			v, err := s.text()
+			w.Access = v
+			return err
 		case "stdout":
 			v, err := s.base64()
 			w.Stdout = &v

@@ -33,6 +33,10 @@ func WriteResponse(w io.Writer, r *Response) error {
 		e.raw(`,"version":`)
 		e.str(r.Version)
 	}
+	if r.Access != "" {
+		e.raw(`,"access":`)
+		e.str(r.Access)
+	}
 	if r.Stages != nil {
 		e.raw(`,"stages":[`)
 		for i, st := range r.Stages {
@@ -164,6 +168,7 @@ type responseWire struct {
 	Status          *Status     `json:"status"`
 	Message         string      `json:"message"`
 	Version         string      `json:"version"`
+	Access          string      `json:"access"`
 	Stages          []stageWire `json:"stages"`
 	Stdout          *[]byte     `json:"stdout"`
 	StdoutTruncated bool        `json:"stdout_truncated"`
@@ -193,7 +198,7 @@ func DecodeResponse(line []byte) (*Response, error) {
 		return nil, fmt.Errorf("%w: unknown status %q", ErrProtocol, *w.Status)
 	}
 	resp := &Response{
-		ID: *w.ID, Status: *w.Status, Message: w.Message, Version: w.Version,
+		ID: *w.ID, Status: *w.Status, Message: w.Message, Version: w.Version, Access: w.Access,
 		StdoutTruncated: w.StdoutTruncated,
 	}
 	if w.Stdout != nil {

@@ -40,7 +40,8 @@ func TestWriteResponse(t *testing.T) {
 			`{"id":"550e","status":"timeout","message":"killed","stages":[{"exit_code":143,"stderr":""}],"stdout":"eA=="}` + "\n"},
 		{"error without id", Response{Status: StatusError, Message: "bad \"input\"\n<>&\u2028"},
 			`{"id":"","status":"error","message":"bad \"input\"\n\u003c\u003e\u0026\u2028"}` + "\n"},
-		{"ping", Response{ID: "p", Status: StatusOK, Version: "1.2.3"}, `{"id":"p","status":"ok","version":"1.2.3"}` + "\n"},
+		{"ping", Response{ID: "p", Status: StatusOK, Message: PingMessage, Version: "1.2.3", Access: "user a (uid 1) may use it: listed"},
+			`{"id":"p","status":"ok","message":"pong","version":"1.2.3","access":"user a (uid 1) may use it: listed"}` + "\n"},
 		{"negative exit code survives", Response{ID: "n", Status: StatusOK, Stages: []Stage{{ExitCode: -1}}},
 			`{"id":"n","status":"ok","stages":[{"exit_code":-1,"stderr":""}],"stdout":""}` + "\n"},
 	}

@@ -79,6 +79,11 @@ const (
 	ActionStop = "stop"
 )
 
+// PingMessage is the message of an ok answer to ping: exactly what a
+// sudo-proxy 1.1 daemon answers, so its clients accept agent-sudod. Whether
+// the caller may use the daemon is in [Response.Access].
+const PingMessage = "pong"
+
 // Request is one decoded, defaulted and validated request.
 //
 // A Request built by hand (by a client) is encoded with [Request.MarshalJSON];
@@ -145,4 +150,8 @@ type Response struct {
 	StdoutTruncated bool
 	// Version is the daemon's version, in answers to ping (extension).
 	Version string
+	// Access says, in an answer to ping, whether and why the caller may use
+	// the daemon (extension; Message is then "pong", as sudo-proxy 1.1
+	// clients expect).
+	Access string
 }

@@ -477,7 +477,7 @@ func TestE2EPing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Status != proto.StatusOK || resp.Version == "" || !strings.Contains(resp.Message, "user root (uid 0) may use it: root is allowed when neither allowed_users nor allowed_groups is set") {
+	if resp.Status != proto.StatusOK || resp.Version == "" || resp.Message != "pong" || !strings.Contains(resp.Access, "user root (uid 0) may use it: root is allowed when neither allowed_users nor allowed_groups is set") {
 		t.Fatalf("ping: %+v", resp)
 	}
 }

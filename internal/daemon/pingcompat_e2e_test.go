@@ -13,9 +13,10 @@ import (
 // it (every field of its Request, "pipeline": [], "action": "ping",
 // "version") and as a minimal client does (no pipeline), and checks the
 // exact answer line docs/protocol.md gives: one JSON object on one line
-// with id (echoed), status "ok", message and version in that order, and
-// nothing else (no stages, no stdout), where version is the daemon's and
-// the message says who may use it.
+// with id (echoed), status "ok", message "pong" (what a sudo-proxy 1.1
+// daemon answers), version and access in that order, and nothing else (no
+// stages, no stdout), where version is the daemon's and access says who
+// may use it.
 func TestE2EPingAnswerShape(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Config{})
 	now := time.Now().UTC().Format("2006-01-02T15:04:05Z")
@@ -32,8 +33,8 @@ func TestE2EPingAnswerShape(t *testing.T) {
 			t.Fatalf("%s: answer %q: %v", id, got, err)
 		}
 		v := resp.Version
-		want := `{"id":"` + id + `","status":"ok","message":"agent-sudod ` + v + ` is up and user root (uid 0) may use it: ` +
-			`root is allowed when neither allowed_users nor allowed_groups is set","version":"` + v + `"}`
+		want := `{"id":"` + id + `","status":"ok","message":"pong","version":"` + v + `","access":"user root (uid 0) may use it: ` +
+			`root is allowed when neither allowed_users nor allowed_groups is set"}`
 		if strings.TrimSuffix(got, "\n") != want {
 			t.Errorf("%s: answer\n %q\nwant\n %q", id, got, want)
 		}

@@ -435,8 +435,8 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	log = log.With("id", req.ID, "session", req.Session, "host", req.Host)
 
 	if req.Action == proto.ActionPing { // nothing runs, so nothing is audited
-		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusOK, Version: Version(),
-			Message: fmt.Sprintf("agent-sudod %s is up and user %s (uid %d) may use it: %s", Version(), peer.User(), peer.UID, why)}}
+		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusOK, Version: Version(), Message: proto.PingMessage,
+			Access: fmt.Sprintf("user %s (uid %d) may use it: %s", peer.User(), peer.UID, why)}}
 	}
 	refuseRequest := func(msg string) ending {
 		return refuse(log, "refused", audit.Refusal{ID: req.ID, Request: req, Peer: &peer, Reason: msg, Raw: raw},

@@ -69,10 +69,13 @@ func statusMain(ctx context.Context, inv *invocation, args []string) int {
 	}
 	switch resp.Status {
 	case proto.StatusOK:
-		msg := resp.Message
-		if msg == "" {
-			msg = "agent-sudod " + resp.Version + " is up and you may use it"
+		// A daemon that does not say who may use it (sudo-proxy, which
+		// answers only its own user) still answered: the caller may.
+		access := resp.Access
+		if access == "" {
+			access = "you may use it"
 		}
+		msg := "agent-sudod " + resp.Version + " is up and " + access
 		if _, err := fmt.Fprintf(inv.stdout, "%s (socket %s)\n", visible(msg), visible(socket)); err != nil {
 			return inv.fail(exitIO, "write status: %v", err)
 		}

@@ -18,16 +18,18 @@ func TestStatus(t *testing.T) {
 		wantStdout string
 		wantStderr string
 	}{
-		{"up and allowed", &proto.Response{Status: proto.StatusOK, Version: "v1", Message: "agent-sudod v1 is up and user alice may use it"},
+		{"up and allowed", &proto.Response{Status: proto.StatusOK, Version: "v1", Message: "pong", Access: "user alice may use it"},
 			0, "agent-sudod v1 is up and user alice may use it (socket %SOCK%)\n", ""},
+		{"a sudo-proxy daemon answers only its own user", &proto.Response{Status: proto.StatusOK, Version: "1.1.0", Message: "pong"},
+			0, "agent-sudod 1.1.0 is up and you may use it (socket %SOCK%)\n", ""},
 		{"up, not allowed", &proto.Response{Status: proto.StatusError, Message: "not allowed: user bob (uid 1001) may not use agent-sudo; ask"},
 			77, "", "agent-sudo: agent-sudod is up at %SOCK%, but not allowed: user bob (uid 1001) may not use agent-sudo; ask\n"},
 		{"busy says nothing about access", &proto.Response{Status: proto.StatusError, Message: "busy: uid 1001 already has 8 connections open or waiting (max_connections_per_user); close some and try again"},
 			75, "", "agent-sudo: agent-sudod is up at %SOCK% but did not say whether you may use it: busy: uid 1001 already has 8 connections open or waiting (max_connections_per_user); close some and try again\n"},
 		{"rate limited", &proto.Response{Status: proto.StatusError, Message: "rate limited: uid 1001 opened more than 2 connections in the last minute (max_requests_per_minute); try again in 9s"},
 			75, "", "agent-sudo: agent-sudod is up at %SOCK% but did not say whether you may use it: rate limited: uid 1001 opened more than 2 connections in the last minute (max_requests_per_minute); try again in 9s\n"},
-		{"hostile message is escaped", &proto.Response{Status: proto.StatusOK, Version: "v1", Message: "up\x1b[2J\u202e"},
-			0, "up\\x1b[2J\\u202e (socket %SOCK%)\n", ""},
+		{"hostile access and version are escaped", &proto.Response{Status: proto.StatusOK, Version: "v\x1b]0;x\a", Message: "pong", Access: "up\x1b[2J\u202e"},
+			0, "agent-sudod v\\x1b]0;x\\x07 is up and up\\x1b[2J\\u202e (socket %SOCK%)\n", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
