@@ -19,7 +19,7 @@ var testOpts = DecodeOptions{Now: func() time.Time { return fixedNow }}
 const okTime = `"time":"2026-02-13T14:30:00Z"`
 
 func TestDecodeRequestReferenceExample(t *testing.T) {
-	// The request example of shared/reference/protocol.md, verbatim.
+	// The request example of docs/protocol.md, indented.
 	line := `{
   "id": "550e8400-e29b-41d4-a716-446655440000",
   "host": "workstation.local",

@@ -66,7 +66,7 @@ func TestWriteResponse(t *testing.T) {
 }
 
 func TestDecodeResponseReferenceExamples(t *testing.T) {
-	// The response examples of shared/reference/protocol.md, with real base64
+	// The response examples of docs/protocol.md, with real base64
 	// in place of the "<base64>" placeholders.
 	tests := []struct {
 		line string

@@ -153,12 +153,12 @@
 // these variables; the deny list covers the ones that matter to it
 // (LD_*, GCONV_PATH, LOCPATH, NLSPATH, RES_OPTIONS, HOSTALIASES, ...).
 //
-// Verified with sudo 1.9.13p3 and Debian's default sudoers (env_reset,
-// secure_path, use_pty): every Spec.Env variable reaches the command with its
-// value, including PATH, HOME, USER and LOGNAME, which beat sudo's own. sudo
-// adds SUDO_COMMAND, SUDO_USER, SUDO_UID and SUDO_GID, and MAIL, SHELL and
-// TERM=unknown when Spec.Env does not set them; nothing else appears. A sudo
-// PAM stack that includes pam_env could add more; Debian's does not.
+// With Debian's default sudoers (env_reset, secure_path, use_pty) every
+// Spec.Env variable reaches the command with its value, including PATH,
+// HOME, USER and LOGNAME, which beat sudo's own; sudo adds only SUDO_COMMAND,
+// SUDO_USER, SUDO_UID and SUDO_GID, and MAIL, SHELL and TERM when Spec.Env
+// does not set them. TestRunEnvironment checks exactly this against the
+// installed sudo. A sudo PAM stack that includes pam_env could add more.
 //
 // # One process group, no terminal
 //
@@ -166,8 +166,8 @@
 // daemon can signal the pipeline and everything it forked with one kill(2).
 // sudo without a pty forks the command but leaves it in sudo's own process
 // group, which is ours, and also relays the signals it gets; so the group
-// covers sudo's command too (verified: the command's pgrp is the stage's pid
-// and its tty_nr is 0).
+// covers sudo's command too (TestRunNoTerminal checks that the command's pgrp
+// is the stage's pid and its tty_nr is 0).
 //
 // sudo's use_pty (on in Debian's sudoers) applies only when sudo has a
 // controlling terminal: sudo then runs the command in a new session on a pty,
