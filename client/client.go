@@ -28,6 +28,27 @@
 //     status, an id that does not match, a stage count that does not match
 //     the pipeline, ...): errors.Is(err, [proto.ErrProtocol]);
 //   - anything else is an I/O error on an established connection.
+//
+// # Busy daemon
+//
+// A daemon serving as many connections as its max_connections allows
+// answers a new one "busy: ..." before reading a byte of it: nothing ran and
+// nothing was recorded, so sending the same request again is safe. Run,
+// RunRaw and Ping therefore retry a busy answer by default, with the same
+// request id, a fresh time (unless the caller set one), exponential backoff
+// and random jitter, a bounded number of times (by default at most
+// [DefaultBusyRetries] retries and about 11 s of waiting), and never past
+// ctx's end: an error wrapping ctx.Err() then says the daemon was busy and
+// nothing ran. When the retries are used up, the last busy answer is
+// returned as an answer, with a nil error, like any other. [IsBusy]
+// recognises one. Set [Client].Busy to BusyRetry{Retries: -1} to get it at
+// once, or to another [BusyRetry] to change the bounds or to count the
+// retries.
+//
+// Only a busy answer is retried. A "rate limited: ..." answer (too many
+// connections from this user this minute) names a wait that can be a
+// minute long, so it is returned for the caller to decide; so is every
+// answer to a request the daemon has read, since that request may have run.
 package client
 
 import (
@@ -37,22 +58,24 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"time"
 
 	"github.com/agent-sudo/agent-sudo/proto"
-	"github.com/google/uuid"
 )
 
 // DefaultSocket is where agent-sudod listens unless configured otherwise.
 const DefaultSocket = "/run/agent-sudo/agent-sudo.sock"
 
 // Client sends requests to the agent-sudod listening on Socket. It holds no
-// other state, so it is safe for concurrent use, and its zero value talks to
-// the daemon at DefaultSocket.
+// other state, so it is safe for concurrent use (do not change its fields
+// meanwhile), and its zero value talks to the daemon at DefaultSocket,
+// retrying busy answers with the default bounds.
 type Client struct {
 	// Socket is the path of the daemon's Unix socket; empty means
 	// DefaultSocket.
 	Socket string
+	// Busy is how a busy answer is retried; its zero fields take their
+	// defaults, and Retries: -1 turns the retry off.
+	Busy BusyRetry
 }
 
 // New returns a Client for the daemon listening on socketPath.
@@ -69,10 +92,14 @@ func New(socketPath string) *Client {
 // set ID yourself to know it before the answer arrives (the answer echoes
 // it in Response.ID).
 //
+// A busy answer is retried as c.Busy says (see the package documentation,
+// "Busy daemon"); every attempt carries the same id.
+//
 // Cancelling ctx, or reaching its deadline, closes the connection promptly
-// at any step and returns an error wrapping ctx.Err().
+// at any step, or ends the wait before a retry, and returns an error
+// wrapping ctx.Err().
 func (c *Client) Run(ctx context.Context, req *proto.Request) (*proto.Response, error) {
-	resp, _, err := c.exchange(ctx, req, false)
+	resp, _, err := c.send(ctx, req, false)
 	return resp, err
 }
 
@@ -81,7 +108,7 @@ func (c *Client) Run(ctx context.Context, req *proto.Request) (*proto.Response, 
 // verbatim. The line is returned only together with a checked response.
 // It costs a second copy of the response in memory.
 func (c *Client) RunRaw(ctx context.Context, req *proto.Request) (*proto.Response, []byte, error) {
-	return c.exchange(ctx, req, true)
+	return c.send(ctx, req, true)
 }
 
 // Ping asks the daemon whether it is up and the caller may use it. The
@@ -92,20 +119,10 @@ func (c *Client) Ping(ctx context.Context) (*proto.Response, error) {
 	return c.Run(ctx, &proto.Request{Action: proto.ActionPing})
 }
 
-// exchange is one connection's worth of Run: fill in defaults, check and
-// encode the request, dial, write, read, check the answer.
-func (c *Client) exchange(ctx context.Context, req *proto.Request, keepRaw bool) (*proto.Response, []byte, error) {
-	if req == nil {
-		return nil, nil, fmt.Errorf("encode request: %w", &proto.RequestError{Kind: proto.ErrInvalid, Detail: "the request is nil"})
-	}
-	r := *req
-	if r.ID == "" {
-		r.ID = uuid.NewString()
-	}
-	if r.Time.IsZero() {
-		r.Time = time.Now()
-	}
-	line, err := encodeRequest(&r)
+// exchange is one connection's worth of Run: check and encode r, whose id
+// and time send has filled in, dial, write, read, check the answer.
+func (c *Client) exchange(ctx context.Context, r *proto.Request, keepRaw bool) (*proto.Response, []byte, error) {
+	line, err := encodeRequest(r)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode request: %w", err)
 	}
@@ -137,12 +154,12 @@ func (c *Client) exchange(ctx context.Context, req *proto.Request, keepRaw bool)
 		// (to refuse the peer, say). Its answer explains more than the
 		// "broken pipe" the write got, and it is still in our receive
 		// buffer.
-		if resp, raw, rerr := readResponse(ctx, conn, &r, keepRaw); rerr == nil {
+		if resp, raw, rerr := readResponse(ctx, conn, r, keepRaw); rerr == nil {
 			return resp, raw, nil
 		}
 		return nil, nil, fmt.Errorf("send request: %w", werr)
 	}
-	return readResponse(ctx, conn, &r, keepRaw)
+	return readResponse(ctx, conn, r, keepRaw)
 }
 
 // encodeRequest refuses what the daemon would misread and returns the
