@@ -96,6 +96,8 @@ type Pending struct {
 	CwdWritable []Writable
 	// RunAs names the user the pipeline will run as.
 	RunAs string
+	// Why says why the rules ask a human (Shown.Why).
+	Why string
 	// Received is when the daemon accepted the request; Deadline is when it
 	// times out if nobody decides.
 	Received, Deadline time.Time
@@ -112,7 +114,7 @@ func (p *Pending) Shown() *Shown {
 		cwd = "/"
 	}
 	return &Shown{
-		ID: r.ID, Session: r.Session, Host: r.Host, Reason: r.Reason, Time: r.Time,
+		ID: r.ID, Session: r.Session, Host: r.Host, Reason: r.Reason, Why: strings.ToValidUTF8(p.Why, "\uFFFD"), Time: r.Time,
 		Pipeline: r.Pipeline, Programs: p.Programs, Env: r.Env, Cwd: cwd,
 		CwdChain: p.CwdChain, CwdWritable: p.CwdWritable,
 		Privileged: r.Privileged, RunAs: strings.ToValidUTF8(p.RunAs, "\uFFFD"), ForwardAgent: r.ForwardAgent,

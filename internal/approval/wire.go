@@ -13,10 +13,16 @@ import (
 // Shown it was made on: a decision about anything else is rejected, so what
 // was approved is exactly what runs.
 type Shown struct {
-	ID       string     `json:"id"`
-	Session  string     `json:"session"`
-	Host     string     `json:"host"`
-	Reason   string     `json:"reason"`
+	ID      string `json:"id"`
+	Session string `json:"session"`
+	Host    string `json:"host"`
+	Reason  string `json:"reason"`
+	// Why is the daemon's own text saying why the request needs a human:
+	// which stages no rule applies to, which rule asks, which allow rules
+	// were passed over and why ("no rule applies to stage 2 of 2:
+	// /usr/bin/curl"). It is unbounded (it names every stage), so a
+	// summary leaves it out.
+	Why      string     `json:"why,omitempty"`
 	Time     time.Time  `json:"time"`
 	Pipeline [][]string `json:"pipeline"`
 	// Programs holds, per stage, the program file that will be executed:

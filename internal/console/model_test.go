@@ -804,3 +804,19 @@ func TestNoticesNeverEvictTheHeaderOrTheRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestShowsWhy: the daemon's reason for asking is on the screen,
+// escaped like a path.
+func TestRequestShowsWhy(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	s.Why = "no rule applies to stage 2 of 2: /usr/bin/tee"
+	h.pending(s)
+	h.wantView("why        no rule applies to stage 2 of 2: /usr/bin/tee")
+
+	s = shown("r2")
+	s.Why = "rule \"x\" asks for stage 1 of 1: /tmp/\x1b[2Jp\u0430th"
+	h.pending(s)
+	h.resolved("r1", approval.Deny, "console")
+	h.wantView(`why        rule "x" asks for stage 1 of 1: /tmp/\x1b[2Jp\u0430th`, escapedNotice)
+}

@@ -358,6 +358,9 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 	if s.ForwardAgent {
 		l.field("ssh agent", sshWarning, &st.warn)
 	}
+	if s.Why != "" {
+		l.field("why", es(s.Why), nil)
+	}
 	cwd := q(s.Cwd)
 	if len(s.CwdChain) > 0 {
 		hops := make([]string, len(s.CwdChain))

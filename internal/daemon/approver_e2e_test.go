@@ -160,3 +160,49 @@ func TestE2EApproverChannelRootOnly(t *testing.T) {
 		t.Fatalf("non-root console was not refused: %s", out)
 	}
 }
+
+// TestE2EApproverToldWhy: the console is told why the rules ask a human,
+// in the rule engine's words, and the hash covers it.
+func TestE2EApproverToldWhy(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "20s", Rules: `
+[[rule]]
+name = "echo is fine"
+action = "allow"
+match = ["echo", "**"]
+
+[[rule]]
+name = "tee asks"
+action = "ask"
+match = ["tee", "**"]
+`})
+	c := daemontest.Dial(t, d.ApproverSocket)
+	for _, tt := range []struct {
+		id       string
+		pipeline [][]string
+		want     string
+	}{
+		{"why-1", [][]string{{"echo", "x"}, {"cat"}}, "no rule applies to stage 2 of 2: /usr/bin/cat"},
+		{"why-2", [][]string{{"echo", "x"}, {"tee", "/dev/null"}}, `rule "tee asks" asks for stage 2 of 2: /usr/bin/tee`},
+	} {
+		done := runAsync(d, &proto.Request{ID: tt.id, Pipeline: tt.pipeline, Privileged: true, Session: "s-why"})
+		p := c.Pending(tt.id)
+		if p.Request.Why != tt.want {
+			t.Errorf("%s: why %q, want %q", tt.id, p.Request.Why, tt.want)
+		}
+		if p.Hash != p.Request.Hash() {
+			t.Errorf("%s: the pending hash does not cover what was sent", tt.id)
+		}
+		// A decision made on a Shown without the why is refused.
+		other := *p.Request
+		other.Why = ""
+		c.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: other.Hash(), Decision: approval.AllowOnce})
+		if r := c.Result(tt.id); r.OK || !strings.Contains(r.Error, "hash mismatch") {
+			t.Fatalf("%s: decision without the why: %+v", tt.id, r)
+		}
+		c.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.DenyOnce})
+		if resp := <-done; resp.Status != proto.StatusDenied {
+			t.Fatalf("%s: %+v", tt.id, resp)
+		}
+	}
+}

@@ -659,7 +659,8 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 		// path (before symlinks), which is what a rule writer names.
 		q.Stages = append(q.Stages, rules.Stage{Program: c.Link, Args: c.Args[1:]})
 	}
-	switch rd := pol.rules.Decide(q); rd.Action {
+	rd := pol.rules.Decide(q)
+	switch rd.Action {
 	case rules.Allow:
 		return approval.Decision{Verdict: approval.Allow, By: rd.Rule}
 	case rules.Deny:
@@ -680,6 +681,9 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 
 	d, err := s.approver.Ask(actx, &approval.Pending{
 		Request: p.req, Peer: peerInfo(p.peer), Programs: p.programs, RunAs: p.target.Name,
+		// The human is told why, as the log line above is; "needs
+		// approval" goes without saying on the console.
+		Why: strings.TrimPrefix(rd.Reason, rules.AskPrefix),
 		Cwd: p.dir, CwdChain: p.dirChain, CwdWritable: p.dirWritable,
 		Received: p.received, Deadline: deadline,
 	})

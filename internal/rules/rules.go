@@ -469,6 +469,9 @@ type Decision struct {
 	Stages []StageDecision
 }
 
+// AskPrefix starts the Reason of every Ask decision.
+const AskPrefix = "needs approval: "
+
 // Decide applies the rules to q. It never fails: a malformed query (no
 // stages, or a program that is not a clean absolute path) is denied with a
 // reason, because it can only come from a bug in the caller.
@@ -535,7 +538,7 @@ func (e *Engine) Decide(q Query) Decision {
 		parts = append(parts, part)
 	}
 	d.Action, d.Rule = Ask, strings.Join(names, ", ")
-	d.Reason = "needs approval: " + strings.Join(parts, "; ")
+	d.Reason = AskPrefix + strings.Join(parts, "; ")
 	return d
 }
 
