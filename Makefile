@@ -112,7 +112,15 @@ deb: $(DIST)/config.toml man ## build dist/agent-sudo_<version>_<arch>.deb for D
 	  echo "$(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb"; \
 	done
 
-install: build $(DIST)/config.toml man ## install into DESTDIR with PREFIX (default /usr/local); the config only if absent
+# install copies what `make build man` made and runs no Go itself, so that
+# `sudo make install` works where root's PATH (sudo's secure_path) has no Go.
+MANGZ        := $(foreach p,$(MANPAGES),$(DIST)/man/$(p).gz)
+$(BIN)/agent-sudod $(BIN)/agent-sudo &:
+	$(MAKE) --no-print-directory build
+$(MANGZ) &:
+	$(MAKE) --no-print-directory man
+
+install: $(BIN)/agent-sudod $(BIN)/agent-sudo $(DIST)/config.toml $(MANGZ) ## install what `make build man` made into DESTDIR with PREFIX (default /usr/local); the config only if absent
 	install -D -m 0755 $(BIN)/agent-sudod $(DESTDIR)$(PREFIX)/bin/agent-sudod
 	install -D -m 0755 $(BIN)/agent-sudo $(DESTDIR)$(PREFIX)/bin/agent-sudo
 	sed 's#^ExecStart=/usr/bin/agent-sudod#ExecStart=$(PREFIX)/bin/agent-sudod#' packaging/systemd/agent-sudo.service > $(BIN)/agent-sudo.service
@@ -146,6 +154,12 @@ uninstall: ## remove what make install installed, except /etc/agent-sudo and /va
 agents-test: ## run the real Claude Code (pinned in test/agents/package-lock.json, installed with npm ci) against agent-sudo mcp and a real daemon
 	test/agents/run.sh
 
+# The system test installs the package, then upgrades it to the same build
+# with a higher version (VERSION.1), as docs/install.md's upgrade says.
 systemtest: ## build the .deb for this machine and test it in a booted Debian 12 container (root; see test/system/run.sh)
-	$(MAKE) deb DEB_ARCHES=$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH)
-	test/system/run.sh $(DIST)/agent-sudo_$(DEB_VERSION)_$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH).deb
+	@set -e; arch=$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH); \
+	rm -rf $(DIST)/upgrade; rm -f $(DIST)/agent-sudo_*_$$arch.deb; \
+	$(MAKE) --no-print-directory deb DEB_ARCHES=$$arch VERSION='$(VERSION).1'; \
+	mkdir -p $(DIST)/upgrade; mv $(DIST)/agent-sudo_*_$$arch.deb $(DIST)/upgrade/; \
+	$(MAKE) --no-print-directory deb DEB_ARCHES=$$arch; \
+	GO='$(GO)' test/system/run.sh $(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb $$(ls $(DIST)/upgrade/agent-sudo_*_$$arch.deb)

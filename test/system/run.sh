@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
 # System test: install the .deb in a booted Debian 12 container under a real
 # systemd and check the package, the units and the daemon there. Run through
-# `make systemtest` (which builds the package): test/system/run.sh DEB.
+# `make systemtest` (which builds the packages): test/system/run.sh DEB NEWDEB,
+# where NEWDEB is the same package with a higher version, for the upgrade.
 #
-# Needs root, debootstrap and systemd-nspawn (systemd-container). The root
-# file system is built once with debootstrap into $CACHE (default
+# docs/install.md is followed word for word: each of its shell blocks is
+# marked <!-- systemtest: NAME --> and `guide NAME` below prints it (only the
+# placeholder <new version> and the architecture are filled in); the steps
+# run in the container as the guide says (as root, or as alice). For the
+# guide's `make build man`, this machine's Go toolchain and module cache are
+# bind-mounted read-only and its build cache read-write.
+#
+# Needs root, debootstrap, systemd-nspawn (systemd-container), tmux and Go.
+# The root file system is built once with debootstrap into $CACHE (default
 # /var/cache/agent-sudo-systemtest) and copied for each run, so that runs do
 # not change it. Every check prints "CHECK <what>: ok" or "FAIL <what>: why";
 # the script exits non-zero on the first failure, and when the container
 # cannot be built or booted, saying why.
 set -euo pipefail
 
-DEB=${1:?usage: test/system/run.sh path/to/agent-sudo_VERSION_ARCH.deb}
+usage="usage: test/system/run.sh path/to/agent-sudo_VERSION_ARCH.deb path/to/agent-sudo_NEWVERSION_ARCH.deb"
+DEB=${1:?$usage}
+NEWDEB=${2:?$usage}
+GO=${GO:-go}
 CACHE=${AGENT_SUDO_SYSTEMTEST_CACHE:-/var/cache/agent-sudo-systemtest}
 MIRROR=${AGENT_SUDO_SYSTEMTEST_MIRROR:-http://deb.debian.org/debian}
 start=$(date +%s)
@@ -20,16 +31,35 @@ die() { echo "FAIL $*" >&2; exit 1; }
 ok() { echo "CHECK $*: ok"; }
 
 [ "$(id -u)" = 0 ] || die "setup: the system test needs root"
-for t in debootstrap systemd-nspawn nsenter; do
-	command -v $t >/dev/null || die "setup: $t not found (apt-get install debootstrap systemd-container)"
+for t in debootstrap systemd-nspawn nsenter tmux dpkg-deb; do
+	command -v $t >/dev/null || die "setup: $t not found (apt-get install debootstrap systemd-container tmux)"
 done
+command -v "$GO" >/dev/null || die "setup: $GO not found: the guide's make build man needs Go"
 [ -f "$DEB" ] || die "setup: no package $DEB"
+[ -f "$NEWDEB" ] || die "setup: no package $NEWDEB"
+arch=$(dpkg-deb -f "$DEB" Architecture)
+version=$(dpkg-deb -f "$DEB" Version)
+newversion=$(dpkg-deb -f "$NEWDEB" Version)
+dpkg --compare-versions "$newversion" gt "$version" || die "setup: $NEWDEB ($newversion) is not newer than $DEB ($version)"
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 
+# guide NAME prints the commands of the block of docs/install.md marked
+# <!-- systemtest: NAME -->, with <new version> and the architecture filled in.
+guide() {
+	local text
+	text=$(awk -v name="$1" '
+		$0 == "<!-- systemtest: " name " -->" { want = 1; next }
+		want && /^```sh$/ { inblock = 1; next }
+		inblock && /^```$/ { exit }
+		inblock { print }
+	' "$repo/docs/install.md")
+	[ -n "$text" ] || die "guide: docs/install.md has no block marked <!-- systemtest: $1 -->"
+	printf '%s\n' "$text" | sed -e "s/<new version>/$newversion/g" -e "s/_amd64\.deb/_$arch.deb/g"
+}
 # --- the package, before installing it ---------------------------------------
 # docs/install.md lists the tags Debian 12's lintian reports and why each
 # stays; another lintian version reports other tags, so only that one is held
 # to the list.
-repo=$(cd "$(dirname "$0")/../.." && pwd)
 if command -v lintian >/dev/null && lintian --version | grep -q '^Lintian v2\.116\.'; then
 	got=$({ lintian "$DEB" 2>/dev/null || true; } | sed -nE 's/^[EWI]: agent-sudo: ([a-z0-9-]+).*/\1/p' | sort -u | tr '\n' ' ')
 	want=$(sed -nE '/^## lintian/,/^## /s/^\| `([a-z0-9-]+)` \|.*/\1/p' "$repo/docs/install.md" | sort -u | tr '\n' ' ')
@@ -40,13 +70,14 @@ else
 fi
 
 rootfs=$CACHE/bookworm
-# procps for /bin/kill, which the unit's ExecReload runs (the package
-# depends on it); a cached root file system without it is rebuilt.
-if [ ! -x "$rootfs/lib/systemd/systemd" ] || [ ! -x "$rootfs/bin/kill" ]; then
+# procps for /bin/kill, which the unit's ExecReload runs (the package depends
+# on it), and make for the guide's make install; a cached root file system
+# without them is rebuilt.
+if [ ! -x "$rootfs/lib/systemd/systemd" ] || [ ! -x "$rootfs/bin/kill" ] || [ ! -x "$rootfs/usr/bin/make" ]; then
 	echo "building the root file system in $rootfs (debootstrap, a few minutes)"
 	mkdir -p "$CACHE"
 	rm -rf "$CACHE/rootfs.tmp"
-	debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,sudo,procps bookworm "$CACHE/rootfs.tmp" "$MIRROR" \
+	debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,sudo,procps,make bookworm "$CACHE/rootfs.tmp" "$MIRROR" \
 		>"$CACHE/debootstrap.log" 2>&1 || die "setup: debootstrap failed, see $CACHE/debootstrap.log"
 	rm -rf "$rootfs"
 	mv "$CACHE/rootfs.tmp" "$rootfs"
@@ -54,8 +85,10 @@ fi
 
 work=$(mktemp -d /var/tmp/agent-sudo-systemtest.XXXXXX)
 root=$work/root
+tsess=agent-sudo-systemtest-$$
 nspawn=
 cleanup() {
+	tmux kill-session -t "$tsess" 2>/dev/null || true
 	if [ -n "$nspawn" ] && kill -0 "$nspawn" 2>/dev/null; then
 		kill "$nspawn" 2>/dev/null || true
 		wait "$nspawn" 2>/dev/null || true
@@ -65,9 +98,19 @@ cleanup() {
 }
 trap cleanup EXIT
 cp -a "$rootfs" "$root"
-cp "$DEB" "$root/root/agent-sudo.deb"
+# The guide's install runs in /root, with the package in ./dist/.
+mkdir -p "$root/root/dist" "$root/root/src"
+cp "$DEB" "$root/root/dist/"
+# The guide's make install runs in a copy of the source tree.
+git -C "$repo" ls-files -z | (cd "$repo" && tar --null -T - -cf -) | tar -C "$root/root/src" -xf -
+goroot=$("$GO" env GOROOT)
+gomodcache=$("$GO" env GOMODCACHE)
+gocache=$("$GO" env GOCACHE)
+mkdir -p "$gocache"
 
-systemd-nspawn -D "$root" --register=no --keep-unit --boot --private-network >"$work/boot.log" 2>&1 &
+systemd-nspawn -D "$root" --register=no --keep-unit --boot --private-network \
+	--bind-ro="$goroot":/usr/local/go --bind-ro="$gomodcache":/root/go/pkg/mod --bind="$gocache":/root/.cache/go-build \
+	>"$work/boot.log" 2>&1 &
 nspawn=$!
 pid=
 for _ in $(seq 100); do
@@ -85,11 +128,61 @@ for _ in $(seq 120); do
 	sleep 0.5
 done
 case $state in running | degraded) ok "container booted (systemd pid $pid, state $state)" ;; *) die "setup: the container did not finish booting (state '$state')" ;; esac
+# sudo resolves the host name; the container has no network.
+c sh -c 'echo "127.0.1.1 $(hostname)" >>/etc/hosts'
+# alice runs agents (the guide adds her to the group); bob is not a member.
+c useradd -m alice
+c useradd -m bob
 
-# --- install ---------------------------------------------------------------
-c env DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/agent-sudo.deb >"$work/apt.log" 2>&1 ||
-	die "apt-get install: $(tail -5 "$work/apt.log")"
-ok "apt-get install ./agent-sudo.deb"
+# as_root NAME and as_alice NAME run the guide's block NAME in the container.
+as_root() { c sh -euc "cd /root; $(guide "$1")"; }
+as_alice() { c runuser -u alice -- sh -euc "cd; $(guide "$1")"; }
+
+# The console runs in tmux on this machine, inside the container's
+# namespaces, so that the human's keys reach it through a real terminal.
+screen() { tmux capture-pane -p -J -t "$tsess"; }
+wait_screen() { # wait_screen TEXT: up to 30s for TEXT on the console's screen
+	for _ in $(seq 150); do
+		screen | grep -qF -- "$1" && return 0
+		tmux has-session -t "$tsess" 2>/dev/null || die "console: it exited; its screen was gone before showing '$1'"
+		sleep 0.2
+	done
+	die "console: '$1' did not appear on the screen: $(screen | tr -s ' \n' ' ')"
+}
+# decide KEY: wait until the request's key guard has ended, then press KEY
+# on its own (keys that arrive together with others are ignored).
+decide() {
+	for _ in $(seq 150); do
+		screen | grep -qF 'keys enabled in' || break
+		sleep 0.2
+	done
+	sleep 0.4
+	tmux send-keys -t "$tsess" "$1"
+}
+# reload: systemctl reload returns once the signal is sent; wait (up to 30s)
+# until StatusText reports a reload newer than the one before.
+reload() {
+	local before status
+	before=$(c systemctl show -p StatusText --value agent-sudo.service)
+	c systemctl reload agent-sudo.service
+	for _ in $(seq 300); do
+		status=$(c systemctl show -p StatusText --value agent-sudo.service)
+		[ "$status" != "$before" ] && case $status in *"last reload at "*) break ;; esac
+		sleep 0.1
+	done
+	echo "  StatusText=$status"
+	case $status in "listening on /run/agent-sudo/agent-sudo.sock; "*" ok") ;; *) die "reload: StatusText is '$status', want the socket and the reload ok" ;; esac
+}
+same_daemon() { # same_daemon WHAT: the service is active, never restarted, MainPID unchanged
+	local show
+	show=$(c systemctl show -p ActiveState,NRestarts,MainPID agent-sudo.service)
+	echo "$show" | grep -qx 'ActiveState=active' && echo "$show" | grep -qx 'NRestarts=0' && echo "$show" | grep -qx "MainPID=$mainpid" ||
+		die "$1: the daemon was restarted or is not active: $(echo $show)"
+}
+
+# --- install (guide: install) -----------------------------------------------
+as_root install >"$work/apt.log" 2>&1 || die "install: $(tail -5 "$work/apt.log")"
+ok "guide: $(guide install)"
 c getent group agent-sudo >/dev/null || die "install: no agent-sudo group"
 ok "install created the agent-sudo group"
 for m in man1/agent-sudo.1.gz man8/agent-sudod.8.gz man5/agent-sudo.toml.5.gz; do
@@ -106,6 +199,49 @@ svc=$(c systemctl is-active agent-sudo.service || true)
 [ "$svc" = inactive ] || die "socket: the service is $svc before any request, want inactive"
 ok "the socket is listening and the service is not running before the first request"
 
+# A short watchdog period, so that the checks below span many periods in
+# seconds; the daemon pings at whatever period systemd gives it.
+c mkdir -p /etc/systemd/system/agent-sudo.service.d
+c sh -c 'printf "[Service]\nWatchdogSec=4s\n" >/etc/systemd/system/agent-sudo.service.d/systemtest.conf'
+c systemctl daemon-reload
+
+# --- let users ask (guide: add-user, status) ----------------------------------
+as_root add-user || die "add-user: $(guide add-user) failed"
+out=$(as_alice status 2>&1) || die "status: alice's $(guide status) failed: $out"
+case $out in *"is up and user alice"*"may use it"*) ;; *) die "status: alice's agent-sudo status said: $out" ;; esac
+ok "guide: $(guide add-user); then alice's $(guide status): $out"
+show=$(c systemctl show -p ActiveState,SubState,StatusText,NRestarts,MainPID,WatchdogUSec agent-sudo.service)
+echo "$show" | sed 's/^/  /'
+echo "$show" | grep -qx 'ActiveState=active' || die "activation: the service is not active after the first request"
+echo "$show" | grep -qx 'NRestarts=0' || die "activation: the service restarted"
+echo "$show" | grep -q '^StatusText=listening on /run/agent-sudo/agent-sudo.sock' || die "activation: StatusText does not say it listens"
+ok "the first request started the service (socket activation); Type=notify and active means READY=1 was sent"
+mainpid=$(echo "$show" | sed -n 's/^MainPID=//p')
+set +e
+out=$(c runuser -u bob -- agent-sudo run --session sys-b --reason "system test" -- id -u 2>&1)
+rc=$?
+set -e
+[ $rc = 69 ] || die "non-member: agent-sudo run exited $rc, want 69: $out"
+ok "a request from a non-member (bob) is refused with 69: $out"
+
+# --- the first approval (guide: approve, first-request, audit) ----------------
+tmux new-session -d -s "$tsess" -x 160 -y 50 "nsenter -t $pid -a sh -c '$(guide approve)'"
+wait_screen "waiting for requests"
+as_alice first-request >"$work/first.out" 2>&1 &
+client=$!
+wait_screen "id -u"
+screen | grep -qF "try agent-sudo" || die "first approval: the reason is not on the console: $(screen | tr -s ' \n' ' ')"
+decide a
+set +e
+wait $client
+rc=$?
+set -e
+[ $rc = 0 ] && [ "$(cat "$work/first.out")" = 0 ] || die "first approval: alice's request exited $rc: $(cat "$work/first.out")"
+ok "guide: $(guide approve) in a terminal; alice's $(guide first-request), approved with a, printed 0"
+out=$(as_root audit 2>&1) || die "audit: $(guide audit | tr '\n' ';') failed: $out"
+echo "$out" | grep -q "id -u" || die "audit: the listing does not show alice's id -u: $out"
+ok "guide: $(guide audit | tr '\n' ';') lists the request and verifies the chain: $(echo "$out" | tail -1)"
+
 # Rules for the checks below (the package's config has none: everything asks).
 c sh -c 'cat >>/etc/agent-sudo/config.toml' <<'TOML'
 
@@ -119,27 +255,29 @@ name = "systemtest sleep"
 action = "allow"
 match = ["sleep", "*"]
 TOML
-# sudo resolves the host name; the container has no network.
-c sh -c 'echo "127.0.1.1 $(hostname)" >>/etc/hosts'
-c useradd -m -G agent-sudo alice
-c useradd -m bob
-
-# --- socket activation, READY, members and non-members ----------------------
+reload
+same_daemon "rules"
 out=$(c runuser -u alice -- agent-sudo run --session sys-a --reason "system test" -- id -u) || die "member: agent-sudo run failed: $out"
 [ "$out" = 0 ] || die "member: id -u printed '$out', want 0"
-ok "a request from a member of agent-sudo (alice) ran: id -u printed 0"
-show=$(c systemctl show -p ActiveState,SubState,StatusText,NRestarts,MainPID agent-sudo.service)
-echo "$show" | sed 's/^/  /'
-echo "$show" | grep -qx 'ActiveState=active' || die "activation: the service is not active after the first request"
-echo "$show" | grep -qx 'NRestarts=0' || die "activation: the service restarted"
-ok "the first request started the service (socket activation); Type=notify and active means READY=1 was sent"
-mainpid=$(echo "$show" | sed -n 's/^MainPID=//p')
+ok "a rule added by systemctl reload runs alice's id -u without asking: it printed 0"
+
+# --- a session grant made at the console ------------------------------------
+c runuser -u alice -- agent-sudo run --session sys-grant --reason "system test" -- id -G >"$work/grant.out" 2>&1 &
+client=$!
+wait_screen "id -G"
+decide s
+# A session grant asks for a confirmation first, when the console does.
+for _ in $(seq 25); do
+	kill -0 $client 2>/dev/null || break
+	if screen | grep -qiF "confirm"; then decide y; break; fi
+	sleep 0.2
+done
 set +e
-out=$(c runuser -u bob -- agent-sudo run --session sys-b --reason "system test" -- id -u 2>&1)
+wait $client
 rc=$?
 set -e
-[ $rc = 69 ] || die "non-member: agent-sudo run exited $rc, want 69: $out"
-ok "a request from a non-member (bob) is refused with 69: $out"
+[ $rc = 0 ] || die "grant: alice's id -G exited $rc: $(cat "$work/grant.out")"
+ok "a session grant for sys-grant was made at the console (s)"
 
 # --- journald fields --------------------------------------------------------
 c runuser -u alice -- agent-sudo run --session sys-other --reason "system test" -- id -u >/dev/null
@@ -158,14 +296,51 @@ c journalctl -q -o export AGENT_SUDO_SESSION=sys-other | grep -a '^AGENT_SUDO_SE
 	die "journal: no entries for sys-other; sessions in the journal: $(c journalctl -q -o export | grep -a '^AGENT_SUDO_SESSION=' | sort | uniq -c | tr '\n' ' '); last lines: $(c journalctl -q -n 5 -u agent-sudo.service | tr '\n' ' ')"
 ok "journalctl AGENT_SUDO_SESSION=sys-a finds $other entries, all of session sys-a"
 
-# --- watchdog ---------------------------------------------------------------
+# --- watchdog, idle and busy -------------------------------------------------
 wd=$(c systemctl show -p WatchdogUSec --value agent-sudo.service)
-echo "  WatchdogUSec=$wd; idling for 100s (more than three periods)"
-sleep 100
-show=$(c systemctl show -p ActiveState,NRestarts,MainPID agent-sudo.service)
-echo "$show" | grep -qx 'ActiveState=active' && echo "$show" | grep -qx 'NRestarts=0' && echo "$show" | grep -qx "MainPID=$mainpid" ||
-	die "watchdog: after 100s idle: $(echo $show)"
-ok "the watchdog is fed: same daemon (pid $mainpid), no restart after 100s idle with WatchdogSec=$wd"
+[ "$wd" = 4s ] || die "watchdog: WatchdogUSec is '$wd', want the test's 4s"
+sleep 20
+same_daemon "watchdog (idle)"
+ok "the watchdog is fed while idle: same daemon (pid $mainpid), no restart after 20s (5 periods of $wd)"
+c runuser -u alice -- agent-sudo run --session sys-busy --reason "system test" -- sleep 20 >"$work/busy.out" 2>&1 &
+client=$!
+n=0
+while kill -0 $client 2>/dev/null; do
+	out=$(c runuser -u alice -- agent-sudo run --session sys-busy --reason "system test" -- id -u) || die "watchdog (busy): request $n failed: $out"
+	n=$((n + 1))
+done
+wait $client || die "watchdog (busy): the 20s command failed: $(cat "$work/busy.out")"
+same_daemon "watchdog (busy)"
+ok "the watchdog is fed while busy: same daemon, no restart during a 20s command and $n requests beside it (5 periods of $wd)"
+
+# --- reload keeps the console and the session grant -----------------------------
+set +e
+out=$(c runuser -u alice -- timeout 3 agent-sudo run --session sys-reload --reason "system test" -- id -g 2>&1)
+rc=$?
+set -e
+[ $rc = 124 ] || die "reload: before the reload, id -g should wait for a human (timeout's 124), got $rc: $out"
+c sh -c 'cat >>/etc/agent-sudo/config.toml' <<'TOML'
+
+[[rule]]
+name = "systemtest reload"
+action = "allow"
+match = ["id", "-g"]
+TOML
+reload
+out=$(c runuser -u alice -- agent-sudo run --session sys-reload --reason "system test" -- id -g) || die "reload: after the reload, id -g failed: $out"
+[ "$out" = 0 ] || die "reload: id -g printed '$out', want 0"
+same_daemon "reload"
+c journalctl -q -u agent-sudo.service -o cat | grep -qx 'reloaded' || die "reload: the journal has no reloaded line"
+ok "systemctl reload applied a new rule: id -g asked before and ran after, same daemon (pid $mainpid), no restart"
+out=$(c runuser -u alice -- timeout 20 agent-sudo run --session sys-grant --reason "system test" -- id -G) || die "reload: the session grant did not survive the reload: $out"
+ok "the session grant for sys-grant survived the reload: id -G ran without asking"
+c runuser -u alice -- agent-sudo run --session sys-console --reason "after reload" -- id -n -G >"$work/console.out" 2>&1 &
+client=$!
+wait_screen "id -n -G"
+decide a
+wait $client || die "reload: the console's decision after the reload did not reach the daemon: $(cat "$work/console.out")"
+ok "the console stayed connected across the reload: it showed and allowed a new request"
+tmux kill-session -t "$tsess"
 
 # --- stop during a running command -----------------------------------------
 c runuser -u alice -- agent-sudo run --session sys-stop --reason "system test" -- sleep 5 >"$work/stop.out" 2>&1 &
@@ -191,40 +366,32 @@ c runuser -u alice -- agent-sudo run --session sys-r2 --reason "system test" -- 
 c agent-sudo audit verify >"$work/verify" 2>&1 || die "restart: agent-sudo audit verify: $(cat "$work/verify")"
 ok "systemctl restart continues the hash chain: $(tail -1 "$work/verify")"
 
-# --- reload applies a new rule without a restart ---------------------------
-mainpid=$(c systemctl show -p MainPID --value agent-sudo.service)
+# --- upgrade (guide: upgrade) ---------------------------------------------------
+cp "$NEWDEB" "$root/root/dist/"
+oldpid=$(c systemctl show -p MainPID --value agent-sudo.service)
+c runuser -u alice -- agent-sudo run --session sys-upgrade --reason "system test" -- sleep 3 >"$work/upgrade.out" 2>&1 &
+client=$!
+for _ in $(seq 100); do running && break; sleep 0.1; done
+as_root upgrade >"$work/apt.log" 2>&1 || die "upgrade: $(tail -5 "$work/apt.log")"
 set +e
-out=$(c runuser -u alice -- timeout 3 agent-sudo run --session sys-reload --reason "system test" -- id -g 2>&1)
+wait $client
 rc=$?
 set -e
-[ $rc = 124 ] || die "reload: before the reload, id -g should wait for a human (timeout's 124), got $rc: $out"
-c sh -c 'cat >>/etc/agent-sudo/config.toml' <<'TOML'
+[ $rc = 0 ] || die "upgrade: the command running during the upgrade got $rc: $(cat "$work/upgrade.out")"
+[ "$(c dpkg-query -W -f '${Version}' agent-sudo)" = "$newversion" ] || die "upgrade: the installed version is not $newversion"
+c grep -q 'systemtest reload' /etc/agent-sudo/config.toml || die "upgrade: the changed config was not kept"
+[ "$(c systemctl is-enabled agent-sudo.socket)" = enabled ] || die "upgrade: the socket is not enabled"
+out=$(c runuser -u alice -- agent-sudo status) || die "upgrade: status failed: $out"
+want=$(c agent-sudod --version)
+case $out in "$want is up"*) ;; *) die "upgrade: the daemon says '$out', the new binary '$want'" ;; esac
+[ "$(c systemctl show -p MainPID --value agent-sudo.service)" != "$oldpid" ] || die "upgrade: the daemon was not restarted"
+c agent-sudo audit verify >"$work/verify" 2>&1 || die "upgrade: agent-sudo audit verify: $(cat "$work/verify")"
+ok "guide: $(guide upgrade): version $newversion, the running command got its answer, config kept, socket enabled, new daemon ($want), chain verifies"
 
-[[rule]]
-name = "systemtest reload"
-action = "allow"
-match = ["id", "-g"]
-TOML
-c systemctl reload agent-sudo.service
-# systemctl reload returns once the signal is sent: wait (up to 30s) for the
-# daemon to say it reloaded.
-for _ in $(seq 300); do
-	status=$(c systemctl show -p StatusText --value agent-sudo.service)
-	case $status in *"last reload at "*) break ;; esac
-	sleep 0.1
-done
-echo "  StatusText=$status"
-case $status in "listening on /run/agent-sudo/agent-sudo.sock; "*" ok") ;; *) die "reload: StatusText is '$status', want the socket and the reload ok" ;; esac
-out=$(c runuser -u alice -- agent-sudo run --session sys-reload --reason "system test" -- id -g) || die "reload: after the reload, id -g failed: $out"
-[ "$out" = 0 ] || die "reload: id -g printed '$out', want 0"
-show=$(c systemctl show -p ActiveState,NRestarts,MainPID agent-sudo.service)
-echo "$show" | grep -qx 'ActiveState=active' && echo "$show" | grep -qx 'NRestarts=0' && echo "$show" | grep -qx "MainPID=$mainpid" ||
-	die "reload: the daemon was restarted: $(echo $show)"
-c journalctl -q -u agent-sudo.service -o cat | grep -qx 'reloaded' || die "reload: the journal has no reloaded line"
-ok "systemctl reload applied a new rule: id -g asked before and ran after, same daemon (pid $mainpid), no restart"
-
-# --- remove and purge -------------------------------------------------------
-c env DEBIAN_FRONTEND=noninteractive apt-get remove -y -q agent-sudo >"$work/apt.log" 2>&1 || die "apt-get remove: $(tail -5 "$work/apt.log")"
+# --- uninstall (guide: uninstall) ---------------------------------------------------
+remove=$(guide uninstall | sed -n 1p)
+purge=$(guide uninstall | sed -n 2p)
+c sh -euc "$remove" >"$work/apt.log" 2>&1 || die "remove: $(tail -5 "$work/apt.log")"
 for f in /etc/agent-sudo/config.toml /etc/logrotate.d/agent-sudo /var/log/agent-sudo/audit.jsonl; do
 	c test -e $f || die "remove: $f is gone, docs/install.md says it stays"
 done
@@ -232,13 +399,33 @@ for f in /usr/bin/agent-sudod /usr/bin/agent-sudo /lib/systemd/system/agent-sudo
 	c test ! -e $f || die "remove: $f is still there"
 done
 c systemctl is-active --quiet agent-sudo.socket && die "remove: the socket is still active"
-ok "apt-get remove: binaries and units gone, socket stopped; config, logrotate file and audit log kept"
-c env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agent-sudo >"$work/apt.log" 2>&1 || die "apt-get purge: $(tail -5 "$work/apt.log")"
+ok "guide: $remove: binaries and units gone, socket stopped; config, logrotate file and audit log kept"
+c sh -euc "$purge" >"$work/apt.log" 2>&1 || die "purge: $(tail -5 "$work/apt.log")"
 for f in /etc/agent-sudo /etc/logrotate.d/agent-sudo /var/log/agent-sudo /run/agent-sudo; do
 	c test ! -e $f || die "purge: $f is still there"
 done
 c getent group agent-sudo >/dev/null || die "purge: the agent-sudo group is gone, docs/install.md says it stays"
-ok "apt-get purge: /etc/agent-sudo, /etc/logrotate.d/agent-sudo, /var/log/agent-sudo and /run/agent-sudo gone; group kept"
+ok "guide: $purge: /etc/agent-sudo, /etc/logrotate.d/agent-sudo, /var/log/agent-sudo and /run/agent-sudo gone; group kept"
+
+# --- without the package (guide: make-install, make-uninstall) ------------------
+# The guide's first line (make build man) runs as a user who has Go; the
+# rest through sudo, whose secure_path has no Go.
+c rm -f /etc/systemd/system/agent-sudo.service.d/systemtest.conf
+c sh -euc "cd /root/src; export PATH=/usr/local/go/bin:\$PATH GOPROXY=off GOFLAGS=-mod=readonly GOTOOLCHAIN=local; $(guide make-install)" >"$work/make.log" 2>&1 ||
+	die "make install: $(tail -5 "$work/make.log")"
+c test -x /usr/local/bin/agent-sudod || die "make install: no /usr/local/bin/agent-sudod"
+c grep -qx 'ExecStart=/usr/local/bin/agent-sudod' /lib/systemd/system/agent-sudo.service || die "make install: the unit does not start /usr/local/bin/agent-sudod"
+[ "$(c systemctl is-active agent-sudo.socket)" = active ] || die "make install: agent-sudo.socket is not active"
+out=$(as_alice status 2>&1) || die "make install: alice's status failed: $out"
+[ "$(c systemctl is-active agent-sudo.service)" = active ] || die "make install: the first request did not start the service"
+ok "guide: $(guide make-install | tr '\n' ';'): the socket listens and alice's status starts the daemon: $out"
+c sh -euc "cd /root/src; $(guide make-uninstall)" >"$work/make.log" 2>&1 || die "make uninstall: $(tail -5 "$work/make.log")"
+for f in /usr/local/bin/agent-sudod /usr/local/bin/agent-sudo /lib/systemd/system/agent-sudo.socket /lib/systemd/system/agent-sudo.service /usr/local/share/doc/agent-sudo; do
+	c test ! -e $f || die "make uninstall: $f is still there"
+done
+c test -e /etc/agent-sudo/config.toml || die "make uninstall: /etc/agent-sudo/config.toml is gone, docs/install.md says it stays"
+c systemctl is-active --quiet agent-sudo.socket && die "make uninstall: the socket is still active"
+ok "guide: $(guide make-uninstall | tr '\n' ';'): binaries, units and docs gone, config kept, socket stopped"
 
 c systemctl poweroff >/dev/null 2>&1 || true
 wait "$nspawn" 2>/dev/null || true
