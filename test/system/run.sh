@@ -60,7 +60,7 @@ guide() {
 # docs/install.md lists the tags Debian 12's lintian reports and why each
 # stays; another lintian version reports other tags, so only that one is held
 # to the list.
-if command -v lintian >/dev/null && lintian --version | grep -q '^Lintian v2\.116\.'; then
+if command -v lintian >/dev/null && lintian --version | grep '^Lintian v2\.116\.' >/dev/null; then
 	got=$({ lintian "$DEB" 2>/dev/null || true; } | sed -nE 's/^[EWI]: agent-sudo: ([a-z0-9-]+).*/\1/p' | sort -u | tr '\n' ' ')
 	want=$(sed -nE '/^## lintian/,/^## /s/^\| `([a-z0-9-]+)` \|.*/\1/p' "$repo/docs/install.md" | sort -u | tr '\n' ' ')
 	[ "$got" = "$want" ] || die "lintian: it reports the tags '$got'; docs/install.md explains '$want'"
@@ -143,7 +143,7 @@ as_alice() { c runuser -u alice -- sh -euc "cd; $(guide "$1")"; }
 screen() { tmux capture-pane -p -J -t "$tsess"; }
 wait_screen() { # wait_screen TEXT: up to 30s for TEXT on the console's screen
 	for _ in $(seq 150); do
-		screen | grep -qF -- "$1" && return 0
+		screen | grep -F -- "$1" >/dev/null && return 0
 		tmux has-session -t "$tsess" 2>/dev/null || die "console: it exited; its screen was gone before showing '$1'"
 		sleep 0.2
 	done
@@ -153,7 +153,7 @@ wait_screen() { # wait_screen TEXT: up to 30s for TEXT on the console's screen
 # on its own (keys that arrive together with others are ignored).
 decide() {
 	for _ in $(seq 150); do
-		screen | grep -qF 'keys enabled in' || break
+		screen | grep -F 'keys enabled in' >/dev/null || break
 		sleep 0.2
 	done
 	sleep 0.4
@@ -176,7 +176,7 @@ reload() {
 same_daemon() { # same_daemon WHAT: the service is active, never restarted, MainPID unchanged
 	local show
 	show=$(c systemctl show -p ActiveState,NRestarts,MainPID agent-sudo.service)
-	echo "$show" | grep -qx 'ActiveState=active' && echo "$show" | grep -qx 'NRestarts=0' && echo "$show" | grep -qx "MainPID=$mainpid" ||
+	echo "$show" | grep -x 'ActiveState=active' >/dev/null && echo "$show" | grep -qx 'NRestarts=0' && echo "$show" | grep -qx "MainPID=$mainpid" ||
 		die "$1: the daemon was restarted or is not active: $(echo $show)"
 }
 
@@ -212,9 +212,9 @@ case $out in *"is up and user alice"*"may use it"*) ;; *) die "status: alice's a
 ok "guide: $(guide add-user); then alice's $(guide status): $out"
 show=$(c systemctl show -p ActiveState,SubState,StatusText,NRestarts,MainPID,WatchdogUSec agent-sudo.service)
 echo "$show" | sed 's/^/  /'
-echo "$show" | grep -qx 'ActiveState=active' || die "activation: the service is not active after the first request"
-echo "$show" | grep -qx 'NRestarts=0' || die "activation: the service restarted"
-echo "$show" | grep -q '^StatusText=listening on /run/agent-sudo/agent-sudo.sock' || die "activation: StatusText does not say it listens"
+echo "$show" | grep -x 'ActiveState=active' >/dev/null || die "activation: the service is not active after the first request"
+echo "$show" | grep -x 'NRestarts=0' >/dev/null || die "activation: the service restarted"
+echo "$show" | grep '^StatusText=listening on /run/agent-sudo/agent-sudo.sock' >/dev/null || die "activation: StatusText does not say it listens"
 ok "the first request started the service (socket activation); Type=notify and active means READY=1 was sent"
 mainpid=$(echo "$show" | sed -n 's/^MainPID=//p')
 set +e
@@ -227,19 +227,19 @@ ok "a request from a non-member (bob) is refused with 69: $out"
 # --- the first approval (guide: approve, first-request, audit) ----------------
 tmux new-session -d -s "$tsess" -x 160 -y 50 "nsenter -t $pid -a sh -c '$(guide approve)'"
 wait_screen "waiting for requests"
-as_alice first-request >"$work/first.out" 2>&1 &
+as_alice first-request >"$work/first.out" 2>"$work/first.err" &
 client=$!
 wait_screen "id -u"
-screen | grep -qF "try agent-sudo" || die "first approval: the reason is not on the console: $(screen | tr -s ' \n' ' ')"
+screen | grep -F "try agent-sudo" >/dev/null || die "first approval: the reason is not on the console: $(screen | tr -s ' \n' ' ')"
 decide a
 set +e
 wait $client
 rc=$?
 set -e
-[ $rc = 0 ] && [ "$(cat "$work/first.out")" = 0 ] || die "first approval: alice's request exited $rc: $(cat "$work/first.out")"
+[ $rc = 0 ] && [ "$(cat "$work/first.out")" = 0 ] || die "first approval: alice's request exited $rc: $(cat "$work/first.out" "$work/first.err")"
 ok "guide: $(guide approve) in a terminal; alice's $(guide first-request), approved with a, printed 0"
 out=$(as_root audit 2>&1) || die "audit: $(guide audit | tr '\n' ';') failed: $out"
-echo "$out" | grep -q "id -u" || die "audit: the listing does not show alice's id -u: $out"
+echo "$out" | grep "id -u" >/dev/null || die "audit: the listing does not show alice's id -u: $out"
 ok "guide: $(guide audit | tr '\n' ';') lists the request and verifies the chain: $(echo "$out" | tail -1)"
 
 # Rules for the checks below (the package's config has none: everything asks).
@@ -262,14 +262,14 @@ out=$(c runuser -u alice -- agent-sudo run --session sys-a --reason "system test
 ok "a rule added by systemctl reload runs alice's id -u without asking: it printed 0"
 
 # --- a session grant made at the console ------------------------------------
-c runuser -u alice -- agent-sudo run --session sys-grant --reason "system test" -- id -G >"$work/grant.out" 2>&1 &
+c runuser -u alice -- timeout 60 agent-sudo run --session sys-grant --reason "system test" -- id -G >"$work/grant.out" 2>&1 &
 client=$!
 wait_screen "id -G"
 decide s
 # A session grant asks for a confirmation first, when the console does.
 for _ in $(seq 25); do
 	kill -0 $client 2>/dev/null || break
-	if screen | grep -qiF "confirm"; then decide y; break; fi
+	if screen | grep -iF "confirm" >/dev/null; then decide y; break; fi
 	sleep 0.2
 done
 set +e
@@ -330,11 +330,11 @@ reload
 out=$(c runuser -u alice -- agent-sudo run --session sys-reload --reason "system test" -- id -g) || die "reload: after the reload, id -g failed: $out"
 [ "$out" = 0 ] || die "reload: id -g printed '$out', want 0"
 same_daemon "reload"
-c journalctl -q -u agent-sudo.service -o cat | grep -qx 'reloaded' || die "reload: the journal has no reloaded line"
+c journalctl -q -u agent-sudo.service -o cat | grep -x 'reloaded' >/dev/null || die "reload: the journal has no reloaded line"
 ok "systemctl reload applied a new rule: id -g asked before and ran after, same daemon (pid $mainpid), no restart"
 out=$(c runuser -u alice -- timeout 20 agent-sudo run --session sys-grant --reason "system test" -- id -G) || die "reload: the session grant did not survive the reload: $out"
 ok "the session grant for sys-grant survived the reload: id -G ran without asking"
-c runuser -u alice -- agent-sudo run --session sys-console --reason "after reload" -- id -n -G >"$work/console.out" 2>&1 &
+c runuser -u alice -- timeout 60 agent-sudo run --session sys-console --reason "after reload" -- id -n -G >"$work/console.out" 2>&1 &
 client=$!
 wait_screen "id -n -G"
 decide a
@@ -389,9 +389,10 @@ c agent-sudo audit verify >"$work/verify" 2>&1 || die "upgrade: agent-sudo audit
 ok "guide: $(guide upgrade): version $newversion, the running command got its answer, config kept, socket enabled, new daemon ($want), chain verifies"
 
 # --- uninstall (guide: uninstall) ---------------------------------------------------
+# apt-get asks before removing; yes answers as the human would.
 remove=$(guide uninstall | sed -n 1p)
 purge=$(guide uninstall | sed -n 2p)
-c sh -euc "$remove" >"$work/apt.log" 2>&1 || die "remove: $(tail -5 "$work/apt.log")"
+{ yes || true; } | c sh -euc "$remove" >"$work/apt.log" 2>&1 || die "remove: $(tail -5 "$work/apt.log" | tr "\n" " ")"
 for f in /etc/agent-sudo/config.toml /etc/logrotate.d/agent-sudo /var/log/agent-sudo/audit.jsonl; do
 	c test -e $f || die "remove: $f is gone, docs/install.md says it stays"
 done
@@ -400,7 +401,7 @@ for f in /usr/bin/agent-sudod /usr/bin/agent-sudo /lib/systemd/system/agent-sudo
 done
 c systemctl is-active --quiet agent-sudo.socket && die "remove: the socket is still active"
 ok "guide: $remove: binaries and units gone, socket stopped; config, logrotate file and audit log kept"
-c sh -euc "$purge" >"$work/apt.log" 2>&1 || die "purge: $(tail -5 "$work/apt.log")"
+{ yes || true; } | c sh -euc "$purge" >"$work/apt.log" 2>&1 || die "purge: $(tail -5 "$work/apt.log" | tr "\n" " ")"
 for f in /etc/agent-sudo /etc/logrotate.d/agent-sudo /var/log/agent-sudo /run/agent-sudo; do
 	c test ! -e $f || die "purge: $f is still there"
 done
