@@ -151,7 +151,7 @@ uninstall: ## remove what make install installed, except /etc/agent-sudo and /va
 	rm -rf $(DESTDIR)$(DOCDIR)
 	rm -f $(foreach p,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(p).gz)
 
-agents-test: ## run the real Claude Code (pinned in test/agents/package-lock.json, installed with npm ci) against agent-sudo mcp and a real daemon
+agents-test: ## run the real Claude Code and Codex CLI (pinned in test/agents/package-lock.json, installed with npm ci) against agent-sudo mcp and a real daemon
 	test/agents/run.sh
 
 # The system test installs the package, then upgrades it to the same build

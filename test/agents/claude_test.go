@@ -61,17 +61,28 @@ func needClaude(t *testing.T) string {
 
 // claudeRun is one run of claude -p against a stand-in model.
 type claudeRun struct {
-	model  *standIn
-	stdout string
-	stderr string
-	err    error
+	model          *standIn
+	cmd            *exec.Cmd
+	cancel         context.CancelFunc
+	stdout, stderr bytes.Buffer
+	err            error
 }
 
-// runClaude runs the real Claude Code once, with agent-sudo mcp as its only
-// MCP server (the configuration docs/agents.md gives) against the daemon at
-// socket, the shim first in PATH, and the stand-in model answering with
-// script.
+// runClaude runs the real Claude Code once (startClaude) and waits for it
+// to end.
 func runClaude(t *testing.T, socket string, extraEnv []string, script ...step) *claudeRun {
+	t.Helper()
+	r := startClaude(t, socket, extraEnv, script...)
+	r.wait()
+	return r
+}
+
+// startClaude starts the real Claude Code once, with agent-sudo mcp as its
+// only MCP server (the configuration docs/agents.md gives) against the
+// daemon at socket, the shim first in PATH, and the stand-in model
+// answering with script. wait waits for it to end; it is stopped after
+// 150s (far more than it needs, for a loaded machine).
+func startClaude(t *testing.T, socket string, extraEnv []string, script ...step) *claudeRun {
 	t.Helper()
 	claude := needClaude(t)
 	_, cli := daemontest.Binaries(t)
@@ -90,18 +101,18 @@ func runClaude(t *testing.T, socket string, extraEnv []string, script ...step) *
 	if err := os.WriteFile(config, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	model := newStandIn(t, script...)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, claude, "-p", "do what the test says",
+	r := &claudeRun{model: newStandIn(t, script...)}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	r.cancel = cancel
+	r.cmd = exec.CommandContext(ctx, claude, "-p", "do what the test says",
 		"--mcp-config", config, "--strict-mcp-config",
 		"--allowedTools", "mcp__agent-sudo__execute,Bash",
 		"--output-format", "text")
-	cmd.Dir = home
-	cmd.Env = []string{
+	r.cmd.Dir = home
+	r.cmd.Env = []string{
 		"PATH=" + shimDir + ":" + os.Getenv("PATH"),
 		"HOME=" + home,
-		"ANTHROPIC_BASE_URL=" + model.URL(),
+		"ANTHROPIC_BASE_URL=" + r.model.URL(),
 		"ANTHROPIC_API_KEY=sk-ant-dummy",
 		"ENABLE_TOOL_SEARCH=false",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
@@ -109,19 +120,33 @@ func runClaude(t *testing.T, socket string, extraEnv []string, script ...step) *
 		"AGENT_SUDO_SOCKET=" + socket,
 		"AGENT_SUDO_SESSION=claude-e2e-bash",
 	}
-	cmd.Env = append(cmd.Env, extraEnv...)
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := &claudeRun{model: model, stdout: stdout.String(), stderr: stderr.String(), err: err}
+	r.cmd.Env = append(r.cmd.Env, extraEnv...)
+	r.cmd.WaitDelay = 10 * time.Second
+	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+	if err := r.cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start claude: %v", err)
+	}
 	t.Cleanup(func() {
+		if r.cmd.ProcessState == nil {
+			cancel()
+			_ = r.cmd.Wait()
+		}
 		if t.Failed() {
-			t.Logf("claude: %v\nstdout:\n%s\nstderr:\n%s\nthe stand-in received:\n%s", r.err, r.stdout, r.stderr, model.dump())
+			t.Logf("claude: %v\nstdout:\n%s\nstderr:\n%s\nthe stand-in received:\n%s", r.err, r.stdout.String(), r.stderr.String(), r.model.dump())
 		}
 	})
 	return r
 }
+
+// wait waits for Claude Code to end.
+func (r *claudeRun) wait() {
+	r.err = r.cmd.Wait()
+	r.cancel()
+}
+
+// output is Claude Code's stdout, trimmed: its final text.
+func (r *claudeRun) output() string { return strings.TrimSpace(r.stdout.String()) }
 
 // result returns the text of the only tool_result in conversation request
 // i (the answer to the tool call of step i-1), and whether it is an error.
@@ -159,8 +184,8 @@ func TestClaudeCode(t *testing.T) {
 		execute(map[string]any{"pipeline": [][]string{{"printf", "b\\na\\n"}, {"sort"}}, "reason": "a pipeline"}),
 		step{Tool: "Bash", Input: map[string]any{"command": "echo x | sudo tee " + file, "description": "write a file as root"}},
 		step{Text: "all done"})
-	if r.err != nil || strings.TrimSpace(r.stdout) != "all done" {
-		t.Fatalf("claude -p = %v, stdout %q; want the final text", r.err, r.stdout)
+	if r.err != nil || r.output() != "all done" {
+		t.Fatalf("claude -p = %v, stdout %q; want the final text", r.err, r.output())
 	}
 
 	if text, isError := r.result(t, 1); isError || !strings.Contains(text, "status: ok") || !strings.Contains(text, "hello from root\n") {
@@ -205,8 +230,8 @@ func TestClaudeCodeCancels(t *testing.T) {
 	if res := console.NextOf(approval.MsgResolved); res.ID != pending.ID || res.Verdict != approval.Withdrawn {
 		t.Errorf("the console saw %+v, want request %s withdrawn", res, pending.ID)
 	}
-	if r.err != nil || strings.TrimSpace(r.stdout) != "gave up" {
-		t.Errorf("claude -p = %v, stdout %q; want the final text", r.err, r.stdout)
+	if r.err != nil || r.output() != "gave up" {
+		t.Errorf("claude -p = %v, stdout %q; want the final text", r.err, r.output())
 	}
 	if text, isError := r.result(t, 1); !isError {
 		t.Errorf("the model saw (isError %v):\n%s\nwant an error", isError, text)
@@ -215,5 +240,38 @@ func TestClaudeCodeCancels(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the withdrawn command ran")
+	}
+}
+
+// TestClaudeCodeConsoleApproves has a human approve Claude Code's call at
+// the real console in tmux: the request waits (no rule allows touch), the
+// console shows its command, the key "a" allows it, the command runs and
+// Claude Code's tool call gets its result.
+func TestClaudeCodeConsoleApproves(t *testing.T) {
+	needClaude(t)
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{Rules: rules, ApprovalTimeout: "2m"})
+	c := startConsole(t, d)
+	marker := filepath.Join(d.Dir, "approved-at-the-console")
+	r := startClaude(t, d.Socket, nil,
+		execute(map[string]any{"argv": []string{"touch", marker}, "reason": "a human approves this"}),
+		step{Text: "approved"})
+	c.approve("touch " + marker)
+	r.wait()
+	if r.err != nil || r.output() != "approved" {
+		t.Fatalf("claude -p = %v, stdout %q; want the final text", r.err, r.output())
+	}
+	if text, isError := r.result(t, 1); isError || !strings.Contains(text, "status: ok") {
+		t.Errorf("the model saw (isError %v):\n%s\nwant status ok", isError, text)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the approved command did not run: %v", err)
+	}
+	audit, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(audit, []byte(`"by":"console uid=0`)) {
+		t.Errorf("the audit log does not record the console's decision:\n%s", audit)
 	}
 }

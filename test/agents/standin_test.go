@@ -14,13 +14,17 @@ import (
 // step is one scripted answer of the stand-in model: a tool call, or a
 // final text when Tool is empty.
 type step struct {
-	Tool  string         // the tool's name, e.g. mcp__agent-sudo__execute
-	Input map[string]any // the tool's input
-	Text  string         // the final text
+	Tool      string         // the tool's name, e.g. mcp__agent-sudo__execute
+	Namespace string         // the tool's namespace (the Responses API's), e.g. mcp__agent_sudo
+	Input     map[string]any // the tool's input
+	Text      string         // the final text
 }
 
-// standIn is a stand-in for the Anthropic Messages API that answers the
-// agent's conversation with a script, and records what it received.
+// standIn is a stand-in for the model APIs the agents use: the Anthropic
+// Messages API (/v1/messages, Claude Code) and the OpenAI Responses API
+// (/v1/responses, Codex). It answers the agent's conversation with a
+// script, and records what it received. Requests that offer tools are the
+// conversation; others (titles, summaries) get a short text.
 type standIn struct {
 	t      *testing.T
 	srv    *httptest.Server
@@ -40,7 +44,8 @@ func newStandIn(t *testing.T, script ...step) *standIn {
 	return s
 }
 
-// URL is the stand-in's base URL, for ANTHROPIC_BASE_URL.
+// URL is the stand-in's base URL, for ANTHROPIC_BASE_URL; a Responses API
+// client's base URL is URL()+"/v1".
 func (s *standIn) URL() string { return s.srv.URL }
 
 // conversation returns the requests that carried the conversation (the
@@ -65,34 +70,53 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.log = append(s.log, fmt.Sprintf("%s %s %s", r.Method, r.URL, body))
 	s.mu.Unlock()
-	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/messages") {
+	switch {
+	case r.Method != http.MethodPost:
 		http.NotFound(w, r)
-		return
-	}
-	if strings.HasSuffix(r.URL.Path, "/count_tokens") {
+	case r.URL.Path == "/v1/messages/count_tokens":
 		writeJSON(w, map[string]any{"input_tokens": 10})
-		return
+	case r.URL.Path == "/v1/messages":
+		s.messages(w, req, s.step(req))
+	case r.URL.Path == "/v1/responses":
+		s.responses(w, req, s.step(req))
+	default:
+		http.NotFound(w, r)
 	}
-	st := step{Text: "ok"}
-	if tools, _ := req["tools"].([]any); len(tools) > 0 {
-		// The agent's own conversation: the next step of the script.
-		s.mu.Lock()
-		s.requests = append(s.requests, req)
-		if s.next < len(s.script) {
-			st = s.script[s.next]
-			s.next++
-		} else {
-			st = step{Text: "(the script has ended)"}
-		}
-		s.mu.Unlock()
+}
+
+// count is the number of requests received so far, for unique ids.
+func (s *standIn) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.log)
+}
+
+// step returns the answer to req: the script's next step when req is the
+// agent's conversation (it offers tools), a short text otherwise.
+func (s *standIn) step(req map[string]any) step {
+	if tools, _ := req["tools"].([]any); len(tools) == 0 {
+		return step{Text: "ok"}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, req)
+	if s.next >= len(s.script) {
+		return step{Text: "(the script has ended)"}
+	}
+	s.next++
+	return s.script[s.next-1]
+}
+
+// messages answers a Messages API request with st, streamed when asked.
+func (s *standIn) messages(w http.ResponseWriter, req map[string]any, st step) {
 	model, _ := req["model"].(string)
-	id := fmt.Sprintf("msg_%d", len(body))
+	n := s.count()
+	id := fmt.Sprintf("msg_%d", n)
 	var block map[string]any
 	stop := "end_turn"
 	if st.Tool != "" {
 		stop = "tool_use"
-		block = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", len(body)), "name": st.Tool, "input": st.Input}
+		block = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", n), "name": st.Tool, "input": st.Input}
 	} else {
 		block = map[string]any{"type": "text", "text": st.Text}
 	}
@@ -127,9 +151,72 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 	event("message_stop", map[string]any{"type": "message_stop"})
 }
 
+// responses answers a Responses API request with st, as the server-sent
+// events Codex reads: response.created, one response.output_item.done
+// (a function_call, or an assistant message), response.completed.
+func (s *standIn) responses(w http.ResponseWriter, req map[string]any, st step) {
+	n := s.count()
+	id := fmt.Sprintf("resp_%d", n)
+	var item map[string]any
+	if st.Tool != "" {
+		args, _ := json.Marshal(st.Input)
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", n), "call_id": fmt.Sprintf("call_%d", n),
+			"name": st.Tool, "arguments": string(args)}
+		if st.Namespace != "" {
+			item["namespace"] = st.Namespace
+		}
+	} else {
+		item = map[string]any{"type": "message", "role": "assistant", "id": fmt.Sprintf("msg_%d", n),
+			"content": []any{map[string]any{"type": "output_text", "text": st.Text}}}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	event := func(data map[string]any) {
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", data["type"], b)
+	}
+	event(map[string]any{"type": "response.created", "response": map[string]any{"id": id}})
+	event(map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
+	event(map[string]any{"type": "response.completed", "response": map[string]any{"id": id,
+		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}})
+}
+
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// functionOutputs returns the function_call_output items of a Responses
+// API request's input that answer the calls of the last response, in order.
+func functionOutputs(req map[string]any) []map[string]any {
+	input, _ := req["input"].([]any)
+	var out []map[string]any
+	for i := len(input) - 1; i >= 0; i-- {
+		item, _ := input[i].(map[string]any)
+		if item["type"] != "function_call_output" {
+			break
+		}
+		out = append([]map[string]any{item}, out...)
+	}
+	return out
+}
+
+// outputText is the text of a function_call_output item: its output
+// string, or the text of its parts.
+func outputText(item map[string]any) string {
+	switch o := item["output"].(type) {
+	case string:
+		return o
+	case []any:
+		var parts []string
+		for _, p := range o {
+			if m, _ := p.(map[string]any); m["type"] == "input_text" {
+				parts = append(parts, fmt.Sprint(m["text"]))
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
 }
 
 // toolResults returns the tool_result blocks of a request's last message.
