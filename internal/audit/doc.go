@@ -57,9 +57,13 @@
 // Fail closed. [Log.Append] returns only once its record is durable:
 // written and synced (fsync) to the file. The exec record is written
 // this way before the first stage is started ([Trail.Started]), so nothing
-// runs that is not on disk first. When the write or the sync fails (disk
-// full, file made immutable or read-only, I/O error), Append returns an
-// error, the file is cut back to its last synced line, and it is closed;
+// runs that is not on disk first; its sync also covers the request and
+// decision records, which are written before it without waiting for a sync
+// of their own (one sync per allowed request, see "Group commit"). When a
+// write or a sync fails (disk full, file made immutable or read-only, I/O
+// error), the call returns an error, the file is cut back to its last
+// synced line, and it is closed; a request whose earlier records were cut
+// back with it goes no further (the writer's epoch);
 // every later Append opens it again, so the log recovers by itself once it
 // is writable, and the chain continues from the last line on disk. A failed
 // Append never leaves a partial line that a later line would be appended
@@ -71,8 +75,15 @@
 //
 // Group commit. One writer goroutine takes every record waiting, writes
 // them with one write and one sync, and then answers each caller with its
-// own record's [Receipt]; no caller is answered before its record is
-// synced.
+// own record's [Receipt]; no caller of Append or Started is answered
+// before its record is synced. The request, decision and result records
+// are written lazily: the caller is answered once the line is written, and
+// the line is synced by the next synced group, by the writer itself
+// syncDelay (50 ms) later, or at Close. So an allowed request waits for one
+// sync, before its first stage starts, and its answer waits for none. A
+// crash of the daemon loses no written line (it is in the page cache); a
+// power loss can lose the lazily written lines of the last 50 ms, never an
+// exec record.
 //
 // Safe location. The directory is created mode 0750 owned by root:adm (0700
 // root:root where there is no adm group) and the file 0640 root:adm (0600

@@ -38,12 +38,45 @@ type writer struct {
 
 	f  logFile     // nil after a failure, until the next successful open
 	fi os.FileInfo // f's identity, to notice a rename
-	// size is the length of the file's complete, synced lines; prev and
-	// seq are the hash and number of its last record.
-	size int64
-	prev string
-	seq  uint64
-	buf  []byte
+	// size is the length of the file's complete lines written; prev and
+	// seq are the hash and number of its last record. synced, syncedPrev
+	// and syncedSeq are the same for the lines known to be synced: size
+	// is larger only while lazily written records wait for a sync.
+	size       int64
+	prev       string
+	seq        uint64
+	synced     int64
+	syncedPrev string
+	syncedSeq  uint64
+	// epoch counts the failures that cut records already reported
+	// written (lazy ones, not yet synced) off the file: a request whose
+	// earlier records were written in an older epoch may have lost them,
+	// and goes no further (Log.write's checkEpoch).
+	epoch uint64
+	buf   []byte
+}
+
+// dirty reports whether written records wait for a sync.
+func (w *writer) dirty() bool { return w.f != nil && w.size > w.synced }
+
+// markSynced records that everything written is on disk.
+func (w *writer) markSynced() {
+	w.synced, w.syncedPrev, w.syncedSeq = w.size, w.prev, w.seq
+}
+
+// syncPending syncs the records written lazily, if any. A failure cuts
+// them off like a failed append (they were reported written, so the
+// epoch moves on) and is logged: their callers were already answered.
+func (w *writer) syncPending() {
+	if !w.dirty() {
+		return
+	}
+	if err := w.f.Sync(); err != nil {
+		w.log.Error("audit: records written without waiting for their sync are lost: the sync failed",
+			"file", w.path, "records", w.seq-w.syncedSeq, "err", w.fail("sync", err))
+		return
+	}
+	w.markSynced()
 }
 
 func (w *writer) head() Receipt { return Receipt{Seq: w.seq, Hash: w.prev} }
@@ -71,6 +104,7 @@ func (w *writer) open() error {
 			"file", w.path, "last_written_seq", w.seq, "last_written_hash", w.prev, "continues_seq", seq, "continues_hash", prev)
 	}
 	w.f, w.fi, w.size, w.prev, w.seq = lf, fi, size, prev, seq
+	w.markSynced()
 	return nil
 }
 
@@ -119,14 +153,19 @@ func (w *writer) chainEnd(f logFile, size int64) (int64, string, uint64, error) 
 	return size, LineHash(line), seqOf(line), nil
 }
 
-// append writes one line per body, chained, with one write and one sync.
-// On any failure nothing is reported durable, the file is cut back to its
-// last synced line when possible, and it is closed; the next append opens
-// it again.
-func (w *writer) append(bodies [][]byte) ([]Receipt, error) {
+// append writes one line per body, chained, with one write and, when sync
+// is set, one sync, which also covers every line written before. On any
+// failure nothing of the batch is reported written, the file is cut back to
+// its last synced line when possible, and it is closed; the next append
+// opens it again.
+func (w *writer) append(bodies [][]byte, sync bool) ([]Receipt, error) {
 	if w.f != nil && w.moved() {
-		_ = w.f.Close()
-		w.f = nil
+		// Lines written lazily to the old file are synced there first.
+		w.syncPending()
+		if w.f != nil {
+			_ = w.f.Close()
+			w.f = nil
+		}
 	}
 	if w.f == nil {
 		if err := w.open(); err != nil {
@@ -157,25 +196,38 @@ func (w *writer) append(bodies [][]byte) ([]Receipt, error) {
 	if _, err := w.f.Write(buf); err != nil {
 		return nil, w.fail("write", err)
 	}
-	if err := w.f.Sync(); err != nil {
-		return nil, w.fail("sync", err)
+	if sync {
+		// On failure the size is still the one before this batch, so that
+		// fail tells lost lazy records from this batch's own.
+		if err := w.f.Sync(); err != nil {
+			return nil, w.fail("sync", err)
+		}
 	}
 	w.size += int64(len(buf))
 	w.prev, w.seq = prev, seq
+	if sync {
+		w.markSynced()
+	}
 	return rcpts, nil
 }
 
-// fail undoes a batch that did not become durable and closes the file.
+// fail undoes what was written since the last sync and closes the file.
+// Lazily written records among it were reported written: the epoch moves
+// on, so that the requests they belong to go no further.
 func (w *writer) fail(what string, err error) error {
-	// Cut back only what this batch may have added: never extend a file
-	// that someone else shrank.
-	if fi, serr := w.f.Stat(); serr != nil || fi.Size() < w.size {
+	// Cut back only what may have been added since the last sync: never
+	// extend a file that someone else shrank.
+	if fi, serr := w.f.Stat(); serr != nil || fi.Size() < w.synced {
 		w.log.Warn("audit: not cutting the log back after a failed write: it is shorter than what was synced",
-			"file", w.path, "synced_size", w.size)
-	} else if terr := w.f.Truncate(w.size); terr != nil {
+			"file", w.path, "synced_size", w.synced)
+	} else if terr := w.f.Truncate(w.synced); terr != nil {
 		w.log.Warn("audit: could not cut the log back to its last synced record after a failed write; the next open removes an incomplete line",
-			"file", w.path, "size", w.size, "err", terr)
+			"file", w.path, "size", w.synced, "err", terr)
 	}
+	if w.size > w.synced {
+		w.epoch++
+	}
+	w.size, w.prev, w.seq = w.synced, w.syncedPrev, w.syncedSeq
 	_ = w.f.Close()
 	w.f = nil
 	return fmt.Errorf("audit log %s: %s: %w (the record was not written)", w.path, what, err)

@@ -29,6 +29,10 @@ const (
 	maxBatchBytes   = 4 << 20
 )
 
+// syncDelay is how long a record written without a sync (see [Log.write])
+// waits at most for one: a later synced group covers it sooner.
+const syncDelay = 50 * time.Millisecond
+
 // Options configure a Log.
 type Options struct {
 	// EnvValues records environment values in full (audit_env_values).
@@ -51,6 +55,8 @@ type Options struct {
 	// wrap, when set by tests, wraps each file the writer opens, so that
 	// write and sync failures can be injected.
 	wrap func(logFile) logFile
+	// syncDelay, when set by tests, replaces syncDelay.
+	syncDelay time.Duration
 }
 
 // Receipt identifies a durable record.
@@ -84,12 +90,21 @@ type Log struct {
 type op struct {
 	body   []byte // the record without seq and prev; nil for a reopen
 	reopen bool
-	res    chan opResult // buffered, capacity 1
+	// lazy: answer once the record is written; it is synced with the next
+	// synced group, after syncDelay, or at Close, whichever comes first.
+	lazy bool
+	// epoch, when checkEpoch is set, is the writer's epoch when the
+	// request's first record was written: the op fails if written records
+	// were lost since (see writer.epoch).
+	epoch      uint64
+	checkEpoch bool
+	res        chan opResult // buffered, capacity 1
 }
 
 type opResult struct {
-	rcpt Receipt
-	err  error
+	rcpt  Receipt
+	epoch uint64
+	err   error
 }
 
 // Open opens (creating it if needed) the audit log at path and starts its
@@ -149,6 +164,31 @@ func (l *Log) Append(ctx context.Context, r *Record) (Receipt, error) {
 	return res.rcpt, res.err
 }
 
+// write appends r like Append, except that with lazy set it returns once
+// the line is written, before it is synced: the next synced record, the
+// writer's timer (syncDelay) or Close syncs it. With checkEpoch it fails
+// when records written since epoch were lost to a failed write or sync, so
+// that a request whose earlier records are gone goes no further. It
+// returns the writer's epoch, to be passed to the request's later writes.
+func (l *Log) write(ctx context.Context, r *Record, lazy, checkEpoch bool, epoch uint64) (Receipt, uint64, error) {
+	if r.Time.IsZero() {
+		r.Time = l.now()
+	}
+	r.Time = r.Time.UTC()
+	if err := r.check(); err != nil {
+		return Receipt{}, 0, fmt.Errorf("audit: %w", err)
+	}
+	body, err := marshalBody(r)
+	if err != nil {
+		return Receipt{}, 0, fmt.Errorf("audit: %w", err)
+	}
+	res, err := l.submit(ctx, &op{body: body, lazy: lazy, checkEpoch: checkEpoch, epoch: epoch, res: make(chan opResult, 1)})
+	if err != nil {
+		return Receipt{}, 0, err
+	}
+	return res.rcpt, res.epoch, res.err
+}
+
 // Reopen closes the file and opens path again, so that the log continues in
 // a new file after logrotate renamed the old one. The daemon calls it on
 // SIGHUP. The log also notices a renamed or removed file by itself before
@@ -206,22 +246,41 @@ func (l *Log) Close() error {
 }
 
 // run is the writer goroutine: it takes every op that is waiting, writes the
-// appends with one write and one sync, and answers each.
+// appends with one write and, unless all of them are lazy, one sync, and
+// answers each. Lazy records left unsynced are synced after syncDelay
+// unless a synced group covered them first, and at Close.
 func (l *Log) run() {
 	defer close(l.done)
 	batch := make([]*op, 0, maxBatchRecords)
+	delay := syncDelay
+	if l.opts.syncDelay > 0 {
+		delay = l.opts.syncDelay
+	}
+	timer := time.NewTimer(delay)
+	timer.Stop()
+	armed := false
 	for {
+		if !armed && l.w.dirty() {
+			timer.Reset(delay)
+			armed = true
+		}
 		batch = batch[:0]
 		select {
 		case o := <-l.ops:
 			batch = append(batch, o)
+		case <-timer.C:
+			armed = false
+			l.w.syncPending()
+			continue
 		case <-l.quit:
-			// Ops handed over before Close are still written.
+			// Ops handed over before Close are still written, and every
+			// written record synced.
 			for {
 				select {
 				case o := <-l.ops:
 					l.process([]*op{o})
 				default:
+					l.w.syncPending()
 					return
 				}
 			}
@@ -249,26 +308,40 @@ func (l *Log) process(batch []*op) {
 			continue
 		}
 		l.appendBatch(batch[start:i])
+		l.w.syncPending()
 		o.res <- opResult{err: l.w.reopen()}
 		start = i + 1
 	}
 	l.appendBatch(batch[start:])
 }
 
+// appendBatch writes the records of batch with one write, synced unless
+// every one of them is lazy. An op whose request lost records since its
+// epoch fails alone.
 func (l *Log) appendBatch(batch []*op) {
-	if len(batch) == 0 {
+	live := batch[:0:0]
+	sync := false
+	for _, o := range batch {
+		if o.checkEpoch && o.epoch != l.w.epoch {
+			o.res <- opResult{err: fmt.Errorf("audit log %s: this request's earlier records were lost when the log could not be written or synced (the record was not written)", l.path)}
+			continue
+		}
+		live = append(live, o)
+		sync = sync || !o.lazy
+	}
+	if len(live) == 0 {
 		return
 	}
-	bodies := make([][]byte, len(batch))
-	for i, o := range batch {
+	bodies := make([][]byte, len(live))
+	for i, o := range live {
 		bodies[i] = o.body
 	}
-	rcpts, err := l.w.append(bodies)
-	for i, o := range batch {
+	rcpts, err := l.w.append(bodies, sync)
+	for i, o := range live {
 		if err != nil {
 			o.res <- opResult{err: err}
 		} else {
-			o.res <- opResult{rcpt: rcpts[i]}
+			o.res <- opResult{rcpt: rcpts[i], epoch: l.w.epoch}
 		}
 	}
 }

@@ -184,7 +184,9 @@ func TestJournalWhenAppendFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failSync = true
+	// Decided and Received do not wait for a sync: a failed write fails
+	// them. Started waits for its sync.
+	failWrite = true
 	checkLast := func(what, typ string) {
 		t.Helper()
 		got := j.sent()
@@ -195,19 +197,25 @@ func TestJournalWhenAppendFails(t *testing.T) {
 		}
 	}
 	if err := tr.Decided(ctx, approval.Decision{Verdict: approval.Allow, By: "rule"}); err == nil {
-		t.Fatal("Decided succeeded although the sync failed")
+		t.Fatal("Decided succeeded although the write failed")
 	}
 	checkLast("Decided", "decision")
+	failWrite, failSync = false, true
+	tr, err = l.Received(ctx, testRequest("r1b"), testPeer)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := tr.Started(ctx, testSpec()); err == nil {
 		t.Fatal("Started succeeded although the sync failed")
 	}
 	checkLast("Started", "exec")
+	failWrite, failSync = true, false
 	if _, err := l.Received(ctx, testRequest("r2"), testPeer); err == nil {
-		t.Fatal("Received succeeded although the sync failed")
+		t.Fatal("Received succeeded although the write failed")
 	}
 	checkLast("Received", "request")
 	n := len(j.sent())
-	failSync = false
+	failWrite = false
 	if _, err := l.Received(ctx, testRequest("r3"), testPeer); err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,9 @@ type Trail struct {
 	hdr Record // the header fields of every record
 	// decidedBy is the decider, repeated in the result's journal entry.
 	decidedBy string
+	// epoch is the writer's epoch when the request record was written:
+	// the decision and exec records fail if records were lost since.
+	epoch uint64
 }
 
 // Refusal describes a request the daemon refused without asking anyone.
@@ -119,12 +122,15 @@ func (l *Log) Refused(ctx context.Context, r Refusal) error {
 
 // Received writes the request record of a request that was decoded and
 // planned and is about to be decided, and returns the Trail for its later
-// records. An error means the record is not durable; the request must then
-// not be decided or run. Only a failure is sent to the journal.
+// records. It returns once the record is written, without waiting for its
+// sync: the exec record's sync (Started) covers it, or, for a request that
+// does not run, a later sync. An error means the record is not written; the
+// request must then not be decided or run. Only a failure is sent to the
+// journal.
 func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Creds) (*Trail, error) {
 	rec := &Record{Type: TypeRequest, Peer: peerOf(peer), Request: &RequestSection{}}
 	fillRequest(rec, req, l.opts)
-	rcpt, err := l.Append(ctx, rec)
+	rcpt, epoch, err := l.write(ctx, rec, true, false, 0)
 	if err != nil {
 		// Not in the log, and not run: the journal is the only record.
 		l.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("audit: request %s received", rec.ID),
@@ -132,17 +138,18 @@ func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Cr
 		return nil, err
 	}
 	hdr := Record{ID: rec.ID, Ref: rcpt.Hash, Session: rec.Session, Host: rec.Host, Peer: rec.Peer}
-	return &Trail{log: l, hdr: hdr}, nil
+	return &Trail{log: l, hdr: hdr, epoch: epoch}, nil
 }
 
-// Decided writes the decision record and sends a journal entry. An error
-// means the record is not durable: the request must then not run, even if
-// it was allowed.
+// Decided writes the decision record and sends a journal entry. Like
+// Received it does not wait for the sync. An error means the record is not
+// written, or the request record was lost meanwhile: the request must then
+// not run, even if it was allowed.
 func (t *Trail) Decided(ctx context.Context, d approval.Decision) error {
 	rec := t.record(TypeDecision)
 	rec.Decision = &DecisionSection{Verdict: string(d.Verdict), By: d.By, Message: d.Message}
 	t.decidedBy = d.By
-	rcpt, err := t.log.Append(ctx, rec)
+	rcpt, _, err := t.log.write(ctx, rec, true, true, t.epoch)
 	fields := map[string]string{
 		"AGENT_SUDO_VERDICT":    string(d.Verdict),
 		"AGENT_SUDO_DECIDED_BY": d.By,
@@ -156,9 +163,11 @@ func (t *Trail) Decided(ctx context.Context, d approval.Decision) error {
 }
 
 // Started writes the exec record: exactly what spec will run. It returns
-// only once the record is durable (written and synced); an error means it is
-// not, and spec must not be run. Call it right before runner.Run. Only a
-// failure is sent to the journal.
+// only once the record is durable (written and synced), and with it the
+// request and decision records, which its one sync covers; an error means
+// they are not (or the earlier records were lost), and spec must not be
+// run. Call it right before runner.Run. Only a failure is sent to the
+// journal.
 func (t *Trail) Started(ctx context.Context, spec runner.Spec) error {
 	rec := t.record(TypeExec)
 	x := &ExecSection{
@@ -192,7 +201,7 @@ func (t *Trail) Started(ctx context.Context, spec runner.Spec) error {
 	}
 	x.Env, x.EnvValues = encodeEnv(env, t.log.opts.EnvValues)
 	rec.Exec = x
-	rcpt, err := t.log.Append(ctx, rec)
+	rcpt, _, err := t.log.write(ctx, rec, false, true, t.epoch)
 	if err != nil {
 		t.log.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("audit: request %s about to run", rec.ID),
 			map[string]string{"AGENT_SUDO_STATUS": string(proto.StatusError), "AGENT_SUDO_DECIDED_BY": t.decidedBy})
@@ -203,8 +212,11 @@ func (t *Trail) Started(ctx context.Context, spec runner.Spec) error {
 // Finished writes the result record from the response the daemon is about
 // to send and the runner's result, and sends a journal entry. res is nil
 // when the pipeline could not be started (resp is then the error answer).
-// Call it before writing resp to the client. An error means the record is
-// not durable; the command has run, so the daemon should still answer.
+// Call it before writing resp to the client. It returns once the record is
+// written, without waiting for its sync, which the next synced group, the
+// writer's timer or Close does: the answer is not held back by a disk
+// flush. An error means the record is not written; the command has run, so
+// the daemon should still answer.
 func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.Result) error {
 	rec := t.record(TypeResult)
 	r := &ResultSection{
@@ -250,7 +262,7 @@ func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.
 		r.DurationNS = int64(res.Ended.Sub(res.Started))
 	}
 	rec.Result = r
-	rcpt, err := t.log.Append(ctx, rec)
+	rcpt, _, err := t.log.write(ctx, rec, true, false, 0)
 	fields := map[string]string{
 		"AGENT_SUDO_STATUS":     string(resp.Status),
 		"AGENT_SUDO_EXIT_CODES": JoinExitCodes(r.ExitCodes, ","),
