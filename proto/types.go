@@ -79,6 +79,11 @@ const (
 	ActionStop = "stop"
 )
 
+// NotAllowedPrefix starts the message of an error answer to a peer that may
+// not use the daemon at all (see allowed_users and allowed_groups in
+// docs/config.md); clients tell that refusal from others by it.
+const NotAllowedPrefix = "not allowed:"
+
 // PingMessage is the message of an ok answer to ping: exactly what a
 // sudo-proxy 1.1 daemon answers, so its clients accept agent-sudod. Whether
 // the caller may use the daemon is in [Response.Access].

@@ -116,8 +116,8 @@ func TestE2EAccessControl(t *testing.T) {
 					}
 				case want && (code != 0 || strings.TrimSpace(stdout) != wantUID):
 					t.Errorf("%s: run = %d %q, want 0 and %s", label, code, out, wantUID)
-				case !want && (code == 0 || !strings.Contains(out, "not allowed: user ") || stdout != ""):
-					t.Errorf("%s: run = %d %q, want a failure with \"not allowed\" and nothing run", label, code, out)
+				case !want && (code != 77 || !strings.Contains(out, "not allowed: user ") || stdout != ""):
+					t.Errorf("%s: run = %d %q, want 77 with \"not allowed\" and nothing run", label, code, out)
 				}
 			}
 		})

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agent-sudo/agent-sudo/proto"
+
 	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
@@ -96,7 +98,7 @@ func (a *authorizer) check(peer peercred.Creds) (reason string, allowed bool) {
 	default:
 		hint = "only the users in allowed_users are served; ask an administrator to add you to it"
 	}
-	return fmt.Sprintf("not allowed: user %s (uid %d) may not use agent-sudo; %s", peer.User(), peer.UID, hint), false
+	return fmt.Sprintf(proto.NotAllowedPrefix+" user %s (uid %d) may not use agent-sudo; %s", peer.User(), peer.UID, hint), false
 }
 
 func quoteAll(ss []string) []string {

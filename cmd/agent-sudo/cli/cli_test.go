@@ -46,7 +46,7 @@ func TestMainUsage(t *testing.T) {
 		{"--version", []string{"--version"}, 0, "agent-sudo devel\n", ""},
 		{"version extra", []string{"version", "x"}, 2, "", "agent-sudo: version: unexpected argument \"x\"; see 'agent-sudo help version'\n"},
 		{"help version", []string{"help", "version"}, 0, "usage: agent-sudo version\n", ""},
-		{"run --help", []string{"run", "--help"}, 0, "  77     the request was denied\n", ""},
+		{"run --help", []string{"run", "--help"}, 0, "  77     the request was denied, or your user may not use agent-sudod\n", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -97,7 +97,7 @@ reports the last one that failed).
 			{"69", "agent-sudod cannot be reached; nothing was sent"},
 			{"70", "agent-sudod answered with an error or broke the protocol, or the\nrequest could not be sent or answered"},
 			{"74", "the output could not be written"},
-			{"77", "the request was denied"},
+			{"77", "the request was denied, or your user may not use agent-sudod"},
 			{"124", "the request timed out in the daemon, or --timeout expired"},
 			{"130", "interrupted"},
 		},
@@ -264,6 +264,9 @@ func exitStatus(resp *proto.Response, pipefail bool) int {
 	case proto.StatusTimeout:
 		return exitTimeout
 	case proto.StatusError:
+		if strings.HasPrefix(resp.Message, proto.NotAllowedPrefix) {
+			return exitDenied // as agent-sudo status says it
+		}
 		return exitSoftware
 	}
 	if len(resp.Stages) == 0 {

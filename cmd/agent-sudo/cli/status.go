@@ -81,7 +81,7 @@ func statusMain(ctx context.Context, inv *invocation, args []string) int {
 		}
 		return 0
 	case proto.StatusError:
-		if strings.HasPrefix(resp.Message, "not allowed") {
+		if strings.HasPrefix(resp.Message, proto.NotAllowedPrefix) {
 			return inv.fail(exitDenied, "agent-sudod is up at %s, but %s", socket, resp.Message)
 		}
 		// Refused before the daemon looked at who is asking: whether this
