@@ -27,6 +27,9 @@ type Channel struct {
 	Broker *Broker
 	// Version is the daemon's version, sent in the hello.
 	Version string
+	// Host is the daemon's host name and Instance the identifier of this
+	// run of the daemon, both sent in the hello (docs/approver-protocol.md).
+	Host, Instance string
 	// Log receives the consoles' decisions, revocations and failures.
 	Log *slog.Logger
 }
@@ -52,7 +55,7 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, by string) {
 
 	grants, omitted := c.Broker.Grants()
 	greeting := append([]Message{
-		{Type: MsgHello, Version: c.Version},
+		{Type: MsgHello, Version: c.Version, DaemonHost: c.Host, Instance: c.Instance},
 		{Type: MsgGrants, Grants: grants, GrantsOmitted: omitted},
 	}, waiting...)
 

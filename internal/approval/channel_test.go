@@ -25,7 +25,7 @@ type console struct {
 func serveConsole(ctx context.Context, t *testing.T, b *Broker, by string) *console {
 	t.Helper()
 	server, client := net.Pipe()
-	c := &Channel{Broker: b, Version: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c := &Channel{Broker: b, Version: "test", Host: "box-a", Instance: "inst-1", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -83,8 +83,8 @@ func TestChannelGreetingThenDecide(t *testing.T) {
 	next(t, events) // c1 waits before the console connects
 
 	c := serveConsole(context.Background(), t, b, "console uid=0 tty=/dev/pts/9 pid=1")
-	if m := c.read(); m.Type != MsgHello || m.Version != "test" {
-		t.Fatalf("first message %+v, want the hello", m)
+	if m := c.read(); m.Type != MsgHello || m.Version != "test" || m.DaemonHost != "box-a" || m.Instance != "inst-1" {
+		t.Fatalf("first message %+v, want the hello with the daemon's host and instance", m)
 	}
 	if m := c.read(); m.Type != MsgGrants {
 		t.Fatalf("second message %+v, want the grants", m)

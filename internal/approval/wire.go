@@ -248,6 +248,15 @@ type Message struct {
 
 	// hello
 	Version string `json:"version,omitempty"`
+	// hello: the daemon's own host name (os.Hostname), so that a console
+	// connected to several daemons says which one a request is from
+	// without trusting the agent's claim; empty when the daemon could not
+	// read it or is older.
+	DaemonHost string `json:"host,omitempty"`
+	// hello: an identifier the daemon draws at start and keeps until it
+	// exits. A console never sends a decision to a different instance than
+	// the one that announced the request.
+	Instance string `json:"instance,omitempty"`
 
 	// pending, detail (daemon -> console)
 	Request *Shown `json:"request,omitempty"`

@@ -206,3 +206,24 @@ match = ["tee", "**"]
 		}
 	}
 }
+
+// TestE2EApproverHelloNamesHostAndInstance: the hello carries the daemon's
+// own host name and an instance id that stays the same for every console
+// of one run and changes when the daemon restarts.
+func TestE2EApproverHelloNamesHostAndInstance(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{})
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := daemontest.Dial(t, d.ApproverSocket), daemontest.Dial(t, d.ApproverSocket)
+	if a.Hello.DaemonHost != host || a.Hello.Instance == "" || b.Hello.Instance != a.Hello.Instance {
+		t.Fatalf("hellos %+v and %+v, want host %q and one instance", a.Hello, b.Hello, host)
+	}
+	d.Restart()
+	c := daemontest.Dial(t, d.ApproverSocket)
+	if c.Hello.DaemonHost != host || c.Hello.Instance == "" || c.Hello.Instance == a.Hello.Instance {
+		t.Fatalf("hello after a restart %+v, want a new instance (was %q)", c.Hello, a.Hello.Instance)
+	}
+}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"os"
@@ -61,7 +62,15 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	approvers := &approverServer{channel: &approval.Channel{Broker: broker, Version: Version(), Log: log}, log: log}
+	host, err := os.Hostname()
+	if err != nil {
+		log.Warn("cannot read the host name; consoles will not be told it", "err", err)
+		host = ""
+	}
+	// instance names this run of the daemon to consoles, which never send
+	// a decision to another instance than the one that showed the request.
+	instance := rand.Text()
+	approvers := &approverServer{channel: &approval.Channel{Broker: broker, Version: Version(), Host: host, Instance: instance, Log: log}, log: log}
 	approversDone := make(chan struct{})
 	go func() {
 		defer close(approversDone)
@@ -73,7 +82,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	log.Info("listening", "socket", ln.Addr().String(), "socket_activated", activated, "exec", cfg.Exec, "version", Version())
+	log.Info("listening", "socket", ln.Addr().String(), "socket_activated", activated, "exec", cfg.Exec, "version", Version(),
+		"host", host, "instance", instance)
 
 	st := &status{socket: ln.Addr().String()}
 	if _, err := sd.SdNotify(false, sd.SdNotifyReady+"\nSTATUS="+st.text(srv.Rules())); err != nil {

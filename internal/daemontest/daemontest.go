@@ -256,8 +256,33 @@ max_connections = %d
 func Start(t testing.TB, c Config) *Daemon {
 	t.Helper()
 	RequireRoot(t)
-	bin, _ := Binaries(t)
 	d := Configure(t, c)
+	d.launch()
+	t.Cleanup(func() {
+		d.Stop()
+		if t.Failed() {
+			t.Logf("agent-sudod's log:\n%s", d.Logs.String())
+		}
+	})
+	d.WaitReady()
+	return d
+}
+
+// Restart stops a daemon started by Start (see Stop) and starts it again
+// with the same configuration, sockets and log buffer, then waits until it
+// answers a ping.
+func (d *Daemon) Restart() {
+	d.t.Helper()
+	d.Stop()
+	d.launch()
+	d.WaitReady()
+}
+
+// launch starts the daemon's process; Done receives its Wait.
+func (d *Daemon) launch() {
+	t := d.t
+	t.Helper()
+	bin, _ := Binaries(t)
 	d.Done = make(chan error, 1)
 	d.Cmd = exec.Command(bin, "--config", d.ConfigPath)
 	d.Cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "SSH_AUTH_SOCK=")
@@ -278,15 +303,9 @@ func Start(t testing.TB, c Config) *Daemon {
 	if err := d.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { d.Done <- d.Cmd.Wait() }()
-	t.Cleanup(func() {
-		d.Stop()
-		if t.Failed() {
-			t.Logf("agent-sudod's log:\n%s", d.Logs.String())
-		}
-	})
-	d.WaitReady()
-	return d
+	done := d.Done
+	cmd := d.Cmd
+	go func() { done <- cmd.Wait() }()
 }
 
 // WaitReady waits up to 30s until the daemon answers a ping, failing the
@@ -446,6 +465,8 @@ type Console struct {
 	LastSize int
 	// Timeout is how long Next waits for a line; zero means 30s.
 	Timeout time.Duration
+	// Hello is the daemon's greeting.
+	Hello approval.Message
 }
 
 // Dial connects to the approver socket at socket, reads the hello and the
@@ -461,8 +482,8 @@ func Dial(t testing.TB, socket string) *Console {
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(nil, approval.MaxLine)
 	c := &Console{t: t, conn: conn, in: sc}
-	if m := c.Next(); m.Type != approval.MsgHello || m.Version == "" {
-		t.Fatalf("first message %+v, want hello", m)
+	if c.Hello = c.Next(); c.Hello.Type != approval.MsgHello || c.Hello.Version == "" {
+		t.Fatalf("first message %+v, want hello", c.Hello)
 	}
 	if m := c.Next(); m.Type != approval.MsgGrants {
 		t.Fatalf("second message %+v, want grants", m)

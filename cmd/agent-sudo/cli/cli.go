@@ -84,6 +84,10 @@ type command struct {
 	// subs are the command's subcommands, which run dispatches to (see
 	// runSubcommand) and "agent-sudo help CMD SUB" describes.
 	subs []command
+	// hidden commands are left out of the list in "agent-sudo help"; they
+	// are run by other programs, and "agent-sudo help CMD" still describes
+	// them.
+	hidden bool
 }
 
 // commands is the table of commands, in the order help lists them. It is a
@@ -94,6 +98,7 @@ func commands() []command {
 		{name: "run", summary: "ask agent-sudod to run a command or a pipeline", run: runMain, help: runHelp},
 		{name: "status", summary: "tell whether agent-sudod is up and you may use it", run: statusMain, help: statusHelp},
 		{name: "approve", summary: "as root, approve or deny the requests waiting for a human", run: approveMain, help: approveHelp},
+		{name: "approver-stdio", summary: "connect stdin and stdout to the approver socket (run by approve --ssh)", run: approverStdioMain, help: approverStdioHelp, hidden: true},
 		{name: "audit", summary: "list and verify the audit log: what ran, who decided, what came out", run: auditMain, help: auditHelp, subs: []command{
 			{name: "show", summary: "print every record of one request", run: auditShowMain, help: auditShowHelp},
 			{name: "verify", summary: "check the audit log's hash chain", run: auditVerifyMain, help: auditVerifyHelp},
@@ -208,6 +213,9 @@ usage: agent-sudo <command> [arguments]
 commands:
 `)
 	for _, c := range commands() {
+		if c.hidden {
+			continue
+		}
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 		for _, sub := range c.subs {
 			fmt.Fprintf(&b, "    %-8s %s\n", sub.name, sub.summary)
