@@ -25,7 +25,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: help build test vet staticcheck unit mcp-inspector fuzz bench run clean deb install uninstall systemtest man agents-test
+.PHONY: help build test vet staticcheck unit mcp-inspector fuzz bench load run clean deb install uninstall systemtest man agents-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -68,6 +68,18 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 
 bench: ## run the benchmarks (figures go in docs/performance.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The load runs of docs/performance.md: each run starts a fresh daemon
+# (built from this tree, exec = "direct", built-in connection limits) and
+# fails if any request is not answered correctly or the daemon's open
+# descriptors grow. The CSVs and the plot go to LOAD_OUT.
+LOAD_OUT     ?= docs/load
+load: ## the load runs of docs/performance.md, as root, several minutes: 1-200 clients x 10,000 requests, output sizes, pipeline lengths, the plot
+	@mkdir -p $(LOAD_OUT)
+	$(GO) run ./test/load -clients 1,8,64,200 -requests 10000 -csv $(LOAD_OUT)/clients.csv
+	$(GO) run ./test/load -clients 1,8 -requests 200 -output 1KiB,1MiB,16MiB -csv $(LOAD_OUT)/output.csv
+	$(GO) run ./test/load -clients 1,8 -requests 1000 -stages 1,8,32 -csv $(LOAD_OUT)/stages.csv
+	$(GO) run ./test/load/plot -in $(LOAD_OUT)/clients.csv -out $(LOAD_OUT)/throughput.png
 
 run: build ## build and start the daemon in the foreground with the terminal approver (dev config in a temp dir)
 	scripts/dev-run.sh

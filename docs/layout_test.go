@@ -26,10 +26,10 @@ var layers = [][]string{
 	{"internal/config"},
 	{"internal/daemon"},
 	{"client", "internal/clienttest"},
-	{"internal/mcpserver", "internal/daemontest"},
+	{"internal/mcpserver", "internal/daemontest", "internal/loadgen"},
 	{"cmd/agent-sudod", "cmd/agent-sudo/cli"},
 	{"cmd/agent-sudo"},
-	{"docs", "packaging", "packaging/mangen", "test/agents"}, // tests and build tools
+	{"docs", "packaging", "packaging/mangen", "test/agents", "test/load", "test/load/plot"}, // tests and build tools
 }
 
 // layerOf maps each package (relative to the module) to its layer.

@@ -315,9 +315,42 @@ const logEvery = 10 * time.Second
 // logEvery, saying how many were held back.
 func (s *Server) refuseConn(conn *net.UnixConn, uid uint32, kind, msg string) {
 	defer conn.Close()
-	_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
-	_ = proto.WriteResponse(conn, &proto.Response{Status: proto.StatusError, Message: msg})
+	var line bytes.Buffer
+	_ = proto.WriteResponse(&line, &proto.Response{Status: proto.StatusError, Message: msg})
+	_ = writeOnce(conn, line.Bytes()) // a peer that is gone needs no answer
 	s.warnLimited(s.log.With("peer_uid", uid), kind, uid, "refused connection", "reason", msg)
+}
+
+// writeOnce makes one non-blocking write of b to conn, and fails unless all
+// of b was written. A refusal is a short line on a connection nothing has
+// been written to, which the socket takes whole at once; one attempt
+// without a deadline can neither stall the accept loop nor fail because the
+// daemon itself was not scheduled before a deadline passed. (With a 1 s
+// write deadline, a daemon overloaded by 200 clients sometimes found the
+// deadline gone before it wrote; it then closed the connection with the
+// request unread, and the client got a reset instead of "busy: ...".)
+func writeOnce(conn *net.UnixConn, b []byte) error {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var (
+		n    int
+		werr error
+	)
+	if err := raw.Write(func(fd uintptr) bool {
+		n, werr = unix.Write(int(fd), b)
+		return true // one attempt: never wait for the socket
+	}); err != nil {
+		return err
+	}
+	if werr != nil {
+		return werr
+	}
+	if n < len(b) {
+		return io.ErrShortWrite
+	}
+	return nil
 }
 
 // warnLimited logs a warning on log (which names the peer) at most once per
