@@ -192,7 +192,12 @@
 // Run returns only once no live process is left in the group, or in the
 // cgroup when there is one (it waits up to two seconds for the kernel to
 // finish the processes it SIGKILLed), so a following request does not race
-// with a dying one for a lock such as dpkg's.
+// with a dying one for a lock such as dpkg's. The kernel says when, without
+// polling: for the cgroup, cgroup.events turns "populated 0" (POLLPRI on the
+// file); for a process group, each member still alive, found once in /proc,
+// is opened as a pidfd, which turns readable when it exits (then the group
+// is looked at once more). Only on a kernel without pidfds (before Linux
+// 5.3) is a group looked at every 5 ms.
 //
 // Stages are not reaped until every signal has been sent: an unreaped zombie
 // leader keeps its pid, and thus the process group id, from being reused, so
