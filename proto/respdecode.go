@@ -2,10 +2,11 @@ package proto
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	simdbase64 "github.com/segmentio/asm/base64"
 )
 
 // The response decoder is hand-written because a response may carry up to
@@ -178,7 +179,7 @@ func (s *respScanner) base64() ([]byte, error) {
 		}
 		raw = []byte(str)
 	}
-	out := make([]byte, base64.StdEncoding.DecodedLen(len(raw)))
+	out := make([]byte, strictBase64.DecodedLen(len(raw)))
 	n, err := strictBase64.Decode(out, raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: response is not a valid JSON object: %v", ErrProtocol, err)
@@ -186,9 +187,11 @@ func (s *respScanner) base64() ([]byte, error) {
 	return out[:n], nil
 }
 
-// strictBase64 is the standard alphabet without the decoder's tolerance of
-// '\r' and '\n', which encoding/json's []byte decoding does not skip either.
-var strictBase64 = base64.StdEncoding.Strict()
+// strictBase64 is the standard alphabet, decoded with the SIMD decoder
+// (see the package documentation), refusing non-zero padding bits as
+// encoding/json does. '\r' and '\n', which the decoder would skip, are
+// refused before it is called.
+var strictBase64 = simdbase64.StdEncoding.Strict()
 
 func (s *respScanner) boolean() (bool, error) {
 	s.ws()

@@ -3,14 +3,19 @@ package proto
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
+
+	simdbase64 "github.com/segmentio/asm/base64"
 )
+
+// fastBase64 is the standard base64 encoding with SIMD (AVX2) where the CPU
+// has it; see the package documentation.
+var fastBase64 = simdbase64.StdEncoding
 
 // WriteResponse writes r to w as one JSON line.
 //
@@ -73,6 +78,8 @@ func WriteResponse(w io.Writer, r *Response) error {
 type encoder struct {
 	w   *bufio.Writer
 	err error
+	// scratch holds one encoded chunk of b64.
+	scratch []byte
 }
 
 func (e *encoder) raw(s string) {
@@ -93,19 +100,29 @@ func (e *encoder) str(s string) {
 	_, e.err = e.w.Write(b)
 }
 
+// b64Chunk is how many raw bytes b64 encodes at a time: a multiple of 3, so
+// that only the last chunk can need padding, and 32 KiB encoded.
+const b64Chunk = 24 << 10
+
+// b64 writes p as a JSON string of standard base64, a chunk at a time, with
+// the SIMD encoder (see the package documentation).
 func (e *encoder) b64(p []byte) {
 	if e.err != nil {
 		return
 	}
 	e.raw(`"`)
-	enc := base64.NewEncoder(base64.StdEncoding, e.w)
-	if _, err := enc.Write(p); err != nil {
-		e.err = err
-		return
+	if len(p) > 0 && e.scratch == nil {
+		e.scratch = make([]byte, fastBase64.EncodedLen(min(len(p), b64Chunk)))
 	}
-	if err := enc.Close(); err != nil {
-		e.err = err
-		return
+	for len(p) > 0 && e.err == nil {
+		n := min(len(p), b64Chunk)
+		m := fastBase64.EncodedLen(n)
+		if m > len(e.scratch) {
+			e.scratch = make([]byte, m)
+		}
+		fastBase64.Encode(e.scratch[:m], p[:n])
+		_, e.err = e.w.Write(e.scratch[:m])
+		p = p[n:]
 	}
 	e.raw(`"`)
 }
