@@ -56,7 +56,7 @@ func BenchmarkTable(b *testing.B) {
 		}
 	}
 
-	direct := daemontest.Start(b, daemontest.Config{Rules: daemontest.AllowAll})
+	direct := daemontest.Start(b, daemontest.Config{Rules: daemontest.AllowAll, ReadTimeout: "60s"})
 	dc := client.New(direct.Socket)
 	m, base := interleave(rounds, runTrue(dc), bare("/bin/true"))
 	row(out, "direct-mode round trip of `true`", ms(m), "a Go program's fork/exec/wait of `/bin/true`: "+ms(base), m.Seconds()/base.Seconds(), "≤ 1.3×")
@@ -138,7 +138,7 @@ func interleave(rounds int, measured, baseline func()) (time.Duration, time.Dura
 // rssFor starts a fresh daemon, reads its peak RSS (VmHWM) after a ping,
 // sends n 16 MiB requests at once, and reads its peak RSS again.
 func rssFor(b *testing.B, n int, req *proto.Request) (idle, peak int64) {
-	d := daemontest.Start(b, daemontest.Config{Rules: daemontest.AllowAll})
+	d := daemontest.Start(b, daemontest.Config{Rules: daemontest.AllowAll, ReadTimeout: "60s"})
 	defer d.Stop()
 	idle, err := peakRSS(d.Cmd.Process.Pid)
 	if err != nil {
