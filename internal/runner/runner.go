@@ -123,6 +123,10 @@ type Spec struct {
 	// Stdin is written to the first stage's standard input, which is then
 	// closed; empty means the first stage reads /dev/null.
 	Stdin []byte
+
+	// outputPipeSize, when set by a benchmark, is the capacity the output
+	// pipes get (F_SETPIPE_SZ); zero keeps the kernel's default.
+	outputPipeSize int
 }
 
 // StageResult is the outcome of one stage.
@@ -488,7 +492,7 @@ func (p *pipeline) plumb() ([][3]*os.File, error) {
 		}
 		files[i][1], files[i+1][0] = w, r
 	}
-	r, w, err := p.pipe()
+	r, w, err := p.outputPipe()
 	if err != nil {
 		return nil, err
 	}
@@ -500,7 +504,7 @@ func (p *pipeline) plumb() ([][3]*os.File, error) {
 
 	p.stderrs = make([]capture, n)
 	for i := range n {
-		r, w, err := p.pipe()
+		r, w, err := p.outputPipe()
 		if err != nil {
 			return nil, err
 		}
@@ -520,6 +524,25 @@ func (p *pipeline) pipe() (r, w *os.File, err error) {
 		return nil, nil, fmt.Errorf("runner: creating pipe: %w", err)
 	}
 	p.toClose = append(p.toClose, r, w)
+	return r, w, nil
+}
+
+// outputPipe is pipe for an output stream, with Spec.outputPipeSize.
+func (p *pipeline) outputPipe() (r, w *os.File, err error) {
+	r, w, err = p.pipe()
+	if err != nil || p.spec.outputPipeSize == 0 {
+		return r, w, err
+	}
+	raw, err := r.SyscallConn()
+	if err != nil {
+		return nil, nil, fmt.Errorf("runner: pipe size: %w", err)
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		_, serr = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, p.spec.outputPipeSize)
+	}); err != nil || serr != nil {
+		return nil, nil, fmt.Errorf("runner: pipe size: %w", errors.Join(err, serr))
+	}
 	return r, w, nil
 }
 

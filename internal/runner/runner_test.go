@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"crypto/sha256"
 	"errors"
 	"os"
@@ -1012,5 +1013,28 @@ func TestRunSetupFailure(t *testing.T) {
 	}
 	if n > goroutines {
 		t.Errorf("%d goroutines before, %d after", goroutines, n)
+	}
+}
+
+// BenchmarkPipeSize measures 16 MiB of stdout through Run with the kernel's
+// default pipe capacity (64 KiB) and with larger output pipes
+// (F_SETPIPE_SZ). The figures and the decision are in docs/performance.md.
+func BenchmarkPipeSize(b *testing.B) {
+	requireRoot(b)
+	const size = proto.MaxOutputBytes
+	for _, pipe := range []int{0, 256 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("pipe=%dKiB", pipe>>10), func(b *testing.B) {
+			s := newSpec(b, ModeDirect, "root", cmd(b, "head", "-c", strconv.Itoa(size), "/dev/zero"))
+			s.MaxOutput = size
+			s.outputPipeSize = pipe
+			b.SetBytes(size)
+			for b.Loop() {
+				res, err := Run(context.Background(), s)
+				if err != nil || len(res.Stdout) != size {
+					b.Fatalf("Run: %v", err)
+				}
+				res.Release()
+			}
+		})
 	}
 }
