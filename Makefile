@@ -25,7 +25,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: help build test vet staticcheck unit mcp-inspector fuzz bench load run clean deb install uninstall systemtest man agents-test
+.PHONY: help build test vet staticcheck unit mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest man agents-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -66,8 +66,14 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 	  done; \
 	done
 
-bench: ## run the benchmarks (figures go in docs/performance.md)
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+# The daemon is built as it ships (CGO_ENABLED=0, as make build does):
+# its resident memory is part of the table.
+PERF_ROUNDS  ?= 200
+perf: ## print issue 14's figures, each next to its baseline from the same run (root; PERF_ROUNDS round trips each)
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench '^BenchmarkTable$$' -benchtime 1x -timeout 60m ./internal/daemon/ -table.rounds $(PERF_ROUNDS)
+
+bench: perf ## make perf, then every other benchmark (figures go in docs/performance.md)
+	$(GO) test -run '^$$' -skip '^BenchmarkTable$$' -bench . -benchmem ./...
 
 # The load runs of docs/performance.md: each run starts a fresh daemon
 # (built from this tree, exec = "direct", built-in connection limits) and
