@@ -3,9 +3,9 @@ package runner
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
