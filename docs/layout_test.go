@@ -19,7 +19,7 @@ const module = "github.com/agent-sudo/agent-sudo"
 var layers = [][]string{
 	{"proto", "internal/termtext", "internal/glob", "internal/peercred", "internal/testenv", "internal/account", "internal/fsperm"}, // leaves
 	{"internal/runner"},
-	{"internal/rules"},
+	{"internal/rules", "internal/notify"},
 	{"internal/approval"},
 	{"internal/audit"}, // records approval's decisions and runner's results
 	{"internal/console"},

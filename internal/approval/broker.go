@@ -53,6 +53,9 @@ type Broker struct {
 	subs     map[*subscriber]struct{}
 	grants   []*grant
 	nextID   int
+	// waiting is called with each request that starts waiting for a
+	// human (SetWaitingHook); nil when unset.
+	waiting func(*Shown)
 }
 
 var _ Approver = (*Broker)(nil)
@@ -113,6 +116,16 @@ func (b *Broker) SetGrantTTL(ttl time.Duration) {
 	b.grantTTL = ttl
 }
 
+// SetWaitingHook makes the broker call f, from Ask's goroutine and without
+// its lock held, with every request that starts waiting for a human: one
+// that no session grant covers and that is now announced to the consoles.
+// f must return promptly; it decides nothing. A nil f removes the hook.
+func (b *Broker) SetWaitingHook(f func(*Shown)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.waiting = f
+}
+
 // Ask waits for a human decision on p, unless a session grant covers it.
 // It returns ctx's error when ctx ends first; consoles are then told the
 // decision Unanswered makes of it.
@@ -132,7 +145,11 @@ func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 	e.announce = announce(shown, hash, size)
 	b.pending = append(b.pending, e)
 	b.broadcast(e.announce)
+	hook := b.waiting
 	b.mu.Unlock()
+	if hook != nil {
+		hook(shown)
+	}
 
 	select {
 	case d := <-e.decided:

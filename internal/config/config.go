@@ -18,6 +18,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/fsperm"
+	"github.com/agent-sudo/agent-sudo/internal/notify"
 	"github.com/agent-sudo/agent-sudo/internal/rules"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -157,6 +158,16 @@ type Config struct {
 	// per minute, with bursts of as many.
 	MaxRequestsPerMinute int `toml:"max_requests_per_minute"`
 
+	// Notify lists the notifiers run when a request starts waiting for a
+	// human: each an argument vector whose first element is the program's
+	// absolute path, its arguments holding placeholders (package notify).
+	Notify [][]string `toml:"notify"`
+	// NotifyUser is the user the notifiers run as; never root.
+	NotifyUser string `toml:"notify_user"`
+	// NotifyTimeout bounds each notifier's run; its process group is
+	// killed then.
+	NotifyTimeout Duration `toml:"notify_timeout"`
+
 	// Rules are the [[rule]] tables, in file order.
 	Rules []rules.Rule `toml:"rule"`
 }
@@ -187,6 +198,9 @@ func Default() *Config {
 		RootConnections:       8,
 		FirstByteTimeout:      Duration{2 * time.Second},
 		MaxRequestsPerMinute:  300,
+
+		NotifyUser:    "nobody",
+		NotifyTimeout: Duration{10 * time.Second},
 	}
 }
 
@@ -303,6 +317,9 @@ func load(path string, explicit bool) (*Config, error) {
 // Parse decodes and validates a configuration from TOML text. Keys absent
 // from data keep their [Default] values.
 func Parse(data []byte) (*Config, error) {
+	if err := notifyShape(data); err != nil {
+		return nil, err
+	}
 	c := Default()
 	md, err := toml.Decode(string(data), c)
 	if err != nil {
@@ -331,6 +348,30 @@ func ruleTables(data []byte) []map[string]any {
 		return nil
 	}
 	return generic.Rule
+}
+
+// notifyShape refuses a notify written as one flat list of strings, such
+// as notify = ["/usr/bin/notify-send", "{command}"], with a message that
+// shows the shape wanted: the decoder's own error would only say the types
+// differ. Any other problem is left to the decoder.
+func notifyShape(data []byte) error {
+	var generic struct {
+		Notify any `toml:"notify"`
+	}
+	if _, err := toml.Decode(string(data), &generic); err != nil {
+		return nil
+	}
+	list, ok := generic.Notify.([]any)
+	if !ok {
+		return nil
+	}
+	for i, v := range list {
+		if _, ok := v.(string); ok {
+			return fmt.Errorf("notify: element %d is a string; notify is a list of notifiers, each a list of strings, so one notifier is written "+
+				"notify = [[\"/usr/bin/notify-send\", \"agent-sudo: {session} asks\", \"{command}\"]] (two pairs of brackets)", i)
+		}
+	}
+	return nil
 }
 
 // miscasedKeys refuses a key written in another case than the
@@ -610,6 +651,7 @@ func (c *Config) Validate() error {
 		{"first_byte_timeout", c.FirstByteTimeout},
 		{"shutdown_timeout", c.ShutdownTimeout},
 		{"session_grant_ttl", c.SessionGrantTTL},
+		{"notify_timeout", c.NotifyTimeout},
 	} {
 		if d.v.Duration <= 0 {
 			add(d.key, "%q must be greater than zero", d.v.String())
@@ -627,6 +669,22 @@ func (c *Config) Validate() error {
 		if n.v <= 0 {
 			add(n.key, "%d must be greater than zero", n.v)
 		}
+	}
+
+	if len(c.Notify) > notify.MaxNotifiers {
+		add("notify", "lists %d notifiers; at most %d are allowed", len(c.Notify), notify.MaxNotifiers)
+	}
+	for i, argv := range c.Notify {
+		if err := notify.Check(fmt.Sprintf("notify[%d]", i), argv); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if u := c.NotifyUser; u == "" {
+		add("notify_user", "must not be empty; notifiers run as this user (the default is \"nobody\")")
+	} else if err := rules.CheckAccount(u, "user"); err != nil {
+		add("notify_user", "%v", err)
+	} else if u == "root" || u == "0" {
+		add("notify_user", "%q is root; notifiers run commands with text the agent chose and never run as root", u)
 	}
 
 	// Rules are checked against the trusted directories only when those

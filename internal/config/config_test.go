@@ -413,6 +413,8 @@ session = "c-*"
 		RootConnections:       2,
 		FirstByteTimeout:      config.Duration{Duration: 750 * time.Millisecond},
 		MaxRequestsPerMinute:  90,
+		NotifyUser:            "nobody",
+		NotifyTimeout:         config.Duration{Duration: 10 * time.Second},
 		Rules: []rules.Rule{{Action: rules.Allow, Match: []string{"apt-get", "update"},
 			Privileged: &yes, Session: "c-*"}},
 	}

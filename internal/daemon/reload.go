@@ -56,7 +56,7 @@ func reloadableKeys() []string {
 	return []string{
 		"allowed_users", "allowed_groups", "secure_path", "unprivileged_user", "env_allow",
 		"max_clock_skew", "approval_timeout", "command_timeout", "kill_grace", "read_timeout",
-		"first_byte_timeout", "shutdown_timeout", "session_grant_ttl", "rule",
+		"first_byte_timeout", "shutdown_timeout", "session_grant_ttl", "notify", "notify_user", "notify_timeout", "rule",
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/notify"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,6 +51,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// Notifiers end with the daemon: stop, below, kills those still
+	// running, and Run returns only once they have ended.
+	notifiers := notify.NewRunner(log)
+	defer notifiers.Wait()
 	gid, err := LookupGID(cfg.SocketGroup)
 	if err != nil {
 		return fmt.Errorf("socket_group: %w", err)
@@ -71,6 +76,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	// a decision to another instance than the one that showed the request.
 	instance := rand.Text()
 	approvers := &approverServer{channel: &approval.Channel{Broker: broker, Version: Version(), Host: host, Instance: instance, Log: log}, log: log}
+	broker.SetWaitingHook(func(sh *approval.Shown) { srv.notifyWaiting(ctx, notifiers, sh) })
 	approversDone := make(chan struct{})
 	go func() {
 		defer close(approversDone)

@@ -20,6 +20,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/notify"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/internal/rules"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
@@ -130,6 +131,9 @@ type policy struct {
 	rules *rules.Engine
 	env   *runner.EnvPolicy
 	auth  *authorizer
+	// notify is the notifiers run when a request starts waiting for a
+	// human.
+	notify *notify.Set
 }
 
 // build makes the policy of a validated configuration.
@@ -146,11 +150,25 @@ func build(cfg *config.Config) (*policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &policy{cfg: cfg, rules: engine, env: env, auth: auth}, nil
+	ns, err := notify.Prepare(cfg.Notify, cfg.NotifyUser, cfg.NotifyTimeout.Duration, cfg.SecurePath)
+	if err != nil {
+		return nil, err
+	}
+	return &policy{cfg: cfg, rules: engine, env: env, auth: auth, notify: ns}, nil
 }
 
 // policy returns the policy in force now.
 func (s *Server) policy() *policy { return s.pol.Load() }
+
+// notifyWaiting starts, on r, the notifiers of the policy in force now for
+// sh, a request that has just started waiting for a human; it returns at
+// once. ctx ends the notifiers still running.
+func (s *Server) notifyWaiting(ctx context.Context, r *notify.Runner, sh *approval.Shown) {
+	r.Start(ctx, s.policy().notify, notify.Values{
+		ID: sh.ID, Session: sh.Session, Host: sh.Host, Reason: sh.Reason,
+		User: sh.Peer.User, UID: sh.Peer.UID, RunAs: sh.RunAs, Pipeline: sh.Pipeline,
+	})
+}
 
 // New builds a Server from a validated configuration. It logs the rule
 // linter's warnings.

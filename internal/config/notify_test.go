@@ -1,0 +1,82 @@
+package config_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/config"
+)
+
+// TestNotifyKeys: notify is a list of argument vectors whose program is an
+// absolute path and whose arguments hold only known placeholders (or
+// doubled braces); notify_user is a user other than root; notify_timeout a
+// positive duration. Every refusal says exactly what was wrong.
+func TestNotifyKeys(t *testing.T) {
+	refused := []struct {
+		name, content, want string
+	}{
+		{"flat list", `notify = ["/usr/bin/notify-send", "{command}"]`,
+			`notify: element 0 is a string; notify is a list of notifiers, each a list of strings, so one notifier is written notify = [["/usr/bin/notify-send", "agent-sudo: {session} asks", "{command}"]] (two pairs of brackets)`},
+		{"not a list", `notify = "/usr/bin/notify-send"`, `notify`},
+		{"empty notifier", `notify = [[]]`, `notify[0]: is empty; a notifier is a list whose first element is the program's absolute path`},
+		{"relative program", `notify = [["notify-send", "x"]]`, `notify[0][0] (the program) "notify-send" is not an absolute path; no PATH is searched for a notifier`},
+		{"unclean program", `notify = [["/usr/bin/../bin/curl"]]`, `notify[0][0] (the program) "/usr/bin/../bin/curl" is not a clean path; write "/usr/bin/curl"`},
+		{"placeholder in program", `notify = [["/usr/bin/{session}"]]`, `notify[0][0] (the program) /usr/bin/{session} holds a brace; the program is a fixed path, placeholders go in its arguments`},
+		{"empty program", `notify = [["", "x"]]`, `notify[0][0] (the program) is empty; it must be an absolute path`},
+		{"unknown placeholder", `notify = [["/usr/bin/true", "ok", "{sesion} asks"]]`,
+			`notify[0][2]: unknown placeholder {sesion} at byte 1; the placeholders are {id} {session} {host} {user} {uid} {run_as} {command} {reason}`},
+		{"second notifier", `notify = [["/usr/bin/true"], ["/usr/bin/curl", "-d", "{cmd}", "http://x"]]`, `notify[1][2]: unknown placeholder {cmd} at byte 1`},
+		{"not a placeholder", `notify = [["/usr/bin/true", "{\"text\": \"{command}\"}"]]`,
+			`notify[0][1]: {"text": "{command} at byte 1 is not a placeholder; write {{ and }} for literal braces`},
+		{"unclosed brace", `notify = [["/usr/bin/true", "a {session"]]`, `notify[0][1]: the "{" at byte 3 is not closed; write {{ for a literal {`},
+		{"lone closing brace", `notify = [["/usr/bin/true", "a}"]]`, `notify[0][1]: the "}" at byte 2 closes no placeholder; write }} for a literal }`},
+		{"NUL in argument", `notify = [["/usr/bin/true", "a\u0000b"]]`, `notify[0][1]: a\x00b contains a NUL byte`},
+		{"too many", `notify = [["/a"],["/a"],["/a"],["/a"],["/a"],["/a"],["/a"],["/a"],["/a"]]`, `notify: lists 9 notifiers; at most 8 are allowed`},
+		{"root user", `notify_user = "root"`, `notify_user: "root" is root; notifiers run commands with text the agent chose and never run as root`},
+		{"root uid", `notify_user = "0"`, `notify_user: "0" is root`},
+		{"empty user", `notify_user = ""`, `notify_user: must not be empty`},
+		{"bad user", `notify_user = "a b"`, `notify_user: "a b" is not a valid user name`},
+		{"zero timeout", `notify_timeout = "0s"`, `notify_timeout: "0s" must be greater than zero`},
+		{"bare timeout", `notify_timeout = 10`, `a duration must be a string with a unit`},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tt.content + "\n"))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse(%q):\n got error %v\nwant one containing %q", tt.content, err, tt.want)
+			}
+		})
+	}
+
+	accepted := []struct {
+		name, content string
+		want          [][]string
+	}{
+		{"notify-send", `notify = [["/usr/bin/notify-send", "agent-sudo: {session} asks", "{command}"]]`,
+			[][]string{{"/usr/bin/notify-send", "agent-sudo: {session} asks", "{command}"}}},
+		{"two, multi-line", "notify = [\n  [\"/usr/bin/notify-send\", \"{id}\"],\n  [\"/usr/bin/curl\", \"-fsS\", \"-d\", \"{session}: {command} ({reason}) {user} {uid} {host} {run_as}\", \"http://127.0.0.1/t\"],\n]",
+			[][]string{{"/usr/bin/notify-send", "{id}"}, {"/usr/bin/curl", "-fsS", "-d", "{session}: {command} ({reason}) {user} {uid} {host} {run_as}", "http://127.0.0.1/t"}}},
+		{"literal braces", `notify = [["/usr/bin/curl", "-d", "{{\"text\": \"{command}\"}}"]]`,
+			[][]string{{"/usr/bin/curl", "-d", `{{"text": "{command}"}}`}}},
+		{"program alone", `notify = [["/usr/local/bin/ping-me"]]`, [][]string{{"/usr/local/bin/ping-me"}}},
+		{"none", `notify = []`, [][]string{}},
+	}
+	for _, tt := range accepted {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Parse([]byte(tt.content + "\n"))
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.content, err)
+			}
+			if !slices.EqualFunc(c.Notify, tt.want, slices.Equal) {
+				t.Errorf("Parse(%q).Notify = %q, want %q", tt.content, c.Notify, tt.want)
+			}
+		})
+	}
+
+	d := config.Default()
+	if len(d.Notify) != 0 || d.NotifyUser != "nobody" || d.NotifyTimeout.Duration != 10*time.Second {
+		t.Errorf("defaults: notify %q, notify_user %q, notify_timeout %s; want none, \"nobody\", 10s", d.Notify, d.NotifyUser, d.NotifyTimeout)
+	}
+}

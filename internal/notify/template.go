@@ -1,0 +1,178 @@
+package notify
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
+)
+
+// Placeholders are the names a notifier's argument may hold between braces,
+// each replaced by the waiting request's value (see [Values]).
+var placeholders = []string{"id", "session", "host", "user", "uid", "run_as", "command", "reason"}
+
+// Placeholders returns the placeholder names, in the order the
+// documentation lists them.
+func Placeholders() []string { return slices.Clone(placeholders) }
+
+// MaxNotifiers bounds the notifiers a configuration may list.
+const MaxNotifiers = 8
+
+// part is a piece of a notifier's argument: literal text, or a
+// placeholder's name.
+type part struct {
+	lit  string
+	name string
+}
+
+// template is one argument: its parts in order.
+type template []part
+
+// knownList is the placeholders as an error message lists them.
+func knownList() string {
+	var b strings.Builder
+	for i, p := range placeholders {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString("{" + p + "}")
+	}
+	return b.String()
+}
+
+// parseArg reads an argument: {name} is a placeholder, {{ and }} are a
+// literal brace, and any other brace is an error that says where it is
+// and what to write instead.
+func parseArg(s string) (template, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, fmt.Errorf("%s contains a NUL byte, which no argument can hold", termtext.Esc(s))
+	}
+	var t template
+	var lit strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '{' && strings.HasPrefix(s[i:], "{{"):
+			lit.WriteByte('{')
+			i++
+		case c == '}' && strings.HasPrefix(s[i:], "}}"):
+			lit.WriteByte('}')
+			i++
+		case c == '}':
+			return nil, fmt.Errorf("the \"}\" at byte %d closes no placeholder; write }} for a literal }", i+1)
+		case c == '{':
+			end := strings.IndexByte(s[i+1:], '}')
+			if end < 0 {
+				return nil, fmt.Errorf("the \"{\" at byte %d is not closed; write {{ for a literal {, or a placeholder: %s", i+1, knownList())
+			}
+			name := s[i+1 : i+1+end]
+			if !slices.Contains(placeholders, name) {
+				if isName(name) {
+					return nil, fmt.Errorf("unknown placeholder {%s} at byte %d; the placeholders are %s", name, i+1, knownList())
+				}
+				return nil, fmt.Errorf("{%s} at byte %d is not a placeholder; write {{ and }} for literal braces, or a placeholder: %s", termtext.Esc(name), i+1, knownList())
+			}
+			if lit.Len() > 0 {
+				t = append(t, part{lit: lit.String()})
+				lit.Reset()
+			}
+			t = append(t, part{name: name})
+			i += end + 1
+		default:
+			lit.WriteByte(c)
+		}
+	}
+	if lit.Len() > 0 || len(t) == 0 {
+		t = append(t, part{lit: lit.String()})
+	}
+	return t, nil
+}
+
+// isName reports whether s looks like a placeholder's name: lower-case
+// ASCII letters, digits and '_', not empty.
+func isName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// Check validates one notifier's argument vector, the one the configuration
+// calls key ("notify[1]"), and returns every problem, each naming the
+// element it is about ("notify[1][2]: ..."). The program (element 0) must
+// be an absolute, clean path without braces; every other element must
+// parse: {name} is a placeholder of [Placeholders], {{ and }} are literal
+// braces, and any other brace is refused.
+func Check(key string, argv []string) error {
+	if len(argv) == 0 {
+		return errors.New(key + ": is empty; a notifier is a list whose first element is the program's absolute path, e.g. [\"/usr/bin/notify-send\", \"agent-sudo: {session} asks\", \"{command}\"]")
+	}
+	var errs []error
+	switch p := argv[0]; {
+	case p == "":
+		errs = append(errs, fmt.Errorf("%s[0] (the program) is empty; it must be an absolute path", key))
+	case strings.ContainsAny(p, "{}"):
+		errs = append(errs, fmt.Errorf("%s[0] (the program) %s holds a brace; the program is a fixed path, placeholders go in its arguments", key, termtext.Esc(p)))
+	case strings.IndexByte(p, 0) >= 0:
+		errs = append(errs, fmt.Errorf("%s[0] (the program) %s contains a NUL byte", key, termtext.Esc(p)))
+	case !filepath.IsAbs(p):
+		errs = append(errs, fmt.Errorf("%s[0] (the program) %q is not an absolute path; no PATH is searched for a notifier", key, p))
+	case filepath.Clean(p) != p:
+		errs = append(errs, fmt.Errorf("%s[0] (the program) %q is not a clean path; write %q", key, p, filepath.Clean(p)))
+	}
+	for i, a := range argv[1:] {
+		if _, err := parseArg(a); err != nil {
+			errs = append(errs, fmt.Errorf("%s[%d]: %w", key, i+1, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// command is a checked notifier: its program and its arguments' templates.
+type command struct {
+	argv0 string
+	args  []template
+}
+
+// compile parses the notifier key, checking it first.
+func compile(key string, argv []string) (command, error) {
+	if err := Check(key, argv); err != nil {
+		return command{}, err
+	}
+	c := command{argv0: argv[0]}
+	for _, a := range argv[1:] {
+		t, err := parseArg(a)
+		if err != nil { // unreachable after Check
+			return command{}, err
+		}
+		c.args = append(c.args, t)
+	}
+	return c, nil
+}
+
+// expand returns c's argument vector with every placeholder replaced by
+// its value in v (already escaped and bounded).
+func (c command) expand(v map[string]string) []string {
+	argv := []string{c.argv0}
+	for _, t := range c.args {
+		var b strings.Builder
+		for _, p := range t {
+			if p.name != "" {
+				b.WriteString(v[p.name])
+			} else {
+				b.WriteString(p.lit)
+			}
+		}
+		argv = append(argv, b.String())
+	}
+	return argv
+}

@@ -1,0 +1,79 @@
+package notify
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
+)
+
+// MaxValue bounds each placeholder's replacement, in bytes, "..." included.
+const MaxValue = 256
+
+// Values are a waiting request's fields, raw, as the agent sent them or the
+// daemon found them. [Values.escaped] makes them what notifiers get.
+type Values struct {
+	// ID, Session, Host and Reason are the request's.
+	ID, Session, Host, Reason string
+	// User and UID are the requesting peer's, from the kernel.
+	User string
+	UID  uint32
+	// RunAs is the user the pipeline would run as.
+	RunAs string
+	// Pipeline is the request's pipeline, one argument vector per stage.
+	Pipeline [][]string
+}
+
+// escaped returns each placeholder's replacement: escaped to one line of
+// printable text and bounded to MaxValue bytes.
+func (v Values) escaped() map[string]string {
+	cmd, _ := termtext.CommandLine(v.Pipeline)
+	return map[string]string{
+		"id":      bound(termtext.EscStrict(v.ID)),
+		"session": bound(termtext.EscStrict(v.Session)),
+		"host":    bound(termtext.EscStrict(v.Host)),
+		"user":    bound(termtext.EscStrict(v.User)),
+		"uid":     strconv.FormatUint(uint64(v.UID), 10),
+		"run_as":  bound(termtext.EscStrict(v.RunAs)),
+		"command": bound(cmd),
+		"reason":  bound(termtext.Esc(v.Reason)),
+	}
+}
+
+// bound cuts s, an escaped text, to MaxValue bytes ending in "...", at the
+// boundary of a character or of one of termtext's escapes (\\, \n, \xNN,
+// \uNNNN, \UNNNNNNNN), so that an escape is never cut in two.
+func bound(s string) string {
+	if len(s) <= MaxValue {
+		return s
+	}
+	const more = "..."
+	end := 0
+	for i := 0; i < len(s); {
+		n := unitLen(s[i:])
+		if i+n > MaxValue-len(more) {
+			break
+		}
+		i += n
+		end = i
+	}
+	return s[:end] + more
+}
+
+// unitLen is the length of the character or escape s starts with.
+func unitLen(s string) int {
+	if s[0] != '\\' || len(s) < 2 {
+		_, n := utf8.DecodeRuneInString(s)
+		return n
+	}
+	n := 2
+	switch s[1] {
+	case 'x':
+		n = 4
+	case 'u':
+		n = 6
+	case 'U':
+		n = 10
+	}
+	return min(n, len(s))
+}
