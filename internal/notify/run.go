@@ -72,7 +72,7 @@ func Prepare(cmds [][]string, user string, timeout time.Duration, securePath str
 		}
 		if len(r.Untrusted) > 0 {
 			w := r.Untrusted[0]
-			errs = append(errs, fmt.Errorf("notify[%d][0]: %s can be changed by someone other than root (%s is %s), who could then run what they like as the notify user; "+
+			errs = append(errs, fmt.Errorf("notify[%d][0]: %s can be changed by someone other than root (%s: %s), who could then run what they like as the notify user; "+
 				"install the notifier where only root can write", i, termtext.EscStrict(c.argv0), termtext.EscStrict(w.Path), w.Why))
 			continue
 		}
