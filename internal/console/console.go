@@ -57,9 +57,12 @@ type Options struct {
 	Proc fs.FS
 	// PID is the process whose ancestry is searched; zero means this one.
 	PID int
-	// Getenv reads TMUX, STY and TERM for the multiplexer warning; nil
-	// means os.Getenv.
+	// Getenv reads TMUX, STY and TERM for the multiplexer warning, and
+	// TERM_PROGRAM and TERM for Desktop; nil means os.Getenv.
 	Getenv func(string) string
+	// Desktop is whether and how a request's arrival also asks the
+	// terminal for a desktop notification; "" means DesktopAuto.
+	Desktop DesktopNotify
 }
 
 // Dial connects to the approver socket at path. The daemon accepts root
@@ -134,6 +137,8 @@ func Run(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts O
 		// bubbletea finds the terminal (its size, raw mode) through Fd.
 		teaOut = &syncFile{syncWriter: screen, f: f}
 	}
+	mux := DetectMultiplexer(opts.Proc, opts.PID, opts.Getenv)
+	desktop := resolveDesktop(opts.Desktop, mux, opts.Getenv)
 	outbox := make(chan approval.Message, outboxSize)
 	// Every read from the terminal is logged, so that a key is judged by
 	// the reads around it and not only by when the event loop got to it.
@@ -157,9 +162,11 @@ func Run(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts O
 				return errors.New("the connection to the daemon is not draining")
 			}
 		},
-		bell:     func() { _, _ = screen.Write([]byte{'\a'}) },
+		bell: func(s *approval.Shown) {
+			_, _ = screen.Write(append([]byte{'\a'}, desktopSequence(desktop, mux, s)...))
+		},
 		renderer: lipgloss.NewRenderer(out),
-		mux:      DetectMultiplexer(opts.Proc, opts.PID, opts.Getenv),
+		mux:      mux,
 		version:  hello.Version,
 	})
 	p := tea.NewProgram(m,

@@ -66,7 +66,7 @@ func newHarness(t *testing.T, mux string) *harness {
 			h.sent = append(h.sent, m)
 			return nil
 		},
-		bell:     func() { h.bells++ },
+		bell:     func(*approval.Shown) { h.bells++ },
 		renderer: r,
 		mux:      mux,
 		version:  "test",

@@ -53,8 +53,9 @@ type config struct {
 	alone func(got, until time.Time, size int) bool
 	// send queues a message to the daemon without blocking.
 	send func(approval.Message) error
-	// bell rings the terminal bell.
-	bell     func()
+	// bell rings the terminal bell (and asks for a desktop notification,
+	// desktop.go) for the request s, which has just arrived or changed.
+	bell     func(s *approval.Shown)
 	renderer *lipgloss.Renderer
 	// mux names the terminal multiplexer the console runs under, or "".
 	mux string
@@ -170,7 +171,7 @@ func newModel(cfg config) *model {
 		}
 	}
 	if cfg.bell == nil {
-		cfg.bell = func() {}
+		cfg.bell = func(*approval.Shown) {}
 	}
 	if cfg.renderer == nil {
 		cfg.renderer = lipgloss.DefaultRenderer()
@@ -464,14 +465,14 @@ func (m *model) pending(msg approval.Message) tea.Cmd {
 		}
 		m.queue[i] = r
 		m.addNotice(notice{text: fmt.Sprintf("request %s changed while it waited; showing what waits now", termtext.Esc(id))})
-		m.cfg.bell()
+		m.cfg.bell(s)
 		if i == 0 {
 			return m.promptChanged()
 		}
 		return nil
 	}
 	m.queue = append(m.queue, r)
-	m.cfg.bell()
+	m.cfg.bell(s)
 	if len(m.queue) == 1 {
 		return m.promptChanged()
 	}

@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"log/slog"
+	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -407,5 +409,79 @@ func TestPrepare(t *testing.T) {
 	// No notifiers: nothing else is checked.
 	if s, err := Prepare(nil, "no-such-user-here", time.Second, "/usr/bin:/bin"); err != nil || s.Len() != 0 {
 		t.Errorf("Prepare(nil) = %v, %v; want an empty set", s, err)
+	}
+}
+
+// TestEnvDesktopSession: XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS are
+// set only when the user's runtime directory exists and is the user's, and
+// the bus only when its socket is there.
+func TestEnvDesktopSession(t *testing.T) {
+	base := t.TempDir()
+	uid := uint32(os.Getuid())
+	tg := runner.Target{Name: "alice", UID: uid, Home: "/home/alice"}
+	plain := []string{"PATH=/usr/bin:/bin", "HOME=/home/alice", "USER=alice", "LOGNAME=alice", "LANG=C.UTF-8"}
+	if got := envIn(base, tg, "/usr/bin:/bin"); !slices.Equal(got, plain) {
+		t.Errorf("without a runtime directory: %q, want %q", got, plain)
+	}
+	dir := filepath.Join(base, strconv.FormatUint(uint64(uid), 10))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	withDir := append(slices.Clone(plain), "XDG_RUNTIME_DIR="+dir)
+	if got := envIn(base, tg, "/usr/bin:/bin"); !slices.Equal(got, withDir) {
+		t.Errorf("with a runtime directory: %q, want %q", got, withDir)
+	}
+	// A plain file called bus is not the session bus.
+	if err := os.WriteFile(filepath.Join(dir, "bus"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := envIn(base, tg, "/usr/bin:/bin"); !slices.Equal(got, withDir) {
+		t.Errorf("with a file called bus: %q, want %q", got, withDir)
+	}
+	os.Remove(filepath.Join(dir, "bus"))
+	ln, err := net.Listen("unix", filepath.Join(dir, "bus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	withBus := append(slices.Clone(withDir), "DBUS_SESSION_BUS_ADDRESS=unix:path="+dir+"/bus")
+	if got := envIn(base, tg, "/usr/bin:/bin"); !slices.Equal(got, withBus) {
+		t.Errorf("with the bus: %q, want %q", got, withBus)
+	}
+	// Another user's runtime directory is not given out.
+	other := tg
+	other.UID = uid + 1
+	if err := os.Mkdir(filepath.Join(base, strconv.FormatUint(uint64(other.UID), 10)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := envIn(base, other, "/usr/bin:/bin"); !slices.Equal(got, plain) {
+		t.Errorf("with a runtime directory owned by someone else: %q, want %q", got, plain)
+	}
+	// No home directory: HOME=/.
+	tg.Home = ""
+	if got := envIn(base+"/none", tg, "/p"); got[1] != "HOME=/" {
+		t.Errorf("without a home directory: %q, want HOME=/", got)
+	}
+}
+
+// TestFailureLogged: a notifier that fails is logged with its exit status
+// and its output, escaped and bounded; nothing else happens.
+func TestFailureLogged(t *testing.T) {
+	dir, _ := trustedDir(t)
+	prog := script(t, dir, "fail", `printf 'bad\033[2J news\n'; head -c 5000 /dev/zero | tr '\0' x; exit 3`)
+	s, err := Prepare([][]string{{prog}}, "nobody", time.Minute, "/usr/bin:/bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	r := NewRunner(slog.New(rec))
+	r.Start(t.Context(), s, Values{ID: "f"})
+	r.Wait()
+	line := rec.wait(t, "notifier failed")
+	if !strings.Contains(line, "err=exit status 3") || !strings.Contains(line, `output=bad\x1b[2J news\nxxx`) || !strings.Contains(line, "... (4501 more bytes)") {
+		t.Errorf("log line %q should give the exit status and the first %d bytes of output, escaped", line, MaxOutput)
+	}
+	if strings.ContainsRune(line, 0x1b) {
+		t.Errorf("log line %q holds a raw ESC", line)
 	}
 }

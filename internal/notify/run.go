@@ -99,13 +99,16 @@ func Prepare(cmds [][]string, user string, timeout time.Duration, securePath str
 // XDG_RUNTIME_DIR set to it and, when it holds a socket named bus,
 // DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/UID/bus (so that
 // notify-send reaches t's desktop session).
-func Env(t runner.Target, path string) []string {
+func Env(t runner.Target, path string) []string { return envIn("/run/user", t, path) }
+
+// envIn is Env with runUser in place of /run/user.
+func envIn(runUser string, t runner.Target, path string) []string {
 	home := t.Home
 	if home == "" {
 		home = "/"
 	}
 	env := []string{"PATH=" + path, "HOME=" + home, "USER=" + t.Name, "LOGNAME=" + t.Name, "LANG=C.UTF-8"}
-	dir := "/run/user/" + strconv.FormatUint(uint64(t.UID), 10)
+	dir := runUser + "/" + strconv.FormatUint(uint64(t.UID), 10)
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
 		return env

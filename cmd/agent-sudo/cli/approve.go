@@ -26,7 +26,7 @@ type approveDeps struct {
 	// terminal reports whether stdin and stdout are both a terminal.
 	terminal func(stdin io.Reader, stdout io.Writer) bool
 	dial     func(ctx context.Context, path string) (net.Conn, error)
-	run      func(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer) error
+	run      func(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts console.Options) error
 }
 
 func realApproveDeps() approveDeps {
@@ -34,9 +34,7 @@ func realApproveDeps() approveDeps {
 		geteuid:  os.Geteuid,
 		terminal: isTerminal,
 		dial:     console.Dial,
-		run: func(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer) error {
-			return console.Run(ctx, conn, in, out, console.Options{})
-		},
+		run:      console.Run,
 	}
 }
 
@@ -54,20 +52,21 @@ func isTerminal(stdin io.Reader, stdout io.Writer) bool {
 	return true
 }
 
-func approveFlags(inv *invocation) (*flag.FlagSet, *string) {
-	fset := approveUsage().newFlagSet()
+func approveFlags(inv *invocation) (fset *flag.FlagSet, path, desktop *string) {
+	fset = approveUsage().newFlagSet()
 	socket := inv.getenv(envApproverSocket)
 	if socket == "" {
 		socket = defaultApproverSocket
 	}
-	path := fset.String("approver-socket", socket, "`path` of agent-sudod's approver socket (env "+envApproverSocket+")")
-	return fset, path
+	path = fset.String("approver-socket", socket, "`path` of agent-sudod's approver socket (env "+envApproverSocket+")")
+	desktop = fset.String("desktop-notify", string(console.DesktopAuto), "`mode` of the desktop notification sent with the bell: auto, osc9, osc777 or off")
+	return fset, path, desktop
 }
 
 func approveUsage() *usage {
 	return &usage{
 		name:     "approve",
-		synopsis: []string{"sudo agent-sudo approve [--approver-socket PATH]"},
+		synopsis: []string{"sudo agent-sudo approve [--approver-socket PATH] [--desktop-notify MODE]"},
 		text: `Show the requests that wait for a human and approve or deny them. It runs as
 root, in a terminal, and talks to agent-sudod over its root-only approver
 socket. Every console sees every waiting request; the first decision wins.
@@ -85,6 +84,11 @@ keys:
   g          list the session grants; r revokes one, esc goes back
   q, ctrl+c  quit; a request nobody decides times out
 
+A new request rings the bell and, with --desktop-notify, asks the terminal
+for a desktop notification: osc9 (iTerm2), osc777 (foot, WezTerm,
+Ghostty), off, or auto (the default), which picks by TERM_PROGRAM and TERM
+and sends none on another terminal or inside tmux or screen.
+
 Do not run it inside tmux or screen: an agent that can type into the
 multiplexer could approve its own requests. See docs/approving.md.
 `,
@@ -100,7 +104,7 @@ multiplexer could approve its own requests. See docs/approving.md.
 }
 
 func approveHelp(inv *invocation, w io.Writer) error {
-	fset, _ := approveFlags(inv)
+	fset, _, _ := approveFlags(inv)
 	return approveUsage().write(w, fset)
 }
 
@@ -110,9 +114,13 @@ func approveMain(ctx context.Context, inv *invocation, args []string) int {
 }
 
 func approve(ctx context.Context, inv *invocation, args []string, deps approveDeps) int {
-	fset, socket := approveFlags(inv)
+	fset, socket, desktopFlag := approveFlags(inv)
 	if _, code, ok := inv.parse(approveUsage(), fset, args); !ok {
 		return code
+	}
+	desktop, err := console.ParseDesktopNotify(*desktopFlag)
+	if err != nil {
+		return inv.fail(exitUsage, "approve: --desktop-notify: %v; see 'agent-sudo help approve'", err)
 	}
 	if deps.geteuid() != 0 {
 		return inv.fail(exitDenied, "approve must run as root, e.g. sudo agent-sudo approve")
@@ -127,7 +135,7 @@ func approve(ctx context.Context, inv *invocation, args []string, deps approveDe
 		}
 		return inv.fail(exitUnavailable, "approve: cannot reach agent-sudod: %v; is the daemon running? (systemctl status agent-sudo)", err)
 	}
-	err = deps.run(ctx, conn, inv.stdin, inv.stdout)
+	err = deps.run(ctx, conn, inv.stdin, inv.stdout, console.Options{Desktop: desktop})
 	switch {
 	case err == nil:
 		return 0

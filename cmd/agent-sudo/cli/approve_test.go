@@ -23,6 +23,7 @@ type fakeApprove struct {
 	runErr   error
 	dialed   string
 	ran      bool
+	desktop  console.DesktopNotify
 }
 
 func (f *fakeApprove) deps() approveDeps {
@@ -38,8 +39,8 @@ func (f *fakeApprove) deps() approveDeps {
 			b.Close()
 			return a, nil
 		},
-		run: func(_ context.Context, conn net.Conn, _ io.Reader, _ io.Writer) error {
-			f.ran = true
+		run: func(_ context.Context, conn net.Conn, _ io.Reader, _ io.Writer, opts console.Options) error {
+			f.ran, f.desktop = true, opts.Desktop
 			conn.Close()
 			return f.runErr
 		},
@@ -117,7 +118,7 @@ func TestApprove(t *testing.T) {
 func TestApproveHelp(t *testing.T) {
 	got := runCLI(context.Background(), map[string]string{envApproverSocket: "/tmp/x.sock"}, "help", "approve")
 	for _, want := range []string{
-		"usage: sudo agent-sudo approve [--approver-socket PATH]\n",
+		"usage: sudo agent-sudo approve [--approver-socket PATH] [--desktop-notify MODE]\n",
 		"  --approver-socket path\n    \tpath of agent-sudod's approver socket (env AGENT_SUDO_APPROVER_SOCKET) (default \"/tmp/x.sock\")\n",
 		"  a          allow once\n",
 		"  77   not run as root\n",
@@ -156,5 +157,30 @@ func TestIsTerminal(t *testing.T) {
 	defer f.Close()
 	if isTerminal(f, f) || isTerminal(strings.NewReader(""), io.Discard) {
 		t.Errorf("a file or a buffer counts as a terminal")
+	}
+}
+
+// TestApproveDesktopNotify: --desktop-notify chooses the console's desktop
+// notification (auto by default), and a mode it does not know is a usage
+// error that says which modes there are.
+func TestApproveDesktopNotify(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want console.DesktopNotify
+	}{
+		{nil, console.DesktopAuto},
+		{[]string{"--desktop-notify", "osc777"}, console.DesktopOSC777},
+		{[]string{"--desktop-notify=off"}, console.DesktopOff},
+		{[]string{"-desktop-notify", "osc9"}, console.DesktopOSC9},
+	} {
+		f := fakeApprove{terminal: true}
+		if got := runApprove(context.Background(), &f, nil, tt.args...); got.code != 0 || f.desktop != tt.want {
+			t.Errorf("approve %q: exit %d (%s), console got desktop mode %q; want 0 and %q", tt.args, got.code, got.stderr, f.desktop, tt.want)
+		}
+	}
+	f := fakeApprove{terminal: true}
+	got := runApprove(context.Background(), &f, nil, "--desktop-notify", "yes")
+	if want := "agent-sudo: approve: --desktop-notify: \"yes\" is not a desktop notification mode; want auto, osc9, osc777 or off; see 'agent-sudo help approve'\n"; got.code != 2 || got.stderr != want || f.ran {
+		t.Errorf("approve --desktop-notify yes: exit %d, stderr %q, ran %v; want 2, %q, not run", got.code, got.stderr, f.ran, want)
 	}
 }
