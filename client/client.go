@@ -58,6 +58,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -164,6 +165,9 @@ func (c *Client) exchange(ctx context.Context, r *proto.Request, keepRaw bool) (
 
 // encodeRequest refuses what the daemon would misread and returns the
 // request line, '\n' included.
+// anyClockSkew lets encodeRequest's check accept any time a request carries.
+const anyClockSkew = 100 * 365 * 24 * time.Hour
+
 func encodeRequest(r *proto.Request) ([]byte, error) {
 	if err := checkRequest(r); err != nil {
 		return nil, err
@@ -176,6 +180,13 @@ func encodeRequest(r *proto.Request) ([]byte, error) {
 	if len(line) > proto.MaxRequestBytes {
 		return nil, &proto.RequestError{Kind: proto.ErrTooLarge, Detail: fmt.Sprintf(
 			"the request line is %d bytes; at most %d are allowed", len(line), proto.MaxRequestBytes)}
+	}
+	// What the daemon would refuse as malformed is refused here, before a
+	// connection is made, in the daemon's own words: the daemon's decoder
+	// is the one validation. Only the time is left to the daemon, whose
+	// clock decides.
+	if _, err := proto.DecodeRequest(line, proto.DecodeOptions{MaxClockSkew: anyClockSkew}); err != nil {
+		return nil, err
 	}
 	return line, nil
 }

@@ -353,6 +353,33 @@ func TestRunAnswerBeforeRequestRead(t *testing.T) {
 	}
 }
 
+// daemonWords is what the daemon's decoder says about r, without
+// "invalid request: ": the client must refuse r in exactly these words.
+func daemonWords(t *testing.T, r *proto.Request) string {
+	t.Helper()
+	c := *r
+	if c.ID == "" {
+		c.ID = "x"
+	}
+	if c.Time.IsZero() {
+		c.Time = time.Now()
+	}
+	for i := range c.Pipeline {
+		if c.Pipeline[i] == nil {
+			c.Pipeline[i] = []string{"x"}
+		}
+	}
+	line, err := c.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = proto.DecodeRequest(line, proto.DecodeOptions{})
+	if err == nil {
+		t.Fatalf("the daemon's decoder accepts %s", line)
+	}
+	return strings.TrimPrefix(err.Error(), "invalid request: ")
+}
+
 func TestRunBadRequest(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -378,6 +405,23 @@ func TestRunBadRequest(t *testing.T) {
 		name:     "reason not UTF-8",
 		req:      &proto.Request{Pipeline: [][]string{{"x"}}, Reason: "\xc0"},
 		wantErr:  `encode request: invalid request: field "reason": is not valid UTF-8; the protocol carries only UTF-8 text`,
+		wantKind: proto.ErrInvalid,
+	}, {
+		// The daemon refuses these (its decoder's words); the client
+		// refuses them the same way, before it connects.
+		name:     "NUL in an argument",
+		req:      newRequest([]string{"cat", "a\x00b"}),
+		wantErr:  "encode request: invalid request: " + daemonWords(t, newRequest([]string{"cat", "a\x00b"})),
+		wantKind: proto.ErrInvalid,
+	}, {
+		name:     "relative cwd",
+		req:      &proto.Request{Pipeline: [][]string{{"x"}}, Cwd: "tmp"},
+		wantErr:  "encode request: invalid request: " + daemonWords(t, &proto.Request{Pipeline: [][]string{{"x"}}, Cwd: "tmp"}),
+		wantKind: proto.ErrInvalid,
+	}, {
+		name:     "too many stages",
+		req:      &proto.Request{Pipeline: make([][]string, proto.MaxStages+1)},
+		wantErr:  "encode request: invalid request: " + daemonWords(t, &proto.Request{Pipeline: make([][]string, proto.MaxStages+1)}),
 		wantKind: proto.ErrInvalid,
 	}, {
 		name:     "too large",

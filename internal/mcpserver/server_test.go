@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"reflect"
@@ -170,12 +171,24 @@ func TestListTools(t *testing.T) {
 
 // argumentErrorTests are execute calls that parseArgs refuses, each with a
 // part of the message; FuzzParseArgs starts from them too.
+// manyEnv returns n distinct, valid variables.
+func manyEnv(n int) map[string]string {
+	env := make(map[string]string, n)
+	for i := range n {
+		env[fmt.Sprintf("LC_X%d", i)] = "v"
+	}
+	return env
+}
+
 var argumentErrorTests = []struct {
 	name string
 	args any
 	want string
 }{
 	{"no arguments", nil, "no command: give argv"},
+	// What the daemon's decoder refuses is refused before sending, in its words.
+	{"NUL in an argument", map[string]any{"argv": []string{"cat", "a\x00b"}, "reason": "r"}, `invalid request: field "pipeline[0][1]": contains a NUL byte`},
+	{"too many env variables", map[string]any{"argv": []string{"true"}, "reason": "r", "env": manyEnv(proto.MaxEnvVars + 1)}, `invalid request: field "env"`},
 	{"neither", map[string]any{"reason": "r"}, "no command: give argv"},
 	{"both", map[string]any{"argv": []string{"ls"}, "pipeline": [][]string{{"ls"}}, "reason": "r"}, "give either argv (one command) or pipeline (several stages), not both"},
 	{"empty argv", map[string]any{"argv": []string{}, "reason": "r"}, "argv is empty"},
