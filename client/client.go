@@ -37,7 +37,7 @@
 // RunRaw and Ping therefore retry a busy answer by default, with the same
 // request id, a fresh time (unless the caller set one), exponential backoff
 // and random jitter, a bounded number of times (by default at most
-// [DefaultBusyRetries] retries and about 11 s of waiting), and never past
+// [DefaultBusyRetries] retries and about 50 s of waiting), and never past
 // ctx's end: an error wrapping ctx.Err() then says the daemon was busy and
 // nothing ran. When the retries are used up, the last busy answer is
 // returned as an answer, with a nil error, like any other. [IsBusy]

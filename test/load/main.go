@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&o.daemon, "daemon", "", "the agent-sudod `BINARY` to start (default: built from this tree)")
 	fs.StringVar(&o.exec, "exec", "direct", "the daemon's exec `MODE`, direct or sudo")
 	fs.StringVar(&o.csv, "csv", "", "also write the results to `FILE` as CSV")
+	appendCSV := fs.Bool("append", false, "with -csv: add the rows to the file (its header only if it is empty)")
 	fs.DurationVar(&o.settle, "settle", 10*time.Second, "how long the daemon's descriptors may take to come back to their number before the run")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -91,14 +92,24 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	var w *csv.Writer
 	if o.csv != "" {
-		f, err := os.Create(o.csv)
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if *appendCSV {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		f, err := os.OpenFile(o.csv, flags, 0o644)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		w = csv.NewWriter(f)
-		if err := w.Write(csvHeader); err != nil {
+		st, err := f.Stat()
+		if err != nil {
 			return err
+		}
+		w = csv.NewWriter(f)
+		if st.Size() == 0 {
+			if err := w.Write(csvHeader); err != nil {
+				return err
+			}
 		}
 	}
 	if o.socket == "" {

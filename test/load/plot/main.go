@@ -123,13 +123,14 @@ func draw(pts []point) *image.RGBA {
 		hi = lo + math.Log(10)
 	}
 	xOf := func(c float64) int { return x0 + int(math.Round((math.Log(c)-lo)/(hi-lo)*float64(x1-x0))) }
-	// y: linear from 0 to a round number above the highest rate.
+	// y: linear from 0 to a round number well above the highest rate.
 	top := 0.0
 	for _, p := range pts {
 		top = max(top, p.rate)
 	}
-	step := niceStep(top / 5)
-	ymax := math.Ceil(top/step) * step
+	// Headroom above the highest point for its label.
+	step := niceStep(top * 1.15 / 5)
+	ymax := math.Ceil(top*1.15/step) * step
 	if ymax == 0 {
 		ymax, step = 1, 0.2
 	}
