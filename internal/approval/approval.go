@@ -11,6 +11,14 @@
 // passes its decisions to the broker. The daemon accepts the consoles'
 // connections and checks that each is root before handing it to the
 // Channel: this package decides nothing about who may connect.
+//
+// The broker also lists the commands the daemon is running, so that a
+// console can watch them, read the end of their output and stop one. The
+// listing is sent only to consoles that ask for it (watch), so consoles
+// written before it never see a message type they do not know; like the
+// grants, a newer listing replaces one a console has not read, and the
+// channel never writes one older than the last it wrote (the answer to
+// watch and the live listings travel by different queues).
 package approval
 
 import (

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,7 +62,10 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, by string) {
 
 	out := make(chan Message, 16)
 	writeErr := make(chan error, 1)
-	go func() { writeErr <- writeLoop(ctx, conn, greeting, out, events) }()
+	// watching is set once the console sends watch; until then running
+	// messages are not written (older consoles do not know them).
+	var watching atomic.Bool
+	go func() { writeErr <- writeLoop(ctx, conn, greeting, out, events, &watching) }()
 	send := func(m Message) bool {
 		select {
 		case out <- m:
@@ -72,7 +76,7 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, by string) {
 	}
 
 	readErr := make(chan error, 1)
-	go func() { readErr <- c.read(conn, by, send) }()
+	go func() { readErr <- c.read(conn, by, send, &watching) }()
 	select {
 	case <-ctx.Done():
 	case err := <-writeErr:
@@ -91,7 +95,13 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, by string) {
 // ctx ends, a write fails or the broker drops the console for falling
 // behind. The greeting is written here rather than before Serve's select,
 // so that a console that does not read cannot hold Serve past ctx's end.
-func writeLoop(ctx context.Context, conn net.Conn, greeting []Message, out <-chan Message, events <-chan Message) error {
+//
+// Running messages are written only once watching is set, and never one
+// older than the last written: the answer to watch (in out) and the
+// broker's later listings (in events) can reach this loop in either order,
+// and the console must end up with the newest.
+func writeLoop(ctx context.Context, conn net.Conn, greeting []Message, out <-chan Message, events <-chan Message, watching *atomic.Bool) error {
+	var lastRunning uint64
 	for _, m := range greeting {
 		if ctx.Err() != nil {
 			return nil
@@ -111,6 +121,12 @@ func writeLoop(ctx context.Context, conn net.Conn, greeting []Message, out <-cha
 				return errors.New("console fell too far behind the daemon's events")
 			}
 			m = ev
+		}
+		if m.Type == MsgRunning {
+			if !watching.Load() || m.version < lastRunning {
+				continue
+			}
+			lastRunning = m.version
 		}
 		if err := writeMessage(conn, m); err != nil {
 			return err
@@ -143,11 +159,12 @@ func writeMessage(conn net.Conn, m Message) error {
 	return nil
 }
 
-// read handles the console's detail, decide and revoke lines until it
-// disconnects (nil) or a line cannot be read (the error). Each line is
-// answered through send; a line that is not a valid message is answered
-// with an error and the channel stays open.
-func (c *Channel) read(conn net.Conn, by string, send func(Message) bool) error {
+// read handles the console's detail, decide, revoke, watch, stop and
+// output lines until it disconnects (nil) or a line cannot be read (the
+// error). Each line is answered through send; a line that is not a valid
+// message is answered with an error and the channel stays open. watch sets
+// watching.
+func (c *Channel) read(conn net.Conn, by string, send func(Message) bool, watching *atomic.Bool) error {
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 0, 64<<10), maxConsoleLine)
 	for sc.Scan() {
@@ -174,8 +191,31 @@ func (c *Channel) read(conn net.Conn, by string, send func(Message) bool) error 
 			reply.Grant = m.Grant
 			err = c.Broker.Revoke(m.Grant)
 			c.Log.Info("console revoked grant", "grant", m.Grant, "console", by, "err", err)
+		case MsgWatch:
+			// Set before the listing is taken, so that no later listing
+			// can be filtered out (writeLoop).
+			watching.Store(true)
+			rs, omitted, v := c.Broker.Running()
+			if !send(Message{Type: MsgRunning, Running: rs, RunningOmitted: omitted, version: v}) {
+				return nil
+			}
+			continue
+		case MsgStop:
+			reply.Run = m.Run
+			err = c.Broker.Stop(m.Run, by)
+			c.Log.Info("console stopped a running command", "run", m.Run, "console", by, "err", err)
+		case MsgOutput:
+			var o *Output
+			if o, err = c.Broker.Output(m.Run); err == nil {
+				if !send(Message{Type: MsgOutput, Run: m.Run, Output: o}) {
+					return nil
+				}
+				continue
+			}
+			reply.Run = m.Run
 		default:
-			err = fmt.Errorf("unknown message type %q: a console sends %q, %q or %q", m.Type, MsgDecide, MsgRevoke, MsgDetail)
+			err = fmt.Errorf("unknown message type %q: a console sends %q, %q, %q, %q, %q or %q",
+				m.Type, MsgDecide, MsgRevoke, MsgDetail, MsgWatch, MsgStop, MsgOutput)
 		}
 		if err != nil {
 			reply.Error = err.Error()

@@ -192,6 +192,18 @@ const (
 	// MsgDetail, console -> daemon: send the full text of a summarised
 	// request; daemon -> console: that full text.
 	MsgDetail = "detail"
+	// MsgWatch, console -> daemon: send the running commands now and
+	// whenever they change. A console that never sends it never gets
+	// MsgRunning.
+	MsgWatch = "watch"
+	// MsgRunning, daemon -> console: the commands running now (after
+	// MsgWatch).
+	MsgRunning = "running"
+	// MsgStop, console -> daemon: stop the running command Run.
+	MsgStop = "stop"
+	// MsgOutput, console -> daemon: send the end of the output of the
+	// running command Run; daemon -> console: that output.
+	MsgOutput = "output"
 )
 
 // Size bounds of the approver channel; see docs/approver-protocol.md.
@@ -211,7 +223,84 @@ const (
 	// MaxGrantsListed bounds the grants in one grants message; the rest
 	// are counted in Message.GrantsOmitted.
 	MaxGrantsListed = 256
+	// MaxRunningListed bounds the commands in one running message; the
+	// rest are counted in Message.RunningOmitted. A running command's
+	// pipeline is bounded like a grant's (MaxGrantPipeline).
+	MaxRunningListed = 256
+	// MaxOutputLines and MaxOutputBytes bound each stream of an output
+	// message: its last MaxOutputLines lines, and of those at most the
+	// last MaxOutputBytes bytes.
+	MaxOutputLines = 20
+	MaxOutputBytes = 4 << 10
 )
+
+// Running is a command the daemon is running, as consoles list it.
+type Running struct {
+	// ID names the run for a stop or output message. The daemon assigns
+	// it ("run1", "run2", ...); it is never reused while the daemon runs,
+	// and means nothing to another daemon.
+	ID string `json:"id"`
+	// Request, Session and Host are the request's id, session and host,
+	// as the agent sent them.
+	Request string `json:"request"`
+	Session string `json:"session"`
+	Host    string `json:"host"`
+	// Peer is the requesting process as the kernel identified it.
+	Peer PeerInfo `json:"peer"`
+	// Pipeline is the argv of each stage; nil, with Elided set, when it
+	// is longer than MaxGrantPipeline.
+	Pipeline   [][]string `json:"pipeline"`
+	Elided     *Elided    `json:"elided,omitempty"`
+	RunAs      string     `json:"run_as"`
+	Privileged bool       `json:"privileged"`
+	// By is who allowed it: a rule, a console, or a session grant.
+	By string `json:"by"`
+	// Started is when the daemon started it; a console shows the time
+	// since.
+	Started time.Time `json:"started"`
+	// StoppedBy names the console that stopped it, once one did; the
+	// command is then being killed and leaves the list when it is gone.
+	StoppedBy string `json:"stopped_by,omitempty"`
+}
+
+// Output is the end of what a running command has written so far.
+type Output struct {
+	// Stdout is the end of the last stage's stdout; Stderr the end of each
+	// stage's stderr: each at most MaxOutputLines lines and MaxOutputBytes
+	// bytes, as raw bytes (base64 in JSON). They are untrusted: a console
+	// escapes them before showing them.
+	Stdout []byte   `json:"stdout"`
+	Stderr [][]byte `json:"stderr"`
+	// StdoutBytes and StderrBytes count every byte each stream has carried
+	// so far; more than shown means the beginning was left out.
+	StdoutBytes int64   `json:"stdout_bytes"`
+	StderrBytes []int64 `json:"stderr_bytes"`
+	// At is when the daemon read it.
+	At time.Time `json:"at"`
+}
+
+// LastLines returns the end of b: its last MaxOutputLines lines (a final
+// line without a newline counts), and of those at most the last
+// MaxOutputBytes bytes.
+func LastLines(b []byte) []byte {
+	if len(b) > MaxOutputBytes {
+		b = b[len(b)-MaxOutputBytes:]
+	}
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	lines := 0
+	for i := end - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			lines++
+			if lines == MaxOutputLines {
+				return b[i+1:]
+			}
+		}
+	}
+	return b
+}
 
 // Summary stands in for a request too large to announce in full: its
 // Shown is sent without pipeline, programs and env, and these numbers say
@@ -284,6 +373,18 @@ type Message struct {
 
 	// revoke
 	Grant string `json:"grant,omitempty"`
+
+	// running: the commands running now.
+	Running []Running `json:"running,omitempty"`
+	// RunningOmitted counts the commands left out of a running message
+	// that would have been longer than MaxRunningListed.
+	RunningOmitted int `json:"running_omitted,omitempty"`
+	// stop, output, result: the run the message is about.
+	Run string `json:"run,omitempty"`
+	// output (daemon -> console)
+	Output *Output `json:"output,omitempty"`
+	// version orders running messages (see Channel.Serve); never sent.
+	version uint64
 
 	// result
 	OK    bool   `json:"ok,omitempty"`

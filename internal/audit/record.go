@@ -219,6 +219,10 @@ type ResultSection struct {
 	// Message is the answer's message (why it timed out, or failed to
 	// start).
 	Message string `json:"message,omitempty"`
+	// StoppedBy names the console that stopped the pipeline before it
+	// ended by itself ("console uid=0 tty=/dev/pts/1 pid=123"); absent
+	// when none did.
+	StoppedBy string `json:"stopped_by,omitempty"`
 	// ExitCodes has one exit status per stage (128+N for signal N); empty
 	// when the pipeline could not be started.
 	ExitCodes []int `json:"exit_codes"`

@@ -30,6 +30,15 @@ type Trail struct {
 	// epoch is the writer's epoch when the request record was written:
 	// the decision and exec records fail if records were lost since.
 	epoch uint64
+	// stoppedBy is the console that stopped the pipeline (Stopped).
+	stoppedBy string
+}
+
+// Stopped records that the console by stopped the pipeline before it
+// ended by itself: the result record Finished writes then says so
+// (stopped_by), as does its journal entry. Call it before Finished.
+func (t *Trail) Stopped(by string) {
+	t.stoppedBy = by
 }
 
 // Refusal describes a request the daemon refused without asking anyone.
@@ -225,6 +234,7 @@ func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.
 		Stages:          []ResultStage{},
 		StdoutBytes:     len(resp.Stdout),
 		StdoutTruncated: resp.StdoutTruncated,
+		StoppedBy:       t.stoppedBy,
 	}
 	// The runner hashed the output as it read it; hashing 16 MiB again
 	// here would delay the answer.
@@ -270,6 +280,9 @@ func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.
 	}
 	if r.DurationNS > 0 {
 		fields["AGENT_SUDO_DURATION_NS"] = strconv.FormatInt(r.DurationNS, 10)
+	}
+	if r.StoppedBy != "" {
+		fields["AGENT_SUDO_STOPPED_BY"] = r.StoppedBy
 	}
 	pri := journal.PriInfo
 	if resp.Status != proto.StatusOK {

@@ -29,6 +29,19 @@
 // package manager half-way can leave the system broken. The result is still
 // logged.
 //
+// # Stopping a running command
+//
+// Every command is listed with the approval broker while it runs
+// (Options.Running), so that root consoles can watch it, read the end of
+// its output (a runner.Live, which reads a copy beside the capture and so
+// cannot change what the agent gets) and stop it. A stop cancels the
+// command's own context, derived from the one shutdown cancels, with the
+// console as the cause: the runner then does exactly what it does at
+// command_timeout (SIGTERM, kill_grace, SIGKILL to the cgroup), and the
+// daemon tells the agent and the audit log which console it was. There is
+// no second way to kill a pipeline to keep in step with the first. The
+// agent socket has no stop: only root, through the approver channel.
+//
 // # Connection limits
 //
 // Every connection holds a slot from accept until its answer is written.

@@ -47,6 +47,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if opts.Approver == nil {
 		opts.Approver = broker
 	}
+	if opts.Running == nil {
+		opts.Running = broker
+	}
 	srv, err := New(cfg, opts)
 	if err != nil {
 		return err

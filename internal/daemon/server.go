@@ -51,6 +51,9 @@ type Server struct {
 	// cgroups makes each pipeline's cgroup; nil only with cgroup =
 	// "best-effort" on a system without a usable cgroup v2 hierarchy.
 	cgroups *runner.Cgroups
+	// running lists the commands running, for consoles to watch and stop;
+	// nil lists nothing.
+	running *approval.Broker
 
 	conns sync.WaitGroup
 }
@@ -82,6 +85,10 @@ type Options struct {
 	// Run calls it on SIGHUP and applies the result with Server.Reload.
 	// Nil: SIGHUP only reopens the audit log.
 	Reload func() (*config.Config, error)
+	// Running, when set, lists every command while it runs, so that the
+	// consoles of its approver channel can watch it, read the end of its
+	// output and stop it; nil lists nothing. Run sets it to its broker.
+	Running *approval.Broker
 }
 
 // auditLog is where a Server records requests: an *audit.Log, through
@@ -97,6 +104,7 @@ type auditTrail interface {
 	Decided(ctx context.Context, d approval.Decision) error
 	Started(ctx context.Context, spec runner.Spec) error
 	Finished(ctx context.Context, resp *proto.Response, res *runner.Result) error
+	Stopped(by string)
 }
 
 // auditOf is an *audit.Log as an auditLog.
@@ -182,7 +190,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	s := &Server{
 		approver: opts.Approver, audit: auditOf{opts.Audit}, exec: opts.Exec,
-		log: opts.Logger, now: opts.Now, sshAuthSock: opts.SSHAuthSock,
+		log: opts.Logger, now: opts.Now, sshAuthSock: opts.SSHAuthSock, running: opts.Running,
 		replay: newReplayCache(replayWindow(cfg)),
 		limits: newConnLimits(cfg.MaxConnections, cfg.RootConnections, cfg.MaxConnectionsPerUser),
 		rates:  newRateLimits(cfg.MaxRequestsPerMinute),
@@ -532,16 +540,32 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	}
 	// The command runs to completion even if the client hangs up now: a
 	// package manager killed half-way leaves the system broken, and the
-	// human approved the whole command. The result is still recorded.
-	res, err := s.exec(execCtx, spec)
+	// human approved the whole command. The result is still recorded. Only
+	// a console can stop it before its time is up (stopRun), and then the
+	// same way as the timeout does.
+	runCtx, stopRun := context.WithCancelCause(execCtx)
+	defer stopRun(nil)
+	ended := s.listRunning(p, d, &spec, stopRun)
+	res, err := s.exec(runCtx, spec)
+	ended()
+	stoppedBy := stopperOf(runCtx)
 	if err != nil {
-		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusError, Message: err.Error()}, trail: trail,
+		msg := err.Error()
+		if stoppedBy != "" {
+			trail.Stopped(stoppedBy)
+			msg = fmt.Sprintf("stopped by an approver (%s) before it started; nothing ran: %s", stoppedBy, msg)
+		}
+		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg}, trail: trail,
 			log: log, level: slog.LevelError, msg: "execution failed", args: []any{"err", err}}
 	}
 	resp := response(req.ID, res)
 	if res.TimedOut {
 		resp.Status = proto.StatusTimeout
-		resp.Message = timeoutMessage(pol.cfg, execCtx)
+		resp.Message = timeoutMessage(pol.cfg, runCtx)
+		if stoppedBy != "" {
+			trail.Stopped(stoppedBy)
+			log.Info("stopped by a console", "console", stoppedBy)
+		}
 	}
 	if len(res.Survivors) > 0 {
 		resp.Message = survivorsMessage(res.Survivors)
@@ -643,12 +667,61 @@ func (e shutdownExpired) Error() string {
 	return fmt.Sprintf("shutdown_timeout (%s) expired", e.grace)
 }
 
-// timeoutMessage says why a pipeline run under cfg, with execCtx, was
-// stopped. A shutdown names the shutdown_timeout it waited, the one in force
-// when it began, whatever a reload did since.
-func timeoutMessage(cfg *config.Config, execCtx context.Context) string {
+// stoppedByConsole is the cause with which a console's stop ends a
+// command (approval.Broker.Stop): by names the console.
+type stoppedByConsole struct{ by string }
+
+func (e stoppedByConsole) Error() string { return "stopped by " + e.by }
+
+// stopperOf returns the console that stopped the command run with ctx, or
+// "" when none did.
+func stopperOf(ctx context.Context) string {
+	var stop stoppedByConsole
+	if errors.As(context.Cause(ctx), &stop) {
+		return stop.by
+	}
+	return ""
+}
+
+// listRunning lists the command of p, allowed by d, with the server's
+// running list while it runs, so that consoles can see it, read the end of
+// its output (through a runner.Live it puts in spec) and stop it (which
+// cancels the command's context through stop, with the console as the
+// cause). It returns the func that takes the command off the list.
+func (s *Server) listRunning(p *plan, d approval.Decision, spec *runner.Spec, stop context.CancelCauseFunc) (ended func()) {
+	if s.running == nil {
+		return func() {}
+	}
+	live := &runner.Live{}
+	spec.Live = live
+	_, ended = s.running.Started(approval.Running{
+		Request: p.req.ID, Session: p.req.Session, Host: p.req.Host, Peer: peerInfo(p.peer),
+		Pipeline: p.req.Pipeline, RunAs: p.target.Name, Privileged: p.req.Privileged,
+		By: d.By, Started: s.now(),
+	}, func(by string) { stop(stoppedByConsole{by: by}) }, func() (*approval.Output, bool) {
+		// Before the stages start, and in the instant between their end
+		// and ended, there is no output to show: an empty one.
+		t, _ := live.Tail()
+		o := &approval.Output{Stdout: approval.LastLines(t.Stdout), StdoutBytes: t.StdoutBytes,
+			Stderr: make([][]byte, len(t.Stderr)), StderrBytes: t.StderrBytes, At: s.now()}
+		for i, e := range t.Stderr {
+			o.Stderr[i] = approval.LastLines(e)
+		}
+		return o, true
+	})
+	return ended
+}
+
+// timeoutMessage says why a pipeline run with ctx was stopped, under cfg:
+// a console stopped it, naming the console; the daemon shut down, naming
+// the shutdown_timeout it waited (the one in force when it began, whatever
+// a reload did since); or command_timeout passed.
+func timeoutMessage(cfg *config.Config, ctx context.Context) string {
+	if by := stopperOf(ctx); by != "" {
+		return fmt.Sprintf("stopped by an approver (%s): the pipeline was sent SIGTERM and, %s later, SIGKILL", by, cfg.KillGrace)
+	}
 	var shut shutdownExpired
-	if errors.As(context.Cause(execCtx), &shut) {
+	if errors.As(context.Cause(ctx), &shut) {
 		return fmt.Sprintf("the daemon is shutting down: the command was still running after shutdown_timeout (%s), so it was sent SIGTERM and, %s later, SIGKILL", shut.grace, cfg.KillGrace)
 	}
 	return fmt.Sprintf("command_timeout (%s) reached: the pipeline was sent SIGTERM and, %s later, SIGKILL", cfg.CommandTimeout, cfg.KillGrace)

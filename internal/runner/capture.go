@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +27,16 @@ type capture struct {
 	// sum hashes the kept bytes as they arrive, so the audit log's
 	// SHA-256 of a 16 MiB output costs nothing after the command ends.
 	sum hash.Hash
+
+	// mu guards latest and total, which a Live reads while the reader
+	// writes them. The mapping is never read through a Live, so its
+	// lifetime is the reader's and Release's business only.
+	mu sync.Mutex
+	// latest holds the last TailBytes bytes the stream carried, kept or
+	// discarded: the end of the output so far.
+	latest []byte
+	// total counts every byte the stream carried, kept or discarded.
+	total int64
 }
 
 // init maps the buffer.
@@ -88,6 +99,7 @@ func (c *capture) account(dst []byte, n int) {
 	if n <= 0 {
 		return
 	}
+	c.remember(dst[:n])
 	if c.n < c.max && &dst[0] == &c.buf[c.n] {
 		c.sum.Write(dst[:n])
 		c.n += n
@@ -120,6 +132,7 @@ func (c *capture) drainNow(r *os.File) {
 
 // add appends as much of b as the cap allows.
 func (c *capture) add(b []byte) {
+	c.remember(b)
 	room := c.room()
 	if len(b) > len(room) {
 		c.truncated = true
@@ -128,6 +141,29 @@ func (c *capture) add(b []byte) {
 	n := copy(room, b)
 	c.sum.Write(room[:n])
 	c.n += n
+}
+
+// remember keeps the end of b as the latest output and counts it.
+func (c *capture) remember(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total += int64(len(b))
+	if len(b) >= TailBytes {
+		c.latest = append(c.latest[:0], b[len(b)-TailBytes:]...)
+		return
+	}
+	if over := len(c.latest) + len(b) - TailBytes; over > 0 {
+		c.latest = c.latest[:copy(c.latest, c.latest[over:])]
+	}
+	c.latest = append(c.latest, b...)
+}
+
+// tail returns a copy of the latest output and the number of bytes the
+// stream has carried so far.
+func (c *capture) tail() ([]byte, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]byte(nil), c.latest...), c.total
 }
 
 // result returns the captured bytes, whether any were discarded, and the

@@ -256,6 +256,13 @@
 // handed to children, so a stage that exits early gives its writer EOF or
 // SIGPIPE exactly as in a shell pipeline.
 //
+// While the stages run, a [Live] (Spec.Live) shows the end of each stream so
+// far: the reader keeps a copy of the last [TailBytes] bytes it read, kept
+// or discarded, beside the capture, and a Live reads only that copy, under
+// a lock of its own. It never touches the capture's buffer, so it cannot
+// slow the reader, change what is captured, or read memory that Release
+// has freed.
+//
 // # Exit codes
 //
 // A stage that exits normally reports its exit status. A stage killed by

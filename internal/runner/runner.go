@@ -123,6 +123,9 @@ type Spec struct {
 	// Stdin is written to the first stage's standard input, which is then
 	// closed; empty means the first stage reads /dev/null.
 	Stdin []byte
+	// Live, when set, shows the end of the output while the stages run
+	// (see [Live]); nil shows nothing.
+	Live *Live
 
 	// outputPipeSize, when set by a benchmark, is the capacity the output
 	// pipes get (F_SETPIPE_SZ); zero keeps the kernel's default.
@@ -349,6 +352,10 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Deferred after the cleanup above, so it runs first: nothing reads the
+	// captures once Run is on its way out.
+	p.spec.Live.attach(p)
+	defer p.spec.Live.detach()
 	for i := range n {
 		err := p.start(i, files[i])
 		// The child has its own copies now (or never will); the daemon must

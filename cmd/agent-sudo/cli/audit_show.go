@@ -241,6 +241,9 @@ func prettyRecord(e audit.Entry) string {
 	case r.Result != nil:
 		x := r.Result
 		field("status", termtext.Esc(string(x.Status)))
+		if x.StoppedBy != "" {
+			field("stopped by", termtext.Esc(x.StoppedBy))
+		}
 		if x.Message != "" {
 			field("message", termtext.Esc(x.Message))
 		}

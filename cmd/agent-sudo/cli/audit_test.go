@@ -38,7 +38,7 @@ type auditFixture struct {
 	at                time.Time
 	pipeline          [][]string
 	// outcome: "ok", "fail" (exit 2), "denied", "timeout", "refused",
-	// "pending", "withdrawn".
+	// "pending", "withdrawn", "stopped" (by a console while it ran).
 	outcome string
 }
 
@@ -122,6 +122,13 @@ func appendFixture(t *testing.T, l *audit.Log, f auditFixture) {
 		t.Fatal(err)
 	}
 	res := &runner.Result{Started: f.at, Ended: f.at.Add(1500 * time.Millisecond)}
+	if f.outcome == "stopped" {
+		resp.Status, resp.Message = proto.StatusTimeout, "stopped by an approver"
+		for i := range resp.Stages {
+			resp.Stages[i].ExitCode = 143
+		}
+		tr.Stopped(stopperConsole)
+	}
 	if err := tr.Finished(ctx, resp, res); err != nil {
 		t.Fatal(err)
 	}
@@ -332,6 +339,31 @@ func TestAuditShow(t *testing.T) {
 	got = runAuditCLI(context.Background(), "--log", path, "show", "nope\x1b")
 	if got.code != exitNotFound || !strings.Contains(got.stderr, `no request nope\x1b in `) {
 		t.Errorf("show of a missing id: exit %d, stderr %q", got.code, got.stderr)
+	}
+}
+
+// stopperConsole is the console that stops the "stopped" fixture, with an
+// escape sequence in it that must not reach the terminal.
+const stopperConsole = "console uid=0 tty=/dev/pts/3\x1b[2J pid=99"
+
+// TestAuditShowStopped: the result of a command a console stopped records
+// which console, "audit show" prints it escaped, and the log verifies.
+func TestAuditShowStopped(t *testing.T) {
+	path := writeAuditLog(t, auditFixture{"r-stopped", "delta", "build-1", auditT0.Add(30 * time.Hour), [][]string{{"sleep", "600"}}, "stopped"})
+	got := runAuditCLI(context.Background(), "--log", path, "show", "r-stopped")
+	want := "  status:         timeout\n  stopped by:     console uid=0 tty=/dev/pts/3\\x1b[2J pid=99\n"
+	if got.code != 0 || !strings.Contains(got.stdout, want) {
+		t.Errorf("show: exit %d, lacks %q:\n%s", got.code, want, got.stdout)
+	}
+	if strings.Contains(got.stdout, "\x1b") {
+		t.Error("show printed the console's escape sequence raw")
+	}
+	got = runAuditCLI(context.Background(), "--log", path, "show", "--json", "r-stopped")
+	if !strings.Contains(got.stdout, `"stopped_by":"console uid=0 tty=/dev/pts/3\u001b[2J pid=99"`) {
+		t.Errorf("show --json lacks stopped_by:\n%s", got.stdout)
+	}
+	if got := runAuditCLI(context.Background(), "--log", path, "verify"); got.code != 0 {
+		t.Errorf("verify: exit %d\n%s%s", got.code, got.stdout, got.stderr)
 	}
 }
 
