@@ -165,6 +165,11 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 		defer cancel()
 	}
 	c := client.New(o.socket)
+	c.Busy.OnRetry = func(busy *proto.Response, retry int, _ time.Duration) {
+		if retry == 1 { // once: the wait notice covers the rest
+			inv.say("agent-sudod is busy, nothing ran; retrying: %s", busy.Message)
+		}
+	}
 	var resp *proto.Response
 	var raw []byte
 	stopNotice := inv.waitNotice(req.ID, waitNoticeDelay)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -553,5 +554,25 @@ func TestRunWriteFailure(t *testing.T) {
 	want := "agent-sudo: write the command's stdout: file already closed\n"
 	if code != 74 || stderr.String() != want {
 		t.Errorf("run = %d, stderr %q; want 74, %q", code, stderr.String(), want)
+	}
+}
+
+// TestRunSaysBusyOnce: a busy daemon's refusal (nothing ran) is retried by
+// the client, and run tells the human once, then prints the answer.
+func TestRunSaysBusyOnce(t *testing.T) {
+	var asked atomic.Int32
+	srv := clienttest.NewServer(t, clienttest.Respond(func(req *proto.Request) *proto.Response {
+		if asked.Add(1) <= 3 {
+			return &proto.Response{Status: proto.StatusError, Message: "busy: 64 connections are open or waiting (max_connections); try again"}
+		}
+		return &proto.Response{ID: req.ID, Status: proto.StatusOK, Stages: []proto.Stage{{}}, Stdout: []byte("ran\n")}
+	}))
+	got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--no-stdin", "--", "true")
+	if got.code != 0 || got.stdout != "ran\n" || asked.Load() != 4 {
+		t.Fatalf("run = %d %q %q after %d connections, want 0 \"ran\\n\" after 4", got.code, got.stdout, got.stderr, asked.Load())
+	}
+	const say = "agent-sudo: agent-sudod is busy, nothing ran; retrying: busy: 64 connections"
+	if strings.Count(got.stderr, say) != 1 {
+		t.Errorf("stderr %q, want %q once", got.stderr, say)
 	}
 }

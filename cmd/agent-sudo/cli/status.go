@@ -58,7 +58,11 @@ func statusMain(ctx context.Context, inv *invocation, args []string) int {
 	socket := *sock
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	resp, err := client.New(socket).Ping(ctx)
+	// A busy daemon is an answer here: it is up, and says nothing yet
+	// about access. Retrying would only make the human wait.
+	c := client.New(socket)
+	c.Busy = client.BusyRetry{Retries: -1}
+	resp, err := c.Ping(ctx)
 	switch {
 	case errors.Is(err, client.ErrUnreachable) && errors.Is(err, fs.ErrPermission):
 		return inv.fail(exitUnavailable, "agent-sudod's socket %s exists but your user may not open it; ask an administrator to add you to its group (ls -l %s)", socket, socket)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,6 +50,18 @@ func TestStatus(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a busy daemon is not retried", func(t *testing.T) {
+		var asked atomic.Int32
+		srv := clienttest.NewServer(t, clienttest.Respond(func(req *proto.Request) *proto.Response {
+			asked.Add(1)
+			// As the daemon sends it: before reading, so without an id.
+			return &proto.Response{Status: proto.StatusError, Message: "busy: 64 connections are open or waiting (max_connections); try again"}
+		}))
+		got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "status")
+		if got.code != 75 || !strings.Contains(got.stderr, "did not say whether you may use it: busy:") || asked.Load() != 1 {
+			t.Errorf("status = %d %q after %d connections, want 75 after 1", got.code, got.stderr, asked.Load())
+		}
+	})
 	t.Run("unreachable", func(t *testing.T) {
 		sock := t.TempDir() + "/none.sock"
 		got := runCLI(context.Background(), map[string]string{envSocket: sock}, "status")
