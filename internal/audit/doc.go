@@ -12,8 +12,9 @@
 // possible in a peer's executable path) is recorded as U+FFFD.
 //
 // Every record has the header type, time (UTC, RFC 3339), id, session,
-// host, peer ({uid, pid, exe}, absent when unknown), and at the end of the
-// line seq and prev. It carries the one section named by its type:
+// host (the agent's claim), daemon_host (the daemon's own host name, from
+// [Options].DaemonHost; absent in older logs), peer ({uid, pid, exe},
+// absent when unknown), and at the end of the line seq and prev. It carries the one section named by its type:
 //
 //   - request: the request as received (pipeline, reason, privileged,
 //     forward_agent, cwd, request_time, env, and for a request with stdin

@@ -51,6 +51,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for record times; nil means time.Now.
 	Now func() time.Time
+	// DaemonHost is the daemon's host name, written in every record's
+	// daemon_host; empty writes none.
+	DaemonHost string
 
 	// wrap, when set by tests, wraps each file the writer opens, so that
 	// write and sync failures can be injected.
@@ -153,6 +156,7 @@ func (l *Log) Append(ctx context.Context, r *Record) (Receipt, error) {
 	if err := r.check(); err != nil {
 		return Receipt{}, fmt.Errorf("audit: %w", err)
 	}
+	r.DaemonHost = l.opts.DaemonHost
 	body, err := marshalBody(r)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("audit: %w", err)
@@ -178,6 +182,7 @@ func (l *Log) write(ctx context.Context, r *Record, lazy, checkEpoch bool, epoch
 	if err := r.check(); err != nil {
 		return Receipt{}, 0, fmt.Errorf("audit: %w", err)
 	}
+	r.DaemonHost = l.opts.DaemonHost
 	body, err := marshalBody(r)
 	if err != nil {
 		return Receipt{}, 0, fmt.Errorf("audit: %w", err)

@@ -49,7 +49,9 @@ func (t Type) Valid() bool {
 // every record; exactly one section, the one named by Type, is set.
 //
 // Seq and Prev are assigned by [Log.Append] and must be zero when a record
-// is appended; they are written last on the line.
+// is appended; they are written last on the line. The log also sets
+// DaemonHost on every record it writes, replacing any value the caller
+// gave.
 type Record struct {
 	// Type names the record's kind and its section.
 	Type Type `json:"type"`
@@ -65,6 +67,12 @@ type Record struct {
 	// Session and Host are the request's, as the agent sent them.
 	Session string `json:"session"`
 	Host    string `json:"host"`
+	// DaemonHost is the host name of the machine whose daemon wrote the
+	// record (the log's [Options].DaemonHost), unlike Host not the
+	// agent's claim; it tells apart the records of logs collected from
+	// several machines. Absent in logs written before it existed, and when
+	// the daemon could not read its host name.
+	DaemonHost string `json:"daemon_host,omitempty"`
 	// Peer is the connecting process; nil when the daemon could not read
 	// its credentials.
 	Peer *Peer `json:"peer,omitempty"`

@@ -22,6 +22,9 @@ const (
 // Summary is one request, joined from its records.
 type Summary struct {
 	ID, Session, Host string
+	// DaemonHost is the daemon_host of the request's first record read:
+	// the machine whose daemon handled it; empty in older logs.
+	DaemonHost string
 	// Time is when the request was received (its request record), or the
 	// time of its first record found when the request record is not in the
 	// files read.
@@ -73,7 +76,7 @@ func (j *Joiner) Add(e Entry) (s *Summary, created, done bool) {
 		return nil, false, false
 	}
 	if r.Type == TypeRequest {
-		s = &Summary{ID: r.ID, Session: r.Session, Host: r.Host, Time: r.Time, Peer: r.Peer,
+		s = &Summary{ID: r.ID, Session: r.Session, Host: r.Host, DaemonHost: r.DaemonHost, Time: r.Time, Peer: r.Peer,
 			Ref: e.Hash, File: e.File, Line: e.Line, Status: StatusPending}
 		if q := r.Request; q != nil {
 			s.Pipeline, s.Reason, s.Privileged = q.Pipeline, q.Reason, q.Privileged
@@ -92,7 +95,7 @@ func (j *Joiner) Add(e Entry) (s *Summary, created, done bool) {
 	}
 	if s == nil {
 		// The request record is in a file that was not read.
-		s = &Summary{ID: r.ID, Session: r.Session, Host: r.Host, Time: r.Time, Peer: r.Peer,
+		s = &Summary{ID: r.ID, Session: r.Session, Host: r.Host, DaemonHost: r.DaemonHost, Time: r.Time, Peer: r.Peer,
 			Ref: r.Ref, File: e.File, Line: e.Line, Status: StatusPending}
 		created = true
 		j.open[r.Ref] = s

@@ -36,7 +36,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	defer signal.Stop(hup)
 	var ownAudit *audit.Log
 	if opts.Audit == nil {
-		alog, err := audit.Open(cfg.AuditLog, audit.Options{EnvValues: cfg.AuditEnvValues, Stdin: cfg.AuditStdin, Journal: audit.SystemJournal(), Logger: log})
+		host, err := os.Hostname()
+		if err != nil {
+			log.Warn("the audit records will not name this host: cannot read its host name", "err", err)
+			host = ""
+		}
+		alog, err := audit.Open(cfg.AuditLog, audit.Options{EnvValues: cfg.AuditEnvValues, Stdin: cfg.AuditStdin, Journal: audit.SystemJournal(), Logger: log, DaemonHost: host})
 		if err != nil {
 			return fmt.Errorf("audit log: %w", err)
 		}

@@ -36,22 +36,23 @@ func realAuditDeps() auditDeps {
 	return auditDeps{now: time.Now, loc: time.Local, poll: time.Second}
 }
 
-// auditSource is where audit reads the log: --log, or audit_log of the
-// configuration. Every audit subcommand takes these two flags, and they
+// auditSource is where audit reads the logs: each --log, or audit_log of
+// the configuration. Every audit subcommand takes these two flags, and they
 // alone may also come before the subcommand's name.
 type auditSource struct {
-	log, config string
+	logs   listFlag
+	config string
 }
 
 func (s *auditSource) addFlags(fset *flag.FlagSet) {
-	fset.StringVar(&s.log, "log", "", "read the audit log `file` (default: audit_log of the configuration)")
+	fset.Var(&s.logs, "log", "read the audit log `file` (default: audit_log of the configuration); repeatable, to read the logs of several daemons")
 	fset.StringVar(&s.config, "config", "", "daemon configuration `file` to take audit_log from (default "+config.DefaultPath+")")
 }
 
-// path is --log, or audit_log of the configuration.
-func (s *auditSource) path() (string, error) {
-	if s.log != "" {
-		return s.log, nil
+// paths are the --log files, or audit_log of the configuration.
+func (s *auditSource) paths() ([]string, error) {
+	if len(s.logs) > 0 {
+		return s.logs, nil
 	}
 	path, explicit := config.DefaultPath, false
 	if s.config != "" {
@@ -59,9 +60,9 @@ func (s *auditSource) path() (string, error) {
 	}
 	cfg, err := config.Load(path, explicit)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return cfg.AuditLog, nil
+	return []string{cfg.AuditLog}, nil
 }
 
 // auditSubcommand tells which audit subcommand args ask for and returns the

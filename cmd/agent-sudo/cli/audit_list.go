@@ -58,6 +58,12 @@ The log is audit_log of the daemon's configuration (--config, default
 FILE.2.gz, ...) are read too, oldest first. It is readable by root and the adm
 group. --log and --config may also come before show or verify.
 
+--log may be given more than once, for the logs of several daemons (copied
+with scp or rsync, say): their requests are merged by the time each was
+received, and a DAEMON column shows the host whose daemon recorded it (the
+daemon_host of its records; - in logs written before daemon_host existed).
+--follow reads one log.
+
 A status is ok, denied, timeout or error as the agent was answered,
 withdrawn (the agent went away first), pending (no decision recorded) or
 running (allowed, no result recorded); pending and running also remain when
@@ -104,13 +110,75 @@ func auditList(ctx context.Context, inv *invocation, args []string, deps auditDe
 	if err != nil {
 		return inv.fail(exitUsage, "audit: %v", err)
 	}
-	path, err := o.path()
+	if o.follow && len(o.logs) > 1 {
+		return inv.fail(exitUsage, "audit: --follow reads one log; give --log once (run one 'agent-sudo audit --follow' per log)")
+	}
+	paths, err := o.paths()
 	if err != nil {
 		return inv.fail(exitConfig, "audit: %v; pass --log FILE to read a log directly", err)
 	}
 	return inv.withOutput("audit", func(out *errWriter) int {
-		return auditListPrint(ctx, inv, out, path, o, filter, deps)
+		if len(paths) > 1 {
+			return auditListMerged(ctx, inv, out, paths, o, filter, deps)
+		}
+		return auditListPrint(ctx, inv, out, paths[0], o, filter, deps)
 	})
+}
+
+// auditListMerged prints the requests of several logs (each with its
+// rotated files) that filter selects, merged by the time each request was
+// received, with the DAEMON column. Each log is joined on its own: two
+// daemons may both have a request with the same id.
+func auditListMerged(ctx context.Context, inv *invocation, out *errWriter, paths []string, o *auditListOptions, filter rowFilter, deps auditDeps) int {
+	var all []*audit.Summary
+	bad := false
+	for _, path := range paths {
+		files, err := audit.Files(path)
+		if err != nil {
+			return inv.unreadable("audit", err)
+		}
+		j := audit.NewJoiner()
+		for e, err := range audit.Read(ctx, files...) {
+			var le *audit.LineError
+			switch {
+			case errors.As(err, &le):
+				inv.corrupt("audit", le)
+				bad = true
+				continue
+			case ctx.Err() != nil:
+				return inv.fail(exitInterrupted, "audit: interrupted")
+			case err != nil:
+				return inv.unreadable("audit", err)
+			}
+			if s, created, _ := j.Add(e); created {
+				all = append(all, s)
+			}
+		}
+	}
+	// Stable: requests received at the same instant keep the order of
+	// the logs as given, and each log its own order.
+	slices.SortStableFunc(all, func(a, b *audit.Summary) int { return a.Time.Compare(b.Time) })
+	var rows []*audit.Summary
+	for _, s := range all {
+		if filter.match(s) {
+			rows = append(rows, s)
+		}
+	}
+	switch {
+	case o.json:
+		for _, s := range rows {
+			out.WriteString(jsonRow(s))
+		}
+	case len(rows) == 0:
+		inv.say("audit: no request in %s matches", strings.Join(paths, ", "))
+	default:
+		t := &table{loc: deps.loc, daemon: true}
+		out.WriteString(t.render(rows))
+	}
+	if bad {
+		return exitDataErr
+	}
+	return 0
 }
 
 // auditListPrint prints the requests of the log at path and its rotated
@@ -310,12 +378,18 @@ func parseAgo(v string) (time.Duration, bool) {
 
 // table renders summaries as aligned columns. Every cell is escaped.
 type table struct {
-	loc    *time.Location
+	loc *time.Location
+	// daemon adds the DAEMON column, the host whose daemon wrote the
+	// request's records, when several logs are read.
+	daemon bool
 	widths []int // set by render, reused by row for --follow
 }
 
-// tableHeader returns the column titles.
-func tableHeader() []string {
+// header returns the column titles.
+func (t *table) header() []string {
+	if t.daemon {
+		return []string{"TIME", "DAEMON", "ID", "UID", "SESSION", "HOST", "STATUS", "DECIDED BY", "EXIT", "DURATION", "COMMAND"}
+	}
 	return []string{"TIME", "ID", "UID", "SESSION", "HOST", "STATUS", "DECIDED BY", "EXIT", "DURATION", "COMMAND"}
 }
 
@@ -331,15 +405,19 @@ func (t *table) cells(s *audit.Summary) []string {
 	if s.Peer != nil {
 		uid = strconv.FormatUint(uint64(s.Peer.UID), 10)
 	}
-	return []string{
+	cells := []string{
 		s.Time.In(t.loc).Format(time.DateTime), orDash(termtext.Esc(s.ID)), uid, orDash(termtext.Esc(s.Session)), orDash(termtext.Esc(s.Host)),
 		termtext.Esc(s.Status), orDash(termtext.Esc(s.DecidedBy)), orDash(audit.JoinExitCodes(s.ExitCodes, ",")), dur, orDash(cmd),
 	}
+	if t.daemon {
+		cells = slices.Insert(cells, 1, orDash(termtext.Esc(s.DaemonHost)))
+	}
+	return cells
 }
 
 // render returns the header and rows, aligned.
 func (t *table) render(rows []*audit.Summary) string {
-	all := [][]string{tableHeader()}
+	all := [][]string{t.header()}
 	for _, s := range rows {
 		all = append(all, t.cells(s))
 	}
@@ -381,6 +459,7 @@ type rowJSON struct {
 	ID         string      `json:"id"`
 	Session    string      `json:"session"`
 	Host       string      `json:"host"`
+	DaemonHost string      `json:"daemon_host,omitempty"`
 	Status     string      `json:"status"`
 	Time       time.Time   `json:"time"`
 	DecidedBy  string      `json:"decided_by"`
@@ -399,7 +478,7 @@ type rowJSON struct {
 // jsonRow returns s as one line of ASCII-only JSON.
 func jsonRow(s *audit.Summary) string {
 	r := rowJSON{
-		ID: s.ID, Session: s.Session, Host: s.Host, Status: s.Status, Time: s.Time, DecidedBy: s.DecidedBy,
+		ID: s.ID, Session: s.Session, Host: s.Host, DaemonHost: s.DaemonHost, Status: s.Status, Time: s.Time, DecidedBy: s.DecidedBy,
 		Verdict: s.Verdict, ExitCodes: s.ExitCodes, DurationNS: int64(s.Duration), Pipeline: s.Pipeline,
 		Reason: s.Reason, Privileged: s.Privileged, Message: s.Message, Peer: s.Peer, Ref: s.Ref,
 		Location: s.File + ":" + strconv.Itoa(s.Line),

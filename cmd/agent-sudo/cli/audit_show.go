@@ -39,7 +39,9 @@ func auditShowUsage() *usage {
 		synopsis: []string{"agent-sudo audit show [flags] ID"},
 		text: `Print every record of the request with id ID (all of them, if a client
 reused the id), oldest first, every value escaped. With --json, print the
-records as the log has them, each as one line of ASCII JSON.
+records as the log has them, each as one line of ASCII JSON. With --log
+given more than once, the logs are searched one after the other, in the
+order given; each record names its file and line.
 `,
 		exits: []exitDoc{
 			{"0", "the request's records were printed"},
@@ -72,21 +74,25 @@ func auditShowMain(ctx context.Context, inv *invocation, args []string) int {
 	if len(pos) != 1 {
 		return inv.fail(exitUsage, "audit show: want exactly one request id, got %d arguments; see 'agent-sudo help audit show'", len(pos))
 	}
-	path, err := o.path()
+	paths, err := o.paths()
 	if err != nil {
 		return inv.fail(exitConfig, "audit show: %v; pass --log FILE to read a log directly", err)
 	}
 	return inv.withOutput("audit show", func(out *errWriter) int {
-		return auditShow(ctx, inv, out, path, pos[0], o.json)
+		return auditShow(ctx, inv, out, paths, pos[0], o.json)
 	})
 }
 
-// auditShow prints the records of request id from the log at path and its
-// rotated files.
-func auditShow(ctx context.Context, inv *invocation, out *errWriter, path, id string, asJSON bool) int {
-	files, err := audit.Files(path)
-	if err != nil {
-		return inv.unreadable("audit show", err)
+// auditShow prints the records of request id from the logs at paths and
+// their rotated files, log by log, in the order given.
+func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []string, id string, asJSON bool) int {
+	var files []string
+	for _, path := range paths {
+		f, err := audit.Files(path)
+		if err != nil {
+			return inv.unreadable("audit show", err)
+		}
+		files = append(files, f...)
 	}
 	found, bad := 0, false
 	for e, err := range audit.Read(ctx, files...) {
@@ -136,6 +142,9 @@ func prettyRecord(e audit.Entry) string {
 	field("id", orDash(termtext.Esc(r.ID)))
 	field("session", termtext.Esc(r.Session))
 	field("host", termtext.Esc(r.Host))
+	if r.DaemonHost != "" {
+		field("daemon host", termtext.Esc(r.DaemonHost))
+	}
 	if r.Peer != nil {
 		field("peer", fmt.Sprintf("uid %d, pid %d, %s", r.Peer.UID, r.Peer.PID, orDash(termtext.Esc(r.Peer.Exe))))
 	}

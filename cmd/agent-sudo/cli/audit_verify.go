@@ -40,7 +40,12 @@ func auditVerifyUsage() *usage {
 name the first line that was altered, removed, inserted or moved. Without
 FILE it checks the configured log (--log, or audit_log of --config) and its
 rotated files, oldest first; with FILE... the files given, in the order
-given (oldest first).
+given (oldest first), as one chain.
+
+With --log given more than once (the logs of several daemons), each log and
+its rotated files is a chain of its own: every one is checked, each line of
+the output starts with the log's path, a broken chain is named by its file
+and line, and the status is 65 if any chain is broken.
 
 Records cut off the end of the log can only be noticed with --anchor and a
 hash from the journal (journalctl -o verbose AGENT_SUDO_AUDIT_TYPE=result
@@ -73,7 +78,7 @@ func auditVerifyMain(ctx context.Context, inv *invocation, args []string) int {
 	if !ok {
 		return code
 	}
-	if len(files) > 0 && (o.log != "" || o.config != "") {
+	if len(files) > 0 && (len(o.logs) > 0 || o.config != "") {
 		return inv.fail(exitUsage, "audit verify: give either files or --log/--config, not both")
 	}
 	for _, a := range o.anchors {
@@ -81,23 +86,65 @@ func auditVerifyMain(ctx context.Context, inv *invocation, args []string) int {
 			return inv.fail(exitUsage, "audit verify: --anchor %q is not a SHA-256 in hex (64 hex digits)", a)
 		}
 	}
-	if len(files) == 0 {
-		path, err := o.path()
-		if err != nil {
-			return inv.fail(exitConfig, "audit verify: %v; pass --log FILE to read a log directly", err)
-		}
-		if files, err = audit.Files(path); err != nil {
+	if len(o.logs) > 1 && len(o.anchors) > 0 {
+		return inv.fail(exitUsage, "audit verify: --anchor is a hash from one daemon's journal: give it with one --log")
+	}
+	if len(files) > 0 {
+		return inv.withOutput("audit verify", func(out *errWriter) int {
+			return auditVerify(ctx, inv, out, "", files, o.anchors)
+		})
+	}
+	paths, err := o.paths()
+	if err != nil {
+		return inv.fail(exitConfig, "audit verify: %v; pass --log FILE to read a log directly", err)
+	}
+	if len(paths) == 1 {
+		if files, err = audit.Files(paths[0]); err != nil {
 			return inv.unreadable("audit verify", err)
 		}
+		return inv.withOutput("audit verify", func(out *errWriter) int {
+			return auditVerify(ctx, inv, out, "", files, o.anchors)
+		})
 	}
 	return inv.withOutput("audit verify", func(out *errWriter) int {
-		return auditVerify(ctx, inv, out, files, o.anchors)
+		return auditVerifyLogs(ctx, inv, out, paths)
 	})
 }
 
+// auditVerifyLogs checks the chain of each log at paths (with its rotated
+// files) on its own: each daemon's log is a chain of its own. It checks
+// them all, prints each result prefixed with the log's path, and returns
+// 65 if a chain is broken, else 66 if a log cannot be read, else 0.
+func auditVerifyLogs(ctx context.Context, inv *invocation, out *errWriter, paths []string) int {
+	code := 0
+	var failed []string
+	for _, path := range paths {
+		files, err := audit.Files(path)
+		c := 0
+		if err != nil {
+			c = inv.unreadable("audit verify", err)
+		} else {
+			c = auditVerify(ctx, inv, out, path+": ", files, nil)
+		}
+		switch {
+		case c == exitInterrupted:
+			return c
+		case c != 0:
+			failed = append(failed, path)
+			if code != exitDataErr {
+				code = c
+			}
+		}
+	}
+	if len(failed) > 0 {
+		inv.say("audit verify: %d of %d logs failed: %s", len(failed), len(paths), strings.Join(failed, ", "))
+	}
+	return code
+}
+
 // auditVerify checks the chain of files, oldest first, and prints the
-// result.
-func auditVerify(ctx context.Context, inv *invocation, out *errWriter, files, anchors []string) int {
+// result, each line of it after prefix.
+func auditVerify(ctx context.Context, inv *invocation, out *errWriter, prefix string, files, anchors []string) int {
 	res, err := audit.VerifyWith(ctx, audit.VerifyOptions{Anchors: anchors}, files...)
 	var ce *audit.ChainError
 	switch {
@@ -108,12 +155,12 @@ func auditVerify(ctx context.Context, inv *invocation, out *errWriter, files, an
 	case err != nil:
 		return inv.unreadable("audit verify", err)
 	}
-	out.WriteString(fmt.Sprintf("ok: %d %s in %d %s\n", res.Records, termtext.Plural(res.Records, "record"), res.Files, termtext.Plural(res.Files, "file")))
+	out.WriteString(fmt.Sprintf("%sok: %d %s in %d %s\n", prefix, res.Records, termtext.Plural(res.Records, "record"), res.Files, termtext.Plural(res.Files, "file")))
 	if res.Records > 0 {
-		out.WriteString(fmt.Sprintf("last record: seq %d, hash %s\n", res.HeadSeq, res.Head))
+		out.WriteString(fmt.Sprintf("%slast record: seq %d, hash %s\n", prefix, res.HeadSeq, res.Head))
 	}
 	if res.Records > 0 && res.Start != audit.Genesis {
-		out.WriteString(fmt.Sprintf("note: the first file checked starts at record %d, continuing a file that was not checked (rotated away?); lines removed from the start of the first file would not show\n", res.StartSeq))
+		out.WriteString(fmt.Sprintf("%snote: the first file checked starts at record %d, continuing a file that was not checked (rotated away?); lines removed from the start of the first file would not show\n", prefix, res.StartSeq))
 	}
 	return 0
 }

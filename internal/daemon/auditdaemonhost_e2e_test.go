@@ -1,0 +1,44 @@
+package daemon_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// TestE2EAuditDaemonHost checks that the real daemon writes its own host
+// name (os.Hostname) as daemon_host in every audit record, whatever host
+// the agent claims, and that the log verifies.
+func TestE2EAuditDaemonHost(t *testing.T) {
+	want, err := os.Hostname()
+	if err != nil || want == "" {
+		t.Skipf("this machine has no host name (%v)", err)
+	}
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
+	resp := d.Run(&proto.Request{ID: "dh-1", Host: "claimed.example", Pipeline: [][]string{{"true"}}, Privileged: true})
+	if resp.Status != proto.StatusOK {
+		t.Fatalf("%+v", resp)
+	}
+	logPath := filepath.Join(d.Dir, "audit.jsonl")
+	n := 0
+	for e, err := range audit.Read(context.Background(), logPath) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if e.Record.DaemonHost != want || e.Record.Host != "claimed.example" {
+			t.Errorf("%s: daemon_host %q, host %q; want %q and the agent's claimed.example", e.Location(), e.Record.DaemonHost, e.Record.Host, want)
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d records, want 4 (request, decision, exec, result)", n)
+	}
+	if _, err := audit.Verify(context.Background(), logPath); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+}
