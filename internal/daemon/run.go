@@ -34,13 +34,15 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	// The daemon's own host name, the same for consoles (the approver
+	// hello) and for the audit records (daemon_host).
+	host, err := os.Hostname()
+	if err != nil {
+		log.Warn("cannot read the host name; consoles will not be told it and audit records will not carry it", "err", err)
+		host = ""
+	}
 	var ownAudit *audit.Log
 	if opts.Audit == nil {
-		host, err := os.Hostname()
-		if err != nil {
-			log.Warn("the audit records will not name this host: cannot read its host name", "err", err)
-			host = ""
-		}
 		alog, err := audit.Open(cfg.AuditLog, audit.Options{EnvValues: cfg.AuditEnvValues, Stdin: cfg.AuditStdin, Journal: audit.SystemJournal(), Logger: log, DaemonHost: host})
 		if err != nil {
 			return fmt.Errorf("audit log: %w", err)
@@ -75,11 +77,6 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	host, err := os.Hostname()
-	if err != nil {
-		log.Warn("cannot read the host name; consoles will not be told it", "err", err)
-		host = ""
-	}
 	// instance names this run of the daemon to consoles, which never send
 	// a decision to another instance than the one that showed the request.
 	instance := rand.Text()
