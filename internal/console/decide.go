@@ -82,7 +82,7 @@ func (d *decideScreen) classify(k tea.KeyMsg) keyKind {
 	c := d.m.current()
 	if c == nil {
 		switch singleRune(k) {
-		case 'q', 'g':
+		case 'q', 'g', runningKey:
 			return kindAction
 		}
 		return kindNone
@@ -95,7 +95,7 @@ func (d *decideScreen) classify(k tea.KeyMsg) keyKind {
 	}
 	if d.m.submitted(c) != "" {
 		switch singleRune(k) {
-		case 'q', 'g', stdinKey:
+		case 'q', 'g', stdinKey, runningKey:
 			return kindAction
 		}
 		return kindNone
@@ -125,6 +125,8 @@ func (d *decideScreen) Update(msg tea.Msg) tea.Cmd {
 			return m.quit()
 		case 'g':
 			m.openGrants()
+		case runningKey:
+			m.openRunning()
 		}
 		return nil
 	}
@@ -140,6 +142,9 @@ func (d *decideScreen) Update(msg tea.Msg) tea.Cmd {
 		return m.quit()
 	case 'g':
 		m.openGrants()
+		return nil
+	case runningKey:
+		m.openRunning()
 		return nil
 	case stdinKey:
 		if c.hasStdin() {
@@ -196,10 +201,10 @@ func (d *decideScreen) View() (top, body, bottom []string) {
 	switch {
 	case m.submitted(r) != "":
 		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Your decision (%s) was sent; waiting for the daemon to confirm it…", choiceText(m.submitted(r))), m.width))...)
-		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{{"g", "session grants"}, {"q", "quit"}}))...)
+		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{{"g", "session grants"}, {"w", "running"}, {"q", "quit"}}))...)
 	case !r.complete():
 		bottom = append(bottom, styled(st.warn, wrapText("Allow is disabled until the full request has loaded and is shown.", m.width))...)
-		bottom = append(bottom, m.keyHelp([][2]string{{"d", "deny"}, {"g", "session grants"}, {"q", "quit (decides nothing)"}})...)
+		bottom = append(bottom, m.keyHelp([][2]string{{"d", "deny"}, {"g", "session grants"}, {"w", "running"}, {"q", "quit (decides nothing)"}})...)
 	default:
 		if d.form != nil {
 			bottom = append(bottom, strings.Split(d.form.View(), "\n")...)
@@ -207,7 +212,7 @@ func (d *decideScreen) View() (top, body, bottom []string) {
 		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{
 			{"a", "allow once"}, {"s", "allow for this session"}, {"d", "deny"},
 			{"↑/↓ enter", "choose (Deny is preselected)"}, {"PgUp/PgDn", "scroll"},
-			{"g", "session grants"}, {"q", "quit (decides nothing)"},
+			{"g", "session grants"}, {"w", "running"}, {"q", "quit (decides nothing)"},
 		}))...)
 		hint := ""
 		if m.guarded() {

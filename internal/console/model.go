@@ -104,11 +104,12 @@ func (m *model) submitted(r *request) approval.Choice {
 	return m.inflight[i].choice
 }
 
-// sent is a decide or revoke waiting for its result.
+// sent is a decide, revoke or stop waiting for its result.
 type sent struct {
 	typ    string
 	id     string // decide: the request
 	grant  string // revoke: the grant
+	run    string // stop: the run
 	choice approval.Choice
 }
 
@@ -137,8 +138,15 @@ type model struct {
 	grants    []approval.Grant
 	// grantsOmitted counts the grants the daemon did not list.
 	grantsOmitted int
-	inflight      []sent
-	notices       []notice
+	// running are the commands the daemon runs, as it last listed them
+	// (runningListed) once asked to (watching); runningOmitted counts the
+	// ones it did not list.
+	running        []approval.Running
+	runningOmitted int
+	runningListed  bool
+	watching       bool
+	inflight       []sent
+	notices        []notice
 
 	// screen is the active component (component.go): what the keyboard
 	// talks to and what shows under the notices; never nil.
@@ -277,10 +285,12 @@ func (m *model) armGuard() tea.Cmd {
 
 // promptChanged is called when the request on screen changes: the prompt
 // appears afresh for it (showPrompt), except on the grants screen, where
-// it appears when the human goes back. Either way a held key is forgotten
+// it appears when the human goes back, and on the running commands screen. Either way a held key is forgotten
 // and the body scrolls to its top.
 func (m *model) promptChanged() tea.Cmd {
-	if _, ok := m.screen.(*grantsScreen); !ok {
+	switch m.screen.(type) {
+	case *grantsScreen, *runningScreen:
+	default:
 		return m.showPrompt()
 	}
 	m.scroll = 0
@@ -432,6 +442,10 @@ func (m *model) daemon(msg approval.Message) tea.Cmd {
 		return m.result(msg)
 	case approval.MsgDetail:
 		return m.detail(msg)
+	case approval.MsgRunning:
+		m.runningMsg(msg)
+	case approval.MsgOutput:
+		m.outputMsg(msg.Run, msg.Output, "")
 	}
 	// hello again, or a type from a newer daemon: nothing to do.
 	return nil
@@ -581,8 +595,12 @@ func resolvedText(id string, v approval.Verdict, by string) string {
 func (m *model) result(msg approval.Message) tea.Cmd {
 	i := slices.IndexFunc(m.inflight, func(s sent) bool {
 		return s.typ == approval.MsgDecide && msg.ID != "" && s.id == msg.ID ||
-			s.typ == approval.MsgRevoke && msg.Grant != "" && s.grant == msg.Grant
+			s.typ == approval.MsgRevoke && msg.Grant != "" && s.grant == msg.Grant ||
+			s.typ == approval.MsgStop && msg.Run != "" && s.run == msg.Run
 	})
+	if i < 0 && msg.Run != "" && m.outputMsg(msg.Run, nil, msg.Error) {
+		return nil // the answer to an output request: no output to show
+	}
 	if _, r := m.find(msg.ID); i < 0 && r != nil && !r.complete() && r.detailAsked && msg.Error != "" {
 		// The answer to a detail request: the full text cannot come.
 		r.detailErr = msg.Error
@@ -598,6 +616,14 @@ func (m *model) result(msg approval.Message) tea.Cmd {
 	}
 	s := m.inflight[i]
 	m.inflight = slices.Delete(m.inflight, i, i+1)
+	if s.typ == approval.MsgStop {
+		if msg.Error != "" || !msg.OK {
+			m.errorf("could not stop %s: %s", termtext.Esc(s.run), termtext.Esc(msg.Error))
+		} else {
+			m.addNotice(notice{text: fmt.Sprintf("%s is being stopped: SIGTERM now, SIGKILL after kill_grace", termtext.Esc(s.run))})
+		}
+		return nil
+	}
 	if s.typ == approval.MsgRevoke {
 		if msg.Error != "" {
 			m.errorf("could not revoke session grant %s: %s", termtext.Esc(s.grant), termtext.Esc(msg.Error))
