@@ -212,7 +212,7 @@ func (d *decideScreen) View() (top, body, bottom []string) {
 		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{
 			{"a", "allow once"}, {"s", "allow for this session"}, {"d", "deny"},
 			{"↑/↓ enter", "choose (Deny is preselected)"}, {"PgUp/PgDn", "scroll"},
-			{"g", "session grants"}, {"w", "running"}, {"q", "quit (decides nothing)"},
+			{"g", "session grants"}, {"q", "quit (decides nothing)"},
 		}))...)
 		hint := ""
 		if m.guarded() {
