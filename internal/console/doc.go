@@ -72,7 +72,7 @@
 //
 //   - A key that acts (a decision, or anything else that does more than
 //     move a cursor or scroll: every key at the decision prompt, q, g, i, r, x,
-//     Delete, Enter, Esc) counts only when nothing else arrived within
+//     w, o, y, Delete, Enter, Esc) counts only when nothing else arrived within
 //     [QuietWindow] (150 ms) before it and nothing arrives within
 //     QuietWindow after it. It is held for that window (a bubbletea timer
 //     message, never a sleep) and cancelled by any input meanwhile; a key,
@@ -111,7 +111,9 @@
 // time, each with its own state, Update and View, in the shape of
 // soft-serve's common.Component: the decision prompt (decide.go; also the
 // idle screen), the note that goes with a denial (note.go), the session
-// grants (grants.go) and the full stdin of a request (stdinview.go). A new
+// grants (grants.go), the running commands (running.go: a stop waits
+// for a second, different key, and a command's output is escaped like
+// stdin) and the full stdin of a request (stdinview.go). A new
 // prompt is a new component, so its cursor starts on Deny and nothing of
 // the previous one's state survives. Keys reach a component only through
 // the key guard (keyguard.go), which asks the component what a key would do
