@@ -1,0 +1,33 @@
+package console_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// TestE2EStopFromTheConsoleInTmux: through the real daemon and the real
+// console in tmux, a command the human allowed is listed on the running
+// commands screen (w) with its output escaped (o); x then y stops it, and
+// the agent is told which console stopped it.
+func TestE2EStopFromTheConsoleInTmux(t *testing.T) {
+	d, tm := startConsoleE2E(t)
+	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"sh", "-c", `printf 'hello\033[2Jworld\n'; exec sleep 987.653`}}, Session: "e2e-run"})
+	tm.waitFor("REQUEST WAITING")
+	tm.waitPastGuard()
+	tm.pressAlone("a")
+	tm.waitFor("waiting for requests…")
+	tm.pressAlone("w")
+	tm.waitFor("session e2e-run")
+	tm.pressAlone("o")
+	tm.waitFor(`hello\x1b[2Jworld`)
+	tm.pressAlone("x")
+	tm.waitFor("Press y to stop it")
+	tm.pressAlone("y")
+	resp := r.wait(t)
+	if resp.Status != proto.StatusTimeout || !strings.Contains(resp.Message, "stopped by an approver (console uid=0 tty=/dev/pts/") {
+		t.Fatalf("agent got %+v", resp)
+	}
+	tm.waitFor("no command is running")
+}
