@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
-	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // DefaultGuard is how long keys are ignored after a prompt appears.
@@ -102,20 +100,81 @@ func DialAndRun(ctx context.Context, path string, in io.Reader, out io.Writer, o
 // closes the channel, and another error when the daemon refuses the console
 // (it is not root) or breaks the protocol.
 func Run(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts Options) error {
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	defer stop()
-
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 0, 64<<10), maxReadLine)
-	hello, err := greeting(conn, sc)
+	o, err := greet(ctx, conn)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+		_ = conn.Close()
 		return err
 	}
+	used := false
+	d := Daemon{Dial: func(context.Context) (net.Conn, error) {
+		if used {
+			return nil, errors.New("a console of one connection does not reconnect")
+		}
+		used = true
+		return conn, nil
+	}}
+	return run(ctx, []Daemon{d}, []*opened{o}, []error{nil}, false, in, out, opts)
+}
 
+// ErrUnreachable is the error RunDaemons returns, wrapped, when none of the
+// daemons could be reached at start.
+var ErrUnreachable = errors.New("no agent-sudod could be reached")
+
+// RunDaemons runs one console for several daemons on the terminal in and
+// out (see Run). Each request and session grant is shown with the daemon it
+// is from, named by its Name and the host name the daemon sent in its
+// greeting, and a decision or revocation goes only to that daemon, over the
+// connection that announced it.
+//
+// RunDaemons connects to every daemon first, at once; when none answers it
+// returns an error wrapping ErrUnreachable that names each failure. A
+// daemon that cannot be reached, or whose connection breaks later (it
+// restarted, the host or the network went away), is shown as reconnecting
+// and redialled with a growing delay; the others are not affected. What a
+// broken connection showed leaves the screen at once, and a decision is
+// never sent over another connection than the one that showed the request:
+// after the reconnection the daemon lists again whatever still waits.
+//
+// It returns nil when the human quits and ctx's error when ctx is
+// cancelled.
+func RunDaemons(ctx context.Context, daemons []Daemon, in io.Reader, out io.Writer, opts Options) error {
+	if len(daemons) == 0 {
+		return errors.New("no daemon to connect to")
+	}
+	firsts := make([]*opened, len(daemons))
+	errs := make([]error, len(daemons))
+	var wg sync.WaitGroup
+	for i, d := range daemons {
+		wg.Go(func() { firsts[i], errs[i] = open(ctx, d) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		for _, o := range firsts {
+			if o != nil {
+				_ = o.conn.Close()
+			}
+		}
+		return ctx.Err()
+	}
+	var failed []error
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", daemons[i].Name, err))
+		}
+	}
+	if len(failed) == len(daemons) {
+		if len(failed) == 1 {
+			return fmt.Errorf("%w: %w", ErrUnreachable, errs[0])
+		}
+		return fmt.Errorf("%w: %w", ErrUnreachable, errors.Join(failed...))
+	}
+	return run(ctx, daemons, firsts, errs, true, in, out, opts)
+}
+
+// run runs the console for daemons, whose first connections are firsts (nil
+// where it failed with errs' entry), redialling broken connections when
+// redial is set.
+func run(ctx context.Context, daemons []Daemon, firsts []*opened, errs []error, redial bool, in io.Reader, out io.Writer, opts Options) error {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -139,13 +198,18 @@ func Run(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts O
 	}
 	mux := DetectMultiplexer(opts.Proc, opts.PID, opts.Getenv)
 	desktop := resolveDesktop(opts.Desktop, mux, opts.Getenv)
-	outbox := make(chan approval.Message, outboxSize)
 	// Every read from the terminal is logged, so that a key is judged by
 	// the reads around it and not only by when the event loop got to it.
 	reads := newReadLog(opts.Now)
 	var input io.Reader
 	if in != nil {
 		input = reads.wrap(in)
+	}
+	links := make([]*link, len(daemons))
+	names := make([]string, len(daemons))
+	for i, d := range daemons {
+		links[i] = &link{idx: i, d: d, redial: redial, now: opts.Now}
+		names[i] = d.Name
 	}
 	m := newModel(config{
 		now:   opts.Now,
@@ -154,41 +218,44 @@ func Run(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts O
 		alone: func(got, until time.Time, size int) bool {
 			return reads.alone(got, until, size, QuietWindow)
 		},
-		send: func(msg approval.Message) error {
-			select {
-			case outbox <- msg:
-				return nil
-			default:
-				return errors.New("the connection to the daemon is not draining")
-			}
+		sendTo: func(to int, epoch uint64, msg approval.Message) error {
+			return links[to].send(epoch, msg)
 		},
 		bell: func(s *approval.Shown) {
 			_, _ = screen.Write(append([]byte{'\a'}, desktopSequence(desktop, mux, s)...))
 		},
 		renderer: lipgloss.NewRenderer(out),
 		mux:      mux,
-		version:  hello.Version,
+		daemons:  names,
 	})
 	p := tea.NewProgram(m,
 		tea.WithContext(ctx), tea.WithInput(input), tea.WithOutput(teaOut),
 		tea.WithAltScreen(), tea.WithoutSignalHandler())
 
-	writeDone := make(chan struct{})
-	go func() {
-		defer close(writeDone)
-		writeLoop(conn, outbox, func(err error) { p.Send(disconnectedMsg{err}) })
-	}()
-	go readLoop(sc, p.Send)
+	linkCtx, stopLinks := context.WithCancel(ctx)
+	defer stopLinks()
+	var wg sync.WaitGroup
+	for i, l := range links {
+		l.deliver = p.Send
+		wg.Go(func() { l.run(linkCtx, firsts[i], errs[i]) })
+	}
 
 	final, runErr := p.Run()
-	close(outbox)
 	// A decision made just before quitting still goes out.
-	select {
-	case <-writeDone:
-	case <-time.After(flushTimeout):
+	flushed, cancelFlush := context.WithTimeout(context.Background(), flushTimeout)
+	for _, l := range links {
+		if drained := l.flush(); drained != nil {
+			select {
+			case <-drained:
+			case <-flushed.Done():
+			}
+		}
 	}
-	// Cancelling ctx also closes conn, so the channel may look broken
-	// first; the cancellation is the cause.
+	cancelFlush()
+	stopLinks()
+	wg.Wait()
+	// Cancelling ctx also closes the connections, so a channel may look
+	// broken first; the cancellation is the cause.
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -199,49 +266,6 @@ func Run(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts O
 		return fmt.Errorf("console: %w", runErr)
 	}
 	return nil
-}
-
-// greeting reads the daemon's first line, which must be hello.
-func greeting(conn net.Conn, sc *bufio.Scanner) (approval.Message, error) {
-	_ = conn.SetReadDeadline(time.Now().Add(helloTimeout))
-	defer conn.SetReadDeadline(time.Time{}) //nolint:errcheck // best effort
-	var m approval.Message
-	if !sc.Scan() {
-		err := sc.Err()
-		if err == nil {
-			err = ErrDisconnected
-		}
-		return m, fmt.Errorf("read the daemon's greeting: %w", err)
-	}
-	if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-		return m, fmt.Errorf("the daemon's greeting is not a message: %s", termtext.Esc(err.Error()))
-	}
-	switch {
-	case m.Type == approval.MsgResult && m.Error != "":
-		return m, fmt.Errorf("agent-sudod refused this console: %s", termtext.Esc(m.Error))
-	case m.Type != approval.MsgHello:
-		return m, fmt.Errorf("the daemon greeted with a %q message instead of hello", termtext.Esc(m.Type))
-	}
-	return m, nil
-}
-
-// readLoop passes each line from the daemon to send until the channel
-// breaks. A line that is not a message is reported and skipped; a line over
-// maxReadLine ends the channel.
-func readLoop(sc *bufio.Scanner, send func(tea.Msg)) {
-	for sc.Scan() {
-		var m approval.Message
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			send(daemonMsg{approval.Message{Type: approval.MsgResult, Error: "the daemon sent a line that is not a message: " + err.Error()}})
-			continue
-		}
-		send(daemonMsg{m})
-	}
-	err := ErrDisconnected
-	if e := sc.Err(); e != nil {
-		err = fmt.Errorf("%w: %w", ErrDisconnected, e)
-	}
-	send(disconnectedMsg{err})
 }
 
 // writeLoop sends the console's messages in order until outbox is closed.

@@ -102,6 +102,24 @@
 // Quitting (q or Ctrl-C) never decides anything: the requests stay pending
 // for other consoles or until they time out.
 //
+// # Several daemons
+//
+// [RunDaemons] serves several daemons from one console (agent-sudo approve
+// with several --approver-socket and --ssh flags). Each daemon has a link
+// (link.go): its connection, redialled with a growing delay when it
+// breaks. The link numbers its connections (epochs); every line it reads
+// reaches the model tagged with the daemon and the epoch, and a request
+// remembers both. A decision names them too, and the link writes it only
+// on that connection: after a reconnection, whether the daemon restarted
+// (a new instance in its greeting) or only the transport broke, nothing
+// decided on the old screen can reach the new connection. So that nothing
+// undecidable stays on screen, a broken connection's requests, grants and
+// unanswered decisions are dropped at once (daemons.go); the daemon's next
+// greeting lists again what still waits. A request is shown with the host
+// name its daemon sent in the greeting and the human's own name for the
+// connection, never with the agent's claimed host alone, since an agent on
+// another machine (ssh -R forwarding) claims what it likes.
+//
 // # Structure
 //
 // The model (model.go) holds what outlives any one screen: the queue of

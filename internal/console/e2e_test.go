@@ -387,3 +387,47 @@ func (tm *tmuxSession) poll(want string, every time.Duration) string {
 		time.Sleep(every)
 	}
 }
+
+// TestE2EApproveSeveralDaemonsReconnects: one "agent-sudo approve" serves
+// two daemons; a request on each is approved where it came from; when one
+// daemon stops, the console shows it RECONNECTING and the other still
+// works; when it is back the console reconnects by itself and its requests
+// can be approved again.
+func TestE2EApproveSeveralDaemonsReconnects(t *testing.T) {
+	needE2E(t)
+	_, cli := daemontest.Binaries(t)
+	a := daemontest.Start(t, daemonConfig)
+	b := daemontest.Start(t, daemonConfig)
+	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s --approver-socket %s", cli, a.ApproverSocket, b.ApproverSocket))
+	tm.waitFor("waiting for requests…")
+	tm.waitFor("(" + a.ApproverSocket + "): connected")
+	tm.waitFor("(" + b.ApproverSocket + "): connected")
+
+	approveOn := func(d *daemontest.Daemon, text string) {
+		t.Helper()
+		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", text}}, Session: "e2e"})
+		tm.waitFor("command    echo '" + text + "'")
+		host, err := os.Hostname()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm.waitFor("FROM agent-sudod on " + host + " (" + d.ApproverSocket + ")")
+		tm.waitPastGuard()
+		tm.keys("a")
+		if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != text+"\n" {
+			t.Fatalf("request to %s: status %q stdout %q message %q", d.ApproverSocket, resp.Status, resp.Stdout, resp.Message)
+		}
+		tm.waitFor("request " + r.id + " was allowed by console uid=0")
+	}
+	approveOn(a, "on daemon a")
+	approveOn(b, "on daemon b")
+
+	a.Stop()
+	tm.waitFor("(" + a.ApproverSocket + "): RECONNECTING")
+	approveOn(b, "b while a is away")
+
+	a.StartAgain()
+	tm.waitFor("reconnected to ")
+	tm.waitFor("(" + a.ApproverSocket + "): connected")
+	approveOn(a, "a after its restart")
+}

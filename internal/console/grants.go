@@ -41,12 +41,15 @@ func (g *grantsScreen) build(keep string) {
 	for i, gr := range m.grants {
 		label := fmt.Sprintf("%s  uid %d  session %s  expires %s",
 			termtext.Esc(gr.ID), gr.UID, termtext.Esc(gr.Session), gr.Expires.In(m.cfg.now().Location()).Format("2006-01-02 15:04:05"))
-		opts[i] = huh.NewOption(strings.Join(termtext.Wrap(label, max(m.width-4, 1)), "\n"), gr.ID)
+		if len(m.daemons) > 1 {
+			label += "  on " + m.label(gr.link)
+		}
+		opts[i] = huh.NewOption(strings.Join(termtext.Wrap(label, max(m.width-4, 1)), "\n"), gr.key())
 	}
 	g.sel = huh.NewSelect[string]()
 	g.sel.WithTheme(m.st.theme)
 	g.sel.Title("Session grants").Options(opts...)
-	if keep != "" && slices.ContainsFunc(m.grants, func(gr approval.Grant) bool { return gr.ID == keep }) {
+	if keep != "" && slices.ContainsFunc(m.grants, func(gr heldGrant) bool { return gr.key() == keep }) {
 		g.sel.Value(&keep)
 	}
 	g.form = huh.NewForm(huh.NewGroup(g.sel)).
@@ -56,26 +59,26 @@ func (g *grantsScreen) build(keep string) {
 
 // grantsChanged rebuilds the list after the model's grants changed,
 // keeping the cursor on the grant it was on.
-func (g *grantsScreen) grantsChanged(old []approval.Grant) {
+func (g *grantsScreen) grantsChanged(old []heldGrant) {
 	keep := ""
 	if gr, ok := hovered(g.sel, old); ok {
-		keep = gr.ID
+		keep = gr.key()
 	}
 	g.build(keep)
 }
 
 // hovered returns the grant of grants under sel's cursor.
-func hovered(sel *huh.Select[string], grants []approval.Grant) (approval.Grant, bool) {
+func hovered(sel *huh.Select[string], grants []heldGrant) (heldGrant, bool) {
 	if sel == nil {
-		return approval.Grant{}, false
+		return heldGrant{}, false
 	}
-	id, ok := sel.Hovered()
+	key, ok := sel.Hovered()
 	if !ok {
-		return approval.Grant{}, false
+		return heldGrant{}, false
 	}
-	i := slices.IndexFunc(grants, func(g approval.Grant) bool { return g.ID == id })
+	i := slices.IndexFunc(grants, func(g heldGrant) bool { return g.key() == key })
 	if i < 0 {
-		return approval.Grant{}, false
+		return heldGrant{}, false
 	}
 	return grants[i], true
 }
@@ -131,7 +134,7 @@ func (g *grantsScreen) Update(msg tea.Msg) tea.Cmd {
 		return m.showPrompt()
 	case r == 'r' || r == 'x' || k.Type == tea.KeyDelete || isEnter(k):
 		if gr, ok := hovered(g.sel, m.grants); ok {
-			m.revoke(gr.ID)
+			m.revoke(gr)
 		}
 		return nil
 	case isNavKey(k) && g.form != nil:
@@ -156,7 +159,10 @@ func (g *grantsScreen) View() (top, body, bottom []string) {
 		}
 		if gr, ok := hovered(g.sel, m.grants); ok {
 			body = append(body, "")
-			body = append(body, grantDetails(st, gr, m.width, m.cfg.now())...)
+			if len(m.daemons) > 1 {
+				body = append(body, wrapText("held by "+m.label(gr.link), m.width)...)
+			}
+			body = append(body, grantDetails(st, gr.Grant, m.width, m.cfg.now())...)
 		}
 	}
 	bottom = append(bottom, m.separator())

@@ -99,7 +99,7 @@ func (h *harness) daemon(m approval.Message) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		h.t.Fatal(err)
 	}
-	h.update(daemonMsg{back})
+	h.update(daemonMsg{m: back})
 }
 
 func (h *harness) pending(s *approval.Shown) {

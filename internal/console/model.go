@@ -28,8 +28,12 @@ const (
 
 // Messages the model gets besides keys and window sizes.
 type (
-	// daemonMsg is one line from the daemon.
-	daemonMsg struct{ m approval.Message }
+	// daemonMsg is one line from daemon link's connection epoch.
+	daemonMsg struct {
+		m     approval.Message
+		link  int
+		epoch uint64
+	}
 	// disconnectedMsg: the approver channel broke; the console stops.
 	disconnectedMsg struct{ err error }
 	// tickMsg redraws the countdown once a second.
@@ -51,7 +55,11 @@ type config struct {
 	// received at got, size bytes long, had no neighbour within quiet up
 	// to until (readLog.alone).
 	alone func(got, until time.Time, size int) bool
-	// send queues a message to the daemon without blocking.
+	// sendTo queues a message for daemon link's connection epoch without
+	// blocking (link.send); it fails when that connection is gone.
+	sendTo func(link int, epoch uint64, m approval.Message) error
+	// send, used when sendTo is nil, queues a message for the one daemon
+	// of a console whose daemons is empty.
 	send func(approval.Message) error
 	// bell rings the terminal bell (and asks for a desktop notification,
 	// desktop.go) for the request s, which has just arrived or changed.
@@ -59,13 +67,20 @@ type config struct {
 	renderer *lipgloss.Renderer
 	// mux names the terminal multiplexer the console runs under, or "".
 	mux string
-	// version is the daemon's, from its hello.
+	// daemons names the daemons (Daemon.Name), which are not connected
+	// yet; empty means one unnamed daemon, already connected, of version
+	// version.
+	daemons []string
 	version string
 }
 
 // request is one pending request as the console holds it.
 type request struct {
-	id string
+	// link and epoch are the daemon and the connection that announced
+	// it: a decision goes there and nowhere else.
+	link  int
+	epoch uint64
+	id    string
 	// hash is the hash of shown as received; it goes into the decision.
 	hash string
 	// hashMismatch: the daemon's hash for the request is not the hash of
@@ -97,15 +112,17 @@ type request struct {
 // request's id, so it survives r being replaced by a newer version of the
 // same request (its detail, or a change announced while it waited).
 func (m *model) submitted(r *request) approval.Choice {
-	i := slices.IndexFunc(m.inflight, func(s sent) bool { return s.typ == approval.MsgDecide && s.id == r.id })
+	i := slices.IndexFunc(m.inflight, func(s sent) bool { return s.typ == approval.MsgDecide && s.link == r.link && s.id == r.id })
 	if i < 0 {
 		return ""
 	}
 	return m.inflight[i].choice
 }
 
-// sent is a decide, revoke or stop waiting for its result.
+// sent is a decide, revoke or stop waiting for its result, from daemon
+// link.
 type sent struct {
+	link   int
 	typ    string
 	id     string // decide: the request
 	grant  string // revoke: the grant
@@ -130,13 +147,16 @@ type model struct {
 	keymap        *huh.KeyMap
 	width, height int
 
-	queue []*request // arrival order; queue[0] is on screen
-	// confirmed holds the ids of requests this console decided whose
-	// result came before their resolved message, newest last: the resolved
-	// message still says who decided (and names a new grant).
-	confirmed []string
-	grants    []approval.Grant
-	// grantsOmitted counts the grants the daemon did not list.
+	// daemons are the daemons the console is connected to (daemons.go).
+	daemons []*daemonState
+	queue   []*request // arrival order; queue[0] is on screen
+	// confirmed holds the requests this console decided whose result came
+	// before their resolved message, newest last: the resolved message
+	// still says who decided (and names a new grant).
+	confirmed []decided
+	// grants are every daemon's session grants.
+	grants []heldGrant
+	// grantsOmitted counts the grants the daemons did not list.
 	grantsOmitted int
 	// running are the commands the daemon runs, as it last listed them
 	// (runningListed) once asked to (watching); runningOmitted counts the
@@ -184,7 +204,8 @@ func newModel(cfg config) *model {
 	if cfg.renderer == nil {
 		cfg.renderer = lipgloss.DefaultRenderer()
 	}
-	m := &model{cfg: cfg, st: newStyles(cfg.renderer), keymap: newKeyMap(), width: defaultCols, height: defaultRows}
+	m := &model{cfg: cfg, st: newStyles(cfg.renderer), keymap: newKeyMap(), width: defaultCols, height: defaultRows,
+		daemons: newDaemonStates(cfg.daemons, cfg.version)}
 	m.screen = newDecideScreen(m)
 	return m
 }
@@ -233,7 +254,14 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyMsg:
 		return m, m.key(msg)
 	case daemonMsg:
-		return m, m.daemon(msg.m)
+		if !m.currentConn(msg.link, msg.epoch) {
+			return m, nil // from a connection that has ended
+		}
+		return m, m.daemon(msg.link, msg.epoch, msg.m)
+	case linkUpMsg:
+		return m, m.linkUp(msg)
+	case linkDownMsg:
+		return m, m.linkDown(msg)
 	case disconnectedMsg:
 		m.fatal = msg.err
 		m.quitting = true
@@ -262,9 +290,11 @@ func (m *model) current() *request {
 	return m.queue[0]
 }
 
-func (m *model) find(id string) (int, *request) {
+// find returns the request id from daemon link and its place in the
+// queue, or -1 and nil.
+func (m *model) find(link int, id string) (int, *request) {
 	for i, r := range m.queue {
-		if r.id == id {
+		if r.link == link && r.id == id {
 			return i, r
 		}
 	}
@@ -385,11 +415,11 @@ func (m *model) decide(c approval.Choice, note string) tea.Cmd {
 		m.screen = newDecideScreen(m)
 	}
 	msg := approval.Message{Type: approval.MsgDecide, ID: r.id, Hash: r.hash, Decision: c, Note: note}
-	if err := m.cfg.send(msg); err != nil {
+	if err := m.sendTo(r.link, r.epoch, msg); err != nil {
 		m.errorf("could not send your decision on request %s: %v", termtext.Esc(r.id), err)
 		return m.promptChanged()
 	}
-	m.inflight = append(m.inflight, sent{typ: approval.MsgDecide, id: r.id, choice: c})
+	m.inflight = append(m.inflight, sent{link: r.link, typ: approval.MsgDecide, id: r.id, choice: c})
 	return nil
 }
 
@@ -410,48 +440,52 @@ func (m *model) openGrants() {
 	m.scroll = 0
 }
 
-// revoke asks the daemon to revoke the session grant id, unless a revoke
-// of it is on its way.
-func (m *model) revoke(id string) {
-	if slices.ContainsFunc(m.inflight, func(s sent) bool { return s.typ == approval.MsgRevoke && s.grant == id }) {
+// revoke asks the daemon that holds the session grant g to revoke it,
+// unless a revoke of it is on its way.
+func (m *model) revoke(g heldGrant) {
+	id := g.ID
+	if slices.ContainsFunc(m.inflight, func(s sent) bool { return s.link == g.link && s.typ == approval.MsgRevoke && s.grant == id }) {
 		return
 	}
-	if err := m.cfg.send(approval.Message{Type: approval.MsgRevoke, Grant: id}); err != nil {
+	if g.link < 0 || g.link >= len(m.daemons) {
+		return
+	}
+	if err := m.sendTo(g.link, m.daemons[g.link].epoch, approval.Message{Type: approval.MsgRevoke, Grant: id}); err != nil {
 		m.errorf("could not revoke session grant %s: %v", termtext.Esc(id), err)
 		return
 	}
-	m.inflight = append(m.inflight, sent{typ: approval.MsgRevoke, grant: id})
+	m.inflight = append(m.inflight, sent{link: g.link, typ: approval.MsgRevoke, grant: id})
 }
 
-// daemon handles one message from the daemon. Nothing the daemon sends can
-// make it panic or decide anything; what makes no sense is reported and
-// ignored.
-func (m *model) daemon(msg approval.Message) tea.Cmd {
+// daemon handles one message from daemon link's current connection
+// epoch. Nothing the daemon sends can make it panic or decide anything;
+// what makes no sense is reported and ignored.
+func (m *model) daemon(link int, epoch uint64, msg approval.Message) tea.Cmd {
 	switch msg.Type {
 	case approval.MsgPending:
-		return m.pending(msg)
+		return m.pending(link, epoch, msg)
 	case approval.MsgResolved:
-		return m.resolved(msg)
+		return m.resolved(link, msg)
 	case approval.MsgGrants:
-		old := m.grants
-		m.grants, m.grantsOmitted = msg.Grants, msg.GrantsOmitted
-		if g, ok := m.screen.(*grantsScreen); ok {
-			g.grantsChanged(old)
-		}
+		m.setGrants(link, msg.Grants, msg.GrantsOmitted)
 	case approval.MsgResult:
-		return m.result(msg)
+		return m.result(link, msg)
 	case approval.MsgDetail:
-		return m.detail(msg)
+		return m.detail(link, msg)
 	case approval.MsgRunning:
-		m.runningMsg(msg)
+		if len(m.daemons) == 1 {
+			m.runningMsg(msg)
+		}
 	case approval.MsgOutput:
-		m.outputMsg(msg.Run, msg.Output, "")
+		if len(m.daemons) == 1 {
+			m.outputMsg(msg.Run, msg.Output, "")
+		}
 	}
 	// hello again, or a type from a newer daemon: nothing to do.
 	return nil
 }
 
-func (m *model) pending(msg approval.Message) tea.Cmd {
+func (m *model) pending(link int, epoch uint64, msg approval.Message) tea.Cmd {
 	s := msg.Request
 	if s == nil {
 		m.errorf("the daemon announced request %s without its details; it cannot be decided here", termtext.Esc(msg.ID))
@@ -473,7 +507,8 @@ func (m *model) pending(msg approval.Message) tea.Cmd {
 	} else {
 		r = newRequest(m.st, id, msg.Hash, s)
 	}
-	if i, old := m.find(id); old != nil {
+	r.link, r.epoch = link, epoch
+	if i, old := m.find(link, id); old != nil {
 		if old.hash == r.hash {
 			return nil
 		}
@@ -505,7 +540,7 @@ func (m *model) askDetail(r *request) {
 	if r.complete() || r.detailAsked {
 		return
 	}
-	if err := m.cfg.send(approval.Message{Type: approval.MsgDetail, ID: r.id, Hash: r.hash}); err != nil {
+	if err := m.sendTo(r.link, r.epoch, approval.Message{Type: approval.MsgDetail, ID: r.id, Hash: r.hash}); err != nil {
 		m.errorf("could not ask for the full text of request %s: %v", termtext.Esc(r.id), err)
 		return
 	}
@@ -516,8 +551,8 @@ func (m *model) askDetail(r *request) {
 // be the request announced (same id, same daemon hash); the decision will
 // carry the hash of what arrived, so a detail that does not match what the
 // daemon holds is flagged and any decision on it refused.
-func (m *model) detail(msg approval.Message) tea.Cmd {
-	i, r := m.find(msg.ID)
+func (m *model) detail(link int, msg approval.Message) tea.Cmd {
+	i, r := m.find(link, msg.ID)
 	if r == nil || r.complete() {
 		return nil // resolved meanwhile, or a duplicate
 	}
@@ -532,6 +567,7 @@ func (m *model) detail(msg approval.Message) tea.Cmd {
 	}
 	full := newRequest(m.st, r.id, msg.Hash, s)
 	full.summary, full.loaded, full.detailAsked = r.summary, true, true
+	full.link, full.epoch = r.link, r.epoch
 	m.queue[i] = full
 	if i == 0 {
 		// The prompt starts over, guard included, now that the whole
@@ -550,10 +586,10 @@ func newRequest(st *styles, id, daemonHash string, s *approval.Shown) *request {
 	return &request{id: id, hash: h, hashMismatch: daemonHash != h, shown: s, escaped: escaped}
 }
 
-func (m *model) resolved(msg approval.Message) tea.Cmd {
-	i, r := m.find(msg.ID)
+func (m *model) resolved(link int, msg approval.Message) tea.Cmd {
+	i, r := m.find(link, msg.ID)
 	if r == nil {
-		if j := slices.Index(m.confirmed, msg.ID); j >= 0 && msg.ID != "" {
+		if j := slices.Index(m.confirmed, decided{link, msg.ID}); j >= 0 && msg.ID != "" {
 			m.confirmed = slices.Delete(m.confirmed, j, j+1)
 			m.addNotice(notice{kind: "decided " + msg.ID, text: resolvedText(msg.ID, msg.Verdict, msg.By)})
 		}
@@ -592,16 +628,16 @@ func resolvedText(id string, v approval.Verdict, by string) string {
 	return fmt.Sprintf("request %s is no longer waiting (%s, %s)", id, termtext.Esc(string(v)), by)
 }
 
-func (m *model) result(msg approval.Message) tea.Cmd {
+func (m *model) result(link int, msg approval.Message) tea.Cmd {
 	i := slices.IndexFunc(m.inflight, func(s sent) bool {
-		return s.typ == approval.MsgDecide && msg.ID != "" && s.id == msg.ID ||
+		return s.link == link && (s.typ == approval.MsgDecide && msg.ID != "" && s.id == msg.ID ||
 			s.typ == approval.MsgRevoke && msg.Grant != "" && s.grant == msg.Grant ||
-			s.typ == approval.MsgStop && msg.Run != "" && s.run == msg.Run
+			s.typ == approval.MsgStop && msg.Run != "" && s.run == msg.Run)
 	})
-	if i < 0 && msg.Run != "" && m.outputMsg(msg.Run, nil, msg.Error) {
+	if i < 0 && msg.Run != "" && len(m.daemons) == 1 && m.outputMsg(msg.Run, nil, msg.Error) {
 		return nil // the answer to an output request: no output to show
 	}
-	if _, r := m.find(msg.ID); i < 0 && r != nil && !r.complete() && r.detailAsked && msg.Error != "" {
+	if _, r := m.find(link, msg.ID); i < 0 && r != nil && !r.complete() && r.detailAsked && msg.Error != "" {
 		// The answer to a detail request: the full text cannot come.
 		r.detailErr = msg.Error
 		r.cache = nil
@@ -632,7 +668,7 @@ func (m *model) result(msg approval.Message) tea.Cmd {
 		}
 		return nil
 	}
-	j, r := m.find(s.id)
+	j, r := m.find(link, s.id)
 	if msg.Error != "" || !msg.OK {
 		reason := msg.Error
 		if reason == "" {
@@ -648,7 +684,7 @@ func (m *model) result(msg approval.Message) tea.Cmd {
 	if r != nil {
 		// The resolved message has not come yet; the result is enough.
 		m.queue = slices.Delete(m.queue, j, j+1)
-		m.confirmed = append(m.confirmed, s.id)
+		m.confirmed = append(m.confirmed, decided{link, s.id})
 		if len(m.confirmed) > maxConfirmed {
 			m.confirmed = slices.Delete(m.confirmed, 0, len(m.confirmed)-maxConfirmed)
 		}
@@ -658,6 +694,12 @@ func (m *model) result(msg approval.Message) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// decided names a request this console decided: its daemon and id.
+type decided struct {
+	link int
+	id   string
 }
 
 func choiceText(c approval.Choice) string {

@@ -724,7 +724,7 @@ func FuzzDaemonMessages(f *testing.F) {
 		for _, line := range [][]byte{a, b} {
 			var m approval.Message
 			if json.Unmarshal(line, &m) == nil {
-				h.update(daemonMsg{m})
+				h.update(daemonMsg{m: m})
 			}
 			h.view()
 			h.pastGuard()

@@ -53,7 +53,7 @@ type runOutput struct {
 // for their changes from now on) the first time.
 func (m *model) openRunning() {
 	if !m.watching {
-		if err := m.cfg.send(approval.Message{Type: approval.MsgWatch}); err != nil {
+		if err := m.sendRunning(approval.Message{Type: approval.MsgWatch}); err != nil {
 			m.errorf("could not ask the daemon for the running commands: %v", err)
 		} else {
 			m.watching = true
@@ -211,7 +211,7 @@ func (r *runningScreen) Update(msg tea.Msg) tea.Cmd {
 
 // askOutput asks the daemon for the end of run's output.
 func (r *runningScreen) askOutput(run string) {
-	if err := r.m.cfg.send(approval.Message{Type: approval.MsgOutput, Run: run}); err != nil {
+	if err := r.m.sendRunning(approval.Message{Type: approval.MsgOutput, Run: run}); err != nil {
 		r.m.errorf("could not ask for the output of %s: %v", termtext.Esc(run), err)
 		return
 	}
@@ -224,11 +224,11 @@ func (m *model) stop(id string) {
 	if slices.ContainsFunc(m.inflight, func(s sent) bool { return s.typ == approval.MsgStop && s.run == id }) {
 		return
 	}
-	if err := m.cfg.send(approval.Message{Type: approval.MsgStop, Run: id}); err != nil {
+	if err := m.sendRunning(approval.Message{Type: approval.MsgStop, Run: id}); err != nil {
 		m.errorf("could not stop %s: %v", termtext.Esc(id), err)
 		return
 	}
-	m.inflight = append(m.inflight, sent{typ: approval.MsgStop, run: id})
+	m.inflight = append(m.inflight, sent{link: 0, typ: approval.MsgStop, run: id})
 }
 
 // runningMsg takes a new list of running commands from the daemon.

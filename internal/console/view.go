@@ -123,6 +123,7 @@ func (m *model) compose(noticeRoom int) (top, body, bottom []string) {
 	w := m.width
 	st := m.st
 	top = append(top, m.header()...)
+	top = append(top, m.daemonLines()...)
 	if m.cfg.mux != "" {
 		top = append(top, styled(st.danger, wrapText(fmt.Sprintf("⚠ WARNING: this console runs inside %s: %s. Approve from a terminal outside any multiplexer.",
 			m.cfg.mux, muxWarning), w))...)
@@ -174,8 +175,15 @@ func (m *model) header() []string {
 		waiting = fmt.Sprintf("%d waiting", n)
 	}
 	h := fmt.Sprintf("agent-sudo approve · %s · %d %s", waiting, len(m.grants), termtext.Plural(len(m.grants), "session grant"))
-	if m.cfg.version != "" {
-		h += " · agent-sudod " + termtext.Esc(m.cfg.version)
+	if len(m.daemons) == 1 {
+		if d := m.daemons[0]; d.version != "" {
+			h += " · agent-sudod " + termtext.Esc(d.version)
+			if d.host != "" {
+				h += " on " + termtext.Esc(d.host)
+			}
+		}
+	} else {
+		h += fmt.Sprintf(" · %d daemons", len(m.daemons))
 	}
 	return styled(m.st.header, wrapText(h, m.width))
 }
@@ -209,6 +217,11 @@ func (m *model) requestView(r *request) (top, body []string) {
 	title += " · " + m.countdown(r.shown.Deadline)
 	top = append(top, "")
 	top = append(top, styled(st.bold, wrapText(title, m.width))...)
+	if len(m.daemons) > 1 || m.daemons[r.link].host != "" {
+		// The daemon's own name for its host, from its greeting, and
+		// the human's name for the connection: never the agent's claim.
+		top = append(top, styled(st.bold, wrapText("FROM agent-sudod on "+m.label(r.link), m.width))...)
+	}
 	if r.escaped {
 		top = append(top, styled(st.danger, wrapText(escapedNotice, m.width))...)
 	}
@@ -393,7 +406,7 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 		l.field(label, e(part), nil)
 	}
 	l.field("session", e(s.Session), nil)
-	l.field("host", e(s.Host), nil)
+	l.field("host", e(s.Host)+" (as the agent claims it)", nil)
 	l.field("id", es(s.ID), nil)
 	l.field("time", fmt.Sprintf("sent %s by the agent's clock · received %s · deadline %s",
 		fmtTime(s.Time), clock(s.Received), clock(s.Deadline)), nil)

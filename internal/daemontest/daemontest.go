@@ -269,11 +269,18 @@ func Start(t testing.TB, c Config) *Daemon {
 }
 
 // Restart stops a daemon started by Start (see Stop) and starts it again
-// with the same configuration, sockets and log buffer, then waits until it
-// answers a ping.
+// (see StartAgain).
 func (d *Daemon) Restart() {
 	d.t.Helper()
 	d.Stop()
+	d.StartAgain()
+}
+
+// StartAgain starts a daemon started by Start and since stopped again, with
+// the same configuration, sockets and log buffer, and waits until it
+// answers a ping.
+func (d *Daemon) StartAgain() {
+	d.t.Helper()
 	d.launch()
 	d.WaitReady()
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"strings"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 
@@ -25,16 +28,20 @@ type approveDeps struct {
 	geteuid func() int
 	// terminal reports whether stdin and stdout are both a terminal.
 	terminal func(stdin io.Reader, stdout io.Writer) bool
-	dial     func(ctx context.Context, path string) (net.Conn, error)
-	run      func(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts console.Options) error
+	// dialSocket and dialCommand connect to an approver socket and
+	// through a command (ssh).
+	dialSocket  func(ctx context.Context, path string) (net.Conn, error)
+	dialCommand func(ctx context.Context, argv []string) (net.Conn, error)
+	run         func(ctx context.Context, daemons []console.Daemon, in io.Reader, out io.Writer, opts console.Options) error
 }
 
 func realApproveDeps() approveDeps {
 	return approveDeps{
-		geteuid:  os.Geteuid,
-		terminal: isTerminal,
-		dial:     console.Dial,
-		run:      console.Run,
+		geteuid:     os.Geteuid,
+		terminal:    isTerminal,
+		dialSocket:  console.Dial,
+		dialCommand: console.DialCommand,
+		run:         console.RunDaemons,
 	}
 }
 
@@ -52,24 +59,118 @@ func isTerminal(stdin io.Reader, stdout io.Writer) bool {
 	return true
 }
 
-func approveFlags(inv *invocation) (fset *flag.FlagSet, path, desktop *string) {
-	fset = approveUsage().newFlagSet()
-	socket := inv.getenv(envApproverSocket)
-	if socket == "" {
-		socket = defaultApproverSocket
+// approveOpts are approve's flags.
+type approveOpts struct {
+	sockets    []string
+	ssh        []string
+	sshOptions []string
+	sshProgram string
+	// desktop is --desktop-notify, parsed by console.ParseDesktopNotify.
+	desktop string
+	// defaultSocket is the approver socket when neither --approver-socket
+	// nor --ssh is given.
+	defaultSocket string
+}
+
+func approveFlags(inv *invocation) (*flag.FlagSet, *approveOpts) {
+	fset := approveUsage().newFlagSet()
+	o := &approveOpts{defaultSocket: inv.getenv(envApproverSocket)}
+	if o.defaultSocket == "" {
+		o.defaultSocket = defaultApproverSocket
 	}
-	path = fset.String("approver-socket", socket, "`path` of agent-sudod's approver socket (env "+envApproverSocket+")")
-	desktop = fset.String("desktop-notify", string(console.DesktopAuto), "`mode` of the desktop notification sent with the bell: auto, osc9, osc777 or off")
-	return fset, path, desktop
+	fset.Func("approver-socket", "`path` of an agent-sudod's approver socket; repeat it for several daemons (default $"+envApproverSocket+", else "+defaultApproverSocket+", when no --ssh is given)", func(v string) error {
+		if v == "" {
+			return errors.New("the path is empty")
+		}
+		o.sockets = append(o.sockets, v)
+		return nil
+	})
+	fset.Func("ssh", "`destination` of a remote agent-sudod, [user@]host or ssh://[user@]host[:port], reached with \"ssh -T DESTINATION agent-sudo approver-stdio\"; repeat it for several hosts", func(v string) error {
+		if err := checkSSHDestination(v); err != nil {
+			return err
+		}
+		o.ssh = append(o.ssh, v)
+		return nil
+	})
+	fset.Func("ssh-option", "`option` passed to every ssh as -o OPTION (e.g. Port=2222, IdentityFile=/root/.ssh/approve); repeatable", func(v string) error {
+		if v == "" || strings.ContainsAny(v, "\n\r\x00") {
+			return errors.New("an ssh option must be one non-empty line")
+		}
+		o.sshOptions = append(o.sshOptions, v)
+		return nil
+	})
+	fset.StringVar(&o.sshProgram, "ssh-program", "ssh", "the ssh `program` to run (a name looked up in PATH, or a path)")
+	fset.StringVar(&o.desktop, "desktop-notify", string(console.DesktopAuto), "`mode` of the desktop notification sent with the bell: auto, osc9, osc777 or off")
+	return fset, o
+}
+
+// checkSSHDestination refuses a --ssh value that ssh could take for an
+// option, or that is not one plain word.
+func checkSSHDestination(v string) error {
+	switch {
+	case v == "":
+		return errors.New("the destination is empty")
+	case strings.HasPrefix(v, "-"):
+		return fmt.Errorf("the destination %q starts with '-', which ssh would take for an option", v)
+	case strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return fmt.Errorf("the destination %q contains a space or a control character", v)
+	}
+	return nil
+}
+
+// sshArgv is the command that reaches dest's approver channel: ssh without
+// a terminal (-T), never prompting (BatchMode), with the human's options,
+// then the destination after "--" and the remote command. It is run as an
+// argv array, never through a local shell.
+func sshArgv(program string, options []string, dest string) []string {
+	argv := []string{program, "-T", "-o", "BatchMode=yes"}
+	for _, o := range options {
+		argv = append(argv, "-o", o)
+	}
+	return append(argv, "--", dest, "agent-sudo", "approver-stdio")
+}
+
+// daemons returns the daemons o names, local sockets first, in the order
+// given.
+func (o *approveOpts) daemons(deps approveDeps) []console.Daemon {
+	sockets := o.sockets
+	if len(sockets) == 0 && len(o.ssh) == 0 {
+		sockets = []string{o.defaultSocket}
+	}
+	var ds []console.Daemon
+	for _, path := range sockets {
+		ds = append(ds, console.Daemon{Name: path, Dial: func(ctx context.Context) (net.Conn, error) {
+			return deps.dialSocket(ctx, path)
+		}})
+	}
+	for _, dest := range o.ssh {
+		argv := sshArgv(o.sshProgram, o.sshOptions, dest)
+		ds = append(ds, console.Daemon{Name: "ssh " + dest, Dial: func(ctx context.Context) (net.Conn, error) {
+			return deps.dialCommand(ctx, argv)
+		}})
+	}
+	return ds
 }
 
 func approveUsage() *usage {
 	return &usage{
-		name:     "approve",
-		synopsis: []string{"sudo agent-sudo approve [--approver-socket PATH] [--desktop-notify MODE]"},
+		name: "approve",
+		synopsis: []string{
+			"sudo agent-sudo approve [--approver-socket PATH]... [--desktop-notify MODE]",
+			"sudo agent-sudo approve [--approver-socket PATH]... --ssh root@HOST... [--ssh-option OPT]... [--ssh-program PATH] [--desktop-notify MODE]",
+		},
 		text: `Show the requests that wait for a human and approve or deny them. It runs as
 root, in a terminal, and talks to agent-sudod over its root-only approver
 socket. Every console sees every waiting request; the first decision wins.
+
+One console can serve several daemons: local ones (--approver-socket, once
+per daemon) and remote ones (--ssh root@HOST, once per host), reached with
+"ssh -T root@HOST agent-sudo approver-stdio", so SSH does the
+authentication and the transport (docs/remote.md). Each request shows the
+daemon it is from, named by the host name the daemon itself sends; a
+decision goes only to that daemon. A daemon that restarts or a host that
+is lost is shown RECONNECTING and retried with a growing delay; the
+others are not affected. Its requests leave the screen until it is back.
 
 Requests are shown one at a time, oldest first, with the command as a shell
 line and each stage's real program. Everything the agent wrote is escaped.
@@ -95,8 +196,8 @@ multiplexer could approve its own requests. See docs/approving.md.
 		exits: []exitDoc{
 			{"0", "the console was quit"},
 			{"2", "usage error, or stdin or stdout is not a terminal"},
-			{"69", "agent-sudod cannot be reached, or it went away"},
-			{"70", "agent-sudod refused the console or broke the protocol"},
+			{"69", "no agent-sudod could be reached at start (one that goes away later is reconnected)"},
+			{"70", "the console failed"},
 			{"77", "not run as root"},
 			{"130", "interrupted"},
 		},
@@ -104,7 +205,7 @@ multiplexer could approve its own requests. See docs/approving.md.
 }
 
 func approveHelp(inv *invocation, w io.Writer) error {
-	fset, _, _ := approveFlags(inv)
+	fset, _ := approveFlags(inv)
 	return approveUsage().write(w, fset)
 }
 
@@ -114,11 +215,11 @@ func approveMain(ctx context.Context, inv *invocation, args []string) int {
 }
 
 func approve(ctx context.Context, inv *invocation, args []string, deps approveDeps) int {
-	fset, socket, desktopFlag := approveFlags(inv)
+	fset, opts := approveFlags(inv)
 	if _, code, ok := inv.parse(approveUsage(), fset, args); !ok {
 		return code
 	}
-	desktop, err := console.ParseDesktopNotify(*desktopFlag)
+	desktop, err := console.ParseDesktopNotify(opts.desktop)
 	if err != nil {
 		return inv.fail(exitUsage, "approve: --desktop-notify: %v; see 'agent-sudo help approve'", err)
 	}
@@ -128,19 +229,14 @@ func approve(ctx context.Context, inv *invocation, args []string, deps approveDe
 	if !deps.terminal(inv.stdin, inv.stdout) {
 		return inv.fail(exitUsage, "approve needs a terminal on stdin and stdout: run it in an interactive shell, not in a pipe or a script")
 	}
-	conn, err := deps.dial(ctx, *socket)
-	if err != nil {
-		if ctx.Err() != nil {
-			return inv.fail(exitInterrupted, "approve: interrupted")
-		}
-		return inv.fail(exitUnavailable, "approve: cannot reach agent-sudod: %v; is the daemon running? (systemctl status agent-sudo)", err)
-	}
-	err = deps.run(ctx, conn, inv.stdin, inv.stdout, console.Options{Desktop: desktop})
+	err = deps.run(ctx, opts.daemons(deps), inv.stdin, inv.stdout, console.Options{Desktop: desktop})
 	switch {
 	case err == nil:
 		return 0
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return inv.fail(exitInterrupted, "approve: interrupted; nothing was decided by quitting")
+	case errors.Is(err, console.ErrUnreachable):
+		return inv.fail(exitUnavailable, "approve: %v; is the daemon running? (systemctl status agent-sudo)", err)
 	case errors.Is(err, console.ErrDisconnected):
 		return inv.fail(exitUnavailable, "approve: lost agent-sudod: %v; is the daemon running? (systemctl status agent-sudo)", err)
 	}

@@ -21,27 +21,31 @@ type fakeApprove struct {
 	terminal bool
 	dialErr  error
 	runErr   error
-	dialed   string
-	ran      bool
-	desktop  console.DesktopNotify
+	// dialed lists the sockets dialled and the commands started, in order.
+	dialed  []string
+	ran     bool
+	desktop console.DesktopNotify
 }
 
 func (f *fakeApprove) deps() approveDeps {
 	return approveDeps{
 		geteuid:  func() int { return f.euid },
 		terminal: func(io.Reader, io.Writer) bool { return f.terminal },
-		dial: func(_ context.Context, path string) (net.Conn, error) {
-			f.dialed = path
-			if f.dialErr != nil {
-				return nil, f.dialErr
-			}
-			a, b := net.Pipe()
-			b.Close()
-			return a, nil
+		dialSocket: func(_ context.Context, path string) (net.Conn, error) {
+			f.dialed = append(f.dialed, path)
+			return nil, f.dialErr
 		},
-		run: func(_ context.Context, conn net.Conn, _ io.Reader, _ io.Writer, opts console.Options) error {
+		dialCommand: func(_ context.Context, argv []string) (net.Conn, error) {
+			f.dialed = append(f.dialed, strings.Join(argv, " "))
+			return nil, f.dialErr
+		},
+		run: func(ctx context.Context, daemons []console.Daemon, _ io.Reader, _ io.Writer, opts console.Options) error {
 			f.ran, f.desktop = true, opts.Desktop
-			conn.Close()
+			for _, d := range daemons {
+				if _, err := d.Dial(ctx); err != nil {
+					return fmt.Errorf("%w: %w", console.ErrUnreachable, err)
+				}
+			}
 			return f.runErr
 		},
 	}
@@ -65,7 +69,7 @@ func TestApprove(t *testing.T) {
 		args       []string
 		wantCode   int
 		wantStderr string // exact
-		wantDialed string
+		wantDialed string // each socket or command, joined by " | "
 		wantRan    bool
 	}{
 		{name: "quit", fake: fakeApprove{terminal: true}, wantCode: 0,
@@ -84,9 +88,23 @@ func TestApprove(t *testing.T) {
 			wantStderr: "agent-sudo: approve: flag provided but not defined: -socket; see 'agent-sudo help approve'\n"},
 		{name: "argument", fake: fakeApprove{terminal: true}, args: []string{"now"}, wantCode: 2,
 			wantStderr: "agent-sudo: approve: unexpected argument \"now\"; see 'agent-sudo help approve'\n"},
+		{name: "several sockets and hosts", fake: fakeApprove{terminal: true},
+			args: []string{"--approver-socket", "/tmp/a.sock", "--ssh", "root@b", "--approver-socket=/tmp/c.sock", "--ssh", "ssh://root@d:2222",
+				"--ssh-option", "UserKnownHostsFile=/tmp/known hosts", "--ssh-option", "IdentityFile=/tmp/id", "--ssh-program", "/usr/local/bin/ssh"},
+			env: map[string]string{envApproverSocket: "/tmp/e.sock"},
+			wantDialed: "/tmp/a.sock | /tmp/c.sock | " +
+				"/usr/local/bin/ssh -T -o BatchMode=yes -o UserKnownHostsFile=/tmp/known hosts -o IdentityFile=/tmp/id -- root@b agent-sudo approver-stdio | " +
+				"/usr/local/bin/ssh -T -o BatchMode=yes -o UserKnownHostsFile=/tmp/known hosts -o IdentityFile=/tmp/id -- ssh://root@d:2222 agent-sudo approver-stdio",
+			wantRan: true},
+		{name: "ssh only: no local socket", fake: fakeApprove{terminal: true}, args: []string{"--ssh", "root@b"},
+			wantDialed: "ssh -T -o BatchMode=yes -- root@b agent-sudo approver-stdio", wantRan: true},
+		{name: "ssh destination like an option", fake: fakeApprove{terminal: true}, args: []string{"--ssh", "-oProxyCommand=x"}, wantCode: 2,
+			wantStderr: "agent-sudo: approve: invalid value \"-oProxyCommand=x\" for flag -ssh: the destination \"-oProxyCommand=x\" starts with '-', which ssh would take for an option; see 'agent-sudo help approve'\n"},
+		{name: "ssh destination with a space", fake: fakeApprove{terminal: true}, args: []string{"--ssh", "root@b c"}, wantCode: 2,
+			wantStderr: "agent-sudo: approve: invalid value \"root@b c\" for flag -ssh: the destination \"root@b c\" contains a space or a control character; see 'agent-sudo help approve'\n"},
 		{name: "unreachable", fake: fakeApprove{terminal: true, dialErr: errors.New("connect to the approver socket /x: no such file or directory")},
-			wantCode: 69, wantDialed: "/run/agent-sudo/approver.sock",
-			wantStderr: "agent-sudo: approve: cannot reach agent-sudod: connect to the approver socket /x: no such file or directory; is the daemon running? (systemctl status agent-sudo)\n"},
+			wantCode: 69, wantDialed: "/run/agent-sudo/approver.sock", wantRan: true,
+			wantStderr: "agent-sudo: approve: no agent-sudod could be reached: connect to the approver socket /x: no such file or directory; is the daemon running? (systemctl status agent-sudo)\n"},
 		{name: "daemon went away", fake: fakeApprove{terminal: true, runErr: fmt.Errorf("%w: EOF", console.ErrDisconnected)},
 			wantCode: 69, wantDialed: "/run/agent-sudo/approver.sock", wantRan: true,
 			wantStderr: "agent-sudo: approve: lost agent-sudod: agent-sudod closed the approver channel: EOF; is the daemon running? (systemctl status agent-sudo)\n"},
@@ -108,8 +126,8 @@ func TestApprove(t *testing.T) {
 			if got.code != tt.wantCode || got.stderr != tt.wantStderr || got.stdout != "" {
 				t.Errorf("approve %q = %d\nstdout %q\nstderr %q\nwant %d, stderr %q", tt.args, got.code, got.stdout, got.stderr, tt.wantCode, tt.wantStderr)
 			}
-			if f.dialed != tt.wantDialed || f.ran != tt.wantRan {
-				t.Errorf("dialed %q ran %v, want %q %v", f.dialed, f.ran, tt.wantDialed, tt.wantRan)
+			if dialed := strings.Join(f.dialed, " | "); dialed != tt.wantDialed || f.ran != tt.wantRan {
+				t.Errorf("dialed %q ran %v, want %q %v", dialed, f.ran, tt.wantDialed, tt.wantRan)
 			}
 		})
 	}
@@ -118,8 +136,9 @@ func TestApprove(t *testing.T) {
 func TestApproveHelp(t *testing.T) {
 	got := runCLI(context.Background(), map[string]string{envApproverSocket: "/tmp/x.sock"}, "help", "approve")
 	for _, want := range []string{
-		"usage: sudo agent-sudo approve [--approver-socket PATH] [--desktop-notify MODE]\n",
-		"  --approver-socket path\n    \tpath of agent-sudod's approver socket (env AGENT_SUDO_APPROVER_SOCKET) (default \"/tmp/x.sock\")\n",
+		"usage: sudo agent-sudo approve [--approver-socket PATH]... [--desktop-notify MODE]\n",
+		"  --approver-socket path\n",
+		"  --ssh destination\n",
 		"  a          allow once\n",
 		"  77   not run as root\n",
 	} {
