@@ -25,7 +25,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: help build test vet staticcheck unit mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest man agents-test
+.PHONY: help build test vet staticcheck unit mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest man agents-test remote-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,14 +36,15 @@ build: ## build bin/agent-sudod and bin/agent-sudo
 test: ## vet, staticcheck and every test with the race detector, side by side
 	@$(MAKE) --no-print-directory --output-sync=target -j3 vet staticcheck unit
 
-# The inspector tag adds the MCP Inspector check (make mcp-inspector), so
-# that vet and staticcheck see it too.
+# The inspector tag adds the MCP Inspector check (make mcp-inspector), and
+# the remote tag the sshd tests (make remote-test), so that vet and
+# staticcheck see them too.
 vet: ## go vet
-	$(GO) vet -tags inspector ./...
+	$(GO) vet -tags inspector,remote ./...
 
 staticcheck: ## staticcheck (installed through the module proxy when missing)
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install $(STATICCHECK)
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck -tags inspector ./...
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck -tags inspector,remote ./...
 
 # The end-to-end tests mostly wait for processes, so more of them run at
 # once than there are cores (-parallel). The NORACE_TESTS crunch a large
@@ -169,6 +170,11 @@ uninstall: ## remove what make install installed, except /etc/agent-sudo and /va
 	  $(DESTDIR)/etc/logrotate.d/agent-sudo
 	rm -rf $(DESTDIR)$(DOCDIR)
 	rm -f $(foreach p,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(p).gz)
+
+# test/remote re-executes itself in a network namespace of its own
+# (unshare --net), where the sshd servers listen on 127.0.0.1 only.
+remote-test: ## one approve console for two daemons over a real sshd, reconnecting; an agent through ssh -R (root; openssh-server, tmux)
+	$(GO) test -race -tags remote -count=1 -v ./test/remote
 
 agents-test: ## run the real Claude Code and Codex CLI (pinned in test/agents/package-lock.json, installed with npm ci) against agent-sudo mcp and a real daemon
 	test/agents/run.sh

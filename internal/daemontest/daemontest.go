@@ -144,6 +144,10 @@ type Config struct {
 	// listening socket that is passed to the daemon as systemd would
 	// (fd 3, LISTEN_FDS=1, LISTEN_PID of the daemon).
 	Activate func(socket string) *os.File
+	// Hostname, when set, runs the daemon in a UTS namespace of its own
+	// with this host name (unshare --uts), so that daemons on one machine
+	// stand in for daemons on several hosts.
+	Hostname string
 }
 
 // AllowAll allows any program from the secure path with any arguments,
@@ -178,6 +182,7 @@ type Daemon struct {
 
 	activate func(socket string) *os.File
 	env      []string
+	hostname string
 }
 
 // Configure writes the configuration c describes into a temporary directory
@@ -225,6 +230,7 @@ func Configure(t testing.TB, c Config) *Daemon {
 		Logs:           &Buffer{},
 		activate:       c.Activate,
 		env:            c.Env,
+		hostname:       c.Hostname,
 	}
 	cfg := fmt.Sprintf(`
 socket = %q
@@ -305,6 +311,16 @@ func (d *Daemon) launch() {
 		d.Cmd.ExtraFiles = []*os.File{d.activate(d.Socket)}
 	}
 	d.Cmd.Env = append(d.Cmd.Env, d.env...)
+	if d.hostname != "" {
+		// unshare and the shell exec in place: the daemon keeps the pid
+		// that Stop signals.
+		d.Cmd.Args = append([]string{"unshare", "--uts", "--", "/bin/sh", "-c", `hostname "$0" && exec "$@"`, d.hostname}, d.Cmd.Args...)
+		path, err := exec.LookPath("unshare")
+		if err != nil {
+			t.Fatalf("Hostname needs unshare: %v", err)
+		}
+		d.Cmd.Path = path
+	}
 	d.Cmd.Stdout = d.Logs
 	d.Cmd.Stderr = d.Logs
 	if err := d.Cmd.Start(); err != nil {
