@@ -175,6 +175,10 @@ func (m *model) forget(i int) tea.Cmd {
 	m.queue = slices.DeleteFunc(m.queue, func(r *request) bool { return r.link == i })
 	m.confirmed = slices.DeleteFunc(m.confirmed, func(c decided) bool { return c.link == i })
 	m.setGrants(i, nil, 0)
+	if len(m.daemons) == 1 {
+		// The running list was asked on the old connection.
+		m.watching, m.running, m.runningOmitted, m.runningListed = false, nil, 0, false
+	}
 	if onScreen {
 		return m.promptChanged()
 	}
