@@ -5,79 +5,64 @@ import (
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/huh"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
+
+// choices are the decision prompt's options, in the order shown; the
+// cursor starts on the last, Deny.
+var choices = [...]struct {
+	choice approval.Choice
+	label  string
+}{
+	{approval.AllowOnce, "Allow once (a)"},
+	{approval.AllowSession, "Allow for this session (s)"},
+	{approval.DenyOnce, "Deny (d)"},
+}
+
+// denyIndex is Deny's place in choices.
+const denyIndex = len(choices) - 1
 
 // decideScreen is the current request with its decision prompt (Allow
 // once / Allow for this session / Deny, Deny focused), or the idle screen
 // when nothing waits. A new one is made whenever the prompt appears or
 // reappears (showPrompt, or back from the stdin view), so its cursor
-// starts on Deny.
+// starts on Deny and it shows the request's first screen.
 type decideScreen struct {
 	m *model
-	// form and sel are the decision prompt; nil when nothing waits.
-	form *huh.Form
-	sel  *huh.Select[approval.Choice]
+	// cursor is the focused choice (an index in choices).
+	cursor int
+	// full: the request's details are shown instead of its first screen
+	// (detailsKey).
+	full bool
 }
 
 // newDecideScreen makes the screen for the current request, with Deny
 // focused, or the idle screen.
 func newDecideScreen(m *model) *decideScreen {
-	d := &decideScreen{m: m}
-	if m.current() != nil {
-		d.buildForm()
-	}
-	return d
+	return &decideScreen{m: m, cursor: denyIndex}
 }
 
-// buildForm makes the Allow once / Allow for this session / Deny select,
-// with Deny focused.
-func (d *decideScreen) buildForm() {
-	m := d.m
-	deny := approval.DenyOnce
-	d.sel = huh.NewSelect[approval.Choice]()
-	// The theme goes on before the field is grouped: huh measures fields
-	// when grouping, and an unthemed field renders with adaptive colours.
-	d.sel.WithTheme(m.st.theme)
-	d.sel.Title("Your decision").
-		Options(
-			huh.NewOption("Allow once                (a)", approval.AllowOnce),
-			huh.NewOption("Allow for this session    (s)", approval.AllowSession),
-			huh.NewOption("Deny                      (d)", approval.DenyOnce),
-		).
-		Value(&deny)
-	d.form = huh.NewForm(huh.NewGroup(d.sel)).
-		WithTheme(m.st.theme).WithKeyMap(m.keymap).WithShowHelp(false).WithWidth(m.formWidth())
-	// Init focuses the field; its commands only refresh huh's dynamic
-	// titles, which this form does not use.
-	d.form.Init()
+// hovered is the focused choice.
+func (d *decideScreen) hovered() approval.Choice {
+	return choices[d.cursor].choice
 }
 
-// denyFocus puts the cursor back on Deny when the prompt is in use: input
-// was discarded as a burst, which may have moved it.
+// denyFocus puts the cursor back on Deny: input was discarded as a burst,
+// which may have moved it.
 func (d *decideScreen) denyFocus() {
-	if c := d.m.current(); c == nil || d.m.submitted(c) != "" || d.sel == nil {
-		return
-	}
-	if v, _ := d.sel.Hovered(); v != approval.DenyOnce {
-		d.buildForm()
-	}
+	d.cursor = denyIndex
 }
 
-// SetSize fits the prompt to the new width.
-func (d *decideScreen) SetSize(int, int) {
-	if d.form != nil {
-		d.form.WithWidth(d.m.formWidth())
-	}
-}
+// SetSize: the prompt is rendered for the width when it is drawn.
+func (d *decideScreen) SetSize(int, int) {}
 
 // classify: with nothing waiting only q and g act. At a request, every key
 // is dropped within the guard; scrolling acts at once; once the decision
-// is sent only q, g and i act; moving the cursor acts at once when alone;
-// every other key is held, even one that turns out to do nothing, so that
-// a burst is always reported.
+// is sent only q, g, i and v act; moving the cursor acts at once when
+// alone; every other key is held, even one that turns out to do nothing,
+// so that a burst is always reported.
 func (d *decideScreen) classify(k tea.KeyMsg) keyKind {
 	c := d.m.current()
 	if c == nil {
@@ -95,7 +80,7 @@ func (d *decideScreen) classify(k tea.KeyMsg) keyKind {
 	}
 	if d.m.submitted(c) != "" {
 		switch singleRune(k) {
-		case 'q', 'g', stdinKey, runningKey:
+		case 'q', 'g', stdinKey, runningKey, detailsKey:
 			return kindAction
 		}
 		return kindNone
@@ -106,18 +91,13 @@ func (d *decideScreen) classify(k tea.KeyMsg) keyKind {
 	return kindAction
 }
 
-// Update does what a key does at the prompt, or passes anything else to
-// the prompt's form while it is in use.
+// Update does what a key does at the prompt. Nothing else is for it.
 func (d *decideScreen) Update(msg tea.Msg) tea.Cmd {
 	m := d.m
 	c := m.current()
 	k, ok := msg.(tea.KeyMsg)
 	if !ok {
-		if c == nil || m.submitted(c) != "" || d.form == nil {
-			return nil
-		}
-		_, cmd := d.form.Update(msg)
-		return cmd
+		return nil
 	}
 	if c == nil {
 		switch singleRune(k) {
@@ -151,6 +131,10 @@ func (d *decideScreen) Update(msg tea.Msg) tea.Cmd {
 			m.openStdin()
 		}
 		return nil
+	case detailsKey:
+		d.full = !d.full
+		m.scroll = 0
+		return nil
 	}
 	if d.m.submitted(c) != "" {
 		return nil
@@ -165,26 +149,43 @@ func (d *decideScreen) Update(msg tea.Msg) tea.Cmd {
 	}
 	switch {
 	case isEnter(k):
-		v, ok := d.sel.Hovered()
-		switch {
-		case !ok:
-			return nil
-		case v == approval.DenyOnce:
-			return m.startNote()
+		if v := d.hovered(); v != approval.DenyOnce {
+			return m.decide(v, "")
 		}
-		return m.decide(v, "")
+		return m.startNote()
 	case isNavKey(k):
-		// huh's select wraps around; this one stops at its ends, so that
-		// "down" on Deny cannot land on Allow once.
-		v, _ := d.sel.Hovered()
-		up := k.Type == tea.KeyUp || singleRune(k) == 'k'
-		if up && v == approval.AllowOnce || !up && v == approval.DenyOnce {
-			return nil
+		// The cursor stops at the ends, so that "down" on Deny cannot
+		// land on Allow once.
+		if k.Type == tea.KeyUp || singleRune(k) == 'k' {
+			d.cursor = max(d.cursor-1, 0)
+		} else {
+			d.cursor = min(d.cursor+1, denyIndex)
 		}
-		_, cmd := d.form.Update(k)
-		return cmd
 	}
 	return nil
+}
+
+// promptLine renders the choices on one line, the focused one marked with
+// "> " and highlighted; on a terminal too narrow for that, wrapped
+// without the highlight (the marker stays).
+func (d *decideScreen) promptLine() []string {
+	st := d.m.st
+	const title = "Your decision:"
+	plain, styled := []string{title}, []string{st.bold.Render(title)}
+	for i, c := range choices {
+		p := "  " + c.label
+		s := p
+		if i == d.cursor {
+			p = "> " + c.label
+			s = st.key.Reverse(true).Render(p)
+		}
+		plain, styled = append(plain, p), append(styled, s)
+	}
+	line := strings.Join(plain, " ")
+	if termtext.Width(line) > d.m.width-1 {
+		return wrapText(line, d.m.width)
+	}
+	return []string{strings.Join(styled, " ")}
 }
 
 // View renders the current request and its prompt, or the idle screen.
@@ -196,30 +197,33 @@ func (d *decideScreen) View() (top, body, bottom []string) {
 		return nil, fit(body, m.width), bottom
 	}
 	st := m.st
-	top, body = m.requestView(r)
-	bottom = append(bottom, m.separator())
+	top, body = m.requestView(r, d.full)
+	view := [2]string{string(detailsKey), "details"}
+	if d.full {
+		view[1] = "summary"
+	}
 	switch {
 	case m.submitted(r) != "":
+		bottom = append(bottom, m.separator())
 		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Your decision (%s) was sent; waiting for the daemon to confirm it…", choiceText(m.submitted(r))), m.width))...)
-		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{{"g", "session grants"}, {"w", "running"}, {"q", "quit"}}))...)
+		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{view, {"g", "session grants"}, {"w", "running"}, {"q", "quit"}}))...)
 	case !r.complete():
+		bottom = append(bottom, m.separator())
 		bottom = append(bottom, styled(st.warn, wrapText("Allow is disabled until the full request has loaded and is shown.", m.width))...)
 		bottom = append(bottom, m.keyHelp([][2]string{{"d", "deny"}, {"g", "session grants"}, {"w", "running"}, {"q", "quit (decides nothing)"}})...)
 	default:
-		if d.form != nil {
-			bottom = append(bottom, strings.Split(d.form.View(), "\n")...)
-		}
-		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{
-			{"a", "allow once"}, {"s", "allow for this session"}, {"d", "deny"},
-			{"↑/↓ enter", "choose (Deny is preselected)"}, {"PgUp/PgDn", "scroll"},
-			{"g", "session grants"}, {"q", "quit (decides nothing)"},
-		}))...)
 		hint := ""
 		if m.guarded() {
 			left := m.shownAt.Add(m.cfg.guard).Sub(m.cfg.now())
-			hint = st.warn.Render(fmt.Sprintf("(keys enabled in %s)", guardText(roundUp(left))))
+			hint = fmt.Sprintf("(keys enabled in %s)", guardText(roundUp(left)))
 		}
-		bottom = append(bottom, hint)
+		bottom = append(bottom, m.separatorWith(hint))
+		bottom = append(bottom, d.promptLine()...)
+		// a, s and d are on the prompt's line; the keys fit one line of
+		// 80 columns.
+		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{
+			{"↑/↓ enter", "choose"}, view, {"PgUp/PgDn", "page"}, {"g", "grants"}, {"q", "quit"},
+		}))...)
 	}
 	return top, body, bottom
 }

@@ -35,7 +35,7 @@ var daemonConfig = daemontest.Config{ApprovalTimeout: "40s", MaxConnections: 16}
 
 func TestE2EApproveInTmux(t *testing.T) {
 	d, tm := startConsoleE2E(t)
-	tm.waitFor("this console runs inside tmux: an agent that can type into this multiplexer could approve its own requests")
+	tm.waitFor("⚠ WARNING: in tmux, an agent typing into it could approve its own requests")
 
 	t.Run("allow once", func(t *testing.T) {
 		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "hello from e2e"}}, Reason: "say hello", Session: "e2e"})
@@ -46,7 +46,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 			"runs       as root",
 			"reason     say hello",
 			"session    e2e",
-			"id         " + r.id,
+			"why        no rule applies to stage 1 of 1: /usr/bin/echo",
 			"requester  uid 0 (root)",
 			"> Deny",
 		} {
@@ -98,7 +98,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 			`reason     clear\x1b[2Jthe screen`,
 			// The screen was not cleared: the header and banner are there.
 			"agent-sudo approve · 1 waiting",
-			"this console runs inside tmux",
+			"WARNING: in tmux, an agent typing into it",
 		} {
 			if !strings.Contains(screen, want) {
 				t.Errorf("screen lacks %q:\n%s", want, screen)

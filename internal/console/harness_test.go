@@ -243,3 +243,29 @@ func (m *model) mode() mode {
 	}
 	return -1
 }
+
+// fullView is the screen with the request's details shown (as after v),
+// without pressing a key: the decision prompt's state is otherwise kept.
+func (h *harness) fullView() string {
+	h.t.Helper()
+	d, ok := h.m.screen.(*decideScreen)
+	if !ok {
+		return h.view()
+	}
+	was := d.full
+	d.full = true
+	defer func() { d.full = was }()
+	return h.view()
+}
+
+// wantFull fails unless the screen with the request's details shown
+// contains every one of subs.
+func (h *harness) wantFull(subs ...string) {
+	h.t.Helper()
+	v := h.fullView()
+	for _, s := range subs {
+		if !strings.Contains(v, s) {
+			h.t.Errorf("details screen lacks %q:\n%s", s, v)
+		}
+	}
+}

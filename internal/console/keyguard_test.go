@@ -76,7 +76,7 @@ func (h *harness) wantNothingDecided() {
 	if h.m.quitting || h.m.mode() != modeDecide {
 		h.t.Fatalf("the console changed: quitting=%v mode=%v", h.m.quitting, h.m.mode())
 	}
-	if v, _ := h.m.screen.(*decideScreen).sel.Hovered(); v != approval.DenyOnce {
+	if v := h.m.screen.(*decideScreen).hovered(); v != approval.DenyOnce {
 		h.t.Fatalf("the cursor is on %q, want Deny", v)
 	}
 }

@@ -17,6 +17,9 @@ import (
 // Limits of what the console keeps and shows.
 const (
 	maxNotices = 4
+	// maxBriefNotices is how many notices a request's first screen shows,
+	// the newest, one line each.
+	maxBriefNotices = 3
 	// maxConfirmed bounds the decisions remembered for their resolved
 	// message.
 	maxConfirmed = 16
@@ -99,9 +102,11 @@ type request struct {
 	// escaped: something in the request had to be escaped to be shown.
 	escaped bool
 
-	// cache of the rendered details for one width
+	// cache and fullCache are the rendered first screen and details
+	// (details) for cacheWidth
 	cacheWidth int
 	cache      []string
+	fullCache  []string
 	// stdinCache is the full stdin view rendered for stdinWidth.
 	stdinWidth int
 	stdinCache []string
@@ -247,7 +252,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.screen.SetSize(m.width, m.height)
 		for _, r := range m.queue {
-			r.cache, r.stdinCache = nil, nil
+			r.cache, r.fullCache, r.stdinCache = nil, nil, nil
 		}
 		m.clampScroll()
 		return m, nil
@@ -582,7 +587,7 @@ func (m *model) detail(link int, msg approval.Message) tea.Cmd {
 // displayed; whether anything needs escaping is worked out once, here.
 func newRequest(st *styles, id, daemonHash string, s *approval.Shown) *request {
 	h := s.Hash()
-	_, escaped := details(st, s, 0)
+	_, escaped := details(st, s, 0, true)
 	return &request{id: id, hash: h, hashMismatch: daemonHash != h, shown: s, escaped: escaped}
 }
 
@@ -640,7 +645,7 @@ func (m *model) result(link int, msg approval.Message) tea.Cmd {
 	if _, r := m.find(link, msg.ID); i < 0 && r != nil && !r.complete() && r.detailAsked && msg.Error != "" {
 		// The answer to a detail request: the full text cannot come.
 		r.detailErr = msg.Error
-		r.cache = nil
+		r.cache, r.fullCache = nil, nil
 		m.errorf("the full text of request %s could not be loaded: %s", termtext.Esc(r.id), termtext.Esc(msg.Error))
 		return nil
 	}

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func TestIdleScreen(t *testing.T) {
 
 func TestMultiplexerBannerIsPermanent(t *testing.T) {
 	h := newHarness(t, "tmux")
-	want := "this console runs inside tmux: " + muxWarning
+	want := "⚠ WARNING: in tmux, " + muxWarning
 	h.wantView(want)
 	h.pending(shown("r1"))
 	h.wantView(want, "REQUEST WAITING")
@@ -44,25 +45,32 @@ func TestRequestScreenShowsEverything(t *testing.T) {
 	h.pending(s)
 	h.pending(shown("r2"))
 	h.pending(shown("r3"))
-	h.wantView(
-		"REQUEST WAITING FOR YOUR DECISION · 2 more waiting after it · times out in 2m0s",
+	first := []string{
+		"REQUEST WAITING FOR YOUR DECISION · times out in 2m0s · 2 more after it",
 		"command    iptables -L -n | grep 'DROP it'",
 		"stage 1    /usr/sbin/iptables -> /usr/sbin/xtables-legacy-multi -L -n",
 		"stage 2    /usr/bin/grep 'DROP it'",
 		"runs       as root",
 		"cwd        /",
-		"env        DEBIAN_FRONTEND=noninteractive",
 		"reason     install nginx for the web tests",
 		"session    build-42",
+		"requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/python3",
+		"Your decision:   Allow once (a)   Allow for this session (s) > Deny (d)",
+		"keys: ↑/↓ enter choose · v ", " · PgUp/PgDn page · g grants · q quit",
+		"(keys enabled in 0.5s)",
+	}
+	// The first screen has the environment's names; the details (v) have
+	// the values, the host, the id and the times too.
+	h.wantView(append(first, "env        DEBIAN_FRONTEND (values: press v)", "v details")...)
+	h.notView("SSH AGENT", escapedNotice, "noninteractive", "devbox", "id         r1", "time       sent")
+	h.wantFull(append(first,
+		"REQUEST WAITING FOR YOUR DECISION · times out in 2m0s · 2 more after it · ALL DETAILS",
+		"env        DEBIAN_FRONTEND=noninteractive",
 		"host       devbox",
 		"id         r1",
 		"time       sent ",
-		"requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/python3",
-		"Allow once", "Allow for this session", "> Deny",
-		"a allow once", "s allow for this session", "d deny", "g session grants",
-		"(keys enabled in 0.5s)",
-	)
-	h.notView("SSH AGENT", escapedNotice)
+		"v summary",
+	)...)
 	h.advance(65 * time.Second)
 	h.update(tickMsg{})
 	h.wantView("times out in 55s")
@@ -95,7 +103,8 @@ func TestStdinSection(t *testing.T) {
 	s = shown("r2")
 	s.Stdin = approval.NewStdinShown(append([]byte{0, 0xff}, bytes.Repeat([]byte("x"), 200)...))
 	h.pending(s)
-	h.wantView("stdin      202 bytes · sha256 "+s.Stdin.SHA256, "00000000  00 ff 78 78", "… 74 more bytes not shown")
+	h.wantView("stdin      202 bytes · sha256 "+s.Stdin.SHA256, "00000000  00 ff 78 78", "… 154 more bytes not shown")
+	h.wantFull("00000000  00 ff 78 78", "… 74 more bytes not shown")
 }
 
 func TestBellRingsForEachNewRequest(t *testing.T) {
@@ -276,11 +285,11 @@ func TestArrivalOrderAndResolvedElsewhere(t *testing.T) {
 	h.pastGuard()
 	// A later arrival does not replace the request on screen.
 	h.pending(r3)
-	h.wantView("id         r1", "2 more waiting")
+	h.wantFull("id         r1", "2 more after it")
 	h.key("up") // the human was about to allow r1...
 
 	h.resolved("r1", approval.Allow, "console uid=0 tty=/dev/pts/3 pid=77")
-	h.wantView("request r1 was allowed by console uid=0 tty=/dev/pts/3 pid=77", "id         r2", "1 more waiting", "> Deny")
+	h.wantFull("request r1 was allowed by console uid=0 tty=/dev/pts/3 pid=77", "id         r2", "1 more after it", "> Deny")
 	// ...and the key meant for r1 cannot approve r2: the guard is back.
 	h.key("enter")
 	h.key("a")
@@ -291,7 +300,7 @@ func TestArrivalOrderAndResolvedElsewhere(t *testing.T) {
 
 	// A request behind the current one that goes away just leaves.
 	h.resolved("r3", approval.Timeout, "approval_timeout")
-	h.wantView("request r3 timed out: nobody decided in time (it was waiting behind the one on screen)", "id         r2")
+	h.wantFull("request r3 timed out: nobody decided in time (it was waiting behind the one on screen)", "id         r2")
 	h.notView("more waiting")
 
 	h.resolved("r2", approval.Withdrawn, approval.ByClient)
@@ -334,7 +343,7 @@ func TestOwnDecisionConfirmed(t *testing.T) {
 			h.pending(r2)
 			h.pastGuard()
 			h.press("s")
-			h.wantView("Your decision (allow for this session) was sent", "id         r1")
+			h.wantFull("Your decision (allow for this session) was sent", "id         r1")
 			resolved := approval.Message{Type: approval.MsgResolved, ID: "r1", Verdict: approval.Allow, By: "console uid=0 tty=/dev/pts/1 pid=5 (new session grant g1)"}
 			result := approval.Message{Type: approval.MsgResult, ID: "r1", OK: true}
 			if order == "resolved first" {
@@ -350,7 +359,7 @@ func TestOwnDecisionConfirmed(t *testing.T) {
 				h.notView("was recorded")
 				h.daemon(resolved) // a repeat changes nothing
 			}
-			h.wantView("id         r2", "(keys enabled in 0.5s)")
+			h.wantFull("id         r2", "(keys enabled in 0.5s)")
 			h.notView("was sent")
 			if len(h.m.inflight) != 0 {
 				t.Errorf("inflight = %+v", h.m.inflight)
@@ -367,7 +376,7 @@ func TestDaemonRefusesDecision(t *testing.T) {
 	h.press("a")
 	h.takeSent()
 	h.daemon(approval.Message{Type: approval.MsgResult, ID: "r1", Error: "the decision is for a different request than the one waiting (hash mismatch); nothing was decided\x1b[2J"})
-	h.wantView("the daemon refused your decision (allow once) on request r1: the decision is for a different request", `decided\x1b[2J`,
+	h.wantFull("the daemon refused your decision (allow once) on request r1: the decision is for a different request", `decided\x1b[2J`,
 		"id         r1", "> Deny", "(keys enabled in 0.5s)")
 	// The prompt is back, behind the guard, and can decide again.
 	h.key("a")
@@ -422,7 +431,7 @@ func TestHostileRequestIsEscaped(t *testing.T) {
 	s.Peer.User = "ali\u202ece"
 	s.Peer.Exe = "/usr/bin/py\rthon"
 	h.daemon(approval.Message{Type: approval.MsgPending, ID: s.ID, Hash: s.Hash(), Request: s})
-	h.wantView(escapedNotice,
+	h.wantFull(escapedNotice,
 		`echo $'\x1b[2J' $'\x1b]0;title\x07' $'safe\u202etxt.exe' $'a\rb'`,
 		`K\x1b[1m=$'v\x1b[0m'`, `Z=$'\u200bhidden'`,
 		`looks fine\x1b[8m hidden text`, `second line \x1b]8;;http://evil\x07link`,
@@ -560,7 +569,7 @@ func TestMalformedDaemonMessages(t *testing.T) {
 		h.daemon(m)
 		h.view()
 	}
-	h.wantView("request nodetails without its details", "request a with the details of request b", "command     | x | ", "stage 3 ")
+	h.wantFull("request nodetails without its details", "request a with the details of request b", "command     | x | ", "stage 3 ")
 	h.pastGuard()
 	h.press("g")
 	h.press("r")
@@ -758,7 +767,7 @@ func TestResolvedWhileTypingANote(t *testing.T) {
 	h.key("n")
 	h.wantView("Note for the agent")
 	h.resolved("r1", approval.Timeout, "approval_timeout")
-	h.wantView("request r1 timed out", "id         r2", "> Deny", "(keys enabled in 0.5s)")
+	h.wantFull("request r1 timed out", "id         r2", "> Deny", "(keys enabled in 0.5s)")
 	h.notView("Note for the agent")
 	// The Enter that would have sent the note does nothing to r2.
 	h.key("enter")
@@ -793,10 +802,7 @@ func TestNoticesNeverEvictTheHeaderOrTheRequest(t *testing.T) {
 		if !strings.HasPrefix(lines[0], "agent-sudo approve · 1 waiting") {
 			t.Errorf("%dx%d: the first line is not the header:\n%s", size[0], size[1], v)
 		}
-		wants := []string{"runs inside tmux", "REQUEST WAITING", "command"}
-		if size == [2]int{80, 24} {
-			wants = append(wants, "not shown: the screen is too small")
-		}
+		wants := []string{"in tmux", "REQUEST WAITING", "command"}
 		for _, want := range wants {
 			if !strings.Contains(v, want) {
 				t.Errorf("%dx%d: screen lacks %q:\n%s", size[0], size[1], want, v)
@@ -819,4 +825,99 @@ func TestRequestShowsWhy(t *testing.T) {
 	h.pending(s)
 	h.resolved("r1", approval.Deny, "console")
 	h.wantView(`why        rule "x" asks for stage 1 of 1: /tmp/\x1b[2Jp\u0430th`, escapedNotice)
+}
+
+// TestFirstScreenAt80x24: on an 80×24 terminal inside tmux, with three
+// notices, a typical request (two stages, environment, a two-line reason)
+// shows everything needed to judge it without scrolling, each notice and
+// the multiplexer warning on one line; the details are one key away.
+func TestFirstScreenAt80x24(t *testing.T) {
+	h := newHarness(t, "tmux")
+	h.update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	for i := range 4 {
+		id := fmt.Sprintf("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f%d", i)
+		h.pending(shown(id))
+		h.resolved(id, approval.Withdrawn, approval.ByClient)
+	}
+	s := shown("r1")
+	s.Why = "no rule applies to stage 2 of 2: /usr/bin/tee"
+	s.Env["LC_ALL"] = "C"
+	s.Reason = "install nginx for the web tests\nthe old one is broken"
+	h.pending(s)
+	v := h.view()
+	lines := strings.Split(v, "\n")
+	if len(lines) > 24 {
+		t.Errorf("%d lines on a screen of 24:\n%s", len(lines), v)
+	}
+	h.wantView(
+		"⚠ WARNING: in tmux, an agent typing into it could approve its own requests\n",
+		"REQUEST WAITING FOR YOUR DECISION · times out in 2m0s\n",
+		"command    apt-get install -y nginx | tee '/var/log/x y.log'\n",
+		"stage 1    /usr/bin/apt-get install -y nginx\n",
+		"stage 2    /usr/bin/tee '/var/log/x y.log'\n",
+		"runs       as root\n",
+		"why        no rule applies to stage 2 of 2: /usr/bin/tee\n",
+		"requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/python3\n",
+		"reason     install nginx for the web tests\n           the old one is broken\n",
+		"cwd        /\n",
+		"env        DEBIAN_FRONTEND LC_ALL (values: press v)\n",
+		"session    build-42\n",
+		"> Deny (d)",
+	)
+	h.notView("PgUp/PgDn scroll --", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+	if n := strings.Count(v, "\n• request 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f"); n != 3 {
+		t.Errorf("%d notices, want the newest 3:\n%s", n, v)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "• ") && !strings.HasSuffix(l, "...") && !strings.HasSuffix(l, ")") {
+			t.Errorf("a notice takes more than one line:\n%s", v)
+		}
+	}
+}
+
+// TestFirstScreenCutsLongTexts: the why and the reason show their first
+// lines on the first screen, saying that more is in the details, which
+// show them whole.
+func TestFirstScreenCutsLongTexts(t *testing.T) {
+	h := newHarness(t, "")
+	h.update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	s := shown("r1")
+	s.Why = strings.Repeat("no rule applies to stage 1 of 2: /usr/bin/apt-get; ", 6) + "END-OF-WHY"
+	s.Reason = "one\ntwo\nthree\nfour\nEND-OF-REASON"
+	h.pending(s)
+	h.wantView("reason     one\n           two\n           three\n           … more of the reason: press v for all details",
+		"… more of why: press v for all details")
+	h.notView("END-OF-WHY", "four", "END-OF-REASON")
+	h.wantFull("END-OF-WHY", "four", "END-OF-REASON")
+	h.pastGuard()
+	h.press("v")
+	h.wantView("ALL DETAILS", "END-OF-WHY", "END-OF-REASON")
+	h.press("v")
+	h.notView("ALL DETAILS", "END-OF-WHY")
+}
+
+// TestPgDnMovesAPage: at 80×24 inside tmux with notices, PgDn and PgUp move
+// the request by a page, not a line.
+func TestPgDnMovesAPage(t *testing.T) {
+	h := newHarness(t, "tmux")
+	h.update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	for i := range 3 {
+		id := fmt.Sprintf("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f%d", i)
+		h.pending(shown(id))
+		h.resolved(id, approval.Withdrawn, approval.ByClient)
+	}
+	s := shown("r1")
+	s.Pipeline = [][]string{{"bash", "-c", strings.Repeat("echo hello; ", 80)}}
+	s.Programs = []approval.Program{{Chain: []string{"/usr/bin/bash"}}}
+	h.pending(s)
+	h.pastGuard()
+	_, _, _, avail := h.m.frame()
+	h.key("pgdown")
+	if page := avail - 2; h.m.scroll != page || page < 10 {
+		t.Errorf("PgDn scrolled to line %d; want a page (%d lines, at least 10)", h.m.scroll, page)
+	}
+	h.key("pgup")
+	if h.m.scroll != 0 {
+		t.Errorf("PgUp scrolled to line %d, want 0", h.m.scroll)
+	}
 }

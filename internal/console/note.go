@@ -77,7 +77,7 @@ func (n *noteScreen) View() (top, body, bottom []string) {
 		body, bottom = m.idleView()
 		return nil, fit(body, m.width), bottom
 	}
-	top, body = m.requestView(r)
+	top, body = m.requestView(r, false)
 	bottom = append(bottom, m.separator())
 	bottom = append(bottom, styled(m.st.bold, wrapText(fmt.Sprintf("Deny request %s.", termtext.Esc(r.id)), m.width))...)
 	bottom = append(bottom, strings.Split(n.form.View(), "\n")...)

@@ -19,8 +19,10 @@ import (
 // Texts the human must not miss; tests look for them.
 const (
 	escapedNotice = "⚠ this request contains control, invisible or ambiguous-width characters; they are shown escaped (\\x1b, \\u202e, ...)"
-	muxWarning    = "an agent that can type into this multiplexer could approve its own requests"
-	idleText      = "waiting for requests…"
+	// muxWarning follows "⚠ WARNING: in tmux, " on one line of 80
+	// columns.
+	muxWarning = "an agent typing into it could approve its own requests"
+	idleText   = "waiting for requests…"
 	// writableWarning starts the line under a stage whose program someone
 	// other than root can change, and under a writable working directory.
 	writableWarning  = "⚠ NOT ROOT-ONLY:"
@@ -125,8 +127,7 @@ func (m *model) compose(noticeRoom int) (top, body, bottom []string) {
 	top = append(top, m.header()...)
 	top = append(top, m.daemonLines()...)
 	if m.cfg.mux != "" {
-		top = append(top, styled(st.danger, wrapText(fmt.Sprintf("⚠ WARNING: this console runs inside %s: %s. Approve from a terminal outside any multiplexer.",
-			m.cfg.mux, muxWarning), w))...)
+		top = append(top, styled(st.danger, wrapText(fmt.Sprintf("⚠ WARNING: in %s, %s", m.cfg.mux, muxWarning), w))...)
 	}
 	top = append(top, m.noticeLines(noticeRoom)...)
 	t, b, btm := m.screen.View()
@@ -138,17 +139,29 @@ func (m *model) compose(noticeRoom int) (top, body, bottom []string) {
 const minBody = 6
 
 // noticeLines renders the notices, newest last, in at most room lines (-1:
-// no limit). When they do not fit, the newest that fit are kept after one
-// line that says how many were left out.
+// no limit): while a request is shown, the newest maxBriefNotices, one
+// line each, cut with "..." (the request's details list them whole,
+// noticeSection); else whole. When they do not fit, the
+// newest that fit are kept after one line that says how many were left
+// out.
 func (m *model) noticeLines(room int) []string {
 	var all [][]string
-	for _, n := range m.notices {
+	notices := m.notices
+	brief := m.current() != nil
+	if brief {
+		notices = notices[max(len(notices)-maxBriefNotices, 0):]
+	}
+	for _, n := range notices {
 		s := m.st.notice
 		prefix := "• "
 		if n.isErr {
 			s, prefix = m.st.warn, "✗ "
 		}
-		all = append(all, styled(s, wrapText(prefix+n.text, m.width)))
+		text := wrapText(prefix+n.text, m.width)
+		if brief {
+			text = []string{oneLine(prefix+n.text, m.width)}
+		}
+		all = append(all, styled(s, text))
 	}
 	flat := slices.Concat(all...)
 	if room < 0 || len(flat) <= room {
@@ -166,6 +179,17 @@ func (m *model) noticeLines(room int) []string {
 	hidden := len(all) - kept
 	note := fmt.Sprintf("(%d %s not shown: the screen is too small)", hidden, termtext.Plural(hidden, "notice"))
 	return append(styled(m.st.dim, wrapText(note, m.width))[:1], out...)
+}
+
+// oneLine returns s on one line of the terminal, cut with "..." when it
+// is longer. Only the console's own texts are cut (notices, with escaped
+// values in them), never a request's field.
+func oneLine(s string, width int) string {
+	lines := wrapText(s, width)
+	if len(lines) <= 1 {
+		return s
+	}
+	return termtext.Wrap(s, max(width-4, 1))[0] + "..."
 }
 
 func (m *model) header() []string {
@@ -194,6 +218,19 @@ func (m *model) separator() string {
 	return m.st.dim.Render(strings.Repeat("-", max(m.width-1, 1)))
 }
 
+// separatorWith is the separator with text (the console's own) at its
+// start, highlighted; the separator alone when text is empty.
+func (m *model) separatorWith(text string) string {
+	rest := m.width - 1 - termtext.Width(text) - 1
+	switch {
+	case text == "":
+		return m.separator()
+	case rest < 3:
+		return m.st.warn.Render(text)
+	}
+	return m.st.warn.Render(text) + " " + m.st.dim.Render(strings.Repeat("-", rest))
+}
+
 func (m *model) idleView() (body, bottom []string) {
 	body = append(body, "", m.st.bold.Render(idleText), "")
 	if len(m.grants) > 0 {
@@ -204,18 +241,37 @@ func (m *model) idleView() (body, bottom []string) {
 	return body, bottom
 }
 
-// requestView renders request r, which is on screen: its title and
-// warnings (top) and its details (body, fitted and cached on r for the
-// width). The screen showing it adds the prompt.
-func (m *model) requestView(r *request) (top, body []string) {
-	st := m.st
-	more := len(m.queue) - 1
-	title := "REQUEST WAITING FOR YOUR DECISION"
-	if more > 0 {
-		title += fmt.Sprintf(" · %d more waiting after it", more)
+// noticeSection lists the notices whole, newest last, for the end of a
+// request's details.
+func (m *model) noticeSection() []string {
+	l := newLines(m.st, m.width)
+	for i, n := range m.notices {
+		label := ""
+		if i == 0 {
+			label = "notices"
+		}
+		prefix := "• "
+		if n.isErr {
+			prefix = "✗ "
+		}
+		l.field(label, prefix+n.text, nil)
 	}
-	title += " · " + m.countdown(r.shown.Deadline)
-	top = append(top, "")
+	return fit(l.out, m.width)
+}
+
+// requestView renders request r, which is on screen: its title and
+// warnings (top) and its first screen or, when full, its details (body,
+// fitted and cached on r for the width). The screen showing it adds the
+// prompt.
+func (m *model) requestView(r *request, full bool) (top, body []string) {
+	st := m.st
+	title := "REQUEST WAITING FOR YOUR DECISION · " + m.countdown(r.shown.Deadline)
+	if more := len(m.queue) - 1; more > 0 {
+		title += fmt.Sprintf(" · %d more after it", more)
+	}
+	if full {
+		title += " · ALL DETAILS"
+	}
 	top = append(top, styled(st.bold, wrapText(title, m.width))...)
 	if len(m.daemons) > 1 || m.daemons[r.link].host != "" {
 		// The daemon's own name for its host, from its greeting, and
@@ -229,15 +285,25 @@ func (m *model) requestView(r *request) (top, body []string) {
 		top = append(top, styled(st.danger, wrapText("✗ the daemon's hash of this request does not match what it sent; the daemon will refuse any decision on it", m.width))...)
 	}
 	if r.cacheWidth != m.width || r.cache == nil {
-		if r.complete() {
-			r.cache, _ = details(st, r.shown, m.width)
-		} else {
-			r.cache = summaryDetails(st, r, m.width)
-		}
-		r.cache = fit(r.cache, m.width)
+		r.cache, r.fullCache = nil, nil
 		r.cacheWidth = m.width
 	}
-	return top, r.cache
+	c := &r.cache
+	if full {
+		c = &r.fullCache
+	}
+	if *c == nil {
+		if r.complete() {
+			*c, _ = details(st, r.shown, m.width, full)
+		} else {
+			*c = summaryDetails(st, r, m.width)
+		}
+		*c = fit(*c, m.width)
+	}
+	if full {
+		return top, append(slices.Clip(*c), m.noticeSection()...)
+	}
+	return top, *c
 }
 
 // roundUp rounds d up to a tenth of a second, so the hint never says 0.0s
@@ -303,10 +369,31 @@ func summaryDetails(st *styles, r *request, width int) []string {
 	return l.out
 }
 
-// details renders everything the human is shown about s, wrapped to width,
-// and reports whether any of it had to be escaped. It is the one place that
+// Bounds of the first screen (details with full false): the why line and
+// the reason get at most this many lines each, and the stdin preview
+// briefStdinLines; the rest is one key (detailsKey) away.
+const (
+	briefWhyLines    = 3
+	briefReasonLines = 3
+	briefStdinLines  = 3
+)
+
+// detailsKey switches between a request's first screen and all its
+// details.
+const detailsKey = 'v'
+
+// details renders what the human is shown about s, wrapped to width, and
+// reports whether any of it had to be escaped. It is the one place that
 // turns a request into text, so the notice and the screen cannot disagree.
-func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
+//
+// With full false it is the request's first screen, laid out so that at
+// 80×24 everything needed to judge fits above the prompt: the command and
+// each stage's program (with their warnings), who it runs as, why it needs
+// approval, who asked, the first lines of the reason, the directory, the
+// names of the environment variables and the session. With full true it
+// is every detail: the whole reason and why, the environment's values, the
+// host, the id and the exact times.
+func details(st *styles, s *approval.Shown, width int, full bool) ([]string, bool) {
 	l := newLines(st, width)
 	escaped := false
 	note := func(e bool) {
@@ -328,6 +415,9 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 		out, x := termtext.Quote(s)
 		note(x)
 		return out
+	}
+	more := func(what string) {
+		l.field("", fmt.Sprintf("… more %s: press %c for all details", what, detailsKey), &st.dim)
 	}
 
 	line, x := termtext.CommandLine(s.Pipeline)
@@ -372,7 +462,30 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 		l.field("ssh agent", sshWarning, &st.warn)
 	}
 	if s.Why != "" {
-		l.field("why", es(s.Why), nil)
+		if l.fieldMax("why", es(s.Why), nil, briefWhyLines, full) {
+			more("of why")
+		}
+	}
+	if !full {
+		requesterLines(l, s, es)
+	}
+	// The reason is free text: each of its lines is shown on a line of its
+	// own rather than as \n.
+	left := briefReasonLines
+	for i, part := range strings.Split(s.Reason, "\n") {
+		label := ""
+		if i == 0 {
+			label = "reason"
+		}
+		if !full && left == 0 {
+			more("of the reason")
+			break
+		}
+		if l.fieldMax(label, e(part), nil, left, full) {
+			more("of the reason")
+			break
+		}
+		left -= l.height(e(part))
 	}
 	cwd := q(s.Cwd)
 	if len(s.CwdChain) > 0 {
@@ -387,36 +500,49 @@ func details(st *styles, s *approval.Shown, width int) ([]string, bool) {
 		l.field("", fmt.Sprintf("%s %s %s: %s", writableWarning, q(w.Path), es(w.Why), cwdWritableMeans), &st.warn)
 	}
 	if s.Stdin != nil {
-		stdinDetails(l, st, s.Stdin, es)
+		n := briefStdinLines
+		if full {
+			n = stdinPreviewLines
+		}
+		stdinDetails(l, st, s.Stdin, es, n)
 	}
-	for i, k := range slices.Sorted(maps.Keys(s.Env)) {
+	keys := slices.Sorted(maps.Keys(s.Env))
+	if !full {
+		if len(keys) > 0 {
+			names := make([]string, len(keys))
+			for i, k := range keys {
+				names[i] = q(k)
+			}
+			l.field("env", fmt.Sprintf("%s (values: press %c)", strings.Join(names, " "), detailsKey), nil)
+		}
+		l.field("session", e(s.Session), nil)
+		return l.out, escaped
+	}
+	for i, k := range keys {
 		label := ""
 		if i == 0 {
 			label = "env"
 		}
 		l.field(label, es(k)+"="+q(s.Env[k]), nil)
 	}
-	// The reason is free text: each of its lines is shown on a line of its
-	// own rather than as \n.
-	for i, part := range strings.Split(s.Reason, "\n") {
-		label := ""
-		if i == 0 {
-			label = "reason"
-		}
-		l.field(label, e(part), nil)
-	}
 	l.field("session", e(s.Session), nil)
 	l.field("host", e(s.Host)+" (as the agent claims it)", nil)
 	l.field("id", es(s.ID), nil)
 	l.field("time", fmt.Sprintf("sent %s by the agent's clock · received %s · deadline %s",
 		fmtTime(s.Time), clock(s.Received), clock(s.Deadline)), nil)
+	requesterLines(l, s, es)
+	return l.out, escaped
+}
+
+// requesterLines adds who asked: the requesting process as the kernel
+// identified it when it connected.
+func requesterLines(l *lines, s *approval.Shown, es func(string) string) {
 	peer := fmt.Sprintf("uid %d", s.Peer.UID)
 	if s.Peer.User != "" {
 		peer += " (" + es(s.Peer.User) + ")"
 	}
 	peer += fmt.Sprintf(" · pid %d · exe %s", s.Peer.PID, es(s.Peer.Exe))
 	l.field("requester", peer, nil)
-	return l.out, escaped
 }
 
 // Bounds of the stdin preview: the first stdinPreviewLines lines of text,
@@ -429,20 +555,20 @@ const (
 // stdinDetails adds the stdin section: size and SHA-256 (what the decision
 // binds), then a bounded preview, text escaped line by line when the
 // content is UTF-8 text, else a hexdump; and how much was not shown.
-func stdinDetails(l *lines, st *styles, in *approval.StdinShown, es func(string) string) {
+func stdinDetails(l *lines, st *styles, in *approval.StdinShown, es func(string) string, previewLines int) {
 	l.field("stdin", fmt.Sprintf("%d bytes · sha256 %s · the first stage reads this", in.Size, in.SHA256), &st.warn)
 	data := in.Data[:min(len(in.Data), stdinPreviewBytes)]
 	shown := 0
 	if isText(in.Data) {
 		for i, line := range strings.SplitAfter(string(data), "\n") {
-			if i == stdinPreviewLines || line == "" {
+			if i == previewLines || line == "" {
 				break
 			}
 			l.field("", es(strings.TrimSuffix(line, "\n")), nil)
 			shown += len(line)
 		}
 	} else {
-		for off := 0; off < len(data) && off/16 < stdinPreviewLines; off += 16 {
+		for off := 0; off < len(data) && off/16 < previewLines; off += 16 {
 			row := data[off:min(off+16, len(data))]
 			l.field("", fmt.Sprintf("%08x  % x", off, row), nil)
 			shown += len(row)
@@ -497,6 +623,39 @@ func newLines(st *styles, width int) *lines {
 
 // field adds one value, already escaped (or our own text), under label.
 func (l *lines) field(label, value string, style *lipgloss.Style) {
+	l.fieldMax(label, value, style, 0, true)
+}
+
+// valueWidth is the width values are wrapped to, or 0 (one line) when the
+// width is not known.
+func (l *lines) valueWidth() int {
+	if l.width <= 0 {
+		return 0
+	}
+	indent := l.labelW
+	if indent == 0 {
+		indent = 2
+	}
+	return max(l.width-indent-1, 1)
+}
+
+// height is how many lines field would take for value (its label line on
+// a narrow terminal aside).
+func (l *lines) height(value string) int {
+	return len(termtext.Wrap(value, l.valueWidth()))
+}
+
+// fieldMax is field that, unless all is set, adds at most n lines of
+// value; it reports whether lines were left out.
+func (l *lines) fieldMax(label, value string, style *lipgloss.Style, n int, all bool) bool {
+	parts := termtext.Wrap(value, l.valueWidth())
+	cut := !all && len(parts) > n
+	if cut {
+		parts = parts[:n]
+		if n == 0 {
+			return true
+		}
+	}
 	indent := l.labelW
 	if indent == 0 {
 		if label != "" {
@@ -504,11 +663,7 @@ func (l *lines) field(label, value string, style *lipgloss.Style) {
 		}
 		indent = 2
 	}
-	vw := 0 // width <= 0: one line, for requestEscapes
-	if l.width > 0 {
-		vw = max(l.width-indent-1, 1)
-	}
-	for i, part := range termtext.Wrap(value, vw) {
+	for i, part := range parts {
 		var prefix string
 		switch {
 		case i > 0:
@@ -523,6 +678,7 @@ func (l *lines) field(label, value string, style *lipgloss.Style) {
 		}
 		l.out = append(l.out, prefix+part)
 	}
+	return cut
 }
 
 // contMark marks a continuation line in the label column: U+21B3, one

@@ -140,7 +140,7 @@ func TestStrictFieldsAreFlagged(t *testing.T) {
 			s := shown("r1")
 			tt.set(s)
 			h.pending(s)
-			h.wantView(tt.want)
+			h.wantFull(tt.want)
 			if tt.flagged {
 				h.wantView(escapedNotice)
 			} else {

@@ -1,0 +1,151 @@
+package console_test
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// TestE2EFirstScreenAt80x24InTmux runs the real daemon and the real
+// console in a tmux pane of 80×24 (so with the multiplexer warning), with
+// three notices on screen, and checks that a typical request (a two-stage
+// pipeline with environment and a two-line reason) shows everything needed
+// to judge it on the first screen, without scrolling: the command, each
+// stage's resolved program, who it runs as, why it needs approval, who
+// asked, the reason, the directory, the environment's names and the time
+// left. Then that PgDn moves a page, not a line.
+func TestE2EFirstScreenAt80x24InTmux(t *testing.T) {
+	needE2E(t)
+	_, cli := daemontest.Binaries(t)
+	cfg := daemonConfig
+	cfg.Rules = `
+[[rule]]
+name = "echo is harmless"
+action = "allow"
+match = ["echo", "**"]
+env = ["LANG", "LC_ALL"]
+`
+	d := daemontest.Start(t, cfg)
+	tm := startTmuxSize(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket), 80, 24)
+	tm.waitFor("waiting for requests…")
+
+	// Three notices: three requests whose clients give up.
+	for i := range 3 {
+		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"true"}}, Session: "e2e"})
+		tm.waitFor("command    true")
+		r.cancel()
+		tm.waitFor(fmt.Sprintf("request %s was withdrawn", r.id))
+		if i < 2 {
+			tm.waitFor("waiting for requests…")
+		}
+	}
+
+	log := d.Dir + "/rotate.log"
+	r := ask(t, d, &proto.Request{
+		Pipeline: [][]string{{"echo", "rotated"}, {"tee", "-a", log}},
+		Env:      map[string]string{"LANG": "C.UTF-8", "LC_ALL": "C"},
+		Reason:   "note the log rotation\nthe disk is 95% full",
+		Session:  "e2e-screen",
+	})
+	screen := tm.waitFor("Your decision:")
+	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	if len(rows) > 24 || !strings.HasPrefix(rows[0], "agent-sudo approve · 1 waiting") {
+		t.Errorf("the screen is not 24 rows under the header:\n%s", screen)
+	}
+	for _, want := range []string{
+		"⚠ WARNING: in tmux, an agent typing into it could approve its own requests",
+		"REQUEST WAITING FOR YOUR DECISION · times out in ",
+		"command    echo rotated | tee -a " + log,
+		"stage 1    /usr/bin/echo rotated",
+		"stage 2    /usr/bin/tee -a " + log,
+		"runs       as root",
+		"why        no rule applies to stage 2 of 2: /usr/bin/tee",
+		"requester  uid 0 (root) · pid ",
+		"reason     note the log rotation",
+		"           the disk is 95% full",
+		"cwd        /",
+		"env        LANG LC_ALL (values: press v)",
+		"> Deny (d)",
+	} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the first screen lacks %q:\n%s", want, screen)
+		}
+	}
+	if n := strings.Count(screen, " was withdrawn by the client"); n != 3 {
+		t.Errorf("%d notices on screen, want 3, one line each:\n%s", n, screen)
+	}
+	if strings.Contains(screen, "PgUp/PgDn scroll --") {
+		t.Errorf("the first screen scrolls:\n%s", screen)
+	}
+	t.Logf("the first screen at 80×24 in tmux:\n%s", strings.TrimRight(screen, "\n"))
+	if strings.Contains(screen, `\x1b`) {
+		t.Errorf("the console's own styling was escaped onto the screen:\n%s", screen)
+	}
+
+	// The details are one key away.
+	tm.waitPastGuard()
+	tm.pressAlone("v")
+	details := tm.waitFor("ALL DETAILS")
+	t.Logf("the details at 80×24 in tmux:\n%s", strings.TrimRight(details, "\n"))
+	tm.pressAlone("d")
+	tm.waitFor("Note for the agent (optional)")
+	tm.pressAlone("Escape")
+	if resp := r.wait(t); resp.Status != proto.StatusDenied {
+		t.Fatalf("status %q, want denied", resp.Status)
+	}
+
+	// A request longer than the screen: PgDn moves a page.
+	args := []string{"true"}
+	for i := range 60 {
+		args = append(args, fmt.Sprintf("argument-number-%02d", i))
+	}
+	r = ask(t, d, &proto.Request{Pipeline: [][]string{args}, Session: "e2e-screen"})
+	screen = tm.waitFor("-- lines 1-")
+	first, last, total, _ := scrollPosition(screen)
+	tm.waitPastGuard()
+	tm.keys("NPage")
+	screen = tm.pollFor(func(s string) bool { f, _, _, ok := scrollPosition(s); return ok && f != first })
+	from, _, _, _ := scrollPosition(screen)
+	if page := last - first; from-first != min(page, total-last) || from-first < 5 {
+		t.Errorf("PgDn moved from line %d to %d (of %d, %d shown); want a page:\n%s", first, from, total, last-first+1, screen)
+	}
+	tm.keys("PPage")
+	tm.waitFor(fmt.Sprintf("-- lines %d-%d of %d", first, last, total))
+	tm.pressAlone("d")
+	tm.waitFor("Note for the agent (optional)")
+	tm.pressAlone("Escape")
+	if resp := r.wait(t); resp.Status != proto.StatusDenied {
+		t.Fatalf("status %q, want denied", resp.Status)
+	}
+}
+
+var scrollRE = regexp.MustCompile(`-- lines (\d+)-(\d+) of (\d+) `)
+
+// scrollPosition reads the scroll indicator: the first and last body line
+// shown and how many there are; ok is false when there is none.
+func scrollPosition(screen string) (first, last, total int, ok bool) {
+	m := scrollRE.FindStringSubmatch(screen)
+	if m == nil {
+		return 0, 0, 0, false
+	}
+	first, _ = strconv.Atoi(m[1])
+	last, _ = strconv.Atoi(m[2])
+	total, _ = strconv.Atoi(m[3])
+	return first, last, total, true
+}
+
+// startTmuxSize is startTmux with a pane of cols×rows.
+func startTmuxSize(t *testing.T, command string, cols, rows int) *tmuxSession {
+	t.Helper()
+	tm := startTmux(t, command)
+	tm.run("resize-window", "-t", tm.name, "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows))
+	// The console has seen the new size when its separator spans it.
+	separator := "\n" + strings.Repeat("-", cols-1) + "\n"
+	tm.pollFor(func(s string) bool { return strings.Contains(s, separator) })
+	return tm
+}
