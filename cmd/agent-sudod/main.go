@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "agent-sudod: approving on this terminal; logs in %s\n", *logFile)
 		opts.Foreground = func(ctx context.Context, sock string) error {
-			return console.DialAndRun(ctx, sock, os.Stdin, os.Stdout, console.Options{})
+			return console.DialAndRun(ctx, sock, os.Stdin, os.Stdout, console.Options{StopsDaemon: true})
 		}
 	}
 	if err := daemon.Run(ctx, cfg, opts); err != nil {

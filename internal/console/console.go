@@ -61,6 +61,10 @@ type Options struct {
 	// Desktop is whether and how a request's arrival also asks the
 	// terminal for a desktop notification; "" means DesktopAuto.
 	Desktop DesktopNotify
+	// StopsDaemon says that quitting the console stops agent-sudod (it
+	// runs on the daemon's own terminal, agent-sudod --tty): the keys say
+	// so, and quitting while requests wait asks for a confirmation.
+	StopsDaemon bool
 }
 
 // Dial connects to the approver socket at path. The daemon accepts root
@@ -227,6 +231,8 @@ func run(ctx context.Context, daemons []Daemon, firsts []*opened, errs []error, 
 		renderer: lipgloss.NewRenderer(out),
 		mux:      mux,
 		daemons:  names,
+		// A console that stops the daemon says so, and confirms.
+		stopsDaemon: opts.StopsDaemon,
 	})
 	p := tea.NewProgram(m,
 		tea.WithContext(ctx), tea.WithInput(input), tea.WithOutput(teaOut),

@@ -174,6 +174,9 @@ func TestRunDecidesAndQuits(t *testing.T) {
 	// count as alone (keyguard.go, readLog.alone).
 	time.Sleep(100 * time.Millisecond)
 	io.WriteString(keys, "s")
+	scr.waitFor(t, "create the grant")
+	time.Sleep(100 * time.Millisecond) // past the guard of the confirmation
+	io.WriteString(keys, "y")
 	if got, want := d.next(), decideMsg(s, approval.AllowSession, ""); !equalMsg(got, want) {
 		t.Fatalf("console sent %+v, want %+v", got, want)
 	}

@@ -143,14 +143,17 @@ func (d *decideScreen) Update(msg tea.Msg) tea.Cmd {
 	case 'a':
 		return m.decide(approval.AllowOnce, "")
 	case 's':
-		return m.decide(approval.AllowSession, "")
+		return m.confirmGrant()
 	case 'd':
 		return m.startNote()
 	}
 	switch {
 	case isEnter(k):
-		if v := d.hovered(); v != approval.DenyOnce {
-			return m.decide(v, "")
+		switch d.hovered() {
+		case approval.AllowOnce:
+			return m.decide(approval.AllowOnce, "")
+		case approval.AllowSession:
+			return m.confirmGrant()
 		}
 		return m.startNote()
 	case isNavKey(k):
@@ -206,11 +209,11 @@ func (d *decideScreen) View() (top, body, bottom []string) {
 	case m.submitted(r) != "":
 		bottom = append(bottom, m.separator())
 		bottom = append(bottom, styled(st.bold, wrapText(fmt.Sprintf("Your decision (%s) was sent; waiting for the daemon to confirm it…", choiceText(m.submitted(r))), m.width))...)
-		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{view, {"g", "session grants"}, {"w", "running"}, {"q", "quit"}}))...)
+		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{view, {"g", "session grants"}, {"w", "running"}, {"q", m.quitText()}}))...)
 	case !r.complete():
 		bottom = append(bottom, m.separator())
 		bottom = append(bottom, styled(st.warn, wrapText("Allow is disabled until the full request has loaded and is shown.", m.width))...)
-		bottom = append(bottom, m.keyHelp([][2]string{{"d", "deny"}, {"g", "session grants"}, {"w", "running"}, {"q", "quit (decides nothing)"}})...)
+		bottom = append(bottom, m.keyHelp([][2]string{{"d", "deny"}, {"g", "session grants"}, {"w", "running"}, {"q", m.quitText()}})...)
 	default:
 		hint := ""
 		if m.guarded() {
@@ -222,7 +225,7 @@ func (d *decideScreen) View() (top, body, bottom []string) {
 		// a, s and d are on the prompt's line; the keys fit one line of
 		// 80 columns.
 		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{
-			{"↑/↓ enter", "choose"}, view, {"PgUp/PgDn", "page"}, {"g", "grants"}, {"q", "quit"},
+			{"↑/↓ enter", "choose"}, view, {"PgUp/PgDn", "page"}, {"g", "grants"}, {"q", m.quitText()},
 		}))...)
 	}
 	return top, body, bottom

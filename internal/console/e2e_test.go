@@ -176,6 +176,9 @@ func TestE2EApproveInTmux(t *testing.T) {
 		tm.waitFor("command    echo granted")
 		tm.waitPastGuard()
 		tm.keys("s")
+		tm.waitFor("y create the grant")
+		tm.waitPastGuard()
+		tm.keys("y")
 		if resp := r.wait(t); resp.Status != proto.StatusOK {
 			t.Fatalf("status %q", resp.Status)
 		}
@@ -247,9 +250,31 @@ func TestE2EForegroundTTY(t *testing.T) {
 		t.Fatalf("status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
 	}
 	tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=/dev/pts/")
-	// Quitting the console stops the daemon.
+
+	// Quitting the console stops the daemon, and the keys say so; with a
+	// request waiting it asks first, and the agent is told the truth.
+	r = ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "left waiting"}}, Session: "e2e"})
+	tm.waitFor("command    echo 'left waiting'")
+	tm.waitFor("q stop agent-sudod")
+	tm.waitPastGuard()
 	tm.keys("q")
+	tm.waitFor("Stop agent-sudod? 1 request waiting will not run; its agent is told the daemon was stopped at its terminal.")
+	tm.waitPastGuard()
+	tm.keys("Escape")
+	tm.waitFor("> Deny (d)")
+	if err := d.Ping(); err != nil {
+		t.Fatalf("agent-sudod stopped without the confirmation: %v", err)
+	}
+	tm.waitPastGuard()
+	tm.keys("q")
+	tm.waitFor("y stop agent-sudod")
+	tm.waitPastGuard()
+	tm.keys("y")
 	tm.waitFor("exited with status 0")
+	resp := r.wait(t)
+	if resp.Status != proto.StatusError || !strings.Contains(resp.Message, "agent-sudod stopped: the console on agent-sudod's terminal (agent-sudod --tty) was quit, which stops the daemon; the request was not run. Nothing is wrong with it") {
+		t.Errorf("the waiting request was answered %q %q", resp.Status, resp.Message)
+	}
 	if err := d.Ping(); err == nil {
 		t.Errorf("agent-sudod still answers after its console quit")
 	}

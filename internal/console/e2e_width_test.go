@@ -104,7 +104,8 @@ func TestE2EHostileWidthsInTmux(t *testing.T) {
 // value: the label's row and the rows that continue it ("↳" in the label
 // column), then for each further line of the value (free text split at
 // "\n") a row with a blank label column and its continuations. cut is true
-// when the field runs into the end of the page.
+// when the field runs into the end of the page, or the first screen shows
+// only its first lines.
 func screenField(screen, label string) (parts [][]string, cut bool) {
 	const labelWidth = 11
 	cont := strings.Repeat(" ", labelWidth-2) + "↳ "
@@ -118,6 +119,9 @@ func screenField(screen, label string) (parts [][]string, cut bool) {
 	parts = [][]string{{strings.TrimRight(lines[start][labelWidth:], " ")}}
 	for _, l := range lines[start+1:] {
 		switch {
+		case strings.HasPrefix(l, strings.Repeat(" ", labelWidth)+"… more of "):
+			// The first screen shows the first lines of the reason.
+			return parts, true
 		case strings.HasPrefix(l, cont):
 			parts[len(parts)-1] = append(parts[len(parts)-1], strings.TrimRight(l[len(cont):], " "))
 		case strings.HasPrefix(l, strings.Repeat(" ", labelWidth)) && strings.TrimSpace(l) != "":

@@ -60,7 +60,9 @@ func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
 	tm.waitPastGuard()
 	tm.keys("d")
 	tm.waitFor("Note for the agent (optional)")
-	tm.keys("Escape")
+	// Esc on its own: right after the note appears it could arrive within
+	// the quiet window of the d that opened it, and be discarded.
+	tm.pressAlone("Escape")
 	if resp := r.wait(t); resp.Status != proto.StatusDenied {
 		t.Fatalf("denied request: %+v", resp)
 	}

@@ -227,6 +227,7 @@ const (
 	modeNote
 	modeGrants
 	modeStdin
+	modeConfirm
 )
 
 // mode says which component is on screen.
@@ -238,6 +239,8 @@ func (m *model) mode() mode {
 		return modeGrants
 	case *stdinScreen:
 		return modeStdin
+	case *confirmScreen:
+		return modeConfirm
 	case *decideScreen:
 		return modeDecide
 	}

@@ -129,6 +129,9 @@ func keySize(k tea.KeyMsg) int {
 // nothing arrives within the window after it (see release).
 func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	if k.Type == tea.KeyCtrlC {
+		if c, ok := m.screen.(*confirmScreen); ok && c.stop {
+			return m.exit() // Ctrl-C twice
+		}
 		return m.quit()
 	}
 	now := m.cfg.now()

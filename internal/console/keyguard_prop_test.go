@@ -23,7 +23,7 @@ import (
 // scriptKeys are the single keys a script presses.
 var scriptKeys = []string{
 	"a", "s", "d", "q", "g", "r", "x", "enter", "esc", "delete", "up", "down",
-	"j", "k", "pgdown", "pgup", "home", "end", "tab", "backspace", "h", " ",
+	"j", "k", "pgdown", "pgup", "home", "end", "tab", "backspace", "h", " ", "y", "v",
 }
 
 // scriptGaps are the pauses a script makes, around the quiet window.
@@ -36,13 +36,14 @@ var scriptGaps = []time.Duration{
 // causes names, per kind of action, the keys that may cause it.
 var causes = map[string][]string{
 	"decide " + string(approval.AllowOnce):    {"a", "enter"},
-	"decide " + string(approval.AllowSession): {"s", "enter"},
-	"decide " + string(approval.DenyOnce):     {"enter", "esc"},
-	"revoke":                                  {"r", "x", "delete", "enter"},
-	"quit":                                    {"q"},
-	"note":                                    {"d", "enter"},
-	"grants":                                  {"g"},
-	"back":                                    {"g", "esc"},
+	"decide " + string(approval.AllowSession): {"y"},
+	"confirm":                             {"s", "enter"},
+	"decide " + string(approval.DenyOnce): {"enter", "esc"},
+	"revoke":                              {"r", "x", "delete", "enter"},
+	"quit":                                {"q"},
+	"note":                                {"d", "enter"},
+	"grants":                              {"g"},
+	"back":                                {"g", "esc"},
 }
 
 type inputEvent struct {
@@ -81,6 +82,8 @@ func runKeyScript(t *testing.T, data []byte) int {
 			acts = append(acts, "note")
 		case h.m.mode() == modeGrants:
 			acts = append(acts, "grants")
+		case h.m.mode() == modeConfirm:
+			acts = append(acts, "confirm")
 		case mode == modeGrants:
 			acts = append(acts, "back")
 		}

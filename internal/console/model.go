@@ -75,6 +75,9 @@ type config struct {
 	// version.
 	daemons []string
 	version string
+	// stopsDaemon: quitting this console stops agent-sudod (it runs on
+	// the daemon's own terminal, agent-sudod --tty).
+	stopsDaemon bool
 }
 
 // request is one pending request as the console holds it.
@@ -399,9 +402,28 @@ func scrollKey(k tea.KeyMsg) (int, bool) {
 	return 0, false
 }
 
+// quit is what q and Ctrl-C ask for: the console ends, which decides
+// nothing, unless it is agent-sudod's own console and requests wait: then
+// stopping the daemon (which ends them unrun) is confirmed first.
 func (m *model) quit() tea.Cmd {
+	if m.cfg.stopsDaemon && len(m.queue) > 0 {
+		return m.confirmStop()
+	}
+	return m.exit()
+}
+
+// exit ends the console.
+func (m *model) exit() tea.Cmd {
 	m.quitting = true
 	return tea.Quit
+}
+
+// quitText says what q does, for the key help.
+func (m *model) quitText() string {
+	if m.cfg.stopsDaemon {
+		return "stop agent-sudod"
+	}
+	return "quit (decides nothing)"
 }
 
 // decide sends the human's choice on the current request.
@@ -414,9 +436,10 @@ func (m *model) decide(c approval.Choice, note string) tea.Cmd {
 		m.errorf("request %s cannot be allowed: its full text has not been loaded and shown yet (deny works)", termtext.Esc(r.id))
 		return nil
 	}
-	if _, ok := m.screen.(*noteScreen); ok {
-		// The note has been given; the request shows with the decision
-		// sent.
+	switch m.screen.(type) {
+	case *noteScreen, *confirmScreen:
+		// The note has been given, or the grant confirmed; the request
+		// shows with the decision sent.
 		m.screen = newDecideScreen(m)
 	}
 	msg := approval.Message{Type: approval.MsgDecide, ID: r.id, Hash: r.hash, Decision: c, Note: note}

@@ -131,12 +131,12 @@ func TestDecisionKeys(t *testing.T) {
 		wantNote bool // the note prompt was shown
 	}{
 		{"a allows once", []string{"a"}, approval.AllowOnce, "", false},
-		{"s allows for the session", []string{"s"}, approval.AllowSession, "", false},
+		{"s then y allows for the session", []string{"s", "wait", "y"}, approval.AllowSession, "", false},
 		{"d then enter denies", []string{"d", "enter"}, approval.DenyOnce, "", true},
 		{"d then esc denies without a note", []string{"d", "n", "o", "esc"}, approval.DenyOnce, "", true},
 		{"d with a note", []string{"d", "n", "o", "t", " ", "n", "o", "w", " ", "enter"}, approval.DenyOnce, "not now", true},
 		{"enter denies by default", []string{"enter", "enter"}, approval.DenyOnce, "", true},
-		{"up enter allows for the session", []string{"up", "enter"}, approval.AllowSession, "", false},
+		{"up enter y allows for the session", []string{"up", "enter", "wait", "y"}, approval.AllowSession, "", false},
 		{"k k enter allows once", []string{"k", "k", "enter"}, approval.AllowOnce, "", false},
 		{"up past the top stays on allow once", []string{"up", "up", "up", "up", "enter"}, approval.AllowOnce, "", false},
 		{"down on deny does not wrap to allow", []string{"down", "j", "enter", "enter"}, approval.DenyOnce, "", true},
@@ -151,6 +151,10 @@ func TestDecisionKeys(t *testing.T) {
 			h.pastGuard()
 			sawNote := false
 			for _, k := range tt.keys {
+				if k == "wait" { // past the guard of a new prompt
+					h.pastGuard()
+					continue
+				}
 				h.press(k)
 				if strings.Contains(h.view(), "Note for the agent") {
 					sawNote = true
@@ -343,6 +347,8 @@ func TestOwnDecisionConfirmed(t *testing.T) {
 			h.pending(r2)
 			h.pastGuard()
 			h.press("s")
+			h.pastGuard()
+			h.press("y")
 			h.wantFull("Your decision (allow for this session) was sent", "id         r1")
 			resolved := approval.Message{Type: approval.MsgResolved, ID: "r1", Verdict: approval.Allow, By: "console uid=0 tty=/dev/pts/1 pid=5 (new session grant g1)"}
 			result := approval.Message{Type: approval.MsgResult, ID: "r1", OK: true}

@@ -81,6 +81,6 @@ func (n *noteScreen) View() (top, body, bottom []string) {
 	bottom = append(bottom, m.separator())
 	bottom = append(bottom, styled(m.st.bold, wrapText(fmt.Sprintf("Deny request %s.", termtext.Esc(r.id)), m.width))...)
 	bottom = append(bottom, strings.Split(n.form.View(), "\n")...)
-	bottom = append(bottom, m.keyHelp([][2]string{{"enter", "deny with this note"}, {"esc", "deny without a note"}, {"ctrl+c", "quit (decides nothing)"}})...)
+	bottom = append(bottom, m.keyHelp([][2]string{{"enter", "deny with this note"}, {"esc", "deny without a note"}, {"ctrl+c", m.quitText()}})...)
 	return top, body, bottom
 }

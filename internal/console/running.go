@@ -295,7 +295,7 @@ func (r *runningScreen) View() (top, body, bottom []string) {
 		return top, fit(body, m.width), bottom
 	}
 	bottom = append(bottom, m.keyHelp([][2]string{{"↑/↓", "choose"}, {"x", "stop the highlighted command"}, {"o", "show the end of its output"},
-		{"esc/w", "back"}, {"q", "quit"}})...)
+		{"esc/w", "back"}, {"q", m.quitText()}})...)
 	return top, fit(body, m.width), bottom
 }
 

@@ -123,7 +123,7 @@ func (s *stdinScreen) View() (top, body, bottom []string) {
 	body = r.stdinCache
 	bottom = append(bottom, m.separator())
 	bottom = append(bottom, m.keyHelp([][2]string{
-		{"PgUp/PgDn Home/End ↑/↓", "scroll"}, {"esc/i", "back to the request"}, {"q", "quit (decides nothing)"},
+		{"PgUp/PgDn Home/End ↑/↓", "scroll"}, {"esc/i", "back to the request"}, {"q", m.quitText()},
 	})...)
 	return top, body, bottom
 }

@@ -41,11 +41,18 @@ func TestSummarisedRequestCannotBeAllowedUnseen(t *testing.T) {
 			h.notView("apt-get")
 			h.pastGuard()
 			press := func() {
-				if key == "up+enter" {
+				switch key {
+				case "up+enter":
 					h.press("up")
 					h.press("up")
 					h.press("enter")
-				} else {
+				case "s":
+					h.press("s")
+					if h.m.mode() == modeConfirm {
+						h.pastGuard()
+						h.press("y")
+					}
+				default:
 					h.press(key)
 				}
 			}

@@ -237,7 +237,7 @@ func (m *model) idleView() (body, bottom []string) {
 		body = append(body, wrapText(fmt.Sprintf("%d %s in force; press g to list or revoke them.", len(m.grants), termtext.Plural(len(m.grants), "session grant")), m.width)...)
 	}
 	bottom = append(bottom, m.separator())
-	bottom = append(bottom, m.keyHelp([][2]string{{"g", "session grants"}, {"w", "running commands"}, {"q", "quit (decides nothing)"}})...)
+	bottom = append(bottom, m.keyHelp([][2]string{{"g", "session grants"}, {"w", "running commands"}, {"q", m.quitText()}})...)
 	return body, bottom
 }
 

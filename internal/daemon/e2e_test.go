@@ -576,7 +576,7 @@ match = ["sh", "**"]
 	if !contains(results[0], `"status":"ok"`, `"stdout":"ZG9uZQo="`) {
 		t.Errorf("running command: %s", results[0])
 	}
-	if !contains(results[1], `"status":"error"`, "the daemon is shutting down; the request was not run") {
+	if !contains(results[1], `"status":"error"`, "agent-sudod is shutting down (it was stopped or restarted); the request was not run") {
 		t.Errorf("waiting request: %s", results[1])
 	}
 	if _, err := os.Stat(d.Dir + "/ran"); err == nil {

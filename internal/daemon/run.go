@@ -75,7 +75,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("approver socket: %w", err)
 	}
-	ctx, stop := context.WithCancel(ctx)
+	ctx, stopCause := context.WithCancelCause(ctx)
+	stop := func() { stopCause(nil) }
 	defer stop()
 	// instance names this run of the daemon to consoles, which never send
 	// a decision to another instance than the one that showed the request.
@@ -125,10 +126,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		foregroundDone = make(chan struct{})
 		go func() {
 			defer close(foregroundDone)
-			if err := opts.Foreground(ctx, cfg.ApproverSocket); err != nil {
+			err := opts.Foreground(ctx, cfg.ApproverSocket)
+			if err != nil {
 				log.Error("foreground approver stopped", "err", err)
 			}
-			stop()
+			// The requests still waiting are told who stopped the daemon.
+			stopCause(ErrStoppedAtTerminal)
 		}()
 	}
 

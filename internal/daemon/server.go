@@ -824,9 +824,25 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 	case approval.Timeout:
 		d.Message = fmt.Sprintf("nobody approved the request within approval_timeout (%s); it was not run", pol.cfg.ApprovalTimeout)
 	case approval.Failed:
-		d.Message = "the daemon is shutting down; the request was not run"
+		d.Message = shutdownMessage(actx)
 	}
 	return d
+}
+
+// ErrStoppedAtTerminal is the cause with which Run stops the daemon when
+// its foreground console (agent-sudod --tty) ends: the human at the
+// daemon's terminal quit it.
+var ErrStoppedAtTerminal = errors.New("the console on agent-sudod's terminal (agent-sudod --tty) was quit, which stops the daemon")
+
+// shutdownMessage tells the agent whose request was still waiting for a
+// human that the daemon stopped, and why when it is known: it is not a
+// fault of the request, and it may be sent again once the daemon is back.
+func shutdownMessage(ctx context.Context) string {
+	why := "agent-sudod is shutting down (it was stopped or restarted)"
+	if errors.Is(context.Cause(ctx), ErrStoppedAtTerminal) {
+		why = "agent-sudod stopped: " + ErrStoppedAtTerminal.Error()
+	}
+	return why + "; the request was not run. Nothing is wrong with it: send it again once agent-sudod runs again"
 }
 
 // watchHangup cancels with approval.ErrWithdrawn when the client goes away. A client

@@ -576,7 +576,7 @@ func TestServerShutdownEndsWaitingRequests(t *testing.T) {
 	if m.Type != approval.MsgResolved || m.Verdict != approval.Failed || m.By != approval.ByShutdown {
 		t.Errorf("consoles were told %+v, want %s by %q", m, approval.Failed, approval.ByShutdown)
 	}
-	ts.check(resp, outcome{status: proto.StatusError, message: "the daemon is shutting down; the request was not run",
+	ts.check(resp, outcome{status: proto.StatusError, message: "agent-sudod is shutting down (it was stopped or restarted); the request was not run",
 		records: decidedOnly, verdict: m.Verdict, by: m.By})
 }
 

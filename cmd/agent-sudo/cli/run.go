@@ -206,7 +206,9 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 			inv.say("%s; its output is incomplete", withMessage("request "+req.ID+" timed out while running", resp.Message))
 		}
 	case proto.StatusError:
-		inv.say("%s; fix the request, or see the daemon's log (journalctl -u agent-sudo)", withMessage("agent-sudod rejected request "+req.ID, resp.Message))
+		// Not always the request's fault: a daemon stopping answers the
+		// requests still waiting with an error too, and says so.
+		inv.say("%s (the daemon's log may say more: journalctl -u agent-sudo)", withMessage("agent-sudod did not run request "+req.ID, resp.Message))
 	}
 	return code
 }

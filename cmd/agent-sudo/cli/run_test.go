@@ -265,13 +265,13 @@ func TestRunAnswers(t *testing.T) {
 		args:       []string{"x"},
 		handler:    clienttest.Respond(answer(proto.Response{Status: proto.StatusError, Message: `invalid request: field "cwd": must be an absolute path`})),
 		wantCode:   70,
-		wantStderr: "agent-sudo: agent-sudod rejected request %ID%: invalid request: field \"cwd\": must be an absolute path; fix the request, or see the daemon's log (journalctl -u agent-sudo)\n",
+		wantStderr: "agent-sudo: agent-sudod did not run request %ID%: invalid request: field \"cwd\": must be an absolute path (the daemon's log may say more: journalctl -u agent-sudo)\n",
 	}, {
 		name:       "error without an id",
 		args:       []string{"x"},
 		handler:    clienttest.Reply(func(*proto.Request) string { return `{"id":"","status":"error","message":"invalid JSON"}` + "\n" }),
 		wantCode:   70,
-		wantStderr: "agent-sudo: agent-sudod rejected request %ID%: invalid JSON; fix the request, or see the daemon's log (journalctl -u agent-sudo)\n",
+		wantStderr: "agent-sudo: agent-sudod did not run request %ID%: invalid JSON (the daemon's log may say more: journalctl -u agent-sudo)\n",
 	}, {
 		name:       "hostile message",
 		args:       []string{"x"},
