@@ -134,9 +134,11 @@ func TestDaemonConsoleConfirmsStopping(t *testing.T) {
 	}
 
 	h = newHarness(t, "")
+	h.wantView("q quit (decides nothing)")
 	h.pending(shown("r1"))
 	h.pastGuard()
-	h.wantView("q quit (decides nothing)")
+	h.wantView("q quit")
+	h.notView("stop agent-sudod")
 	h.press("q")
 	if !h.m.quitting {
 		t.Fatal("q at an ordinary console did not quit")

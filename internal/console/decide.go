@@ -225,7 +225,7 @@ func (d *decideScreen) View() (top, body, bottom []string) {
 		// a, s and d are on the prompt's line; the keys fit one line of
 		// 80 columns.
 		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{
-			{"↑/↓ enter", "choose"}, view, {"PgUp/PgDn", "page"}, {"g", "grants"}, {"q", m.quitText()},
+			{"↑/↓", "enter"}, view, {"PgUp/PgDn", "page"}, {"g", "grants"}, {"q", m.quitShort()},
 		}))...)
 	}
 	return top, body, bottom

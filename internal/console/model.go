@@ -418,6 +418,14 @@ func (m *model) exit() tea.Cmd {
 	return tea.Quit
 }
 
+// quitShort says what q does in few words, for the decision prompt's keys.
+func (m *model) quitShort() string {
+	if m.cfg.stopsDaemon {
+		return "stop agent-sudod"
+	}
+	return "quit"
+}
+
 // quitText says what q does, for the key help.
 func (m *model) quitText() string {
 	if m.cfg.stopsDaemon {

@@ -56,7 +56,7 @@ func TestRequestScreenShowsEverything(t *testing.T) {
 		"session    build-42",
 		"requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/python3",
 		"Your decision:   Allow once (a)   Allow for this session (s) > Deny (d)",
-		"keys: ↑/↓ enter choose · v ", " · PgUp/PgDn page · g grants · q quit",
+		"keys: ↑/↓ enter · v ", " · PgUp/PgDn page · g grants · q quit",
 		"(keys enabled in 0.5s)",
 	}
 	// The first screen has the environment's names; the details (v) have
@@ -871,6 +871,9 @@ func TestFirstScreenAt80x24(t *testing.T) {
 		"> Deny (d)",
 	)
 	h.notView("PgUp/PgDn scroll --", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+	if n := len(lines); !strings.HasPrefix(lines[n-2], "Your decision:") || !strings.HasPrefix(lines[n-1], "keys: ") {
+		t.Errorf("the prompt and the keys are not one line each:\n%s", v)
+	}
 	if n := strings.Count(v, "\n• request 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f"); n != 3 {
 		t.Errorf("%d notices, want the newest 3:\n%s", n, v)
 	}
