@@ -47,7 +47,18 @@
 //     one. A hint shows while keys are disabled.
 //   - Deny is the focused choice, so Enter alone never allows anything.
 //     Allowing takes a deliberate key: a (allow once), s (allow for this
-//     session) or moving the cursor.
+//     session) or moving the cursor. A session grant outlives the request
+//     by hours, so it takes a second key that differs from the first: s
+//     asks, with a fresh guard, and only y confirms (confirm.go).
+//   - The first screen of a request holds, at 80×24 with the multiplexer
+//     warning and three notices, everything needed to judge it: the
+//     command and each stage's program, who it runs as, why the rules ask,
+//     who asked, the first lines of the reason, the directory, the
+//     environment's names, the session and the time left. Notices take one
+//     line each there and the prompt one line, so that the request is not
+//     pushed off the screen by what agents cause; every detail (values,
+//     host, id, times, the whole reason) is one key (v) away, and the
+//     decision binds the whole request either way.
 //   - Only a key that arrives alone acts (see Keystrokes below), so pasted
 //     text and keys typed ahead or into the wrong window never decide.
 //   - A decision carries the hash of the request as the console received and
@@ -100,7 +111,10 @@
 // Ctrl-C is the one key that acts at once: it quits, which decides nothing.
 //
 // Quitting (q or Ctrl-C) never decides anything: the requests stay pending
-// for other consoles or until they time out.
+// for other consoles or until they time out. On agent-sudod's own terminal
+// (Options.StopsDaemon) quitting stops the daemon, which ends the waiting
+// requests unrun: the keys say so, and with requests waiting q and Ctrl-C
+// ask first (y, or Ctrl-C again).
 //
 // # Several daemons
 //
@@ -131,7 +145,8 @@
 // idle screen), the note that goes with a denial (note.go), the session
 // grants (grants.go), the running commands (running.go: a stop waits
 // for a second, different key, and a command's output is escaped like
-// stdin) and the full stdin of a request (stdinview.go). A new
+// stdin), the full stdin of a request (stdinview.go) and the confirmation
+// of a session grant or of stopping the daemon (confirm.go). A new
 // prompt is a new component, so its cursor starts on Deny and nothing of
 // the previous one's state survives. Keys reach a component only through
 // the key guard (keyguard.go), which asks the component what a key would do

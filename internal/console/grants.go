@@ -166,7 +166,7 @@ func (g *grantsScreen) View() (top, body, bottom []string) {
 		}
 	}
 	bottom = append(bottom, m.separator())
-	bottom = append(bottom, m.keyHelp([][2]string{{"↑/↓", "choose"}, {"r", "revoke the highlighted grant"}, {"esc/g", "back"}, {"q", m.quitText()}})...)
+	bottom = append(bottom, m.keyHelp([][2]string{{"↑/↓", "choose"}, {"r", "revoke the highlighted grant"}, {"esc/g", "back"}, {"q", m.quitShort()}})...)
 	return top, fit(body, m.width), bottom
 }
 
