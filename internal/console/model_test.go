@@ -473,7 +473,7 @@ func TestEveryFieldCanRaiseTheNotice(t *testing.T) {
 			s := shown("r1")
 			set(s)
 			h.pending(s)
-			h.wantView(escapedNotice, `x\x1b[2Jy`)
+			h.wantFull(escapedNotice, `x\x1b[2Jy`)
 		})
 	}
 	t.Run("backslashes alone", func(t *testing.T) {
