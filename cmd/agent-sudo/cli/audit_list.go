@@ -139,16 +139,11 @@ func auditListMerged(ctx context.Context, inv *invocation, out *errWriter, paths
 		}
 		j := audit.NewJoiner()
 		for e, err := range audit.Read(ctx, files...) {
-			var le *audit.LineError
-			switch {
-			case errors.As(err, &le):
-				inv.corrupt("audit", le)
-				bad = true
+			if err != nil {
+				if code, stop := inv.readFailed(ctx, err, &bad); stop {
+					return code
+				}
 				continue
-			case ctx.Err() != nil:
-				return inv.fail(exitInterrupted, "audit: interrupted")
-			case err != nil:
-				return inv.unreadable("audit", err)
 			}
 			if s, created, _ := j.Add(e); created {
 				all = append(all, s)
@@ -158,23 +153,7 @@ func auditListMerged(ctx context.Context, inv *invocation, out *errWriter, paths
 	// Stable: requests received at the same instant keep the order of
 	// the logs as given, and each log its own order.
 	slices.SortStableFunc(all, func(a, b *audit.Summary) int { return a.Time.Compare(b.Time) })
-	var rows []*audit.Summary
-	for _, s := range all {
-		if filter.match(s) {
-			rows = append(rows, s)
-		}
-	}
-	switch {
-	case o.json:
-		for _, s := range rows {
-			out.WriteString(jsonRow(s))
-		}
-	case len(rows) == 0:
-		inv.say("audit: no request in %s matches", strings.Join(paths, ", "))
-	default:
-		t := &table{loc: deps.loc, daemon: true}
-		out.WriteString(t.render(rows))
-	}
+	printRows(inv, out, &table{loc: deps.loc, daemon: true}, filter.selected(all), o, strings.Join(paths, ", "))
 	if bad {
 		return exitDataErr
 	}
@@ -191,24 +170,8 @@ func auditListPrint(ctx context.Context, inv *invocation, out *errWriter, path s
 	t := &table{loc: deps.loc}
 	printBacklog := func() {
 		caughtUp = true
-		var rows []*audit.Summary
-		for _, s := range backlog {
-			if filter.match(s) {
-				rows = append(rows, s)
-			}
-		}
+		printRows(inv, out, t, filter.selected(backlog), o, path)
 		backlog = nil
-		if o.json {
-			for _, s := range rows {
-				out.WriteString(jsonRow(s))
-			}
-			return
-		}
-		if len(rows) == 0 && !o.follow {
-			inv.say("audit: no request in %s matches", path)
-			return
-		}
-		out.WriteString(t.render(rows))
 	}
 	var entries func(yield func(audit.Entry, error) bool)
 	if o.follow {
@@ -221,16 +184,11 @@ func auditListPrint(ctx context.Context, inv *invocation, out *errWriter, path s
 		entries = audit.Read(ctx, files...)
 	}
 	for e, err := range entries {
-		var le *audit.LineError
-		switch {
-		case errors.As(err, &le):
-			inv.corrupt("audit", le)
-			bad = true
+		if err != nil {
+			if code, stop := inv.readFailed(ctx, err, &bad); stop {
+				return code
+			}
 			continue
-		case ctx.Err() != nil:
-			return inv.fail(exitInterrupted, "audit: interrupted")
-		case err != nil:
-			return inv.unreadable("audit", err)
 		}
 		s, created, done := j.Add(e)
 		if s == nil {
@@ -266,11 +224,54 @@ func auditListPrint(ctx context.Context, inv *invocation, out *errWriter, path s
 	return 0
 }
 
+// readFailed handles an error from reading a log: a corrupt line is
+// reported and skipped, and *bad set; an interruption or a log that cannot
+// be read ends the listing with the status returned (stop true).
+func (inv *invocation) readFailed(ctx context.Context, err error, bad *bool) (code int, stop bool) {
+	var le *audit.LineError
+	switch {
+	case errors.As(err, &le):
+		inv.corrupt("audit", le)
+		*bad = true
+		return 0, false
+	case ctx.Err() != nil:
+		return inv.fail(exitInterrupted, "audit: interrupted"), true
+	default:
+		return inv.unreadable("audit", err), true
+	}
+}
+
+// printRows prints the selected rows as JSON lines or as a table; an empty
+// table says that nothing in where matches, except while following.
+func printRows(inv *invocation, out *errWriter, t *table, rows []*audit.Summary, o *auditListOptions, where string) {
+	switch {
+	case o.json:
+		for _, s := range rows {
+			out.WriteString(jsonRow(s))
+		}
+	case len(rows) == 0 && !o.follow:
+		inv.say("audit: no request in %s matches", where)
+	case len(rows) > 0 || o.follow:
+		out.WriteString(t.render(rows))
+	}
+}
+
 // rowFilter is the listing's selection.
 type rowFilter struct {
 	session, host *glob.Pattern
 	since, until  time.Time
 	status        map[string]bool
+}
+
+// selected returns the summaries f matches, in order.
+func (f rowFilter) selected(all []*audit.Summary) []*audit.Summary {
+	var rows []*audit.Summary
+	for _, s := range all {
+		if f.match(s) {
+			rows = append(rows, s)
+		}
+	}
+	return rows
 }
 
 // knownStatuses are the statuses --status accepts.
