@@ -398,6 +398,13 @@ for f in /usr/bin/agent-sudod /usr/bin/agent-sudo /lib/systemd/system/agent-sudo
 done
 c systemctl is-active --quiet agent-sudo.socket && die "remove: the socket is still active"
 ok "guide: $remove: binaries and units gone, socket stopped; config, logrotate file and audit log kept"
+# docs/install.md: installing the package again after remove enables the socket again.
+c env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "/root/dist/$(basename "$NEWDEB")" >"$work/apt.log" 2>&1 ||
+	die "reinstall: $(tail -5 "$work/apt.log" | tr "\n" " ")"
+[ "$(c systemctl is-enabled agent-sudo.socket)" = enabled ] && [ "$(c systemctl is-active agent-sudo.socket)" = active ] ||
+	die "reinstall: after remove and install again, the socket is $(c systemctl is-enabled agent-sudo.socket) and $(c systemctl is-active agent-sudo.socket)"
+ok "installing the package again after remove enables and starts the socket again"
+{ yes || true; } | c sh -euc "$remove" >"$work/apt.log" 2>&1 || die "remove again: $(tail -5 "$work/apt.log" | tr "\n" " ")"
 { yes || true; } | c sh -euc "$purge" >"$work/apt.log" 2>&1 || die "purge: $(tail -5 "$work/apt.log" | tr "\n" " ")"
 for f in /etc/agent-sudo /etc/logrotate.d/agent-sudo /var/log/agent-sudo /run/agent-sudo; do
 	c test ! -e $f || die "purge: $f is still there"
