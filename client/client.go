@@ -32,7 +32,8 @@
 // # Busy daemon
 //
 // A daemon serving as many connections as its max_connections allows
-// answers a new one "busy: ..." before reading a byte of it: nothing ran and
+// queues a new one; when that queue is full, or has not moved for a second,
+// it answers "busy: ..." before reading a byte of it: nothing ran and
 // nothing was recorded, so sending the same request again is safe. Run,
 // RunRaw and Ping therefore retry a busy answer by default, with the same
 // request id, a fresh time (unless the caller set one), exponential backoff

@@ -34,8 +34,8 @@ type BusyRetry struct {
 
 // The retry a Client whose Busy field is zero makes: up to 30 retries,
 // waiting about 50 ms, then 100 ms, doubling up to 2 s, at most about 50 s
-// of waiting in all (and each refused attempt may itself have waited up to
-// a second in the daemon's queue). A context deadline ends the retries
+// of waiting in all (and each refused attempt may itself have waited in the
+// daemon's queue first). A context deadline ends the retries
 // sooner. With 10 retries (about 11 s), 200 clients of a daemon serving 30
 // requests a second on a loaded 2-core machine had 3.4 % of their requests
 // still refused at the end (docs/performance.md).

@@ -49,7 +49,21 @@
 // max_connections_per_user of them (waiting connections count too), so one
 // user's idle or slow connections cannot take them all; root has
 // root_connections slots of its own, so the administrator and `agent-sudo
-// status` are never locked out by other users. A connection that sends no
+// status` are never locked out by other users. A connection that finds no
+// slot it may take waits for one in a single queue, in the order the
+// daemon accepted them: a freed slot is handed to the oldest waiter that
+// may take it (a slot of root's own only to root), so a new connection
+// never takes a slot an older one waits for, and a waiter's wait is bounded
+// by the queue ahead of it. (Waking every waiter to race for a freed slot,
+// against new connections too, let an unlucky connection lose every race
+// under load and be refused while newer ones were served.) A waiter is
+// answered busy only when no slot has been handed to any waiter for a
+// second (the daemon is not serving its queue, for example because every
+// slot holds a request waiting for approval), and a new connection is
+// answered busy at once when four times as many connections as there are
+// slots already wait: a waiting connection costs a descriptor and a parked
+// goroutine, not a buffer, and a queue that holds every agent of a busy
+// host spares them the lottery of retrying. A connection that sends no
 // byte within first_byte_timeout is closed, which ends the cheapest way to
 // hold a slot; read_timeout bounds the whole line. Each non-root uid may
 // open max_requests_per_minute connections a minute (a token bucket).

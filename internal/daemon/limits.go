@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -12,22 +13,44 @@ import (
 // "Connection limits"): non-root peers share max_connections slots, each
 // uid holding at most perUID of them (counting connections that wait for a
 // slot); root has rootMax slots of its own, which no other user can take,
-// and when those are taken it may use the shared ones too.
+// and when those are taken it may use the shared ones too. Connections
+// that find no slot they may take wait in one queue, in the order admit
+// saw them, and a freed slot is handed to the oldest waiter that may take
+// it: a newcomer never takes a slot while an older connection waits for
+// it.
 type connLimits struct {
 	max, rootMax, perUID int
+	// waitMax is how many connections may wait at once.
+	waitMax int
 
-	mu      sync.Mutex
-	users   int            // slots held by non-root peers
-	root    int            // root's own slots held
-	rootIn  int            // shared slots held by root
-	waiting int            // connections waiting for a slot
-	byUID   map[uint32]int // non-root connections per uid, held or waiting
-	freed   chan struct{}  // closed and replaced whenever a slot is freed
+	mu     sync.Mutex
+	users  int            // slots held by non-root peers
+	root   int            // root's own slots held
+	rootIn int            // shared slots held by root
+	queue  []*waiter      // connections waiting for a slot, oldest first
+	byUID  map[uint32]int // non-root connections per uid, held or waiting
+	// handoffs counts the slots handed to waiters: a waiter gives up only
+	// after a whole wait period in which it did not change.
+	handoffs uint64
 }
+
+// waitPlacesPerSlot is how many connections may wait for a slot, per slot
+// (max_connections plus root_connections). A waiting connection costs a
+// descriptor and a parked goroutine, not a buffer; see doc.go.
+const waitPlacesPerSlot = 4
 
 func newConnLimits(max, rootMax, perUID int) *connLimits {
 	return &connLimits{max: max, rootMax: rootMax, perUID: perUID,
-		byUID: make(map[uint32]int), freed: make(chan struct{})}
+		waitMax: waitPlacesPerSlot * (max + rootMax), byUID: make(map[uint32]int)}
+}
+
+// waiter is a connection in connLimits' queue.
+type waiter struct {
+	uid uint32
+	// granted is set, under connLimits.mu, when a slot is handed to the
+	// waiter; ready is closed then.
+	granted bool
+	ready   chan struct{}
 }
 
 // admission is what connLimits.admit decided for a new connection.
@@ -35,35 +58,42 @@ type admission int
 
 const (
 	admitted admission = iota // it holds a slot; release it when done
-	mustWait                  // it may wait for a slot: call wait
+	mustWait                  // it is queued for a slot: call wait
 	refused                   // refused; the string says why
 )
 
 // admit decides at once for a connection from uid: admitted (it holds a
-// slot), mustWait (call wait), or refused with the message for the peer.
-func (l *connLimits) admit(uid uint32) (admission, string) {
+// slot), mustWait (it is queued: call wait with the waiter, which is nil
+// otherwise), or refused with the message for the peer. A connection is
+// admitted only when no older one waits for a slot it could take.
+func (l *connLimits) admit(uid uint32) (admission, *waiter, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if uid != 0 && l.byUID[uid] >= l.perUID {
-		return refused, fmt.Sprintf("busy: uid %d already has %d connections open or waiting (max_connections_per_user); close some and try again",
+		return refused, nil, fmt.Sprintf("busy: uid %d already has %d connections open or waiting (max_connections_per_user); close some and try again",
 			uid, l.perUID)
 	}
+	// Every release hands its slot to the oldest waiter that may take it,
+	// so a free slot is one no waiter may take: taking it jumps nobody.
 	if l.takeLocked(uid) {
-		return admitted, ""
+		if uid != 0 {
+			l.byUID[uid]++
+		}
+		return admitted, nil, ""
 	}
-	if l.waiting >= l.max+l.rootMax {
-		return refused, l.busyMessage(uid)
+	if len(l.queue) >= l.waitMax {
+		return refused, nil, l.busyMessage(uid)
 	}
-	l.waiting++
+	w := &waiter{uid: uid, ready: make(chan struct{})}
+	l.queue = append(l.queue, w)
 	if uid != 0 {
 		l.byUID[uid]++
 	}
-	return mustWait, ""
+	return mustWait, w, ""
 }
 
-// takeLocked takes a slot for uid if one is free; a non-root uid's count
-// is raised only when it did not already count as waiting (the caller
-// handles that).
+// takeLocked takes a slot for uid if one is free. It does not count the
+// connection in byUID (the caller does, once).
 func (l *connLimits) takeLocked(uid uint32) bool {
 	if uid == 0 {
 		switch {
@@ -79,52 +109,56 @@ func (l *connLimits) takeLocked(uid uint32) bool {
 	}
 	if l.users < l.max {
 		l.users++
-		l.byUID[uid]++
 		return true
 	}
 	return false
 }
 
-// wait waits up to d (or until ctx ends) for a slot after admit said
-// mustWait. True: the connection holds a slot; false: it must be refused
-// with busyMessage.
-func (l *connLimits) wait(ctx context.Context, uid uint32, d time.Duration) bool {
+// wait waits for the slot w was queued for after admit said mustWait,
+// until ctx ends or until d passes in which no slot was handed to any
+// waiter (the daemon is not serving its queue, for example because every
+// slot holds a request waiting for approval). True: the connection holds a
+// slot (release it when done); false: it is out of the queue and must be
+// refused with busyMessage.
+func (l *connLimits) wait(ctx context.Context, w *waiter, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
+	l.mu.Lock()
+	seen := l.handoffs
+	l.mu.Unlock()
 	for {
-		l.mu.Lock()
-		// The waiting connection already counts in byUID: take the slot
-		// without counting it twice.
-		if uid != 0 {
-			l.byUID[uid]--
-		}
-		if l.takeLocked(uid) {
-			l.waiting--
-			l.mu.Unlock()
-			return true
-		}
-		if uid != 0 {
-			l.byUID[uid]++
-		}
-		freed := l.freed
-		l.mu.Unlock()
 		select {
-		case <-freed:
+		case <-w.ready:
+			return true
 		case <-t.C:
-			l.giveUpWaiting(uid)
-			return false
+			l.mu.Lock()
+			moved := l.handoffs != seen
+			seen = l.handoffs
+			l.mu.Unlock()
+			if moved {
+				t.Reset(d)
+				continue
+			}
 		case <-ctx.Done():
-			l.giveUpWaiting(uid)
-			return false
 		}
+		// A slot handed to it as it gave up is its own.
+		return l.leave(w)
 	}
 }
 
-func (l *connLimits) giveUpWaiting(uid uint32) {
+// leave takes w out of the queue, unless a slot was already handed to it:
+// then it reports true, and the connection holds that slot.
+func (l *connLimits) leave(w *waiter) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.waiting--
-	l.dropLocked(uid)
+	if w.granted {
+		return true
+	}
+	if i := slices.Index(l.queue, w); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+	}
+	l.dropLocked(w.uid)
+	return false
 }
 
 func (l *connLimits) dropLocked(uid uint32) {
@@ -136,7 +170,9 @@ func (l *connLimits) dropLocked(uid uint32) {
 	}
 }
 
-// release frees the slot of a connection from uid that admit or wait let in.
+// release frees the slot of a connection from uid that admit or wait let
+// in, and hands it to the oldest waiter that may take it (a slot of
+// root's own only to root).
 func (l *connLimits) release(uid uint32) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -150,8 +186,15 @@ func (l *connLimits) release(uid uint32) {
 		l.users--
 		l.dropLocked(uid)
 	}
-	close(l.freed)
-	l.freed = make(chan struct{})
+	for i, w := range l.queue {
+		if l.takeLocked(w.uid) {
+			l.queue = slices.Delete(l.queue, i, i+1)
+			w.granted = true
+			close(w.ready)
+			l.handoffs++
+			return
+		}
+	}
 }
 
 // busyMessage is the refusal for a connection that found no free slot.

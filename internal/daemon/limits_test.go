@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,12 +10,13 @@ import (
 
 func TestConnLimits(t *testing.T) {
 	l := newConnLimits(3, 1, 2) // 3 user slots, 1 root slot, 2 per uid
-	want := func(uid uint32, v admission, msg string) {
+	want := func(uid uint32, v admission, msg string) *waiter {
 		t.Helper()
-		got, m := l.admit(uid)
-		if got != v || !strings.Contains(m, msg) {
-			t.Fatalf("admit(%d) = %v %q, want %v %q", uid, got, m, v, msg)
+		got, w, m := l.admit(uid)
+		if got != v || !strings.Contains(m, msg) || (w != nil) != (v == mustWait) {
+			t.Fatalf("admit(%d) = %v %v %q, want %v %q", uid, got, w, m, v, msg)
 		}
+		return w
 	}
 	want(1000, admitted, "")
 	want(1000, admitted, "")
@@ -22,24 +24,24 @@ func TestConnLimits(t *testing.T) {
 	want(0, admitted, "") // root's own slot
 	want(1001, admitted, "")
 	// User slots are full: the next user waits; root's slot is taken too.
-	want(1002, mustWait, "")
-	want(0, mustWait, "")
-	if l.wait(context.Background(), 0, time.Millisecond) {
-		t.Fatal("root got a slot that was not freed")
-	}
-	// A freed user slot goes to the waiting user, never to root.
-	done := make(chan bool)
-	go func() { done <- l.wait(context.Background(), 1002, time.Minute) }()
+	user := want(1002, mustWait, "")
+	root := want(0, mustWait, "")
+	// A freed user slot goes to the oldest waiter, the user, not to root.
 	l.release(1000)
-	if !<-done {
+	if !l.wait(context.Background(), user, time.Minute) {
 		t.Fatal("waiting user did not get the freed slot")
 	}
 	// 1002 holds one slot; it may open one more (waiting counts too).
-	want(1002, mustWait, "")
+	second := want(1002, mustWait, "")
 	want(1002, refused, "max_connections_per_user")
-	l.giveUpWaiting(1002)
+	if l.leave(second) {
+		t.Fatal("leave reported a slot that was never handed out")
+	}
+	// Root's own slot goes to root, past nobody: root is the only waiter.
 	l.release(0)
-	want(0, admitted, "")
+	if !l.wait(context.Background(), root, time.Minute) {
+		t.Fatal("waiting root did not get its own freed slot")
+	}
 	if got := l.busyMessage(0); !strings.Contains(got, "4 connections (root_connections and max_connections)") {
 		t.Errorf("root busy message %q", got)
 	}
@@ -50,27 +52,119 @@ func TestConnLimits(t *testing.T) {
 	// back.
 	shared := newConnLimits(1, 1, 1)
 	for range 2 {
-		if v, _ := shared.admit(0); v != admitted {
+		if v, _, _ := shared.admit(0); v != admitted {
 			t.Fatalf("root: %v, want admitted", v)
 		}
 	}
-	if v, _ := shared.admit(5); v != mustWait {
+	v, w, _ := shared.admit(5)
+	if v != mustWait {
 		t.Fatalf("user with every slot taken by root: %v, want mustWait", v)
 	}
 	shared.release(0)
-	if !shared.wait(context.Background(), 5, time.Minute) {
+	if !shared.wait(context.Background(), w, time.Minute) {
 		t.Fatal("the shared slot root gave back did not go to the waiting user")
 	}
 	// Waiting is bounded: with every slot and wait place taken, refused.
-	full := newConnLimits(1, 1, 10)
+	full := newConnLimits(1, 1, 100)
 	full.admit(7)
-	for range 2 {
-		if v, _ := full.admit(8); v != mustWait {
+	for range waitPlacesPerSlot * 2 {
+		if v, _, _ := full.admit(8); v != mustWait {
 			t.Fatalf("want mustWait, got %v", v)
 		}
 	}
-	if v, m := full.admit(9); v != refused || !strings.Contains(m, "busy: the daemon is already serving 1 connections (max_connections)") {
+	if v, _, m := full.admit(9); v != refused || !strings.Contains(m, "busy: the daemon is already serving 1 connections (max_connections)") {
 		t.Fatalf("admit past the wait places = %v %q", v, m)
+	}
+}
+
+// TestConnLimitsFIFO: a freed slot goes to the oldest connection waiting
+// for it, never to a newcomer, and a slot of root's own only to root. The
+// limiter used to wake every waiter to race for a freed slot, against new
+// connections too, so under load one connection could lose every race and
+// be refused while newer ones were served.
+func TestConnLimitsFIFO(t *testing.T) {
+	l := newConnLimits(1, 1, 8) // 1 shared slot, 1 root slot
+	if v, _, _ := l.admit(1000); v != admitted {
+		t.Fatalf("first connection: %v, want admitted", v)
+	}
+	if v, _, _ := l.admit(0); v != admitted {
+		t.Fatalf("root: %v, want admitted", v)
+	}
+	var queued []*waiter
+	for _, uid := range []uint32{1001, 1002, 0, 1003} {
+		v, w, _ := l.admit(uid)
+		if v != mustWait {
+			t.Fatalf("admit(%d) with every slot taken: %v, want mustWait", uid, v)
+		}
+		queued = append(queued, w)
+	}
+	granted := func() []uint32 {
+		var g []uint32
+		for _, w := range queued {
+			select {
+			case <-w.ready:
+				g = append(g, w.uid)
+			default:
+			}
+		}
+		return g
+	}
+	// check lists the waiters that hold a slot, in the order they queued.
+	check := func(step string, want ...uint32) {
+		t.Helper()
+		if got := granted(); !slices.Equal(got, want) {
+			t.Fatalf("%s: slots handed to %v, want %v", step, got, want)
+		}
+	}
+	// A shared slot is freed: the oldest waiter has it, before any
+	// newcomer can ask.
+	l.release(1000)
+	check("shared slot freed", 1001)
+	if v, _, _ := l.admit(1004); v != mustWait {
+		t.Fatalf("a newcomer took a slot while older connections waited: %v, want mustWait", v)
+	}
+	// Root's own slot is freed: only root may take it, so it goes to the
+	// root waiter, past the older user.
+	l.release(0)
+	check("root's slot freed", 1001, 0)
+	l.release(1001)
+	check("shared slot freed again", 1001, 1002, 0)
+	l.release(1002)
+	check("and again", 1001, 1002, 0, 1003)
+	for _, w := range queued {
+		if !l.wait(context.Background(), w, time.Minute) {
+			t.Fatalf("uid %d: wait false after its slot was handed to it", w.uid)
+		}
+	}
+}
+
+// TestConnLimitsWaitGivesUp: a waiter gives up only after a whole wait
+// period in which no slot was handed to anyone, or when its context ends;
+// a slot handed to it as it gives up is still its own.
+func TestConnLimitsWaitGivesUp(t *testing.T) {
+	l := newConnLimits(1, 1, 8)
+	l.admit(1000)
+	_, w, _ := l.admit(1001)
+	if l.wait(context.Background(), w, time.Millisecond) {
+		t.Fatal("got a slot that was never freed")
+	}
+	if len(l.queue) != 0 || l.byUID[1001] != 0 {
+		t.Fatalf("the waiter that gave up is still counted: queue %d, uid 1001 %d", len(l.queue), l.byUID[1001])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, w, _ = l.admit(1001)
+	if l.wait(ctx, w, time.Minute) {
+		t.Fatal("got a slot that was never freed, with its context ended")
+	}
+	// Handed a slot, then leaving: the slot is its own.
+	_, w, _ = l.admit(1001)
+	l.release(1000)
+	if !l.leave(w) {
+		t.Fatal("a waiter leaving after its slot was handed to it lost the slot")
+	}
+	if l.users != 1 {
+		t.Fatalf("%d shared slots held, want 1", l.users)
 	}
 }
 

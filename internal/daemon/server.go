@@ -300,11 +300,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 				uid, s.rates.perMinute, (after+time.Second-1).Truncate(time.Second)))
 			continue
 		}
-		// A connection that finds no free slot waits up to busyWait for
-		// one before it is told "busy": a slot is freed only after its
-		// client has read the answer, so a client that sends its next
-		// request at once would otherwise be refused on a race.
-		verdict, msg := s.limits.admit(uid)
+		// A connection that finds no free slot is queued for one, in
+		// the order of accept, and told "busy" when the queue is full or
+		// has not moved for busyWait (see doc.go, "Connection limits").
+		verdict, w, msg := s.limits.admit(uid)
 		if verdict == refused {
 			s.refuseConn(conn, uid, "busy", msg)
 			continue
@@ -312,7 +311,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
-			if verdict == mustWait && !s.limits.wait(ctx, uid, busyWait) {
+			if verdict == mustWait && !s.limits.wait(ctx, w, busyWait) {
 				s.refuseConn(conn, uid, "busy", s.limits.busyMessage(uid))
 				return
 			}
@@ -329,7 +328,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // connection limits only; such a peer is always refused.
 const unknownUID = 1<<32 - 1
 
-// busyWait is how long a connection that finds no free slot waits for one.
+// busyWait is how long a queued connection waits while no slot is handed
+// to any waiter before it is told "busy".
 const busyWait = time.Second
 
 // logEvery is how often each kind of refusal is logged per uid at most.
