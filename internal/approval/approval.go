@@ -109,6 +109,8 @@ type Pending struct {
 	// Received is when the daemon accepted the request; Deadline is when it
 	// times out if nobody decides.
 	Received, Deadline time.Time
+	// DaemonHost is the daemon's own host name (Shown.DaemonHost).
+	DaemonHost string
 }
 
 // Shown returns what a human is shown of p.
@@ -130,9 +132,8 @@ func (p *Pending) Shown() *Shown {
 		// The peer's name and exe come from the system, not the validated
 		// request, and may not be UTF-8; the hash must cover exactly what
 		// the console receives, so they are made valid first.
-		Peer: PeerInfo{UID: p.Peer.UID, User: strings.ToValidUTF8(p.Peer.User, "\uFFFD"), PID: p.Peer.PID,
-			Exe: strings.ToValidUTF8(p.Peer.Exe, "\uFFFD")},
-		Received: p.Received, Deadline: p.Deadline,
+		Peer:     p.Peer.valid(),
+		Received: p.Received, Deadline: p.Deadline, DaemonHost: strings.ToValidUTF8(p.DaemonHost, "\uFFFD"),
 	}
 }
 

@@ -304,7 +304,7 @@ func announce(s *Shown, hash string, size int) Message {
 	m.Request = &Shown{
 		ID: s.ID, Session: s.Session, Host: s.Host, Reason: s.Reason, Time: s.Time, Cwd: s.Cwd,
 		Privileged: s.Privileged, RunAs: s.RunAs, ForwardAgent: s.ForwardAgent, Peer: s.Peer,
-		Received: s.Received, Deadline: s.Deadline,
+		Received: s.Received, Deadline: s.Deadline, DaemonHost: s.DaemonHost,
 	}
 	m.Summary = sum
 	return m

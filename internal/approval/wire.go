@@ -5,7 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 )
 
 // Shown is everything a human sees about a pending request. The approver
@@ -45,6 +48,9 @@ type Shown struct {
 	// the request has none, so that such a request hashes as before.
 	Stdin *StdinShown `json:"stdin,omitempty"`
 	Peer  PeerInfo    `json:"peer"`
+	// DaemonHost is the daemon's own host name, beside Host, which the
+	// agent claims; empty from a daemon that does not say.
+	DaemonHost string `json:"daemon_host,omitempty"`
 	// Received is when the daemon accepted the request; Deadline is when it
 	// times out if nobody decides.
 	Received time.Time `json:"received"`
@@ -123,6 +129,38 @@ type PeerInfo struct {
 	// Exe is the target of /proc/PID/exe read at accept time, for the
 	// record only (a PID can be reused).
 	Exe string `json:"exe"`
+	// Ancestry is the requesting process and its parents as the daemon
+	// read them from /proc at accept time; nil when it was not read.
+	Ancestry *procinfo.Ancestry `json:"ancestry,omitempty"`
+	// Container is set when the requester lives in a user, pid or mount
+	// namespace other than the daemon's (a socket bind-mounted into a
+	// container): which namespaces, its uid inside, its init's cgroup.
+	Container *procinfo.Container `json:"container,omitempty"`
+}
+
+// valid returns p with every string made valid UTF-8: names and paths
+// come from the system, not the validated request, and the hash must cover
+// exactly what a console decodes.
+func (p PeerInfo) valid() PeerInfo {
+	v := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+	out := PeerInfo{UID: p.UID, User: v(p.User), PID: p.PID, Exe: v(p.Exe)}
+	if a := p.Ancestry; a != nil {
+		c := &procinfo.Ancestry{End: v(a.End)}
+		for _, h := range a.Hops {
+			hop := procinfo.Hop{PID: h.PID, Exe: v(h.Exe), Comm: v(h.Comm), ArgvCut: h.ArgvCut}
+			for _, arg := range h.Argv {
+				hop.Argv = append(hop.Argv, v(arg))
+			}
+			c.Hops = append(c.Hops, hop)
+		}
+		out.Ancestry = c
+	}
+	if c := p.Container; c != nil {
+		cc := *c
+		cc.Cgroup = v(c.Cgroup)
+		out.Container = &cc
+	}
+	return out
 }
 
 // Hash returns the hex SHA-256 of s's canonical JSON encoding (struct fields

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -97,6 +98,12 @@ type Peer struct {
 	PID int32  `json:"pid"`
 	// Exe is /proc/PID/exe, read when the connection was accepted.
 	Exe string `json:"exe,omitempty"`
+	// Ancestry is the process and its parents, and Container its
+	// namespaces and cgroup when they are not the daemon's, read from /proc
+	// when the connection was accepted. Only request records carry them;
+	// logs written before they existed have neither.
+	Ancestry  *procinfo.Ancestry  `json:"ancestry,omitempty"`
+	Container *procinfo.Container `json:"container,omitempty"`
 }
 
 // Environment value encodings, the value of the env_values fields.

@@ -146,7 +146,10 @@ func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Cr
 			map[string]string{"AGENT_SUDO_STATUS": string(proto.StatusError)})
 		return nil, err
 	}
-	hdr := Record{ID: rec.ID, Ref: rcpt.Hash, Session: rec.Session, Host: rec.Host, Peer: rec.Peer}
+	// The later records name the peer without its ancestry and container:
+	// the request record holds them once.
+	hdr := Record{ID: rec.ID, Ref: rcpt.Hash, Session: rec.Session, Host: rec.Host,
+		Peer: &Peer{UID: rec.Peer.UID, PID: rec.Peer.PID, Exe: rec.Peer.Exe}}
 	return &Trail{log: l, hdr: hdr, epoch: epoch}, nil
 }
 
@@ -301,7 +304,7 @@ func (t *Trail) record(typ Type) *Record {
 }
 
 func peerOf(c peercred.Creds) *Peer {
-	return &Peer{UID: c.UID, PID: c.PID, Exe: c.Exe}
+	return &Peer{UID: c.UID, PID: c.PID, Exe: c.Exe, Ancestry: c.Ancestry, Container: c.Container}
 }
 
 // fillRequest copies req into rec's header and request section, with

@@ -83,7 +83,7 @@ func TestSeveralDaemonsRouteDecisions(t *testing.T) {
 	sa.Host, sb.Host = "host-b", "host-a" // the agents' claims, crossed
 	h.from(0, 0, pendingMsg(sa))
 	h.from(1, 0, pendingMsg(sb))
-	h.wantFull("FROM agent-sudod on host-a (/run/a.sock)", "host-b (as the agent claims it)", "1 more after it")
+	h.wantFull("FROM agent-sudod on host-a (/run/a.sock)", "host-b (claimed by the agent)", "1 more after it")
 
 	// b resolving its r1 leaves a's on screen.
 	h.from(1, 0, approval.Message{Type: approval.MsgResolved, ID: "r1", Verdict: approval.Timeout, By: "approval_timeout"})

@@ -363,8 +363,8 @@ func summaryDetails(st *styles, r *request, width int) []string {
 	}
 	l.field("cwd", termtext.EscStrict(s.Cwd), nil)
 	l.field("reason", termtext.Esc(s.Reason), nil)
-	l.field("session", termtext.Esc(s.Session), nil)
-	l.field("from", fmt.Sprintf("uid %d (%s), pid %d, %s", s.Peer.UID, termtext.Esc(s.Peer.User), s.Peer.PID, termtext.EscStrict(s.Peer.Exe)), nil)
+	requesterLines(l, s, termtext.EscStrict)
+	claimedLines(l, s, termtext.Esc)
 	l.field("id", termtext.Esc(r.id), nil)
 	return l.out
 }
@@ -515,7 +515,7 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 			}
 			l.field("env", fmt.Sprintf("%s (values: press %c)", strings.Join(names, " "), detailsKey), nil)
 		}
-		l.field("session", e(s.Session), nil)
+		claimedLines(l, s, e)
 		return l.out, escaped
 	}
 	for i, k := range keys {
@@ -525,24 +525,12 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 		}
 		l.field(label, es(k)+"="+q(s.Env[k]), nil)
 	}
-	l.field("session", e(s.Session), nil)
-	l.field("host", e(s.Host)+" (as the agent claims it)", nil)
+	claimedLines(l, s, e)
 	l.field("id", es(s.ID), nil)
-	l.field("time", fmt.Sprintf("sent %s by the agent's clock · received %s · deadline %s",
+	l.field("time", fmt.Sprintf("sent %s by the agent's clock (claimed) · received %s · deadline %s",
 		fmtTime(s.Time), clock(s.Received), clock(s.Deadline)), nil)
 	requesterLines(l, s, es)
 	return l.out, escaped
-}
-
-// requesterLines adds who asked: the requesting process as the kernel
-// identified it when it connected.
-func requesterLines(l *lines, s *approval.Shown, es func(string) string) {
-	peer := fmt.Sprintf("uid %d", s.Peer.UID)
-	if s.Peer.User != "" {
-		peer += " (" + es(s.Peer.User) + ")"
-	}
-	peer += fmt.Sprintf(" · pid %d · exe %s", s.Peer.PID, es(s.Peer.Exe))
-	l.field("requester", peer, nil)
 }
 
 // Bounds of the stdin preview: the first stdinPreviewLines lines of text,

@@ -83,5 +83,5 @@ func consoleName(peer peercred.Creds) string {
 // peerInfo is the identity the broker and the consoles are given for a
 // requesting peer: its kernel credentials, with the user name looked up once.
 func peerInfo(c peercred.Creds) approval.PeerInfo {
-	return approval.PeerInfo{UID: c.UID, User: c.User(), PID: c.PID, Exe: c.Exe}
+	return approval.PeerInfo{UID: c.UID, User: c.User(), PID: c.PID, Exe: c.Exe, Ancestry: c.Ancestry, Container: c.Container}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/notify"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/rules"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -54,6 +55,8 @@ type Server struct {
 	// running lists the commands running, for consoles to watch and stop;
 	// nil lists nothing.
 	running *approval.Broker
+	// walks bounds the /proc ancestry walks under way (see describePeer).
+	walks chan struct{}
 
 	conns sync.WaitGroup
 }
@@ -195,6 +198,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		limits: newConnLimits(cfg.MaxConnections, cfg.RootConnections, cfg.MaxConnectionsPerUser),
 		rates:  newRateLimits(cfg.MaxRequestsPerMinute),
 		logs:   newLogLimiter(logEvery),
+		walks:  make(chan struct{}, maxWalks),
 	}
 	s.pol.Store(pol)
 	if s.approver == nil {
@@ -408,8 +412,39 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer p
 	// The request keeps the policy in force when it was accepted, whatever
 	// a reload does meanwhile.
 	pol := s.policy()
+	if perr == nil {
+		describePeer(ctx, &peer, s.walks)
+	}
 	e := s.serveRequest(ctx, execCtx, pol, conn, peer, perr)
 	s.finish(execCtx, pol, conn, peer.UID, e)
+}
+
+// hostname is the daemon's host name for the console, beside the host the
+// agent claims; "" when the kernel's cannot be read.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+// maxWalks bounds the ancestry walks under way at once: a walk held up by a
+// hostile process's memory is abandoned after procinfo.WalkTimeout, and at
+// most this many such reads can be left behind.
+const maxWalks = 64
+
+// describePeer reads the peer's ancestry and container identity from /proc
+// into peer, in the connection's goroutine (never the accept loop, which a
+// slow read would stall), bounded by walks (nil: unbounded). What cannot be
+// read is marked, never an error: the request goes on.
+func describePeer(ctx context.Context, peer *peercred.Creds, walks chan struct{}) {
+	var proc procinfo.Proc
+	a := proc.WalkAncestry(ctx, peer.PID, walks)
+	peer.Ancestry = &a
+	ctx, cancel := context.WithTimeout(ctx, procinfo.WalkTimeout)
+	defer cancel()
+	peer.Container = proc.Container(ctx, peer.PID, peer.UID)
 }
 
 // ending is how a request ends: the one answer its client gets, the audit
@@ -809,7 +844,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 		// approval" goes without saying on the console.
 		Why: strings.TrimPrefix(rd.Reason, rules.AskPrefix),
 		Cwd: p.dir, CwdChain: p.dirChain, CwdWritable: p.dirWritable,
-		Received: p.received, Deadline: deadline,
+		Received: p.received, Deadline: deadline, DaemonHost: hostname(),
 	})
 	switch {
 	case err == nil:

@@ -18,6 +18,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 )
 
 // Creds identifies a connected peer.
@@ -30,6 +32,12 @@ type Creds struct {
 	// Exe is the target of /proc/PID/exe, read right after accept, for the
 	// record only: a PID can be reused, so it is never used to authorise.
 	Exe string
+	// Ancestry is the peer and its parents and Container the namespaces
+	// it lives in when they are not the daemon's, read from /proc by the
+	// daemon after accept (nil until then), for the human's judgement and
+	// the record only, like Exe.
+	Ancestry  *procinfo.Ancestry
+	Container *procinfo.Container
 }
 
 // User returns the peer's user name, or its numeric uid when it has none.

@@ -147,6 +147,7 @@ func prettyRecord(e audit.Entry) string {
 	}
 	if r.Peer != nil {
 		field("peer", fmt.Sprintf("uid %d, pid %d, %s", r.Peer.UID, r.Peer.PID, orDash(termtext.Esc(r.Peer.Exe))))
+		peerFacts(&b, r.Peer)
 	}
 	if r.Ref != "" {
 		field("request hash", termtext.Esc(r.Ref))
@@ -310,4 +311,51 @@ func stdinRows(data []byte) (string, []string) {
 		rows = append(rows, "(no newline at the end)")
 	}
 	return "stdin (text)", rows
+}
+
+// peerFacts writes the peer's ancestry (one process per line, the peer
+// first, each with its pid, exe and the start of its argv) and container
+// identity, when the record has them, every value escaped.
+func peerFacts(b *strings.Builder, p *audit.Peer) {
+	row := func(label, value string) {
+		fmt.Fprintf(b, "  %-15s %s\n", label, value)
+	}
+	if a := p.Ancestry; a != nil {
+		for i, h := range a.Hops {
+			label := ""
+			if i == 0 {
+				label = "ancestry:"
+			}
+			argv, _ := termtext.CommandLine([][]string{h.Argv})
+			if h.ArgvCut {
+				argv += " …"
+			}
+			row(label, fmt.Sprintf("pid %d, %s, comm %s, argv %s", h.PID, orDash(termtext.Esc(h.Exe)), termtext.Esc(h.Comm), orDash(argv)))
+		}
+		label := ""
+		if len(a.Hops) == 0 {
+			label = "ancestry:"
+		}
+		row(label, "(walk ended: "+termtext.Esc(a.End)+")")
+	}
+	if c := p.Container; c != nil {
+		var ns []string
+		for _, k := range c.SortedNS() {
+			ns = append(ns, fmt.Sprintf("%s:[%d]", k, c.NS[k]))
+		}
+		v := "namespaces " + strings.Join(ns, " ")
+		if c.InnerUID != nil {
+			v += fmt.Sprintf(", uid %d inside", *c.InnerUID)
+		}
+		if c.InnerPID != 0 {
+			v += fmt.Sprintf(", pid %d inside", c.InnerPID)
+		}
+		if c.InitPID != 0 {
+			v += fmt.Sprintf(", init pid %d", c.InitPID)
+		}
+		if c.Cgroup != "" {
+			v += ", cgroup " + termtext.Esc(c.Cgroup)
+		}
+		row("container:", v)
+	}
 }

@@ -1,0 +1,83 @@
+package console
+
+import (
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
+)
+
+// withAncestry returns shown(id) requested by "agent-sudo mcp" under a
+// "claude" running node, under a login shell.
+func withAncestry(id string) *approval.Shown {
+	s := shown(id)
+	s.Peer.Exe = "/usr/bin/agent-sudo"
+	s.Peer.Ancestry = &procinfo.Ancestry{Hops: []procinfo.Hop{
+		{PID: 4242, Exe: "/usr/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "mcp"}},
+		{PID: 812, Exe: "/usr/lib/node_modules/claude/bin/node", Comm: "claude", Argv: []string{"claude"}},
+		{PID: 750, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"-bash"}},
+	}, End: procinfo.EndLoginShell}
+	return s
+}
+
+// TestRequesterAncestryShown: the ancestry is one line, oldest first, with
+// the exe where it says more than the name; the kernel's facts are marked
+// as such and the agent's claims as claims.
+func TestRequesterAncestryShown(t *testing.T) {
+	h := newHarness(t, "")
+	h.update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	h.pending(withAncestry("r1"))
+	h.wantView(
+		"asked by   -bash (pid 750, login shell) → claude (pid 812, /usr/lib/node_modules/claude/bin/node) → agent-sudo mcp (pid 4242)",
+		"requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/agent-sudo · kernel-verified",
+		"session    build-42 (claimed by the agent)",
+		"host       devbox (claimed by the agent)",
+		"by the agent's clock (claimed)",
+	)
+	h.notView(escapedNotice)
+}
+
+// TestRequesterHostileAncestry: process names are the process's own and
+// are escaped strictly and flagged; a walk cut short says why.
+func TestRequesterHostileAncestry(t *testing.T) {
+	h := newHarness(t, "")
+	h.update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	s := withAncestry("r1")
+	s.Peer.Ancestry.Hops[1].Argv = []string{"cl\x1b[2Jaud\u0435"}
+	s.Peer.Ancestry.Hops = s.Peer.Ancestry.Hops[:2]
+	s.Peer.Ancestry.End = procinfo.EndExited + " (pid 750)"
+	h.pending(s)
+	h.wantView(`asked by   … (exited during the walk (pid 750)) → cl\x1b[2Jaud\u0435 (pid 812, /usr/lib/node_modules/claude/bin/node)`, escapedNotice)
+}
+
+// TestClaimedHostDiffers: a request claiming a host other than the
+// daemon's is warned about, with the daemon's own name.
+func TestClaimedHostDiffers(t *testing.T) {
+	for _, tt := range []struct{ claimed, daemon, want string }{
+		{"prod-db-1", "vm", "host       prod-db-1 (claimed by the agent) ≠ this daemon's host vm"},
+		{"vm", "vm", "host       vm (claimed by the agent; matches this daemon's host)"},
+	} {
+		h := newHarness(t, "")
+		h.update(tea.WindowSizeMsg{Width: 200, Height: 60})
+		s := shown("r1")
+		s.Host, s.DaemonHost = tt.claimed, tt.daemon
+		h.pending(s)
+		h.wantView(tt.want)
+	}
+}
+
+// TestContainerShown: a requester in other namespaces shows its uid inside
+// beside the kernel's mapped uid, the namespaces and its init's cgroup.
+func TestContainerShown(t *testing.T) {
+	h := newHarness(t, "")
+	h.update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	s := shown("r1")
+	zero := uint32(0)
+	s.Peer.Container = &procinfo.Container{NS: map[string]uint64{"pid": 4026532001, "user": 4026532000, "mnt": 4026532002},
+		InnerUID: &zero, InnerPID: 2, InitPID: 5000, Cgroup: "0::/system.slice/docker-abc.scope"}
+	h.pending(s)
+	h.wantView("uid 1000 (alice) = uid 0 inside its container",
+		"container  other namespaces than the daemon's: user:[4026532000] pid:[4026532001] mnt:[4026532002] · pid 2 inside · its init is pid 5000 · cgroup 0::/system.slice/docker-abc.scope")
+}

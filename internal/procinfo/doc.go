@@ -1,0 +1,39 @@
+// Package procinfo reads what the kernel says about a process from /proc:
+// who its ancestors are, which namespaces and cgroup it lives in, and who
+// logged in behind it.
+//
+// # Kernel facts and self-descriptions
+//
+// The daemon shows a human who asked for a command. The request's host,
+// session and time are the agent's claims; the peer's uid and pid come from
+// SO_PEERCRED (package peercred) and cannot be forged. This package adds
+// what /proc says about that pid and its parents. Not all of it is equally
+// trustworthy, and the types say which is which:
+//
+//   - The parent links, session ids, /proc/PID/exe (the file the process
+//     executes), namespace inode numbers, the cgroup, the uid map and the
+//     login uid are kept by the kernel; a process cannot set them to
+//     anything it likes (an unprivileged process can leave its session or
+//     be re-parented when its parent exits, never choose another parent).
+//   - comm and argv are the process's own description of itself: a process
+//     can rename itself (prctl PR_SET_NAME) and rewrite its argument
+//     memory. They are shown because they make the chain readable ("claude"
+//     rather than "node"), always next to the exe, and always escaped.
+//
+// # Best effort, bounded
+//
+// A process can exit, or its pid be reused, between any two reads: the walk
+// records what it read and a marker saying why it stopped ("exited", "depth
+// limit"), and never fails the request. Every read is bounded (MaxRead),
+// names and arguments are cut (MaxArg, MaxArgs) and the walk stops after
+// MaxDepth hops. Reading /proc/PID/cmdline touches the process's memory and
+// can be held up by a hostile process (a userfaultfd page): callers read
+// with [WalkTimeout] so that a slow walk is cut off with what it read so
+// far.
+//
+// A pid read here may already belong to another process: the daemon reads
+// the ancestry right after accepting the connection, while the requesting
+// client waits for its answer (so its own pid cannot be reused), and the
+// ancestry is for the human's judgement and the record, never for an
+// authorisation decision.
+package procinfo
