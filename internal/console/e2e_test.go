@@ -94,7 +94,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 		screen := tm.waitFor(`command    echo $'\x1b[2J' $'\x1b]0;title\x07' $'\u202eevil'`)
 		for _, want := range []string{
 			`\x1b[2J`, `\u202e`,
-			"this request contains control, invisible or ambiguous-width characters; they are shown escaped",
+			"this request contains control, invisible or ambiguous-width characters, or non-ASCII in a program or an option; they are shown escaped",
 			`reason     clear\x1b[2Jthe screen`,
 			// The screen was not cleared: the header and banner are there.
 			"agent-sudo approve · 1 waiting",

@@ -7,19 +7,31 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // systemBinDirs are the directories whose programs the ancestry line names
 // without their path when the name matches (see hopText).
 var systemBinDirs = []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin"}
 
-// requesterLines adds who asked for s: what the kernel vouches for
+// requesterLines adds who asked for s, as the kernel vouches for it
 // (requester: uid, pid, exe; asked by: the process ancestry; container:
-// namespaces and uid inside) and, apart, what the agent merely claims
-// (host, session, time). es escapes strictly and notes the escape. It is
-// the one place that renders the requester, so a layout only chooses where
-// its lines go.
-func requesterLines(l *lines, s *approval.Shown, es func(string) string) {
+// namespaces and uid inside); claimedLines adds what the agent merely
+// claims. note is told whether anything had to be escaped. Program paths
+// and names are escaped with EscapeASCII, the rest strictly. It is the one
+// place that renders the requester, so a layout only chooses where its
+// lines go.
+func requesterLines(l *lines, s *approval.Shown, note func(bool)) {
+	es := func(s string) string {
+		out, x := termtext.EscapeStrict(s)
+		note(x)
+		return out
+	}
+	ea := func(s string) string {
+		out, x := termtext.EscapeASCII(s)
+		note(x)
+		return out
+	}
 	p := s.Peer
 	peer := fmt.Sprintf("uid %d", p.UID)
 	if p.User != "" {
@@ -28,10 +40,10 @@ func requesterLines(l *lines, s *approval.Shown, es func(string) string) {
 	if c := p.Container; c != nil && c.InnerUID != nil {
 		peer += fmt.Sprintf(" = uid %d inside its container", *c.InnerUID)
 	}
-	peer += fmt.Sprintf(" · pid %d · exe %s · kernel-verified", p.PID, es(p.Exe))
+	peer += fmt.Sprintf(" · pid %d · exe %s · kernel-verified", p.PID, ea(p.Exe))
 	l.field("requester", peer, nil)
 	if a := p.Ancestry; a != nil {
-		l.field("asked by", ancestryText(a, es), nil)
+		l.field("asked by", ancestryText(a, es, ea), nil)
 	}
 	if c := p.Container; c != nil {
 		l.field("container", containerText(c, es), &l.st.warn)
@@ -57,7 +69,7 @@ func claimedLines(l *lines, s *approval.Shown, e func(string) string) {
 // first: `bash (pid 750, login shell) → claude (pid 812, /usr/bin/node) →
 // agent-sudo mcp (pid 901)`, with a marker first when the walk stopped
 // before a session leader, a login shell or init.
-func ancestryText(a *procinfo.Ancestry, es func(string) string) string {
+func ancestryText(a *procinfo.Ancestry, es, ea func(string) string) string {
 	parts := make([]string, 0, len(a.Hops)+1)
 	switch a.End {
 	case procinfo.EndSessionLeader, procinfo.EndLoginShell, procinfo.EndInit:
@@ -65,7 +77,7 @@ func ancestryText(a *procinfo.Ancestry, es func(string) string) string {
 		parts = append(parts, "… ("+es(a.End)+")")
 	}
 	for i := len(a.Hops) - 1; i >= 0; i-- {
-		parts = append(parts, hopText(a.Hops[i], i == len(a.Hops)-1 && a.End == procinfo.EndLoginShell, es))
+		parts = append(parts, hopText(a.Hops[i], i == len(a.Hops)-1 && a.End == procinfo.EndLoginShell, ea))
 	}
 	if len(a.Hops) == 0 {
 		parts = append(parts, "(no process could be read)")
@@ -76,16 +88,17 @@ func ancestryText(a *procinfo.Ancestry, es func(string) string) string {
 // hopText renders one process: its name (argv[0]'s base name, and the
 // first argument when it reads as a subcommand), pid, and the file it
 // executes unless that is a system program of the same name. Names are the
-// process's own and escaped strictly; the exe is the kernel's.
-func hopText(h procinfo.Hop, login bool, es func(string) string) string {
+// process's own, the exe is the kernel's; ea escapes both (programs, so
+// every non-ASCII character).
+func hopText(h procinfo.Hop, login bool, ea func(string) string) string {
 	name := h.Name()
 	words := name
 	if len(h.Argv) > 1 && isSubcommand(h.Argv[1]) {
 		words += " " + h.Argv[1]
 	}
-	b := es(words) + fmt.Sprintf(" (pid %d", h.PID)
+	b := ea(words) + fmt.Sprintf(" (pid %d", h.PID)
 	if dir, base := path.Split(h.Exe); base != strings.TrimPrefix(name, "-") || !isSystemDir(path.Clean(dir)) {
-		b += ", " + es(h.Exe)
+		b += ", " + ea(h.Exe)
 	}
 	if login {
 		b += ", login shell"

@@ -18,7 +18,7 @@ import (
 
 // Texts the human must not miss; tests look for them.
 const (
-	escapedNotice = "⚠ this request contains control, invisible or ambiguous-width characters; they are shown escaped (\\x1b, \\u202e, ...)"
+	escapedNotice = "⚠ this request contains control, invisible or ambiguous-width characters, or non-ASCII in a program or an option; they are shown escaped (\\x1b, \\u202e, ...)"
 	// muxWarning follows "⚠ WARNING: in tmux, " on one line of 80
 	// columns.
 	muxWarning = "an agent typing into it could approve its own requests"
@@ -363,7 +363,7 @@ func summaryDetails(st *styles, r *request, width int) []string {
 	}
 	l.field("cwd", termtext.EscStrict(s.Cwd), nil)
 	l.field("reason", termtext.Esc(s.Reason), nil)
-	requesterLines(l, s, termtext.EscStrict)
+	requesterLines(l, s, func(bool) {})
 	claimedLines(l, s, termtext.Esc)
 	l.field("id", termtext.Esc(r.id), nil)
 	return l.out
@@ -419,6 +419,12 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 	more := func(what string) {
 		l.field("", fmt.Sprintf("… more %s: press %c for all details", what, detailsKey), &st.dim)
 	}
+	// qp quotes a program path: every non-ASCII character is escaped.
+	qp := func(s string) string {
+		out, x := termtext.QuoteProgram(s)
+		note(x)
+		return out
+	}
 
 	line, x := termtext.CommandLine(s.Pipeline)
 	note(x)
@@ -433,11 +439,11 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 				if j > 0 {
 					b.WriteString(" -> ")
 				}
-				b.WriteString(q(p))
+				b.WriteString(qp(p))
 			}
 			writable = s.Programs[i].Writable
 		} else if len(stage) > 0 {
-			b.WriteString(q(stage[0]) + " (the daemon did not say which program runs)")
+			b.WriteString(qp(stage[0]) + " (the daemon did not say which program runs)")
 		}
 		for _, arg := range stage[min(1, len(stage)):] {
 			b.WriteString(" " + q(arg))
@@ -467,7 +473,7 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 		}
 	}
 	if !full {
-		requesterLines(l, s, es)
+		requesterLines(l, s, note)
 	}
 	// The reason is free text: each of its lines is shown on a line of its
 	// own rather than as \n.
@@ -529,7 +535,7 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 	l.field("id", es(s.ID), nil)
 	l.field("time", fmt.Sprintf("sent %s by the agent's clock (claimed) · received %s · deadline %s",
 		fmtTime(s.Time), clock(s.Received), clock(s.Deadline)), nil)
-	requesterLines(l, s, es)
+	requesterLines(l, s, note)
 	return l.out, escaped
 }
 

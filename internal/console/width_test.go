@@ -132,6 +132,15 @@ func TestStrictFieldsAreFlagged(t *testing.T) {
 		{"cwd", func(s *approval.Shown) { s.Cwd = "/srv/café" }, `cwd        $'/srv/caf\u00e9'`, true},
 		{"env", func(s *approval.Shown) { s.Env = map[string]string{"LANG": "☺"} }, `env        LANG=$'\u263a'`, true},
 		{"executable", func(s *approval.Shown) { s.Peer.Exe = "/usr/bin/p\u0430sswd" }, `exe /usr/bin/p\u0430sswd`, true},
+		{"option with a Cyrillic look-alike", func(s *approval.Shown) { s.Pipeline = [][]string{{"rm", "--\u0501ry-run", "/tmp/x"}} },
+			`command    rm $'--\u0501ry-run' /tmp/x`, true},
+		{"program with a fullwidth letter", func(s *approval.Shown) {
+			s.Pipeline = [][]string{{"/usr/bin/\uff52m", "x"}}
+			s.Programs = []approval.Program{{Chain: []string{"/usr/bin/\uff52m"}}}
+		}, `stage 1    $'/usr/bin/\uff52m' x`, true},
+		{"executable with a non-Ambiguous look-alike", func(s *approval.Shown) { s.Peer.Exe = "/usr/bin/\u0456d" }, `exe /usr/bin/\u0456d`, true},
+		{"file name with a fullwidth letter passes", func(s *approval.Shown) { s.Pipeline = [][]string{{"cat", "/tmp/\uff52"}} },
+			"command    cat '/tmp/\uff52'", false},
 		{"reason", func(s *approval.Shown) { s.Reason = "café ☺ Ελληνικά" }, "reason     café ☺ Ελληνικά", false},
 		{"reason with a three-em dash", func(s *approval.Shown) { s.Reason = "a\u2e3bb" }, `reason     a\u2e3bb`, true},
 	} {

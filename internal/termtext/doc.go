@@ -135,6 +135,23 @@
 // "😀" is \U0001f600. Fullwidth letters, CJK, kana and Hangul syllables
 // pass: every table agrees they are 2 columns.
 //
+// # Programs and options
+//
+// [EscapeASCII] applies the strict rules and one more. [QuoteProgram] and
+// [CommandLine] use it for program paths (a command's first word), and
+// [Quote] for arguments that look like options ([LooksLikeOption]: they
+// start with "-", another dash or a minus sign).
+//
+//  10. Every character outside ASCII is escaped as in rule 5 and sets the
+//     flag. Programs that run as root and their options are almost always
+//     ASCII; a letter of another script there is more likely a look-alike
+//     than an honest name: "--ԁry-run" with U+0501 CYRILLIC SMALL LETTER
+//     KOMI DE (not East Asian Ambiguous, so rule 8 passes it) reads
+//     --\u0501ry-run, "/usr/bin/іd" with U+0456 reads /usr/bin/\u0456d, a fullwidth
+//     "/usr/bin/ｒｍ" reads /usr/bin/\uff52\uff4d, and an argument starting
+//     with U+2013 EN DASH ("–rf", which a careless eye reads as an option)
+//     reads \u2013rf.
+//
 // # Widths
 //
 // [Width] counts the characters EscapeStrict passes at the width every
@@ -189,7 +206,11 @@
 //     "/usr/bin/pаsswd", fullwidth "ｒｍ". They are visible characters, not
 //     controls. EscapeStrict escapes the look-alikes that are East Asian
 //     Ambiguous (most Greek and Cyrillic letters) but not fullwidth forms
-//     nor letters of other scripts.
+//     nor letters of other scripts; only EscapeASCII, in program paths and
+//     options, escapes them all. In other arguments (file names, values)
+//     and in free text a look-alike of another script still passes:
+//     "/etc/pаsswd" with a Cyrillic "а" is escaped (East Asian Ambiguous),
+//     but a Cherokee or fullwidth look-alike in a file name is not.
 //   - Right-to-left letters (Hebrew, Arabic) pass through. A terminal that
 //     implements the bidi algorithm may reorder neutral characters next to
 //     them even without bidi controls; most terminals do not implement it.

@@ -35,12 +35,29 @@ func EscapeStrict(s string) (string, bool) {
 	return escape(s, true)
 }
 
+// EscapeASCII is EscapeStrict that also escapes every character outside
+// ASCII (rule 10 of the package documentation): for program paths and
+// arguments that look like options, where a letter of another script is
+// more likely a look-alike than an honest name.
+func EscapeASCII(s string) (string, bool) {
+	return escapeMode(s, true, true)
+}
+
 func escape(s string, strict bool) (string, bool) {
+	return escapeMode(s, strict, false)
+}
+
+// escapeMode is Escape (neither flag), EscapeStrict (strict) or
+// EscapeASCII (both).
+func escapeMode(s string, strict, ascii bool) (string, bool) {
 	var b strings.Builder
 	b.Grow(len(s))
 	marks, escaped := noBase, false
 	for i := 0; i < len(s); {
 		r, size, pass, next := scan(s[i:], marks, strict)
+		if ascii && size > 1 {
+			pass, next = false, noBase
+		}
 		if pass {
 			b.WriteString(s[i : i+size])
 		} else {

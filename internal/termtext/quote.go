@@ -1,6 +1,10 @@
 package termtext
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Quote returns arg as one shell word that is safe to print and that, pasted
 // into bash (or zsh, or ksh93), is read back as exactly arg, and whether
@@ -41,8 +45,49 @@ import "strings"
 // backslashes, so every character in it has one width on every terminal. Quote is for arguments: a word in command position can mean
 // more to a shell (an assignment, a reserved word), and [CommandLine] quotes
 // those.
+//
+// An argument that looks like an option (see [LooksLikeOption]) is escaped
+// with [EscapeASCII] instead: every non-ASCII character in it is escaped
+// and sets the flag, so "--ԁry-run" with a Cyrillic "ԁ" reads
+// $'--\u0501ry-run'.
 func Quote(arg string) (string, bool) {
-	e, escaped := EscapeStrict(arg)
+	return quote(arg, LooksLikeOption(arg))
+}
+
+// QuoteProgram is [Quote] for a program path (a command's first word, a
+// program file the daemon resolved): every non-ASCII character in it is
+// escaped ([EscapeASCII]) and sets the flag.
+func QuoteProgram(path string) (string, bool) {
+	return quote(path, true)
+}
+
+// LooksLikeOption reports whether arg starts with "-" or with a character
+// that can be taken for one: a dash (Unicode category Pd, such as U+2013
+// EN DASH) or a minus sign (U+2212, U+207B, U+208B, U+FE63, U+FF0D).
+func LooksLikeOption(arg string) bool {
+	r, _ := utf8.DecodeRuneInString(arg)
+	switch {
+	case arg == "":
+		return false
+	case r == '-', unicode.Is(unicode.Pd, r):
+		return true
+	}
+	switch r {
+	case '\u2212', '\u207b', '\u208b', '\ufe63', '\uff0d':
+		return true
+	}
+	return false
+}
+
+// quote is Quote, escaping every non-ASCII character when ascii is set.
+func quote(arg string, ascii bool) (string, bool) {
+	var e string
+	var escaped bool
+	if ascii {
+		e, escaped = EscapeASCII(arg)
+	} else {
+		e, escaped = EscapeStrict(arg)
+	}
 	switch {
 	case escaped:
 		return "$'" + strings.ReplaceAll(e, "'", `\'`) + "'", true
@@ -65,6 +110,9 @@ func Quote(arg string) (string, bool) {
 // ('if', 'time'). A shell may still run a builtin or function of that name
 // (echo, printf, test): to reproduce exactly which program ran, render the
 // absolute path the daemon resolved as the first word.
+//
+// The first word of each stage is a program: like [QuoteProgram], every
+// non-ASCII character in it is escaped.
 //
 // A nil or empty pipeline renders as "". An empty stage renders as nothing
 // between its separators, a line a shell rejects as the daemon rejects such
@@ -92,9 +140,10 @@ func CommandLine(pipeline [][]string) (string, bool) {
 	return b.String(), escaped
 }
 
-// quoteCommand is Quote for a word in command position.
+// quoteCommand is Quote for a word in command position: a program, so
+// every non-ASCII character is escaped, as QuoteProgram does.
 func quoteCommand(word string) (string, bool) {
-	q, escaped := Quote(word)
+	q, escaped := QuoteProgram(word)
 	if q == word && (strings.Contains(word, "=") || strings.HasPrefix(word, "%") || isReserved(word)) {
 		// A plain word holds no apostrophe.
 		return "'" + word + "'", false

@@ -48,6 +48,13 @@ func TestQuote(t *testing.T) {
 		{"CJK", "日本語", `'日本語'`, false},
 		{"combining mark on a letter", "e\u0301", "'e\u0301'", false},
 		{"fullwidth", "ｒｍ", "'ｒｍ'", false},
+		{"option with a Cyrillic look-alike that is not East Asian Ambiguous", "--\u0501ry-run", `$'--\u0501ry-run'`, true},
+		{"option with a fullwidth letter", "--ｆorce", `$'--\uff46orce'`, true},
+		{"option with an accented letter", "--naïve", `$'--na\u00efve'`, true},
+		{"en dash taken for an option", "\u2013rf", `$'\u2013rf'`, true},
+		{"minus sign taken for an option", "\u2212rf", `$'\u2212rf'`, true},
+		{"option, ASCII", "-rf", `-rf`, false},
+		{"non-ASCII after a non-option", "x-ｒｍ", "'x-ｒｍ'", false},
 		{"newline", "line1\nline2", `$'line1\nline2'`, true},
 		{"tab", "a\tb", `$'a\tb'`, true},
 		{"ESC", "\x1b[2J", `$'\x1b[2J'`, true},
@@ -88,8 +95,12 @@ func checkQuote(t *testing.T, in, got string, escaped bool) {
 	} else if back != in {
 		t.Errorf("Quote(%q) = %q, which reads back as %q", in, got, back)
 	}
-	if _, e := EscapeStrict(in); e != escaped {
-		t.Errorf("Quote(%q) = %q, %v; EscapeStrict's flag is %v", in, got, escaped, e)
+	flag := EscapeStrict
+	if LooksLikeOption(in) {
+		flag = EscapeASCII
+	}
+	if _, e := flag(in); e != escaped {
+		t.Errorf("Quote(%q) = %q, %v; the flag of its escaping (EscapeStrict, EscapeASCII for an option) is %v", in, got, escaped, e)
 	}
 	if joined := strings.Join(Wrap(got, 5), ""); joined != got {
 		t.Errorf("Wrap(%q, 5) joins to %q", got, joined)
@@ -262,4 +273,44 @@ func FuzzQuote(f *testing.F) {
 			t.Fatalf("CommandLine of %q = %q, %v: %v", arg, line, lineEscaped, err)
 		}
 	})
+}
+
+// TestQuoteProgram: a program path shows every non-ASCII character
+// escaped and flagged, whatever script it is from; ASCII paths are as
+// Quote shows them.
+func TestQuoteProgram(t *testing.T) {
+	for _, tt := range []struct {
+		in, want string
+		escaped  bool
+	}{
+		{"/usr/bin/rm", "/usr/bin/rm", false},
+		{"/usr/bin/ｒｍ", `$'/usr/bin/\uff52\uff4d'`, true},
+		{"/opt/na\u00efve/bin/x", `$'/opt/na\u00efve/bin/x'`, true},
+		{"/usr/bin/\u0456d", `$'/usr/bin/\u0456d'`, true},
+		{"/srv/日本/x", `$'/srv/\u65e5\u672c/x'`, true},
+		{"/tmp/a b", `'/tmp/a b'`, false},
+		{"/tmp/\x1b", `$'/tmp/\x1b'`, true},
+	} {
+		got, escaped := QuoteProgram(tt.in)
+		if got != tt.want || escaped != tt.escaped {
+			t.Errorf("QuoteProgram(%q) = %s, %v; want %s, %v", tt.in, got, escaped, tt.want, tt.escaped)
+		}
+	}
+	// In a command line, the program is the first word of each stage.
+	got, escaped := CommandLine([][]string{{"ｒｍ", "--\u0501ry-run", "ｆｉｌｅ"}, {"cat"}})
+	if want := `$'\uff52\uff4d' $'--\u0501ry-run' 'ｆｉｌｅ' | cat`; got != want || !escaped {
+		t.Errorf("CommandLine = %s, %v; want %s, true", got, escaped, want)
+	}
+}
+
+// TestEscapeASCII: EscapeASCII escapes everything outside ASCII, and
+// what Escape escapes.
+func TestEscapeASCII(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"abc", "abc"}, {"a\\b", `a\\b`}, {"\u0433", `\u0433`}, {"\U0001f600", `\U0001f600`}, {"\xff", `\xff`}, {"e\u0301", `e\u0301`},
+	} {
+		if got, _ := EscapeASCII(tt.in); got != tt.want {
+			t.Errorf("EscapeASCII(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
 }
