@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -85,6 +86,9 @@ type Decision struct {
 	By string
 	// Message is an optional note for the agent (a denial's reason).
 	Message string
+	// Approver is who was behind the console that decided, as the daemon
+	// read it from /proc; nil for any other decider.
+	Approver *procinfo.Person
 }
 
 // Pending is a request waiting for a human, with everything the human must

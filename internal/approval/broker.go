@@ -188,6 +188,12 @@ func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 // Decide records a console's decision on the request id whose Shown hashed
 // to hash. by names the decider for the audit log.
 func (b *Broker) Decide(id, hash string, choice Choice, note, by string) error {
+	return b.decide(id, hash, choice, note, Console{By: by})
+}
+
+// decide is Decide by the console who, whose Person goes with the decision.
+func (b *Broker) decide(id, hash string, choice Choice, note string, who Console) error {
+	by := who.By
 	var d Decision
 	switch choice {
 	case AllowOnce, AllowSession:
@@ -219,6 +225,7 @@ func (b *Broker) Decide(id, hash string, choice Choice, note, by string) error {
 		g := b.addGrant(e.shown, by)
 		d.By = fmt.Sprintf("%s (new session grant %s)", by, g.ID)
 	}
+	d.Approver = who.Person
 	e.done = true
 	b.remove(e)
 	e.decided <- d

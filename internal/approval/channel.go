@@ -10,6 +10,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 )
 
 // maxConsoleLine bounds one line a console sends; decisions are small.
@@ -35,16 +37,25 @@ type Channel struct {
 	Log *slog.Logger
 }
 
+// Console identifies a console that decides, as the daemon read it: By
+// names it in decisions, the log and the other consoles; Person, when set,
+// is who is behind it, recorded with its decisions.
+type Console struct {
+	By     string
+	Person *procinfo.Person
+}
+
 // Serve speaks the approver channel with one console on conn until the
 // console disconnects, ctx ends or a read or write fails; failures are
-// logged, not returned. by names the console in decisions and the log. The
+// logged, not returned. who names the console in decisions and the log. The
 // caller must have checked that the peer may decide (the daemon requires
 // uid 0), and closes conn after Serve returns.
 //
 // The hello, the session grants and the requests already waiting are written
 // before any live event, so a console never sees a request resolved before
 // it saw it pending.
-func (c *Channel) Serve(ctx context.Context, conn net.Conn, by string) {
+func (c *Channel) Serve(ctx context.Context, conn net.Conn, who Console) {
+	by := who.By
 	log := c.Log.With("console", by)
 	log.Info("console connected")
 	defer log.Info("console disconnected")
@@ -76,7 +87,7 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, by string) {
 	}
 
 	readErr := make(chan error, 1)
-	go func() { readErr <- c.read(conn, by, send, &watching) }()
+	go func() { readErr <- c.read(conn, who, send, &watching) }()
 	select {
 	case <-ctx.Done():
 	case err := <-writeErr:
@@ -164,7 +175,8 @@ func writeMessage(conn net.Conn, m Message) error {
 // error). Each line is answered through send; a line that is not a valid
 // message is answered with an error and the channel stays open. watch sets
 // watching.
-func (c *Channel) read(conn net.Conn, by string, send func(Message) bool, watching *atomic.Bool) error {
+func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watching *atomic.Bool) error {
+	by := who.By
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 0, 64<<10), maxConsoleLine)
 	for sc.Scan() {
@@ -185,7 +197,7 @@ func (c *Channel) read(conn net.Conn, by string, send func(Message) bool, watchi
 				continue
 			}
 		case MsgDecide:
-			err = c.Broker.Decide(m.ID, m.Hash, m.Decision, m.Note, by)
+			err = c.Broker.decide(m.ID, m.Hash, m.Decision, m.Note, who)
 			c.Log.Info("console decision", "id", m.ID, "decision", m.Decision, "console", by, "err", err)
 		case MsgRevoke:
 			reply.Grant = m.Grant

@@ -30,7 +30,7 @@ func serveConsole(ctx context.Context, t *testing.T, b *Broker, by string) *cons
 	go func() {
 		defer close(done)
 		defer server.Close()
-		c.Serve(ctx, server, by)
+		c.Serve(ctx, server, Console{By: by})
 	}()
 	t.Cleanup(func() {
 		_ = client.Close()
@@ -194,7 +194,7 @@ func TestChannelEndsWhileGreeting(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Serve(ctx, conn, "console")
+		c.Serve(ctx, conn, Console{By: "console"})
 	}()
 	<-conn.writing
 	cancel()

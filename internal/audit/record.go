@@ -168,6 +168,10 @@ type DecisionSection struct {
 	By string `json:"by"`
 	// Message is the note for the agent (a denial's reason).
 	Message string `json:"message,omitempty"`
+	// Approver is who was behind the console that decided (login uid,
+	// terminal and its owner, SUDO_USER and SUDO_UID from its environment),
+	// as the daemon read it; absent for other deciders and in older logs.
+	Approver *procinfo.Person `json:"approver,omitempty"`
 }
 
 // ExecSection is exactly what is about to run.

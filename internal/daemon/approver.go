@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
+	"os/user"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // approverServer accepts consoles on the approver channel: the root-only
@@ -67,17 +71,50 @@ func (a *approverServer) handle(ctx context.Context, conn *net.UnixConn) {
 			Error: fmt.Sprintf("not allowed: the approver channel is for root only, and uid %d is not root", peer.UID)})
 		return
 	}
-	a.channel.Serve(ctx, conn, consoleName(peer))
+	who := procinfo.Proc{}.Person(peer.PID)
+	a.channel.Serve(ctx, conn, approval.Console{By: consoleName(peer, who), Person: &who})
 }
 
-// consoleName describes a console for the audit log: its uid, the terminal
-// its process has on stdin (when it has one), and its pid.
-func consoleName(peer peercred.Creds) string {
-	tty, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/0", peer.PID))
-	if err != nil {
+// consoleName describes a console for the audit log and the other
+// consoles: its uid, the terminal its process has on stdin (when it has
+// one), its pid, and who is behind it: the login uid and the terminal's
+// owner (kernel facts), and SUDO_USER and SUDO_UID when its environment has
+// them, marked as coming from there (whoever started the console could set
+// them).
+func consoleName(peer peercred.Creds, who procinfo.Person) string {
+	tty := who.TTY
+	if tty == "" {
 		tty = "unknown"
 	}
-	return fmt.Sprintf("console uid=%d tty=%s pid=%d", peer.UID, tty, peer.PID)
+	var b strings.Builder
+	fmt.Fprintf(&b, "console uid=%d tty=%s pid=%d", peer.UID, termtext.EscStrict(tty), peer.PID)
+	if who.LoginUID != nil {
+		fmt.Fprintf(&b, " loginuid=%s", idName(*who.LoginUID))
+	}
+	if who.TTYOwner != nil {
+		fmt.Fprintf(&b, " tty_owner=%s", idName(*who.TTYOwner))
+	}
+	if who.SudoUser != "" || who.SudoUID != "" {
+		b.WriteString(" env:")
+		if who.SudoUser != "" {
+			q, _ := termtext.Quote(who.SudoUser)
+			b.WriteString(" SUDO_USER=" + q)
+		}
+		if who.SudoUID != "" {
+			q, _ := termtext.Quote(who.SudoUID)
+			b.WriteString(" SUDO_UID=" + q)
+		}
+	}
+	return b.String()
+}
+
+// idName is a uid with its user name: "1000(alice)", or "1000" when it has
+// none.
+func idName(uid uint32) string {
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		return fmt.Sprintf("%d(%s)", uid, termtext.EscStrict(u.Username))
+	}
+	return strconv.FormatUint(uint64(uid), 10)
 }
 
 // peerInfo is the identity the broker and the consoles are given for a
