@@ -22,8 +22,8 @@ type Person struct {
 	// and kept across su and sudo. Nil when unset or unreadable.
 	LoginUID *uint32 `json:"login_uid,omitempty"`
 	// TTY is the target of /proc/PID/fd/0 and TTYOwner the owner of that
-	// file when it is a character device (a terminal is chowned to whoever
-	// logged in on it).
+	// file when it is a terminal (a terminal is chowned to whoever logged
+	// in on it).
 	TTY      string  `json:"tty,omitempty"`
 	TTYOwner *uint32 `json:"tty_owner,omitempty"`
 	// SudoUser and SudoUID are the process's SUDO_USER and SUDO_UID
@@ -46,7 +46,7 @@ func (p Proc) Person(pid int32) Person {
 	fd0 := p.path(pid, "fd/0")
 	if t, err := os.Readlink(fd0); err == nil {
 		who.TTY = t
-		if fi, err := os.Stat(fd0); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		if fi, err := os.Stat(fd0); err == nil && fi.Mode()&os.ModeCharDevice != 0 && isTerminal(t) {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 				o := st.Uid
 				who.TTYOwner = &o
@@ -72,4 +72,10 @@ func sudoVars(b []byte) (user, uid string) {
 		}
 	}
 	return user, uid
+}
+
+// isTerminal reports whether path names a terminal device: a
+// pseudo-terminal, a virtual console or a serial line, not /dev/null.
+func isTerminal(path string) bool {
+	return strings.HasPrefix(path, "/dev/pts/") || strings.HasPrefix(path, "/dev/tty") || path == "/dev/console"
 }

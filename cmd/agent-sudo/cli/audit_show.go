@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
@@ -212,6 +213,9 @@ func prettyRecord(e audit.Entry) string {
 		if r.Decision.Message != "" {
 			field("message", termtext.Esc(r.Decision.Message))
 		}
+		if a := r.Decision.Approver; a != nil {
+			field("approver", approverText(a))
+		}
 	case r.Exec != nil:
 		x := r.Exec
 		for i, st := range x.Stages {
@@ -358,4 +362,27 @@ func peerFacts(b *strings.Builder, p *audit.Peer) {
 		}
 		row("container:", v)
 	}
+}
+
+// approverText describes who was behind a deciding console: the kernel's
+// login uid and terminal owner, then what its environment said, marked as
+// such. Every value is escaped.
+func approverText(a *procinfo.Person) string {
+	var parts []string
+	if a.LoginUID != nil {
+		parts = append(parts, fmt.Sprintf("login uid %d", *a.LoginUID))
+	} else {
+		parts = append(parts, "no login uid")
+	}
+	if a.TTY != "" {
+		t := "tty " + termtext.Esc(a.TTY)
+		if a.TTYOwner != nil {
+			t += fmt.Sprintf(" (owner uid %d)", *a.TTYOwner)
+		}
+		parts = append(parts, t)
+	}
+	if a.SudoUser != "" || a.SudoUID != "" {
+		parts = append(parts, fmt.Sprintf("its environment says SUDO_USER=%s SUDO_UID=%s", termtext.Esc(a.SudoUser), termtext.Esc(a.SudoUID)))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -287,7 +287,7 @@ func TestAuditEscaping(t *testing.T) {
 		}
 	}
 	table := runAuditCLI(context.Background(), "--log", path, "--session", "evil*").stdout
-	for _, want := range []string{`evil\x1b[2J\rok`, `h\u202eexe.txt`, `rm -rf $'/\x1b]0;pwned\x07' $'\u200bx' | '日本語'`} {
+	for _, want := range []string{`evil\x1b[2J\rok`, `h\u202eexe.txt`, `rm -rf $'/\x1b]0;pwned\x07' $'\u200bx' | $'\u65e5\u672c\u8a9e'`} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %s:\n%s", want, table)
 		}
