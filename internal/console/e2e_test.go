@@ -45,9 +45,9 @@ func TestE2EApproveInTmux(t *testing.T) {
 			"stage 1    /usr/bin/echo 'hello from e2e'",
 			"runs       as root",
 			"reason     say hello",
-			"session    e2e",
+			"agent      session e2e · host e2e-host (claimed by the agent)",
 			"why        no rule applies to stage 1 of 1: /usr/bin/echo",
-			"requester  uid 0 (root)",
+			"asked by   uid 0 (root), kernel-verified: ",
 			"> Deny",
 		} {
 			if !strings.Contains(screen, want) {

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 )
 
 func TestIdleScreen(t *testing.T) {
@@ -53,20 +54,21 @@ func TestRequestScreenShowsEverything(t *testing.T) {
 		"runs       as root",
 		"cwd        /",
 		"reason     install nginx for the web tests",
-		"session    build-42",
-		"requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/python3",
+		"requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/python3 · kernel-verified",
 		"Your decision:   Allow once (a)   Allow for this session (s) > Deny (d)",
 		"keys: ↑/↓ enter · v ", " · PgUp/PgDn page · g grants · q quit",
 		"(keys enabled in 0.5s)",
 	}
 	// The first screen has the environment's names; the details (v) have
 	// the values, the host, the id and the times too.
-	h.wantView(append(first, "env        DEBIAN_FRONTEND (values: press v)", "v details")...)
-	h.notView("SSH AGENT", escapedNotice, "noninteractive", "devbox", "id         r1", "time       sent")
+	h.wantView(append(first, "env        DEBIAN_FRONTEND (values: press v)", "v details",
+		"agent      session build-42 · host devbox (claimed by the agent)")...)
+	h.notView("SSH AGENT", escapedNotice, "noninteractive", "id         r1", "time       sent")
 	h.wantFull(append(first,
 		"REQUEST WAITING FOR YOUR DECISION · times out in 2m0s · 2 more after it · ALL DETAILS",
 		"env        DEBIAN_FRONTEND=noninteractive",
-		"host       devbox",
+		"session    build-42 (claimed by the agent)",
+		"host       devbox (claimed by the agent)",
 		"id         r1",
 		"time       sent ",
 		"v summary",
@@ -849,6 +851,15 @@ func TestFirstScreenAt80x24(t *testing.T) {
 	s.Why = "no rule applies to stage 2 of 2: /usr/bin/tee"
 	s.Env["LC_ALL"] = "C"
 	s.Reason = "install nginx for the web tests\nthe old one is broken"
+	s.Peer.Exe = "/usr/bin/agent-sudo"
+	s.Peer.Ancestry = &procinfo.Ancestry{Hops: []procinfo.Hop{
+		{PID: 4242, Exe: "/usr/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "mcp"}},
+		{PID: 812, Exe: "/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude", Comm: "claude", Argv: []string{"claude"}},
+		{PID: 800, Exe: "/usr/bin/tmux", Comm: "tmux", Argv: []string{"tmux"}},
+		{PID: 790, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
+		{PID: 760, Exe: "/usr/bin/sudo", Comm: "sudo", Argv: []string{"sudo", "-u", "alice", "-i"}},
+		{PID: 750, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"-bash"}},
+	}, End: procinfo.EndLoginShell}
 	h.pending(s)
 	v := h.view()
 	lines := strings.Split(v, "\n")
@@ -863,11 +874,12 @@ func TestFirstScreenAt80x24(t *testing.T) {
 		"stage 2    /usr/bin/tee '/var/log/x y.log'\n",
 		"runs       as root\n",
 		"why        no rule applies to stage 2 of 2: /usr/bin/tee\n",
-		"requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/python3\n",
+		"asked by   uid 1000 (alice), kernel-verified: … 3 older (v) → tmux (pid 800)",
+		"↳ → claude (pid 812, /usr/lib/…/claude) → agent-sudo mcp (pid 4242)\n",
 		"reason     install nginx for the web tests\n           the old one is broken\n",
 		"cwd        /\n",
 		"env        DEBIAN_FRONTEND LC_ALL (values: press v)\n",
-		"session    build-42\n",
+		"agent      session build-42 · host devbox (claimed by the agent)\n",
 		"> Deny (d)",
 	)
 	h.notView("PgUp/PgDn scroll --", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")

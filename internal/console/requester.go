@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/charmbracelet/lipgloss"
+
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
@@ -50,6 +52,70 @@ func requesterLines(l *lines, s *approval.Shown, note func(bool)) {
 	}
 }
 
+// Bounds of who asked on the first screen: the ancestry (with the
+// requester's uid) gets at most briefAskedLines lines, eliding the hops in
+// its middle first; the container line briefContainerLines.
+const (
+	briefAskedLines     = 2
+	briefContainerLines = 1
+)
+
+// requesterBrief adds who asked for s on the first screen, in at most
+// briefAskedLines+briefContainerLines lines: the requester's uid, marked as
+// the kernel's, then its ancestry oldest first, ending with the requester
+// itself; when that does not fit, long executable paths are shortened,
+// then the oldest hops elided, and more is told only if even that does not
+// fit. Without an ancestry it is
+// the requester line of requesterLines.
+func requesterBrief(l *lines, s *approval.Shown, note func(bool), more func(string)) {
+	es := func(s string) string {
+		out, x := termtext.EscapeStrict(s)
+		note(x)
+		return out
+	}
+	ea := func(s string) string {
+		out, x := termtext.EscapeASCII(s)
+		note(x)
+		return out
+	}
+	p := s.Peer
+	who := fmt.Sprintf("uid %d", p.UID)
+	if p.User != "" {
+		who += " (" + es(p.User) + ")"
+	}
+	if c := p.Container; c != nil && c.InnerUID != nil {
+		who += fmt.Sprintf(" = uid %d inside its container", *c.InnerUID)
+	}
+	a := p.Ancestry
+	if a == nil || len(a.Hops) == 0 {
+		if l.fieldMax("requester", who+fmt.Sprintf(" · pid %d · exe %s · kernel-verified", p.PID, ea(p.Exe)), nil, briefAskedLines, false) {
+			more("of who asked")
+		}
+	} else {
+		who += ", kernel-verified: "
+		fits := func(text string) bool { return len(termtext.Wrap(text, l.valueWidth())) <= briefAskedLines }
+		text := who + ancestryText(a, es, ea)
+		parts := ancestryParts(a, es, ea, true)
+		if !fits(text) {
+			text = who + strings.Join(parts, " → ")
+		}
+		// Elide the oldest hops until it fits: the newest, the agent
+		// and the program that asked for it, matter most.
+		for keep := len(parts) - 1; keep >= 1 && !fits(text); keep-- {
+			older := fmt.Sprintf("… %d older (%c)", len(parts)-keep, detailsKey)
+			text = who + strings.Join(append([]string{older}, parts[len(parts)-keep:]...), " → ")
+		}
+		if l.fieldMax("asked by", text, nil, briefAskedLines, false) {
+			more("of who asked")
+		}
+	}
+	if c := p.Container; c != nil {
+		if l.fieldMax("container", containerText(c, es), &l.st.warn, briefContainerLines, false) {
+			more("of the container")
+		}
+	}
+}
+
 // claimedLines adds the fields the agent merely claims, marked as such:
 // session, host (warned when it is not the daemon's own host name) and the
 // agent's clock. e escapes free text and notes the escape.
@@ -65,11 +131,36 @@ func claimedLines(l *lines, s *approval.Shown, e func(string) string) {
 	}
 }
 
+// briefClaimedLines bounds the claims' line on the first screen.
+const briefClaimedLines = 2
+
+// claimedBrief adds the agent's claims on the first screen on one line:
+// session and host, marked as claims, the host warned about as in
+// claimedLines when it is not the daemon's own.
+func claimedBrief(l *lines, s *approval.Shown, e func(string) string, more func(string)) {
+	text := "session " + e(s.Session) + " · host " + e(s.Host) + " (claimed by the agent)"
+	var style *lipgloss.Style
+	if s.DaemonHost != "" && s.Host != s.DaemonHost {
+		text += " ≠ this daemon's host " + e(s.DaemonHost)
+		style = &l.st.warn
+	}
+	if l.fieldMax("agent", text, style, briefClaimedLines, false) {
+		more("of the agent's claims")
+	}
+}
+
 // ancestryText renders an ancestry on one logical line, oldest process
 // first: `bash (pid 750, login shell) → claude (pid 812, /usr/bin/node) →
 // agent-sudo mcp (pid 901)`, with a marker first when the walk stopped
 // before a session leader, a login shell or init.
 func ancestryText(a *procinfo.Ancestry, es, ea func(string) string) string {
+	return strings.Join(ancestryParts(a, es, ea, false), " → ")
+}
+
+// ancestryParts is ancestryText before the join: the marker of a walk cut
+// short (if any), then one part per hop, oldest first. With short, long
+// executable paths are shortened (see shortPath).
+func ancestryParts(a *procinfo.Ancestry, es, ea func(string) string, short bool) []string {
 	parts := make([]string, 0, len(a.Hops)+1)
 	switch a.End {
 	case procinfo.EndSessionLeader, procinfo.EndLoginShell, procinfo.EndInit:
@@ -77,12 +168,12 @@ func ancestryText(a *procinfo.Ancestry, es, ea func(string) string) string {
 		parts = append(parts, "… ("+es(a.End)+")")
 	}
 	for i := len(a.Hops) - 1; i >= 0; i-- {
-		parts = append(parts, hopText(a.Hops[i], i == len(a.Hops)-1 && a.End == procinfo.EndLoginShell, ea))
+		parts = append(parts, hopText(a.Hops[i], i == len(a.Hops)-1 && a.End == procinfo.EndLoginShell, ea, short))
 	}
 	if len(a.Hops) == 0 {
 		parts = append(parts, "(no process could be read)")
 	}
-	return strings.Join(parts, " → ")
+	return parts
 }
 
 // hopText renders one process: its name (argv[0]'s base name, and the
@@ -90,7 +181,7 @@ func ancestryText(a *procinfo.Ancestry, es, ea func(string) string) string {
 // executes unless that is a system program of the same name. Names are the
 // process's own, the exe is the kernel's; ea escapes both (programs, so
 // every non-ASCII character).
-func hopText(h procinfo.Hop, login bool, ea func(string) string) string {
+func hopText(h procinfo.Hop, login bool, ea func(string) string, short bool) string {
 	name := h.Name()
 	words := name
 	if len(h.Argv) > 1 && isSubcommand(h.Argv[1]) {
@@ -98,12 +189,27 @@ func hopText(h procinfo.Hop, login bool, ea func(string) string) string {
 	}
 	b := ea(words) + fmt.Sprintf(" (pid %d", h.PID)
 	if dir, base := path.Split(h.Exe); base != strings.TrimPrefix(name, "-") || !isSystemDir(path.Clean(dir)) {
-		b += ", " + ea(h.Exe)
+		exe := ea(h.Exe)
+		if short {
+			exe = shortPath(exe)
+		}
+		b += ", " + exe
 	}
 	if login {
 		b += ", login shell"
 	}
 	return b + ")"
+}
+
+// shortPath shortens an (escaped) path of more than four components to its
+// first two and its base name, "/usr/lib/…/claude", as the first screen
+// shows an executable; the details show it whole.
+func shortPath(p string) string {
+	parts := strings.Split(p, "/")
+	if len(parts) <= 5 || parts[0] != "" {
+		return p
+	}
+	return strings.Join(parts[:3], "/") + "/…/" + parts[len(parts)-1]
 }
 
 // isSubcommand reports whether arg reads as a subcommand: a short word of

@@ -30,6 +30,10 @@ func TestRequesterAncestryShown(t *testing.T) {
 	h.update(tea.WindowSizeMsg{Width: 200, Height: 60})
 	h.pending(withAncestry("r1"))
 	h.wantView(
+		"asked by   uid 1000 (alice), kernel-verified: -bash (pid 750, login shell) → claude (pid 812, /usr/lib/node_modules/claude/bin/node) → agent-sudo mcp (pid 4242)",
+		"agent      session build-42 · host devbox (claimed by the agent)",
+	)
+	h.wantFull(
 		"asked by   -bash (pid 750, login shell) → claude (pid 812, /usr/lib/node_modules/claude/bin/node) → agent-sudo mcp (pid 4242)",
 		"requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/agent-sudo · kernel-verified",
 		"session    build-42 (claimed by the agent)",
@@ -49,22 +53,25 @@ func TestRequesterHostileAncestry(t *testing.T) {
 	s.Peer.Ancestry.Hops = s.Peer.Ancestry.Hops[:2]
 	s.Peer.Ancestry.End = procinfo.EndExited + " (pid 750)"
 	h.pending(s)
-	h.wantView(`asked by   … (exited during the walk (pid 750)) → cl\x1b[2Jaud\u0435 (pid 812, /usr/lib/node_modules/claude/bin/node)`, escapedNotice)
+	h.wantFull(`asked by   … (exited during the walk (pid 750)) → cl\x1b[2Jaud\u0435 (pid 812, /usr/lib/node_modules/claude/bin/node)`, escapedNotice)
 }
 
 // TestClaimedHostDiffers: a request claiming a host other than the
 // daemon's is warned about, with the daemon's own name.
 func TestClaimedHostDiffers(t *testing.T) {
-	for _, tt := range []struct{ claimed, daemon, want string }{
-		{"prod-db-1", "vm", "host       prod-db-1 (claimed by the agent) ≠ this daemon's host vm"},
-		{"vm", "vm", "host       vm (claimed by the agent; matches this daemon's host)"},
+	for _, tt := range []struct{ claimed, daemon, brief, want string }{
+		{"prod-db-1", "vm", "agent      session build-42 · host prod-db-1 (claimed by the agent) ≠ this daemon's host vm",
+			"host       prod-db-1 (claimed by the agent) ≠ this daemon's host vm"},
+		{"vm", "vm", "agent      session build-42 · host vm (claimed by the agent)\n",
+			"host       vm (claimed by the agent; matches this daemon's host)"},
 	} {
 		h := newHarness(t, "")
 		h.update(tea.WindowSizeMsg{Width: 200, Height: 60})
 		s := shown("r1")
 		s.Host, s.DaemonHost = tt.claimed, tt.daemon
 		h.pending(s)
-		h.wantView(tt.want)
+		h.wantView(tt.brief)
+		h.wantFull(tt.want)
 	}
 }
 

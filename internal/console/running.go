@@ -387,9 +387,9 @@ func runDetails(st *styles, run approval.Running, width int, now time.Time) []st
 	}
 	l.field("running", fmt.Sprintf("%s, since %s", elapsed(now, run.Started), run.Started.In(now.Location()).Format(time.DateTime)), nil)
 	l.field("asked by", fmt.Sprintf("uid %d (%s), pid %d, %s", run.Peer.UID, termtext.EscStrict(run.Peer.User), run.Peer.PID, termtext.EscStrict(run.Peer.Exe)), nil)
-	l.field("session", termtext.Esc(run.Session)+" (as the agent says)", nil)
+	l.field("session", termtext.Esc(run.Session)+" (claimed by the agent)", nil)
 	if run.Host != "" {
-		l.field("host", termtext.Esc(run.Host)+" (as the agent says)", nil)
+		l.field("host", termtext.Esc(run.Host)+" (claimed by the agent)", nil)
 	}
 	l.field("allowed by", termtext.Esc(run.By), nil)
 	l.field("request", termtext.Esc(run.Request), nil)

@@ -34,7 +34,7 @@ func TestRunningScreenListAndStop(t *testing.T) {
 	h.daemon(approval.Message{Type: approval.MsgRunning, Running: testRuns()})
 	h.wantView("run1  1m30s  uid 1000  session build-42  sleep 600", `run2  0s  uid 1001  session s\u202e  echo $'\x1b[2J'`,
 		"command    sleep 600", "runs       as root", "running    1m30s, since", "asked by   uid 1000 (alice), pid 812, /usr/bin/agent-sudo",
-		"session    build-42 (as the agent says)", `allowed by rule "sleeps"`, "x stop the highlighted command")
+		"session    build-42 (claimed by the agent)", `allowed by rule "sleeps"`, "x stop the highlighted command")
 	h.advance(30 * time.Second)
 	h.wantView("run1  2m0s", "running    2m0s")
 

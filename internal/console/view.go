@@ -473,7 +473,7 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 		}
 	}
 	if !full {
-		requesterLines(l, s, note)
+		requesterBrief(l, s, note, more)
 	}
 	// The reason is free text: each of its lines is shown on a line of its
 	// own rather than as \n.
@@ -521,7 +521,7 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 			}
 			l.field("env", fmt.Sprintf("%s (values: press %c)", strings.Join(names, " "), detailsKey), nil)
 		}
-		claimedLines(l, s, e)
+		claimedBrief(l, s, e, more)
 		return l.out, escaped
 	}
 	for i, k := range keys {
