@@ -24,25 +24,10 @@ var systemBinDirs = []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/loc
 // place that renders the requester, so a layout only chooses where its
 // lines go.
 func requesterLines(l *lines, s *approval.Shown, note func(bool)) {
-	es := func(s string) string {
-		out, x := termtext.EscapeStrict(s)
-		note(x)
-		return out
-	}
-	ea := func(s string) string {
-		out, x := termtext.EscapeASCII(s)
-		note(x)
-		return out
-	}
+	x := escapers{note}
+	es, ea := x.strict, x.ascii
 	p := s.Peer
-	peer := fmt.Sprintf("uid %d", p.UID)
-	if p.User != "" {
-		peer += " (" + es(p.User) + ")"
-	}
-	if c := p.Container; c != nil && c.InnerUID != nil {
-		peer += fmt.Sprintf(" = uid %d inside its container", *c.InnerUID)
-	}
-	peer += fmt.Sprintf(" · pid %d · exe %s · kernel-verified", p.PID, ea(p.Exe))
+	peer := uidText(p, es) + fmt.Sprintf(" · pid %d · exe %s · kernel-verified", p.PID, ea(p.Exe))
 	l.field("requester", peer, nil)
 	if a := p.Ancestry; a != nil {
 		l.field("asked by", ancestryText(a, es, ea), nil)
@@ -52,9 +37,47 @@ func requesterLines(l *lines, s *approval.Shown, note func(bool)) {
 	}
 }
 
+// uidText is the requester's uid as the daemon's kernel maps it, its user
+// name, and its uid inside its container when it has one.
+func uidText(p approval.PeerInfo, es func(string) string) string {
+	t := fmt.Sprintf("uid %d", p.UID)
+	if p.User != "" {
+		t += " (" + es(p.User) + ")"
+	}
+	if c := p.Container; c != nil && c.InnerUID != nil {
+		t += fmt.Sprintf(" = uid %d inside its container", *c.InnerUID)
+	}
+	return t
+}
+
+// escapers are the termtext escapers, each telling note whether it had to
+// escape (the screen then says so).
+type escapers struct{ note func(bool) }
+
+func (x escapers) use(out string, escaped bool) string {
+	x.note(escaped)
+	return out
+}
+
+// free escapes free text (termtext.Escape).
+func (x escapers) free(s string) string { return x.use(termtext.Escape(s)) }
+
+// strict escapes what must be shown exactly (termtext.EscapeStrict).
+func (x escapers) strict(s string) string { return x.use(termtext.EscapeStrict(s)) }
+
+// ascii escapes every non-ASCII character too (termtext.EscapeASCII).
+func (x escapers) ascii(s string) string { return x.use(termtext.EscapeASCII(s)) }
+
+// quote shell-quotes an argument (termtext.Quote).
+func (x escapers) quote(s string) string { return x.use(termtext.Quote(s)) }
+
+// program quotes a program path, every non-ASCII character escaped
+// (termtext.QuoteProgram).
+func (x escapers) program(s string) string { return x.use(termtext.QuoteProgram(s)) }
+
 // Bounds of who asked on the first screen: the ancestry (with the
-// requester's uid) gets at most briefAskedLines lines, eliding the hops in
-// its middle first; the container line briefContainerLines.
+// requester's uid) gets at most briefAskedLines lines; the container line
+// briefContainerLines.
 const (
 	briefAskedLines     = 2
 	briefContainerLines = 1
@@ -65,27 +88,12 @@ const (
 // the kernel's, then its ancestry oldest first, ending with the requester
 // itself; when that does not fit, long executable paths are shortened,
 // then the oldest hops elided, and more is told only if even that does not
-// fit. Without an ancestry it is
-// the requester line of requesterLines.
+// fit. Without an ancestry it is the requester line of requesterLines.
 func requesterBrief(l *lines, s *approval.Shown, note func(bool), more func(string)) {
-	es := func(s string) string {
-		out, x := termtext.EscapeStrict(s)
-		note(x)
-		return out
-	}
-	ea := func(s string) string {
-		out, x := termtext.EscapeASCII(s)
-		note(x)
-		return out
-	}
+	x := escapers{note}
+	es, ea := x.strict, x.ascii
 	p := s.Peer
-	who := fmt.Sprintf("uid %d", p.UID)
-	if p.User != "" {
-		who += " (" + es(p.User) + ")"
-	}
-	if c := p.Container; c != nil && c.InnerUID != nil {
-		who += fmt.Sprintf(" = uid %d inside its container", *c.InnerUID)
-	}
+	who := uidText(p, es)
 	a := p.Ancestry
 	if a == nil || len(a.Hops) == 0 {
 		if l.fieldMax("requester", who+fmt.Sprintf(" · pid %d · exe %s · kernel-verified", p.PID, ea(p.Exe)), nil, briefAskedLines, false) {

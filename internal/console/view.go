@@ -400,35 +400,15 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 		escaped = escaped || e
 	}
 	// e is for free text (reason, session, host); es for what must be
-	// shown exactly: directories, environment, names, paths.
-	e := func(s string) string {
-		out, x := termtext.Escape(s)
-		note(x)
-		return out
-	}
-	es := func(s string) string {
-		out, x := termtext.EscapeStrict(s)
-		note(x)
-		return out
-	}
-	q := func(s string) string {
-		out, x := termtext.Quote(s)
-		note(x)
-		return out
-	}
+	// shown exactly: directories, environment, names, paths; q quotes an
+	// argument, qp a program path (every non-ASCII character escaped).
+	esc := escapers{note}
+	e, es, q, qp := esc.free, esc.strict, esc.quote, esc.program
 	more := func(what string) {
 		l.field("", fmt.Sprintf("… more %s: press %c for all details", what, detailsKey), &st.dim)
 	}
-	// qp quotes a program path: every non-ASCII character is escaped.
-	qp := func(s string) string {
-		out, x := termtext.QuoteProgram(s)
-		note(x)
-		return out
-	}
 
-	line, x := termtext.CommandLine(s.Pipeline)
-	note(x)
-	l.field("command", line, &st.bold)
+	l.field("command", esc.use(termtext.CommandLine(s.Pipeline)), &st.bold)
 	for i, stage := range s.Pipeline {
 		var b strings.Builder
 		var writable []approval.Writable
