@@ -339,6 +339,14 @@ func TestAgentOverSSHForwarding(t *testing.T) {
 	if want := fmt.Sprint(fwd.Process.Pid); fmt.Sprint(s.Peer.PID) != want {
 		t.Errorf("the peer is pid %d, want the ssh -R process, pid %s", s.Peer.PID, want)
 	}
+	// The ancestry starts at the ssh process (its parents are the test's,
+	// on host A), and the claimed host is set beside the daemon's own.
+	if a := s.Peer.Ancestry; a == nil || len(a.Hops) == 0 || a.Hops[0].PID != int32(fwd.Process.Pid) || a.Hops[0].Exe != "/usr/bin/ssh" {
+		t.Errorf("the ancestry the approver sees does not start at the ssh -R process (pid %d): %+v", fwd.Process.Pid, a)
+	}
+	if s.DaemonHost == "" || s.DaemonHost == s.Host {
+		t.Errorf("the daemon's own host %q is not set beside the claimed %q, so the console cannot mark the claim", s.DaemonHost, s.Host)
+	}
 	t.Logf("the approver sees: host %q (the agent's claim), peer uid %d pid %d exe %s", s.Host, s.Peer.UID, s.Peer.PID, s.Peer.Exe)
 	console.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce})
 	if r := console.Result(p.ID); !r.OK {
