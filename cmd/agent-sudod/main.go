@@ -36,6 +36,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&src.auditLog, "audit-log", "", "audit log `PATH` (overrides the config key audit_log)")
 	fs.StringVar(&src.exec, "exec", "", "how commands run, `MODE` \"sudo\" or \"direct\" (overrides the config key exec)")
 	tty := fs.Bool("tty", false, "approve requests on this terminal (foreground mode); logs go to --log-file")
+	desktopNotify := fs.String("desktop-notify", string(console.DesktopAuto), "with --tty: `mode` of the desktop notification sent with the bell: auto, osc9, osc777 or off")
 	logFile := fs.String("log-file", "", "write logs to `FILE` instead of the journal or stderr (default with --tty: agent-sudod.log beside the socket)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	checkConfig := fs.Bool("check-config", false, "load the configuration as at start, print the rule linter's warnings, and exit: 0 if it is valid, 1 (with the errors) if not")
@@ -54,6 +55,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "agent-sudod: unexpected argument %q; run 'agent-sudod --help' for usage\n", fs.Arg(0))
+		return 2
+	}
+	desktop, err := console.ParseDesktopNotify(*desktopNotify)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent-sudod: --desktop-notify: %v; run 'agent-sudod --help' for usage\n", err)
+		return 2
+	}
+	setDesktop := false
+	fs.Visit(func(f *flag.Flag) { setDesktop = setDesktop || f.Name == "desktop-notify" })
+	if setDesktop && !*tty {
+		fmt.Fprintln(stderr, "agent-sudod: --desktop-notify needs --tty: only the console of --tty sends desktop notifications; run 'agent-sudod --help' for usage")
 		return 2
 	}
 	if *showVersion {
@@ -105,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "agent-sudod: approving on this terminal; logs in %s\n", *logFile)
 		opts.Foreground = func(ctx context.Context, sock string) error {
-			return console.DialAndRun(ctx, sock, os.Stdin, os.Stdout, console.Options{StopsDaemon: true})
+			return console.DialAndRun(ctx, sock, os.Stdin, os.Stdout, console.Options{StopsDaemon: true, Desktop: desktop})
 		}
 	}
 	if err := daemon.Run(ctx, cfg, opts); err != nil {
@@ -199,7 +211,8 @@ exit status:
   0  stopped by a signal; or --help, --version, or --check-config with a
      valid configuration
   1  the configuration is invalid, or the daemon could not start or failed
-  2  usage error: a bad flag or argument, or --tty without a terminal;
+  2  usage error: a bad flag or argument, --tty without a terminal, or
+     --desktop-notify without --tty;
      nothing was started
 `)
 	return b.String()

@@ -101,7 +101,7 @@ func TestHelp(t *testing.T) {
 		out := stdout.String()
 		for _, want := range []string{"usage: agent-sudod [flags]", "\nflags:\n", "\nexit status:\n", "\nsignals:\n",
 			"--config FILE", "--socket PATH", "--approver-socket PATH", "--audit-log PATH", "--exec MODE",
-			"--log-file FILE", "--tty", "--version", "--check-config", `(default "/etc/agent-sudo/config.toml")`} {
+			"--log-file FILE", "--tty", "--desktop-notify mode", "--version", "--check-config", `(default "/etc/agent-sudo/config.toml")`} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s: help does not contain %q:\n%s", arg, want, out)
 			}
@@ -120,6 +120,31 @@ func TestHelp(t *testing.T) {
 	stderr.Reset()
 	if code := run(context.Background(), []string{"--version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "agent-sudod ") || stderr.Len() != 0 {
 		t.Errorf("--version: exit %d stdout %q stderr %q, want status 0 and the version on stdout", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestDesktopNotifyFlag: --desktop-notify takes the modes of agent-sudo
+// approve's flag, refuses any other value, and only goes with --tty (the
+// only console the daemon runs); a refusal starts nothing.
+func TestDesktopNotifyFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tty", "--desktop-notify", "yes"}, "agent-sudod: --desktop-notify: \"yes\" is not a desktop notification mode; want auto, osc9, osc777 or off; run 'agent-sudod --help' for usage\n"},
+		{[]string{"--desktop-notify", "osc9"}, "agent-sudod: --desktop-notify needs --tty: only the console of --tty sends desktop notifications; run 'agent-sudod --help' for usage\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), append(tt.args, "--config", checkConfigFile(t, "")), &stdout, &stderr); code != 2 || stderr.String() != tt.want || stdout.Len() != 0 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and only %q", tt.args, code, stdout.String(), stderr.String(), tt.want)
+		}
+	}
+	// A valid mode with --tty gets past the flags to the terminal check
+	// (the test has no terminal), which it would not with a bad one.
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--tty", "--desktop-notify", "osc777", "--config", checkConfigFile(t, "")}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "--tty needs a terminal") {
+		t.Errorf("--tty --desktop-notify osc777 without a terminal: exit %d, stderr %q; want the terminal check", code, stderr.String())
 	}
 }
 
