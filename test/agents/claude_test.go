@@ -233,10 +233,10 @@ func TestClaudeCodeCancels(t *testing.T) {
 	if r.err != nil || r.output() != "gave up" {
 		t.Errorf("claude -p = %v, stdout %q; want the final text", r.err, r.output())
 	}
-	if text, isError := r.result(t, 1); !isError {
-		t.Errorf("the model saw (isError %v):\n%s\nwant an error", isError, text)
-	} else {
-		t.Logf("the model saw: %s", text)
+	// docs/agents.md quotes this text (Claude Code's own, of the pinned
+	// version).
+	if text, isError := r.result(t, 1); !isError || !strings.Contains(text, `MCP server "agent-sudo" tool "execute" timed out after 5s`) {
+		t.Errorf("the model saw (isError %v):\n%s\nwant the timeout error docs/agents.md quotes", isError, text)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the withdrawn command ran")

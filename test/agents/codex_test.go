@@ -225,7 +225,10 @@ func TestCodexCancels(t *testing.T) {
 	if r.err != nil || r.output() != "gave up" {
 		t.Errorf("codex exec = %v, stdout %q; want the final text", r.err, r.output())
 	}
-	t.Logf("the model saw: %s", r.result(t, 1))
+	// docs/agents.md quotes this text (Codex's own, of the pinned version).
+	if text := r.result(t, 1); !strings.Contains(text, "timed out awaiting tools/call after 3s") {
+		t.Errorf("the cancelled call: the model saw:\n%s\nwant the timeout text docs/agents.md quotes", text)
+	}
 	if text := r.result(t, 2); !strings.Contains(text, "still here") {
 		t.Errorf("the call after the cancelled one: the model saw:\n%s", text)
 	}
