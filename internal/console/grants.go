@@ -2,12 +2,10 @@ package console
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/huh"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
@@ -17,14 +15,12 @@ import (
 // highlighted one's details; a grant can be revoked. Nothing here decides
 // a request.
 type grantsScreen struct {
-	m *model
-	// form and sel list the grants; nil when there are none.
-	form *huh.Form
-	sel  *huh.Select[string]
+	m    *model
+	list pickList[heldGrant]
 }
 
 func newGrantsScreen(m *model) *grantsScreen {
-	g := &grantsScreen{m: m}
+	g := &grantsScreen{m: m, list: pickList[heldGrant]{title: "Session grants", key: heldGrant.key}}
 	g.build("")
 	return g
 }
@@ -33,70 +29,31 @@ func newGrantsScreen(m *model) *grantsScreen {
 // the grant keep when it still exists.
 func (g *grantsScreen) build(keep string) {
 	m := g.m
-	if len(m.grants) == 0 {
-		g.form, g.sel = nil, nil
-		return
-	}
-	opts := make([]huh.Option[string], len(m.grants))
-	for i, gr := range m.grants {
+	g.list.build(m, m.grants, func(gr heldGrant) string {
 		label := fmt.Sprintf("%s  uid %d  session %s  expires %s",
 			termtext.Esc(gr.ID), gr.UID, termtext.Esc(gr.Session), gr.Expires.In(m.cfg.now().Location()).Format("2006-01-02 15:04:05"))
 		if len(m.daemons) > 1 {
 			label += "  on " + m.label(gr.link)
 		}
-		opts[i] = huh.NewOption(strings.Join(termtext.Wrap(label, max(m.width-4, 1)), "\n"), gr.key())
-	}
-	g.sel = huh.NewSelect[string]()
-	g.sel.WithTheme(m.st.theme)
-	g.sel.Title("Session grants").Options(opts...)
-	if keep != "" && slices.ContainsFunc(m.grants, func(gr heldGrant) bool { return gr.key() == keep }) {
-		g.sel.Value(&keep)
-	}
-	g.form = huh.NewForm(huh.NewGroup(g.sel)).
-		WithTheme(m.st.theme).WithKeyMap(m.keymap).WithShowHelp(false).WithWidth(m.formWidth())
-	g.form.Init()
+		return label
+	}, keep)
 }
 
 // grantsChanged rebuilds the list after the model's grants changed,
 // keeping the cursor on the grant it was on.
 func (g *grantsScreen) grantsChanged(old []heldGrant) {
-	keep := ""
-	if gr, ok := hovered(g.sel, old); ok {
-		keep = gr.key()
-	}
-	g.build(keep)
-}
-
-// hovered returns the grant of grants under sel's cursor.
-func hovered(sel *huh.Select[string], grants []heldGrant) (heldGrant, bool) {
-	if sel == nil {
-		return heldGrant{}, false
-	}
-	key, ok := sel.Hovered()
-	if !ok {
-		return heldGrant{}, false
-	}
-	i := slices.IndexFunc(grants, func(g heldGrant) bool { return g.key() == key })
-	if i < 0 {
-		return heldGrant{}, false
-	}
-	return grants[i], true
+	g.build(g.list.hoveredKey(old))
 }
 
 // SetSize fits the list to the new width.
 func (g *grantsScreen) SetSize(int, int) {
-	if g.form != nil {
-		g.form.WithWidth(g.m.formWidth())
-	}
+	g.list.setSize(g.m)
 }
 
 // classify: scrolling and moving the cursor act at once; q, g, r, x, Esc,
 // Delete and Enter are held; nothing else does anything.
 func (g *grantsScreen) classify(k tea.KeyMsg) keyKind {
-	if _, ok := scrollKey(k); ok {
-		return kindNav
-	}
-	if isNavKey(k) {
+	if movesKey(k) {
 		return kindNav
 	}
 	switch singleRune(k) {
@@ -115,17 +72,9 @@ func (g *grantsScreen) classify(k tea.KeyMsg) keyKind {
 // list.
 func (g *grantsScreen) Update(msg tea.Msg) tea.Cmd {
 	m := g.m
-	k, ok := msg.(tea.KeyMsg)
-	if !ok {
-		if g.form == nil {
-			return nil
-		}
-		_, cmd := g.form.Update(msg)
+	k, isKey := msg.(tea.KeyMsg)
+	if cmd, done := g.list.update(m, msg); done || !isKey {
 		return cmd
-	}
-	if s, ok := scrollKey(k); ok {
-		m.scrollBy(s)
-		return nil
 	}
 	switch r := singleRune(k); {
 	case r == 'q':
@@ -133,13 +82,9 @@ func (g *grantsScreen) Update(msg tea.Msg) tea.Cmd {
 	case r == 'g' || k.Type == tea.KeyEsc && !k.Alt:
 		return m.showPrompt()
 	case r == 'r' || r == 'x' || k.Type == tea.KeyDelete || isEnter(k):
-		if gr, ok := hovered(g.sel, m.grants); ok {
+		if gr, ok := g.list.hovered(m.grants); ok {
 			m.revoke(gr)
 		}
-		return nil
-	case isNavKey(k) && g.form != nil:
-		_, cmd := g.form.Update(k)
-		return cmd
 	}
 	return nil
 }
@@ -150,14 +95,11 @@ func (g *grantsScreen) View() (top, body, bottom []string) {
 	st := m.st
 	top = append(top, "", st.bold.Render("SESSION GRANTS"))
 	top = append(top, wrapText("A grant lets the same request (pipeline, environment, directory, user, session and uid) run without asking until it expires.", m.width)...)
-	if g.form == nil {
+	if g.list.form == nil {
 		body = append(body, "", "no session grants")
 	} else {
-		body = append(body, strings.Split(g.form.View(), "\n")...)
-		if m.grantsOmitted > 0 {
-			body = append(body, wrapText(fmt.Sprintf("%d more %s not listed (the daemon lists at most %d)", m.grantsOmitted, termtext.Plural(m.grantsOmitted, "grant"), approval.MaxGrantsListed), m.width)...)
-		}
-		if gr, ok := hovered(g.sel, m.grants); ok {
+		body = append(body, g.list.view(m.width, m.grantsOmitted, "grant", approval.MaxGrantsListed)...)
+		if gr, ok := g.list.hovered(m.grants); ok {
 			body = append(body, "")
 			if len(m.daemons) > 1 {
 				body = append(body, wrapText("held by "+m.label(gr.link), m.width)...)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/huh"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
@@ -27,10 +26,8 @@ const (
 // stopped, after a confirmation with a second, different key, and the end
 // of its output can be shown. Nothing here decides a request.
 type runningScreen struct {
-	m *model
-	// form and sel list the commands; nil when none runs.
-	form *huh.Form
-	sel  *huh.Select[string]
+	m    *model
+	list pickList[approval.Running]
 	// confirm is the run a stop waits to be confirmed for, or "".
 	confirm string
 	// out is the output last asked for; nil when none was.
@@ -64,7 +61,7 @@ func (m *model) openRunning() {
 }
 
 func newRunningScreen(m *model) *runningScreen {
-	r := &runningScreen{m: m}
+	r := &runningScreen{m: m, list: pickList[approval.Running]{title: "Running commands", key: runID}}
 	r.build("")
 	return r
 }
@@ -75,38 +72,24 @@ func (r *runningScreen) build(keep string) {
 	m := r.m
 	now := m.cfg.now()
 	r.builtAt = now.Truncate(time.Second)
-	if len(m.running) == 0 {
-		r.form, r.sel = nil, nil
-		return
-	}
-	opts := make([]huh.Option[string], len(m.running))
-	for i, run := range m.running {
+	r.list.build(m, m.running, func(run approval.Running) string {
 		label := fmt.Sprintf("%s  %s  uid %d  session %s  %s", termtext.Esc(run.ID), elapsed(now, run.Started),
 			run.Peer.UID, termtext.Esc(run.Session), runCommand(run))
 		if run.StoppedBy != "" {
 			label += "  (stopping)"
 		}
-		opts[i] = huh.NewOption(strings.Join(termtext.Wrap(label, max(m.width-4, 1)), "\n"), run.ID)
-	}
-	r.sel = huh.NewSelect[string]()
-	r.sel.WithTheme(m.st.theme)
-	r.sel.Title("Running commands").Options(opts...)
-	if keep != "" && slices.ContainsFunc(m.running, func(run approval.Running) bool { return run.ID == keep }) {
-		r.sel.Value(&keep)
-	}
-	r.form = huh.NewForm(huh.NewGroup(r.sel)).
-		WithTheme(m.st.theme).WithKeyMap(m.keymap).WithShowHelp(false).WithWidth(m.formWidth())
-	r.form.Init()
+		return label
+	}, keep)
 }
+
+// runID is the key of run in the list: its id.
+func runID(run approval.Running) string { return run.ID }
 
 // runningChanged rebuilds the list after the model's running commands
 // changed, keeping the cursor on the run it was on. A stop waiting for its
 // confirmation is forgotten when its command has ended meanwhile.
 func (r *runningScreen) runningChanged(old []approval.Running) {
-	keep := ""
-	if run, ok := hoveredRun(r.sel, old); ok {
-		keep = run.ID
-	}
+	keep := r.list.hoveredKey(old)
 	if r.confirm != "" && !slices.ContainsFunc(r.m.running, func(run approval.Running) bool { return run.ID == r.confirm }) {
 		r.m.addNotice(notice{text: fmt.Sprintf("%s ended before you confirmed stopping it", termtext.Esc(r.confirm))})
 		r.confirm = ""
@@ -114,27 +97,9 @@ func (r *runningScreen) runningChanged(old []approval.Running) {
 	r.build(keep)
 }
 
-// hoveredRun returns the run of runs under sel's cursor.
-func hoveredRun(sel *huh.Select[string], runs []approval.Running) (approval.Running, bool) {
-	if sel == nil {
-		return approval.Running{}, false
-	}
-	id, ok := sel.Hovered()
-	if !ok {
-		return approval.Running{}, false
-	}
-	i := slices.IndexFunc(runs, func(r approval.Running) bool { return r.ID == id })
-	if i < 0 {
-		return approval.Running{}, false
-	}
-	return runs[i], true
-}
-
 // SetSize fits the list to the new width.
 func (r *runningScreen) SetSize(int, int) {
-	if r.form != nil {
-		r.form.WithWidth(r.m.formWidth())
-	}
+	r.list.setSize(r.m)
 }
 
 // classify: scrolling and moving the cursor act at once; q, w, x, y, o and
@@ -144,10 +109,7 @@ func (r *runningScreen) classify(k tea.KeyMsg) keyKind {
 	if r.confirm != "" {
 		return kindAction
 	}
-	if _, ok := scrollKey(k); ok {
-		return kindNav
-	}
-	if isNavKey(k) {
+	if movesKey(k) {
 		return kindNav
 	}
 	switch singleRune(k) {
@@ -165,15 +127,8 @@ func (r *runningScreen) classify(k tea.KeyMsg) keyKind {
 // request or quits; anything that is not a key goes to the list.
 func (r *runningScreen) Update(msg tea.Msg) tea.Cmd {
 	m := r.m
-	k, ok := msg.(tea.KeyMsg)
-	if !ok {
-		if r.form == nil {
-			return nil
-		}
-		_, cmd := r.form.Update(msg)
-		return cmd
-	}
-	if r.confirm != "" {
+	k, isKey := msg.(tea.KeyMsg)
+	if isKey && r.confirm != "" {
 		id := r.confirm
 		r.confirm = ""
 		if singleRune(k) == confirmKey {
@@ -183,9 +138,8 @@ func (r *runningScreen) Update(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	}
-	if s, ok := scrollKey(k); ok {
-		m.scrollBy(s)
-		return nil
+	if cmd, done := r.list.update(m, msg); done || !isKey {
+		return cmd
 	}
 	switch c := singleRune(k); {
 	case c == 'q':
@@ -193,18 +147,13 @@ func (r *runningScreen) Update(msg tea.Msg) tea.Cmd {
 	case c == runningKey || k.Type == tea.KeyEsc && !k.Alt:
 		return m.showPrompt()
 	case c == stopKey:
-		if run, ok := hoveredRun(r.sel, m.running); ok && run.StoppedBy == "" {
+		if run, ok := r.list.hovered(m.running); ok && run.StoppedBy == "" {
 			r.confirm = run.ID
 		}
-		return nil
 	case c == outputKey:
-		if run, ok := hoveredRun(r.sel, m.running); ok {
+		if run, ok := r.list.hovered(m.running); ok {
 			r.askOutput(run.ID)
 		}
-		return nil
-	case isNavKey(k) && r.form != nil:
-		_, cmd := r.form.Update(k)
-		return cmd
 	}
 	return nil
 }
@@ -257,25 +206,18 @@ func (r *runningScreen) View() (top, body, bottom []string) {
 	m := r.m
 	st := m.st
 	if !m.cfg.now().Truncate(time.Second).Equal(r.builtAt) {
-		keep := ""
-		if run, ok := hoveredRun(r.sel, m.running); ok {
-			keep = run.ID
-		}
-		r.build(keep)
+		r.build(r.list.hoveredKey(m.running))
 	}
 	top = append(top, "", st.bold.Render("RUNNING COMMANDS"))
 	top = append(top, wrapText("Commands the daemon runs now, allowed by a console, a rule or a session grant. Stopping one sends it SIGTERM and, kill_grace later, SIGKILL, as command_timeout does.", m.width)...)
 	switch {
 	case !m.runningListed:
 		body = append(body, "", "asking the daemon for the running commands…")
-	case r.form == nil:
+	case r.list.form == nil:
 		body = append(body, "", "no command is running")
 	default:
-		body = append(body, strings.Split(r.form.View(), "\n")...)
-		if m.runningOmitted > 0 {
-			body = append(body, wrapText(fmt.Sprintf("%d more %s not listed (the daemon lists at most %d)", m.runningOmitted, termtext.Plural(m.runningOmitted, "command"), approval.MaxRunningListed), m.width)...)
-		}
-		if run, ok := hoveredRun(r.sel, m.running); ok {
+		body = append(body, r.list.view(m.width, m.runningOmitted, "command", approval.MaxRunningListed)...)
+		if run, ok := r.list.hovered(m.running); ok {
 			body = append(body, "")
 			body = append(body, runDetails(st, run, m.width, m.cfg.now())...)
 			if r.out != nil && r.out.run == run.ID {

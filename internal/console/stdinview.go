@@ -55,7 +55,7 @@ func (s *stdinScreen) SetSize(int, int) {}
 // classify: scrolling acts at once; going back and quitting are held like
 // g; nothing else does anything here, decision keys included.
 func (s *stdinScreen) classify(k tea.KeyMsg) keyKind {
-	if _, ok := scrollKey(k); ok || isNavKey(k) {
+	if movesKey(k) {
 		return kindNav
 	}
 	if r := singleRune(k); r == stdinKey || r == 'q' || k.Type == tea.KeyEsc {
