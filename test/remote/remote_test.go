@@ -18,10 +18,12 @@ package remote
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +32,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -209,7 +212,9 @@ func tempDir(t *testing.T) string {
 // "host-a" and "host-b", each behind its own sshd and reached with
 // "ssh -T root@127.0.0.1 agent-sudo approver-stdio". A request on each is
 // approved where it came from, and the screen names the daemon by the
-// host name the daemon sent. When host-a's daemon stops, the console shows
+// host name the daemon sent; the console's notice and the daemon's audit
+// log name the decider by its approver-stdio process, "console uid=0
+// tty=pipe:[N] pid=N". When host-a's daemon stops, the console shows
 // it RECONNECTING while host-b's requests are still approved; when it
 // starts again the console reconnects by itself, says the daemon
 // restarted, and approves its requests again.
@@ -248,7 +253,8 @@ func TestConsoleOverSSH(t *testing.T) {
 		if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != text+"\n" {
 			t.Fatalf("request to %s: status %q stdout %q message %q", name, resp.Status, resp.Stdout, resp.Message)
 		}
-		tm.waitFor("request " + r.id + " was allowed by console uid=0")
+		tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=pipe:[")
+		wantRemoteConsole(t, d, r.id)
 	}
 	approveOn(a, nameA, "approved on host-a")
 	approveOn(b, nameB, "approved on host-b")
@@ -262,6 +268,34 @@ func TestConsoleOverSSH(t *testing.T) {
 	tm.waitFor("reconnected to " + nameA + ": it restarted (a new instance)")
 	tm.waitFor("● " + nameA + ": connected")
 	approveOn(a, nameA, "host-a after its restart")
+}
+
+// remoteConsole is how the daemon names a console that reached it through
+// ssh: by its approver-stdio process, whose stdin is a pipe from sshd.
+var remoteConsole = regexp.MustCompile(`^console uid=0 tty=pipe:\[[0-9]+\] pid=[0-9]+`)
+
+// wantRemoteConsole checks that d's audit log records the decision on
+// request id as made by a console over ssh (remoteConsole).
+func wantRemoteConsole(t *testing.T, d *daemontest.Daemon, id string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var rec audit.Record
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		if rec.ID != id || rec.Decision == nil {
+			continue
+		}
+		if !remoteConsole.MatchString(rec.Decision.By) {
+			t.Fatalf("the audit log says request %s was decided by %q, want %s", id, rec.Decision.By, remoteConsole)
+		}
+		return
+	}
+	t.Fatalf("the audit log has no decision on request %s:\n%s", id, b)
 }
 
 // TestAgentOverSSHForwarding: an agent on "host B" reaches the daemon on
