@@ -162,6 +162,28 @@ forward_agent = true
 stdin = true
 `
 
+// AskRules deny rm, ask for touch and allow everything else (any
+// environment variable and stdin): the rules of the tests of what an agent
+// sees of each verdict.
+const AskRules = `
+[[rule]]
+name = "no rm"
+action = "deny"
+match = ["rm", "**"]
+
+[[rule]]
+name = "ask for touch"
+action = "ask"
+match = ["touch", "**"]
+
+[[rule]]
+name = "allow the rest"
+action = "allow"
+match = ["*", "**"]
+env = ["*"]
+stdin = true
+`
+
 // Daemon is an agent-sudod configured by Configure, and running once
 // started by Start.
 type Daemon struct {

@@ -6,16 +6,13 @@ package agents
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 )
 
@@ -28,45 +25,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// rules deny rm, ask for touch and allow everything else.
-const rules = `
-[[rule]]
-name = "no rm"
-action = "deny"
-match = ["rm", "**"]
-
-[[rule]]
-name = "ask for touch"
-action = "ask"
-match = ["touch", "**"]
-
-[[rule]]
-name = "allow the rest"
-action = "allow"
-match = ["*", "**"]
-env = ["*"]
-stdin = true
-`
-
 // needClaude returns the claude binary's path, and skips the test when
 // none is given.
 func needClaude(t *testing.T) string {
 	t.Helper()
-	claude := os.Getenv(envClaude)
-	if claude == "" {
-		t.Skip(envClaude + " is not set; make agents-test runs these tests")
-	}
-	return claude
+	return needAgent(t, envClaude)
 }
 
 // claudeRun is one run of claude -p against a stand-in model.
-type claudeRun struct {
-	model          *standIn
-	cmd            *exec.Cmd
-	cancel         context.CancelFunc
-	stdout, stderr bytes.Buffer
-	err            error
-}
+type claudeRun struct{ *agentRun }
 
 // runClaude runs the real Claude Code once (startClaude) and waits for it
 // to end.
@@ -77,11 +44,10 @@ func runClaude(t *testing.T, socket string, extraEnv []string, script ...step) *
 	return r
 }
 
-// startClaude starts the real Claude Code once, with agent-sudo mcp as its
-// only MCP server (the configuration docs/agents.md gives) against the
-// daemon at socket, the shim first in PATH, and the stand-in model
-// answering with script. wait waits for it to end; it is stopped after
-// 150s (far more than it needs, for a loaded machine).
+// startClaude starts the real Claude Code once (startAgent), with
+// agent-sudo mcp as its only MCP server (the configuration docs/agents.md
+// gives) against the daemon at socket, the shim first in PATH, and the
+// stand-in model answering with script.
 func startClaude(t *testing.T, socket string, extraEnv []string, script ...step) *claudeRun {
 	t.Helper()
 	claude := needClaude(t)
@@ -101,18 +67,11 @@ func startClaude(t *testing.T, socket string, extraEnv []string, script ...step)
 	if err := os.WriteFile(config, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &claudeRun{model: newStandIn(t, script...)}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	r.cancel = cancel
-	r.cmd = exec.CommandContext(ctx, claude, "-p", "do what the test says",
-		"--mcp-config", config, "--strict-mcp-config",
-		"--allowedTools", "mcp__agent-sudo__execute,Bash",
-		"--output-format", "text")
-	r.cmd.Dir = home
-	r.cmd.Env = []string{
+	model := newStandIn(t, script...)
+	env := []string{
 		"PATH=" + shimDir + ":" + os.Getenv("PATH"),
 		"HOME=" + home,
-		"ANTHROPIC_BASE_URL=" + r.model.URL(),
+		"ANTHROPIC_BASE_URL=" + model.URL(),
 		"ANTHROPIC_API_KEY=sk-ant-dummy",
 		"ENABLE_TOOL_SEARCH=false",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
@@ -120,48 +79,20 @@ func startClaude(t *testing.T, socket string, extraEnv []string, script ...step)
 		"AGENT_SUDO_SOCKET=" + socket,
 		"AGENT_SUDO_SESSION=claude-e2e-bash",
 	}
-	r.cmd.Env = append(r.cmd.Env, extraEnv...)
-	r.cmd.WaitDelay = 10 * time.Second
-	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
-	if err := r.cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("start claude: %v", err)
-	}
-	t.Cleanup(func() {
-		if r.cmd.ProcessState == nil {
-			cancel()
-			_ = r.cmd.Wait()
-		}
-		if t.Failed() {
-			t.Logf("claude: %v\nstdout:\n%s\nstderr:\n%s\nthe stand-in received:\n%s", r.err, r.stdout.String(), r.stderr.String(), r.model.dump())
-		}
-	})
-	return r
+	return &claudeRun{startAgent(t, "claude", model, home, append(env, extraEnv...), claude,
+		"-p", "do what the test says",
+		"--mcp-config", config, "--strict-mcp-config",
+		"--allowedTools", "mcp__agent-sudo__execute,Bash",
+		"--output-format", "text")}
 }
-
-// wait waits for Claude Code to end.
-func (r *claudeRun) wait() {
-	r.err = r.cmd.Wait()
-	r.cancel()
-}
-
-// output is Claude Code's stdout, trimmed: its final text.
-func (r *claudeRun) output() string { return strings.TrimSpace(r.stdout.String()) }
 
 // result returns the text of the only tool_result in conversation request
 // i (the answer to the tool call of step i-1), and whether it is an error.
 func (r *claudeRun) result(t *testing.T, i int) (string, bool) {
 	t.Helper()
-	conv := r.model.conversation()
-	if len(conv) <= i {
-		t.Fatalf("the stand-in got %d conversation requests, want at least %d", len(conv), i+1)
-	}
-	res := toolResults(conv[i])
-	if len(res) != 1 {
-		t.Fatalf("the last request carries %d tool results, want 1", len(res))
-	}
-	isError, _ := res[0]["is_error"].(bool)
-	return resultText(res[0]), isError
+	res := r.answer(t, i, toolResults, "tool results")
+	isError, _ := res["is_error"].(bool)
+	return resultText(res), isError
 }
 
 // execute is a step that calls agent-sudo's execute tool.
@@ -176,7 +107,7 @@ func execute(args map[string]any) step {
 func TestClaudeCode(t *testing.T) {
 	needClaude(t)
 	t.Parallel()
-	d := daemontest.Start(t, daemontest.Config{Rules: rules})
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AskRules})
 	file := filepath.Join(d.Dir, "written-by-tee")
 	r := runClaude(t, d.Socket, nil,
 		execute(map[string]any{"argv": []string{"echo", "hello from root"}, "reason": "an allowed command"}),
@@ -203,10 +134,7 @@ func TestClaudeCode(t *testing.T) {
 	if b, err := os.ReadFile(file); err != nil || string(b) != "x\n" {
 		t.Errorf("the file sudo tee wrote holds %q (%v), want \"x\\n\"", b, err)
 	}
-	audit, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	audit := readAudit(t, d)
 	for _, want := range []string{`"session":"claude-e2e"`, `"session":"claude-e2e-bash"`, file} {
 		if !bytes.Contains(audit, []byte(want)) {
 			t.Errorf("the audit log does not contain %s", want)
@@ -220,16 +148,11 @@ func TestClaudeCode(t *testing.T) {
 func TestClaudeCodeCancels(t *testing.T) {
 	needClaude(t)
 	t.Parallel()
-	d := daemontest.Start(t, daemontest.Config{Rules: rules, ApprovalTimeout: "5m"})
-	console := daemontest.Dial(t, d.ApproverSocket)
-	marker := filepath.Join(d.Dir, "touched")
+	d, console, marker := unanswered(t)
 	r := runClaude(t, d.Socket, []string{"MCP_TOOL_TIMEOUT=5000"},
 		execute(map[string]any{"argv": []string{"touch", marker}, "reason": "waits for a human who never answers"}),
 		step{Text: "gave up"})
-	pending := console.NextOf(approval.MsgPending)
-	if res := console.NextOf(approval.MsgResolved); res.ID != pending.ID || res.Verdict != approval.Withdrawn {
-		t.Errorf("the console saw %+v, want request %s withdrawn", res, pending.ID)
-	}
+	expectWithdrawn(t, console)
 	if r.err != nil || r.output() != "gave up" {
 		t.Errorf("claude -p = %v, stdout %q; want the final text", r.err, r.output())
 	}
@@ -250,9 +173,7 @@ func TestClaudeCodeCancels(t *testing.T) {
 func TestClaudeCodeConsoleApproves(t *testing.T) {
 	needClaude(t)
 	t.Parallel()
-	d := daemontest.Start(t, daemontest.Config{Rules: rules, ApprovalTimeout: "2m"})
-	c := startConsole(t, d)
-	marker := filepath.Join(d.Dir, "approved-at-the-console")
+	d, c, marker := attended(t)
 	r := startClaude(t, d.Socket, nil,
 		execute(map[string]any{"argv": []string{"touch", marker}, "reason": "a human approves this"}),
 		step{Text: "approved"})
@@ -267,10 +188,7 @@ func TestClaudeCodeConsoleApproves(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the approved command did not run: %v", err)
 	}
-	audit, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	audit := readAudit(t, d)
 	if !bytes.Contains(audit, []byte(`"by":"console uid=0`)) {
 		t.Errorf("the audit log does not record the console's decision:\n%s", audit)
 	}

@@ -2,16 +2,12 @@ package agents
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 )
 
@@ -22,11 +18,7 @@ const envCodex = "AGENT_SUDO_TEST_CODEX"
 // is given.
 func needCodex(t *testing.T) string {
 	t.Helper()
-	codex := os.Getenv(envCodex)
-	if codex == "" {
-		t.Skip(envCodex + " is not set; make agents-test runs these tests")
-	}
-	return codex
+	return needAgent(t, envCodex)
 }
 
 // codexConfig is the CODEX_HOME/config.toml of the tests (docs/agents.md
@@ -50,18 +42,12 @@ tool_timeout_sec = %d
 `
 
 // codexRun is one run of codex exec against a stand-in model.
-type codexRun struct {
-	model          *standIn
-	cmd            *exec.Cmd
-	cancel         context.CancelFunc
-	stdout, stderr bytes.Buffer
-	err            error
-}
+type codexRun struct{ *agentRun }
 
-// startCodex starts the real Codex CLI once (codex exec) with a fresh
-// CODEX_HOME holding codexConfig for the daemon at socket, a tool timeout
-// of toolTimeout seconds, and the stand-in model answering with script.
-// wait waits for it to end; it is stopped after 150s.
+// startCodex starts the real Codex CLI once (codex exec, startAgent) with
+// a fresh CODEX_HOME holding codexConfig for the daemon at socket, a tool
+// timeout of toolTimeout seconds, and the stand-in model answering with
+// script.
 func startCodex(t *testing.T, socket string, toolTimeout int, script ...step) *codexRun {
 	t.Helper()
 	codex := needCodex(t)
@@ -71,60 +57,24 @@ func startCodex(t *testing.T, socket string, toolTimeout int, script ...step) *c
 	if err := os.Mkdir(codexHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := &codexRun{model: newStandIn(t, script...)}
-	cfg := fmt.Sprintf(codexConfig, r.model.URL()+"/v1", cli, socket, toolTimeout)
+	model := newStandIn(t, script...)
+	cfg := fmt.Sprintf(codexConfig, model.URL()+"/v1", cli, socket, toolTimeout)
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	r.cancel = cancel
-	r.cmd = exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "do what the test says")
-	r.cmd.Dir = home
-	r.cmd.Env = []string{
+	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
 		"CODEX_HOME=" + codexHome,
 	}
-	r.cmd.WaitDelay = 10 * time.Second
-	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
-	if err := r.cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("start codex: %v", err)
-	}
-	t.Cleanup(func() {
-		if r.cmd.ProcessState == nil {
-			cancel()
-			_ = r.cmd.Wait()
-		}
-		if t.Failed() {
-			t.Logf("codex: %v\nstdout:\n%s\nstderr:\n%s\nthe stand-in received:\n%s", r.err, r.stdout.String(), r.stderr.String(), r.model.dump())
-		}
-	})
-	return r
+	return &codexRun{startAgent(t, "codex", model, home, env, codex, "exec", "--skip-git-repo-check", "do what the test says")}
 }
-
-// wait waits for Codex to end.
-func (r *codexRun) wait() {
-	r.err = r.cmd.Wait()
-	r.cancel()
-}
-
-// output is codex exec's stdout, trimmed: the final message.
-func (r *codexRun) output() string { return strings.TrimSpace(r.stdout.String()) }
 
 // result returns the text of the only function_call_output in conversation
 // request i (the answer to the tool call of step i-1).
 func (r *codexRun) result(t *testing.T, i int) string {
 	t.Helper()
-	conv := r.model.conversation()
-	if len(conv) <= i {
-		t.Fatalf("the stand-in got %d conversation requests, want at least %d", len(conv), i+1)
-	}
-	out := functionOutputs(conv[i])
-	if len(out) != 1 {
-		t.Fatalf("request %d carries %d function call outputs, want 1", i, len(out))
-	}
-	return outputText(out[0])
+	return outputText(r.answer(t, i, functionOutputs, "function call outputs"))
 }
 
 // codexExecute is a step that calls agent-sudo's execute tool as Codex
@@ -140,7 +90,7 @@ func codexExecute(args map[string]any) step {
 func TestCodex(t *testing.T) {
 	needCodex(t)
 	t.Parallel()
-	d := daemontest.Start(t, daemontest.Config{Rules: rules})
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AskRules})
 	file := filepath.Join(d.Dir, "written-by-tee")
 	r := startCodex(t, d.Socket, 60,
 		codexExecute(map[string]any{"argv": []string{"echo", "hello from root"}, "reason": "an allowed command"}),
@@ -169,10 +119,7 @@ func TestCodex(t *testing.T) {
 	if b, err := os.ReadFile(file); err != nil || string(b) != "x\n" {
 		t.Errorf("the file tee wrote holds %q (%v), want \"x\\n\"", b, err)
 	}
-	audit, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	audit := readAudit(t, d)
 	if !bytes.Contains(audit, []byte(`"session":"codex-e2e"`)) {
 		t.Errorf("the audit log does not contain the session codex-e2e")
 	}
@@ -183,9 +130,7 @@ func TestCodex(t *testing.T) {
 func TestCodexConsoleApproves(t *testing.T) {
 	needCodex(t)
 	t.Parallel()
-	d := daemontest.Start(t, daemontest.Config{Rules: rules, ApprovalTimeout: "2m"})
-	c := startConsole(t, d)
-	marker := filepath.Join(d.Dir, "approved-at-the-console")
+	d, c, marker := attended(t)
 	r := startCodex(t, d.Socket, 120,
 		codexExecute(map[string]any{"argv": []string{"touch", marker}, "reason": "a human approves this"}),
 		step{Text: "approved"})
@@ -209,19 +154,14 @@ func TestCodexConsoleApproves(t *testing.T) {
 func TestCodexCancels(t *testing.T) {
 	needCodex(t)
 	t.Parallel()
-	d := daemontest.Start(t, daemontest.Config{Rules: rules, ApprovalTimeout: "5m"})
-	console := daemontest.Dial(t, d.ApproverSocket)
-	marker := filepath.Join(d.Dir, "touched")
+	d, console, marker := unanswered(t)
 	r := startCodex(t, d.Socket, 3,
 		codexExecute(map[string]any{"argv": []string{"touch", marker}, "reason": "waits for a human who never answers"}),
 		codexExecute(map[string]any{"argv": []string{"echo", "still here"}, "reason": "the server goes on"}),
 		step{Text: "gave up"})
 	r.wait()
 	// The console's messages wait in its socket until read.
-	pending := console.NextOf(approval.MsgPending)
-	if res := console.NextOf(approval.MsgResolved); res.ID != pending.ID || res.Verdict != approval.Withdrawn {
-		t.Errorf("the console saw %+v, want request %s withdrawn", res, pending.ID)
-	}
+	expectWithdrawn(t, console)
 	if r.err != nil || r.output() != "gave up" {
 		t.Errorf("codex exec = %v, stdout %q; want the final text", r.err, r.output())
 	}
@@ -234,10 +174,7 @@ func TestCodexCancels(t *testing.T) {
 	}
 	// The withdrawal came from the cancellation, not from Codex ending the
 	// server: the audit log has it before the next call's request.
-	audit, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	audit := readAudit(t, d)
 	withdrawn := bytes.Index(audit, []byte(`"verdict":"withdrawn"`))
 	next := bytes.Index(audit, []byte(`"still here"`))
 	if withdrawn < 0 || next < 0 || withdrawn > next {

@@ -111,7 +111,7 @@ func TestMCPInspector(t *testing.T) {
 	}
 	dir := installInspector(t)
 	_, bin := daemontest.Binaries(t)
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: e2eRules})
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: daemontest.AskRules})
 
 	inspect := func(t *testing.T, args ...string) (string, int) {
 		t.Helper()

@@ -121,7 +121,7 @@ func (m *stdioMCP) close() (string, int) {
 func TestMCPStdioRobust(t *testing.T) {
 	daemontest.RequireRoot(t)
 	_, bin := daemontest.Binaries(t)
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "5m", Rules: e2eRules})
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "5m", Rules: daemontest.AskRules})
 	console := daemontest.Dial(t, d.ApproverSocket)
 	m := startStdioMCP(t, bin, "--socket", d.Socket, "--session", "robust")
 	m.initialize()

@@ -188,26 +188,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// e2eRules deny rm, ask for touch and allow everything else.
-const e2eRules = `
-[[rule]]
-name = "no rm"
-action = "deny"
-match = ["rm", "**"]
-
-[[rule]]
-name = "ask for touch"
-action = "ask"
-match = ["touch", "**"]
-
-[[rule]]
-name = "allow the rest"
-action = "allow"
-match = ["*", "**"]
-env = ["*"]
-stdin = true
-`
-
 // e2eEnv is the environment of a child process: this one's without the
 // agent-sudo variables, plus extra.
 func e2eEnv(extra ...string) []string {
@@ -271,7 +251,7 @@ func TestMCPE2E(t *testing.T) {
 	t.Parallel()
 	daemontest.RequireRoot(t)
 	_, bin := daemontest.Binaries(t)
-	quick := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: e2eRules})
+	quick := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: daemontest.AskRules})
 	cs := startMCP(t, bin, "", nil, "--socket", quick.Socket, "--session", "e2e-mcp")
 
 	t.Run("tools/list", func(t *testing.T) {
@@ -348,7 +328,7 @@ func TestMCPE2E(t *testing.T) {
 	})
 
 	// A daemon that waits long enough for a human.
-	slow := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "60s", Rules: e2eRules})
+	slow := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "60s", Rules: daemontest.AskRules})
 	host, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)

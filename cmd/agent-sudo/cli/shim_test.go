@@ -397,7 +397,7 @@ func TestShimE2E(t *testing.T) {
 	t.Parallel()
 	daemontest.RequireRoot(t)
 	_, bin := daemontest.Binaries(t)
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: e2eRules})
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: daemontest.AskRules})
 	dir := filepath.Join(t.TempDir(), "shim")
 
 	out, err := exec.Command(bin, "shim", "install", dir).Output()
