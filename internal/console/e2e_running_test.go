@@ -19,7 +19,13 @@ func TestE2EStopFromTheConsoleInTmux(t *testing.T) {
 	tm.pressAlone("a")
 	tm.waitFor("waiting for requests…")
 	tm.pressAlone("w")
-	tm.waitFor("session e2e-run")
+	screen := tm.waitFor("session e2e-run")
+	for _, want := range []string{"RUNNING COMMANDS", "asked by   uid 0 (root)", "session    e2e-run (claimed by the agent)", "allowed by console uid=0"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the running commands screen lacks %q:\n%s", want, screen)
+		}
+	}
+	t.Logf("the running commands screen:\n%s", strings.TrimRight(screen, "\n"))
 	tm.pressAlone("o")
 	tm.waitFor(`hello\x1b[2Jworld`)
 	tm.pressAlone("x")

@@ -1,11 +1,14 @@
 package console_test
 
 import (
+	"bytes"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -45,12 +48,23 @@ env = ["LANG", "LC_ALL"]
 		}
 	}
 
+	// The request comes as an agent's would: agent-sudo run, started by a
+	// shell, so that its ancestry has a parent to show.
 	log := d.Dir + "/rotate.log"
-	r := ask(t, d, &proto.Request{
-		Pipeline: [][]string{{"echo", "rotated"}, {"tee", "-a", log}},
-		Env:      map[string]string{"LANG": "C.UTF-8", "LC_ALL": "C"},
-		Reason:   "note the log rotation\nthe disk is 95% full",
-		Session:  "e2e-screen",
+	agent := exec.Command("/bin/sh", "-c", `"$CLI" run --socket "$SOCK" --session e2e-screen --host e2e-host --no-stdin `+
+		`--env LANG=C.UTF-8 --env LC_ALL=C --reason "$REASON" -- echo rotated "|" tee -a "$LOG"; echo "exit $?"`)
+	agent.Env = []string{"PATH=/usr/bin:/bin", "CLI=" + d.PublicCLI(), "SOCK=" + d.Socket, "LOG=" + log,
+		"REASON=note the log rotation\nthe disk is 95% full"}
+	var agentOut bytes.Buffer
+	agent.Stdout, agent.Stderr = &agentOut, &agentOut
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- agent.Wait() }()
+	t.Cleanup(func() {
+		_ = agent.Process.Kill()
+		<-agentDone
 	})
 	screen := tm.waitFor("Your decision:")
 	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
@@ -66,7 +80,9 @@ env = ["LANG", "LC_ALL"]
 		"runs       as root",
 		"why        no rule applies to stage 2 of 2: /usr/bin/tee",
 		"asked by   uid 0 (root), kernel-verified: ",
-		"console.test (pid",
+		" → sh (pid ",
+		"agent-sudo run (pid ",
+		"agent      session e2e-screen · host e2e-host (≠ ",
 		"reason     note the log rotation",
 		"           the disk is 95% full",
 		"cwd        /",
@@ -104,8 +120,14 @@ env = ["LANG", "LC_ALL"]
 	tm.pressAlone("d")
 	tm.waitFor("Note for the agent (optional)")
 	tm.pressAlone("Escape")
-	if resp := r.wait(t); resp.Status != proto.StatusDenied {
-		t.Fatalf("status %q, want denied", resp.Status)
+	select {
+	case err := <-agentDone:
+		agentDone <- err
+		if !strings.HasSuffix(agentOut.String(), "exit 77\n") {
+			t.Fatalf("agent-sudo run: %v\n%s\nwant exit 77, denied", err, agentOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agent-sudo run did not end after the denial:\n%s", agentOut.String())
 	}
 
 	// A request longer than the screen: PgDn moves a page.
@@ -113,7 +135,7 @@ env = ["LANG", "LC_ALL"]
 	for i := range 60 {
 		args = append(args, fmt.Sprintf("argument-number-%02d", i))
 	}
-	r = ask(t, d, &proto.Request{Pipeline: [][]string{args}, Session: "e2e-screen"})
+	r := ask(t, d, &proto.Request{Pipeline: [][]string{args}, Session: "e2e-screen"})
 	screen = tm.waitFor("-- lines 1-")
 	first, last, total, _ := scrollPosition(screen)
 	tm.waitPastGuard()

@@ -45,7 +45,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 			"stage 1    /usr/bin/echo 'hello from e2e'",
 			"runs       as root",
 			"reason     say hello",
-			"agent      session e2e · host e2e-host (claimed by the agent)",
+			"agent      session e2e · host e2e-host (≠ " + daemonHost(t) + ") · claimed by the agent",
 			"why        no rule applies to stage 1 of 1: /usr/bin/echo",
 			"asked by   uid 0 (root), kernel-verified: ",
 			"> Deny",
@@ -193,6 +193,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 			!strings.Contains(screen, "env keys   LC_ALL") {
 			t.Errorf("grants screen:\n%s", screen)
 		}
+		t.Logf("the session grants screen:\n%s", strings.TrimRight(screen, "\n"))
 		tm.keys("r")
 		tm.waitFor("session grant g")
 		tm.waitFor("revoked")
@@ -315,6 +316,16 @@ func (r *pendingRun) wait(t *testing.T) *proto.Response {
 		t.Fatalf("request %s got no answer within 30s", r.id)
 	}
 	return nil
+}
+
+// daemonHost is the host name the daemon reports as its own.
+func daemonHost(t *testing.T) string {
+	t.Helper()
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // needE2E skips an end-to-end test under -short and unless it runs as

@@ -62,7 +62,7 @@ func TestRequestScreenShowsEverything(t *testing.T) {
 	// The first screen has the environment's names; the details (v) have
 	// the values, the host, the id and the times too.
 	h.wantView(append(first, "env        DEBIAN_FRONTEND (values: press v)", "v details",
-		"agent      session build-42 · host devbox (claimed by the agent)")...)
+		"agent      session build-42 · host devbox · claimed by the agent")...)
 	h.notView("SSH AGENT", escapedNotice, "noninteractive", "id         r1", "time       sent")
 	h.wantFull(append(first,
 		"REQUEST WAITING FOR YOUR DECISION · times out in 2m0s · 2 more after it · ALL DETAILS",
@@ -855,6 +855,8 @@ func TestFirstScreenAt80x24(t *testing.T) {
 	s.Peer.Ancestry = &procinfo.Ancestry{Hops: []procinfo.Hop{
 		{PID: 4242, Exe: "/usr/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "mcp"}},
 		{PID: 812, Exe: "/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude", Comm: "claude", Argv: []string{"claude"}},
+		{PID: 806, Exe: "/usr/bin/make", Comm: "make", Argv: []string{"make", "agent"}},
+		{PID: 802, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
 		{PID: 800, Exe: "/usr/bin/tmux", Comm: "tmux", Argv: []string{"tmux"}},
 		{PID: 790, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
 		{PID: 760, Exe: "/usr/bin/sudo", Comm: "sudo", Argv: []string{"sudo", "-u", "alice", "-i"}},
@@ -874,12 +876,13 @@ func TestFirstScreenAt80x24(t *testing.T) {
 		"stage 2    /usr/bin/tee '/var/log/x y.log'\n",
 		"runs       as root\n",
 		"why        no rule applies to stage 2 of 2: /usr/bin/tee\n",
-		"asked by   uid 1000 (alice), kernel-verified: … 3 older (v) → tmux (pid 800)",
-		"↳ → claude (pid 812, /usr/lib/…/claude) → agent-sudo mcp (pid 4242)\n",
+		"asked by   uid 1000 (alice), kernel-verified: … 2 older (v) → bash (pid 790)",
+		"↳ → tmux (pid 800) → bash (pid 802) → make agent (pid 806) →",
+		"↳ claude (pid 812, /usr/lib/…/claude) → agent-sudo mcp (pid 4242)\n",
 		"reason     install nginx for the web tests\n           the old one is broken\n",
 		"cwd        /\n",
 		"env        DEBIAN_FRONTEND LC_ALL (values: press v)\n",
-		"agent      session build-42 · host devbox (claimed by the agent)\n",
+		"agent      session build-42 · host devbox · claimed by the agent\n",
 		"> Deny (d)",
 	)
 	h.notView("PgUp/PgDn scroll --", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")

@@ -79,7 +79,7 @@ func (x escapers) program(s string) string { return x.use(termtext.QuoteProgram(
 // requester's uid) gets at most briefAskedLines lines; the container line
 // briefContainerLines.
 const (
-	briefAskedLines     = 2
+	briefAskedLines     = 3
 	briefContainerLines = 1
 )
 
@@ -142,17 +142,19 @@ func claimedLines(l *lines, s *approval.Shown, e func(string) string) {
 // briefClaimedLines bounds the claims' line on the first screen.
 const briefClaimedLines = 2
 
-// claimedBrief adds the agent's claims on the first screen on one line:
-// session and host, marked as claims, the host warned about as in
-// claimedLines when it is not the daemon's own.
+// claimedBrief adds the agent's claims on the first screen, on one line
+// when they are short: session and host, marked as claims; a host that is
+// not the daemon's own is warned about and followed by the daemon's
+// (`host prod-db-1 (≠ vm)`; the header's FROM line and the details say it
+// in words).
 func claimedBrief(l *lines, s *approval.Shown, e func(string) string, more func(string)) {
-	text := "session " + e(s.Session) + " · host " + e(s.Host) + " (claimed by the agent)"
+	text := "session " + e(s.Session) + " · host " + e(s.Host)
 	var style *lipgloss.Style
 	if s.DaemonHost != "" && s.Host != s.DaemonHost {
-		text += " ≠ this daemon's host " + e(s.DaemonHost)
+		text += " (≠ " + e(s.DaemonHost) + ")"
 		style = &l.st.warn
 	}
-	if l.fieldMax("agent", text, style, briefClaimedLines, false) {
+	if l.fieldMax("agent", text+" · claimed by the agent", style, briefClaimedLines, false) {
 		more("of the agent's claims")
 	}
 }

@@ -31,7 +31,7 @@ func TestRequesterAncestryShown(t *testing.T) {
 	h.pending(withAncestry("r1"))
 	h.wantView(
 		"asked by   uid 1000 (alice), kernel-verified: -bash (pid 750, login shell) → claude (pid 812, /usr/lib/node_modules/claude/bin/node) → agent-sudo mcp (pid 4242)",
-		"agent      session build-42 · host devbox (claimed by the agent)",
+		"agent      session build-42 · host devbox · claimed by the agent",
 	)
 	h.wantFull(
 		"asked by   -bash (pid 750, login shell) → claude (pid 812, /usr/lib/node_modules/claude/bin/node) → agent-sudo mcp (pid 4242)",
@@ -60,9 +60,9 @@ func TestRequesterHostileAncestry(t *testing.T) {
 // daemon's is warned about, with the daemon's own name.
 func TestClaimedHostDiffers(t *testing.T) {
 	for _, tt := range []struct{ claimed, daemon, brief, want string }{
-		{"prod-db-1", "vm", "agent      session build-42 · host prod-db-1 (claimed by the agent) ≠ this daemon's host vm",
+		{"prod-db-1", "vm", "agent      session build-42 · host prod-db-1 (≠ vm) · claimed by the agent",
 			"host       prod-db-1 (claimed by the agent) ≠ this daemon's host vm"},
-		{"vm", "vm", "agent      session build-42 · host vm (claimed by the agent)\n",
+		{"vm", "vm", "agent      session build-42 · host vm · claimed by the agent\n",
 			"host       vm (claimed by the agent; matches this daemon's host)"},
 	} {
 		h := newHarness(t, "")
