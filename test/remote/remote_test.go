@@ -214,7 +214,9 @@ func tempDir(t *testing.T) string {
 // approved where it came from, and the screen names the daemon by the
 // host name the daemon sent; the console's notice and the daemon's audit
 // log name the decider by its approver-stdio process, "console uid=0
-// tty=pipe:[N] pid=N". When host-a's daemon stops, the console shows
+// tty=pipe:[N] pid=N". A session grant made (s, then y) on a request from
+// host-a is listed as host-a's, lets the same request on host-a run
+// without asking, and not on host-b. When host-a's daemon stops, the console shows
 // it RECONNECTING while host-b's requests are still approved; when it
 // starts again the console reconnects by itself, says the daemon
 // restarted, and approves its requests again.
@@ -259,8 +261,42 @@ func TestConsoleOverSSH(t *testing.T) {
 	approveOn(a, nameA, "approved on host-a")
 	approveOn(b, nameB, "approved on host-b")
 
+	// Grants are per daemon. A session grant made on a request from
+	// host-a (s, then y to confirm) is listed as host-a's; the same
+	// request on host-a then runs without asking, while on host-b it is
+	// still shown.
+	const granted = "session grant on host-a"
+	r := ask(t, a, granted)
+	screen := tm.waitFor("command    echo '" + granted + "'")
+	if !strings.Contains(screen, "FROM agent-sudod on "+nameA) {
+		t.Fatalf("the request to host-a does not say where it is from:\n%s", screen)
+	}
+	tm.waitPastGuard()
+	tm.keys("s")
+	tm.waitFor("Allow for this session?")
+	tm.waitPastGuard()
+	tm.keys("y")
+	if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != granted+"\n" {
+		t.Fatalf("the request granted for the session: status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
+	}
+	tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=pipe:[")
+	tm.waitFor("1 session grant in force")
+	tm.keys("g")
+	screen = tm.waitFor("held by " + nameA)
+	if !strings.Contains(screen, "uid 0  session remote  expires ") || !strings.Contains(screen, "  on "+nameA) || strings.Contains(screen, "on "+nameB) || strings.Contains(screen, "held by "+nameB) {
+		t.Fatalf("the grants list does not show the grant as host-a's only:\n%s", screen)
+	}
+	t.Logf("the grants list:\n%s", strings.TrimRight(screen, "\n"))
+	tm.keys("g")
+	tm.waitFor("1 session grant in force")
+	again := ask(t, a, granted)
+	if resp := again.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != granted+"\n" {
+		t.Fatalf("the same request on host-a did not run by the grant: status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
+	}
+	approveOn(b, nameB, granted)
+
 	a.Stop()
-	screen := tm.waitFor("○ " + nameA + ": RECONNECTING")
+	screen = tm.waitFor("○ " + nameA + ": RECONNECTING")
 	t.Logf("the screen while host-a is away:\n%s", strings.TrimRight(screen, "\n"))
 	approveOn(b, nameB, "host-b while host-a is away")
 
