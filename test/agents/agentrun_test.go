@@ -92,6 +92,18 @@ func (r *agentRun) answer(t *testing.T, i int, items func(req map[string]any) []
 	return found[0]
 }
 
+// installShim installs the shim of the agent-sudo binary cli in
+// home/bin (agent-sudo shim install) and returns that directory, to put
+// first in an agent's PATH.
+func installShim(t *testing.T, cli, home string) string {
+	t.Helper()
+	dir := filepath.Join(home, "bin")
+	if out, err := exec.Command(cli, "shim", "install", dir).CombinedOutput(); err != nil {
+		t.Fatalf("agent-sudo shim install: %v\n%s", err, out)
+	}
+	return dir
+}
+
 // readAudit returns the audit log of the daemon d.
 func readAudit(t *testing.T, d *daemontest.Daemon) []byte {
 	t.Helper()

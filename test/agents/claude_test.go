@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,10 +52,7 @@ func startClaude(t *testing.T, socket string, extraEnv []string, script ...step)
 	claude := needClaude(t)
 	_, cli := daemontest.Binaries(t)
 	home := t.TempDir()
-	shimDir := filepath.Join(home, "bin")
-	if out, err := exec.Command(cli, "shim", "install", shimDir).CombinedOutput(); err != nil {
-		t.Fatalf("agent-sudo shim install: %v\n%s", err, out)
-	}
+	shimDir := installShim(t, cli, home)
 	config := filepath.Join(home, "mcp.json")
 	cfg := map[string]any{"mcpServers": map[string]any{"agent-sudo": map[string]any{
 		"type":    "stdio",

@@ -25,9 +25,15 @@ func needCodex(t *testing.T) string {
 // gives it): the stand-in as a custom model provider speaking the
 // Responses API, and agent-sudo mcp as the MCP server, its tool approved
 // in advance (Codex's own approval prompt would stop codex exec: the
-// human approves at agent-sudo's console instead).
+// human approves at agent-sudo's console instead). The shell tool runs
+// bash -c, not a login shell: a login shell reads /etc/profile, which on
+// Debian sets PATH anew and drops the shim's directory. The sandbox lines
+// (codexSandbox) go before the tables.
 const codexConfig = `model = "stand-in"
 model_provider = "stand-in"
+approval_policy = "never"
+allow_login_shell = false
+%s
 
 [model_providers.stand-in]
 name = "agent-sudo test stand-in"
@@ -44,28 +50,47 @@ tool_timeout_sec = %d
 // codexRun is one run of codex exec against a stand-in model.
 type codexRun struct{ *agentRun }
 
+// codexSandbox holds the sandbox settings of the tests' config.toml, by
+// the name a test gives them.
+var codexSandbox = map[string]string{
+	"read-only":       `sandbox_mode = "read-only"`,
+	"workspace-write": `sandbox_mode = "workspace-write"`,
+	"workspace-write with network_access": `sandbox_mode = "workspace-write"
+sandbox_workspace_write.network_access = true`,
+	"danger-full-access": `sandbox_mode = "danger-full-access"`,
+}
+
 // startCodex starts the real Codex CLI once (codex exec, startAgent) with
-// a fresh CODEX_HOME holding codexConfig for the daemon at socket, a tool
-// timeout of toolTimeout seconds, and the stand-in model answering with
-// script.
-func startCodex(t *testing.T, socket string, toolTimeout int, script ...step) *codexRun {
+// a fresh CODEX_HOME holding codexConfig for the daemon at socket, the
+// sandbox settings codexSandbox[sandbox], a tool timeout of toolTimeout
+// seconds, and the stand-in model answering with script; the shim is
+// first in its PATH (installShim), for the daemon at socket and the
+// session codex-e2e-shell.
+func startCodex(t *testing.T, socket, sandbox string, toolTimeout int, script ...step) *codexRun {
 	t.Helper()
 	codex := needCodex(t)
 	_, cli := daemontest.Binaries(t)
+	sandboxConfig, ok := codexSandbox[sandbox]
+	if !ok {
+		t.Fatalf("no sandbox settings named %q", sandbox)
+	}
 	home := t.TempDir()
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.Mkdir(codexHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	shimDir := installShim(t, cli, home)
 	model := newStandIn(t, script...)
-	cfg := fmt.Sprintf(codexConfig, model.URL()+"/v1", cli, socket, toolTimeout)
+	cfg := fmt.Sprintf(codexConfig, sandboxConfig, model.URL()+"/v1", cli, socket, toolTimeout)
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{
-		"PATH=" + os.Getenv("PATH"),
+		"PATH=" + shimDir + ":" + os.Getenv("PATH"),
 		"HOME=" + home,
 		"CODEX_HOME=" + codexHome,
+		"AGENT_SUDO_SOCKET=" + socket,
+		"AGENT_SUDO_SESSION=codex-e2e-shell",
 	}
 	return &codexRun{startAgent(t, "codex", model, home, env, codex, "exec", "--skip-git-repo-check", "do what the test says")}
 }
@@ -92,7 +117,7 @@ func TestCodex(t *testing.T) {
 	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AskRules})
 	file := filepath.Join(d.Dir, "written-by-tee")
-	r := startCodex(t, d.Socket, 60,
+	r := startCodex(t, d.Socket, "read-only", 60,
 		codexExecute(map[string]any{"argv": []string{"echo", "hello from root"}, "reason": "an allowed command"}),
 		codexExecute(map[string]any{"argv": []string{"rm", "-rf", "/nonexistent-agent-sudo-test"}, "reason": "a denied command"}),
 		codexExecute(map[string]any{"pipeline": [][]string{{"printf", "b\\na\\n"}, {"sort"}}, "reason": "a pipeline"}),
@@ -131,7 +156,7 @@ func TestCodexConsoleApproves(t *testing.T) {
 	needCodex(t)
 	t.Parallel()
 	d, c, marker := attended(t)
-	r := startCodex(t, d.Socket, 120,
+	r := startCodex(t, d.Socket, "read-only", 120,
 		codexExecute(map[string]any{"argv": []string{"touch", marker}, "reason": "a human approves this"}),
 		step{Text: "approved"})
 	c.approve("touch " + marker)
@@ -155,7 +180,7 @@ func TestCodexCancels(t *testing.T) {
 	needCodex(t)
 	t.Parallel()
 	d, console, marker := unanswered(t)
-	r := startCodex(t, d.Socket, 3,
+	r := startCodex(t, d.Socket, "read-only", 3,
 		codexExecute(map[string]any{"argv": []string{"touch", marker}, "reason": "waits for a human who never answers"}),
 		codexExecute(map[string]any{"argv": []string{"echo", "still here"}, "reason": "the server goes on"}),
 		step{Text: "gave up"})
@@ -182,5 +207,80 @@ func TestCodexCancels(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the withdrawn command ran")
+	}
+}
+
+// codexShell is a step that calls Codex's own shell tool, exec_command,
+// with the shell command cmd.
+func codexShell(cmd string) step {
+	return step{Tool: "exec_command", Input: map[string]any{"cmd": cmd}}
+}
+
+// TestCodexShim has the model run echo x | sudo tee FILE with Codex's own
+// shell tool and the shim first in PATH, in each sandbox mode, and call
+// the MCP tool after it. Where Codex's sandbox lets the shim connect to
+// the daemon's socket (danger-full-access, and workspace-write with
+// network access), stdin reaches the command, the file holds x and the
+// audit log has the request under the shim's session; where it does not
+// (read-only, codex exec's default, and workspace-write), the model sees
+// the shim's error and exit status 69 and nothing reaches the daemon. The
+// MCP tool works in every mode.
+func TestCodexShim(t *testing.T) {
+	needCodex(t)
+	for _, tc := range []struct {
+		sandbox string
+		reaches bool
+	}{
+		{"danger-full-access", true},
+		{"workspace-write with network_access", true},
+		{"workspace-write", false},
+		{"read-only", false},
+	} {
+		t.Run(tc.sandbox, func(t *testing.T) {
+			t.Parallel()
+			d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AskRules})
+			file := filepath.Join(d.Dir, "written-by-tee")
+			r := startCodex(t, d.Socket, tc.sandbox, 60,
+				codexShell("echo x | sudo tee "+file),
+				codexExecute(map[string]any{"argv": []string{"echo", "mcp works"}, "reason": "the MCP tool in this sandbox mode"}),
+				step{Text: "all done"})
+			r.wait()
+			if r.err != nil || r.output() != "all done" {
+				t.Fatalf("codex exec = %v, stdout %q; want the final text", r.err, r.output())
+			}
+			audit := readAudit(t, d)
+			shell := r.result(t, 1)
+			// docs/agents.md quotes what the model sees in each mode.
+			if tc.reaches {
+				if !strings.Contains(shell, "Process exited with code 0\n") || !strings.HasSuffix(shell, "Output:\nx\n") {
+					t.Errorf("sudo tee through the shim: the model saw:\n%s\nwant exit code 0 and the output x", shell)
+				}
+				if b, err := os.ReadFile(file); err != nil || string(b) != "x\n" {
+					t.Errorf("the file sudo tee wrote holds %q (%v), want \"x\\n\"", b, err)
+				}
+				for _, want := range []string{`"session":"codex-e2e-shell"`, `"argv":["tee","` + file + `"]`} {
+					if !bytes.Contains(audit, []byte(want)) {
+						t.Errorf("the audit log does not contain %s:\n%s", want, audit)
+					}
+				}
+			} else {
+				want := "Process exited with code 69\n"
+				msg := "Output:\nagent-sudo: cannot reach agent-sudod at " + d.Socket + ": operation not permitted; check that your user may open the socket (ls -l " + d.Socket + ")\n"
+				if !strings.Contains(shell, want) || !strings.HasSuffix(shell, msg) {
+					t.Errorf("sudo tee through the shim: the model saw:\n%s\nwant %q and %q", shell, want, msg)
+				} else {
+					t.Logf("sudo tee through the shim: the model saw:\n%s", shell)
+				}
+				if _, err := os.Stat(file); err == nil {
+					t.Error("the file was written, though the shim could not reach the daemon")
+				}
+				if bytes.Contains(audit, []byte(`"session":"codex-e2e-shell"`)) {
+					t.Errorf("the audit log has a request of the shim's session:\n%s", audit)
+				}
+			}
+			if text := r.result(t, 2); !strings.Contains(text, "status: ok") || !strings.Contains(text, "mcp works\n") {
+				t.Errorf("the MCP tool: the model saw:\n%s", text)
+			}
+		})
 	}
 }
