@@ -210,7 +210,8 @@ func tempDir(t *testing.T) string {
 
 // TestConsoleOverSSH: one "agent-sudo approve" in tmux serves two daemons,
 // "host-a" and "host-b", each behind its own sshd and reached with
-// "ssh -T root@127.0.0.1 agent-sudo approver-stdio". A request on each is
+// "ssh -T root@127.0.0.1 agent-sudo approver-stdio"; each ssh runs in a
+// session of its own without the console's terminal. A request on each is
 // approved where it came from, and the screen names the daemon by the
 // host name the daemon sent; the console's notice and the daemon's audit
 // log name the decider by its approver-stdio process, "console uid=0
@@ -241,6 +242,7 @@ func TestConsoleOverSSH(t *testing.T) {
 	nameA, nameB := "host-a (ssh ssh://root@127.0.0.1:2201)", "host-b (ssh ssh://root@127.0.0.1:2202)"
 	tm.waitFor("● " + nameA + ": connected")
 	tm.waitFor("● " + nameB + ": connected")
+	checkSSHSessions(t, tm, cli)
 
 	approveOn := func(d *daemontest.Daemon, name, text string) {
 		t.Helper()
@@ -304,6 +306,90 @@ func TestConsoleOverSSH(t *testing.T) {
 	tm.waitFor("reconnected to " + nameA + ": it restarted (a new instance)")
 	tm.waitFor("● " + nameA + ": connected")
 	approveOn(a, nameA, "host-a after its restart")
+}
+
+// checkSSHSessions checks that each ssh the console (cli approve, in tm's
+// pane) started runs in a session of its own, without a controlling
+// terminal, while the console has the pane's terminal.
+func checkSSHSessions(t *testing.T, tm *tmuxSession, cli string) {
+	t.Helper()
+	var shell int
+	if _, err := fmt.Sscan(tm.run("display-message", "-p", "-t", tm.name, "#{pane_pid}"), &shell); err != nil {
+		t.Fatalf("the pane's pid: %v", err)
+	}
+	consoles := childrenRunning(t, shell, cli)
+	if len(consoles) != 1 {
+		t.Fatalf("the pane's shell (pid %d) has %d children running %s, want the console", shell, len(consoles), cli)
+	}
+	console := procStat(t, consoles[0])
+	if console.ttyNr == 0 {
+		t.Fatalf("the console (pid %d) has no controlling terminal in tmux: %+v", consoles[0], console)
+	}
+	sshs := childrenRunning(t, consoles[0], "/usr/bin/ssh")
+	if len(sshs) != 2 {
+		t.Fatalf("the console (pid %d) runs %d ssh processes, want 2", consoles[0], len(sshs))
+	}
+	for _, pid := range sshs {
+		st := procStat(t, pid)
+		if st.session == console.session || st.session != pid || st.ttyNr != 0 {
+			t.Errorf("ssh (pid %d) runs in session %d with terminal %d; want a session of its own (%d), not the console's (%d), and no terminal",
+				pid, st.session, st.ttyNr, pid, console.session)
+		}
+	}
+	if !t.Failed() {
+		t.Logf("the console (pid %d, session %d, terminal %d) runs ssh as pids %v, each in a session of its own without a terminal",
+			consoles[0], console.session, console.ttyNr, sshs)
+	}
+}
+
+// stat is what a test reads from /proc/PID/stat.
+type stat struct {
+	ppid, session, ttyNr int
+}
+
+// procStat reads pid's parent, session and controlling terminal.
+func procStat(t *testing.T, pid int) stat {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command name, which ends at the last ')':
+	// state ppid pgrp session tty_nr.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	var st stat
+	if _, err := fmt.Sscan(strings.Join([]string{f[1], f[3], f[4]}, " "), &st.ppid, &st.session, &st.ttyNr); err != nil {
+		t.Fatalf("/proc/%d/stat %q: %v", pid, b, err)
+	}
+	return st
+}
+
+// childrenRunning lists parent's children whose executable is exe.
+func childrenRunning(t *testing.T, parent int, exe string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || fmt.Sprint(pid) != e.Name() {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // gone
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 2 || f[1] != fmt.Sprint(parent) {
+			continue
+		}
+		if path, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && path == exe {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // remoteConsole is how the daemon names a console that reached it through
