@@ -53,8 +53,18 @@ staticcheck: ## staticcheck (installed through the module proxy when missing)
 # and run here without it.
 NORACE_TESTS := ^(TestNothingActsWithoutALoneKey|TestRunLargeResponse|TestReadResponseFraming|TestReadLongLine)$$
 NORACE_PKGS  := ./internal/console ./client ./proto ./internal/audit
+# A program built with -race sleeps a second when it exits unless GORACE
+# says otherwise (atexit_sleep_ms=1000): every test binary would, and so
+# would each daemon and CLI the end-to-end tests start (daemontest.RaceEnv).
+# The end-to-end tests of several packages run agent-sudod and agent-sudo:
+# they are built once, with -race, for all of them (daemontest.BinDirEnv).
+unit: export GORACE ?= atexit_sleep_ms=0
 unit: ## go test -race ./... (unit and end-to-end), then the NORACE_TESTS without -race
-	$(GO) test -race -count=1 -parallel 4 -timeout 15m ./...
+	@set -e; bindir=$$(mktemp -d); trap 'rm -rf "$$bindir"' EXIT; \
+	echo "$(GO) build -race -o $$bindir/ ./cmd/agent-sudod ./cmd/agent-sudo"; \
+	$(GO) build -race -o "$$bindir/" ./cmd/agent-sudod ./cmd/agent-sudo; \
+	echo "AGENT_SUDO_TEST_BINDIR=$$bindir $(GO) test -race -count=1 -parallel 4 -timeout 15m ./..."; \
+	AGENT_SUDO_TEST_BINDIR="$$bindir" $(GO) test -race -count=1 -parallel 4 -timeout 15m ./...
 	$(GO) test -count=1 -run '$(NORACE_TESTS)' $(NORACE_PKGS)
 
 mcp-inspector: ## run the MCP Inspector (fetched with npm on first use) against agent-sudo mcp; needs root and node >= 20

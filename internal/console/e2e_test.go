@@ -25,9 +25,7 @@ import (
 // needs root (the daemon and the approver channel are root only) and tmux.
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	daemontest.RemoveBinaries()
-	os.Exit(code)
+	daemontest.Main(m)
 }
 
 // daemonConfig has no rules, so every request asks.

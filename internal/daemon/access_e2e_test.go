@@ -25,7 +25,7 @@ func cliAs(t *testing.T, d *daemontest.Daemon, u *daemontest.User, args ...strin
 	} else {
 		cmd = u.Command(cli, args...)
 	}
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Env = daemontest.RaceEnv([]string{"PATH=/usr/bin:/bin"})
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	_, err := runBusy(cmd, func(c *exec.Cmd) (struct{}, error) {

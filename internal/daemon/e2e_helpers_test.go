@@ -41,9 +41,7 @@ func TestMain(m *testing.M) {
 	if n := os.Getenv(holdEnv); n != "" {
 		os.Exit(holdConnections(os.Getenv("AGENT_SUDO_E2E_SOCKET"), n))
 	}
-	code := m.Run()
-	daemontest.RemoveBinaries()
-	os.Exit(code)
+	daemontest.Main(m)
 }
 
 // actAsClient sends one line and prints the raw response line.

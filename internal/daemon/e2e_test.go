@@ -175,7 +175,7 @@ func sendAsPath(t *testing.T, d *daemontest.Daemon, name, sock, reqLine string) 
 	exe.Close()
 	_ = os.Chmod(exe.Name(), 0o755)
 	cmd := exec.Command(exe.Name())
-	cmd.Env = []string{clientEnv + "=" + reqLine, "AGENT_SUDO_E2E_SOCKET=" + sock}
+	cmd.Env = daemontest.RaceEnv([]string{clientEnv + "=" + reqLine, "AGENT_SUDO_E2E_SOCKET=" + sock})
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	// The response is on stdout alone: a test binary built with -cover
 	// warns on stderr that it has nowhere to write its coverage.

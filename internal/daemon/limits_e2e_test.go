@@ -47,7 +47,7 @@ type holder struct {
 func hold(t *testing.T, d *daemontest.Daemon, u *daemontest.User, n int) *holder {
 	t.Helper()
 	cmd := u.Command(publicTestBinary(t, d))
-	cmd.Env = []string{holdEnv + "=" + strconv.Itoa(n), "AGENT_SUDO_E2E_SOCKET=" + d.Socket}
+	cmd.Env = daemontest.RaceEnv([]string{holdEnv + "=" + strconv.Itoa(n), "AGENT_SUDO_E2E_SOCKET=" + d.Socket})
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestE2EFirstByteTimeout(t *testing.T) {
 	cmd := u.Command(publicTestBinary(t, d))
 	// An empty line is not sent: actAsClient writes line+"\n", so send
 	// nothing by connecting with the hold helper and reading its answer.
-	cmd.Env = []string{holdEnv + "=1", "AGENT_SUDO_E2E_SOCKET=" + d.Socket}
+	cmd.Env = daemontest.RaceEnv([]string{holdEnv + "=1", "AGENT_SUDO_E2E_SOCKET=" + d.Socket})
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

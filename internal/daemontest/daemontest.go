@@ -40,23 +40,41 @@ import (
 var (
 	buildOnce sync.Once
 	binDir    string
+	built     bool
 	buildErr  error
 )
 
+// BinDirEnv names the environment variable that gives Binaries a directory
+// holding agent-sudod and agent-sudo already built for this test run, so
+// that each test process does not link its own: make unit builds them once,
+// with -race, for every package. The directory must be one only root can
+// enter, as Binaries' own is.
+const BinDirEnv = "AGENT_SUDO_TEST_BINDIR"
+
 // Binaries builds agent-sudod and agent-sudo once per test process, with
-// the race detector when the tests run with it, and returns their paths.
-// RemoveBinaries removes them. It skips the test under -short: building
-// them takes longer than a -short run may.
+// the race detector when the tests run with it, and returns their paths;
+// when BinDirEnv is set it returns those in that directory instead.
+// RemoveBinaries removes what it built. It skips the test under -short:
+// building them takes longer than a -short run may.
 func Binaries(t testing.TB) (daemon, cli string) {
 	t.Helper()
 	testenv.Slow(t, "builds agent-sudod and agent-sudo for an end-to-end test")
 	buildOnce.Do(func() {
+		if dir := os.Getenv(BinDirEnv); dir != "" {
+			binDir = dir
+			for _, name := range []string{"agent-sudod", "agent-sudo"} {
+				if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+					buildErr = fmt.Errorf("%s=%s: %w", BinDirEnv, dir, err)
+				}
+			}
+			return
+		}
 		dir, err := os.MkdirTemp("", "agent-sudo-bin")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		binDir = dir
+		binDir, built = dir, true
 		args := []string{"build", "-o", dir + string(filepath.Separator)}
 		if raceEnabled {
 			args = append(args, "-race")
@@ -72,12 +90,60 @@ func Binaries(t testing.TB) (daemon, cli string) {
 	return filepath.Join(binDir, "agent-sudod"), filepath.Join(binDir, "agent-sudo")
 }
 
-// RemoveBinaries removes what Binaries built; a TestMain calls it after
-// m.Run.
+// RemoveBinaries removes what Binaries built (not a BinDirEnv directory);
+// Main calls it after m.Run.
 func RemoveBinaries() {
-	if binDir != "" {
+	if built {
 		_ = os.RemoveAll(binDir)
 	}
+}
+
+// quickExit is the GORACE option that stops a program built with the race
+// detector from sleeping when it exits: by default (atexit_sleep_ms=1000)
+// each one waits a second before exiting, and the end-to-end tests start
+// such programs hundreds of times (the daemon, the CLI, a test binary
+// acting as a client), each time waiting for it to exit.
+const quickExit = "atexit_sleep_ms=0"
+
+// RaceEnv returns env, an environment for a program the test starts, with
+// GORACE set so that a program built with the race detector exits without
+// sleeping first. GORACE options already in env, or else in this
+// process's environment, are kept; an atexit_sleep_ms among them wins.
+func RaceEnv(env []string) []string {
+	gorace, found := os.LookupEnv("GORACE")
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GORACE="); ok {
+			gorace, found = v, true
+			continue
+		}
+		out = append(out, kv)
+	}
+	switch {
+	case !found || gorace == "":
+		gorace = quickExit
+	case !strings.Contains(gorace, "atexit_sleep_ms"):
+		gorace += " " + quickExit
+	}
+	return append(out, "GORACE="+gorace)
+}
+
+// Main is the TestMain of a package whose tests use Binaries: it sets
+// GORACE in this process's environment, which the programs the tests start
+// inherit, as RaceEnv does; runs the tests; removes the binaries; and exits
+// with the tests' status.
+func Main(m *testing.M) {
+	for _, kv := range RaceEnv(nil) {
+		if v, ok := strings.CutPrefix(kv, "GORACE="); ok {
+			if err := os.Setenv("GORACE", v); err != nil {
+				fmt.Fprintf(os.Stderr, "daemontest: set GORACE: %v\n", err)
+				os.Exit(1)
+			}
+		}
+	}
+	code := m.Run()
+	RemoveBinaries()
+	os.Exit(code)
 }
 
 var (
@@ -332,7 +398,7 @@ func (d *Daemon) launch() {
 		d.Cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "SSH_AUTH_SOCK=")
 		d.Cmd.ExtraFiles = []*os.File{d.activate(d.Socket)}
 	}
-	d.Cmd.Env = append(d.Cmd.Env, d.env...)
+	d.Cmd.Env = RaceEnv(append(d.Cmd.Env, d.env...))
 	if d.hostname != "" {
 		// unshare and the shell exec in place: the daemon keeps the pid
 		// that Stop signals.

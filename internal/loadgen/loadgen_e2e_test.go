@@ -16,9 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	daemontest.RemoveBinaries()
-	os.Exit(code)
+	daemontest.Main(m)
 }
 
 // loadRequests is the size of the end-to-end load run: large enough that

@@ -19,9 +19,7 @@ import (
 const envClaude = "AGENT_SUDO_TEST_CLAUDE"
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	daemontest.RemoveBinaries()
-	os.Exit(code)
+	daemontest.Main(m)
 }
 
 // needClaude returns the claude binary's path, and skips the test when

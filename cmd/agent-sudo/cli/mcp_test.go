@@ -183,9 +183,7 @@ func TestMCPInterrupted(t *testing.T) {
 // daemontest. They need root, as the daemon's own end-to-end tests do.
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	daemontest.RemoveBinaries()
-	os.Exit(code)
+	daemontest.Main(m)
 }
 
 // e2eEnv is the environment of a child process: this one's without the
