@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -25,14 +27,11 @@ func needCodex(t *testing.T) string {
 // gives it): the stand-in as a custom model provider speaking the
 // Responses API, and agent-sudo mcp as the MCP server, its tool approved
 // in advance (Codex's own approval prompt would stop codex exec: the
-// human approves at agent-sudo's console instead). The shell tool runs
-// bash -c, not a login shell: a login shell reads /etc/profile, which on
-// Debian sets PATH anew and drops the shim's directory. The sandbox lines
-// (codexSandbox) go before the tables.
+// human approves at agent-sudo's console instead). The sandbox settings
+// (codexSandbox.config) go before the tables.
 const codexConfig = `model = "stand-in"
 model_provider = "stand-in"
 approval_policy = "never"
-allow_login_shell = false
 %s
 
 [model_providers.stand-in]
@@ -50,30 +49,54 @@ tool_timeout_sec = %d
 // codexRun is one run of codex exec against a stand-in model.
 type codexRun struct{ *agentRun }
 
-// codexSandbox holds the sandbox settings of the tests' config.toml, by
-// the name a test gives them.
-var codexSandbox = map[string]string{
-	"read-only":       `sandbox_mode = "read-only"`,
-	"workspace-write": `sandbox_mode = "workspace-write"`,
-	"workspace-write with network_access": `sandbox_mode = "workspace-write"
-sandbox_workspace_write.network_access = true`,
-	"danger-full-access": `sandbox_mode = "danger-full-access"`,
+// codexSandbox is how Codex runs the model's shell commands.
+type codexSandbox struct {
+	mode    string // sandbox_mode
+	network bool   // sandbox_workspace_write.network_access
+	// loginShell leaves allow_login_shell at its default, true: the shell
+	// tool runs bash -lc, which reads /etc/profile; on Debian that sets
+	// PATH anew and drops the shim's directory. Without it the tests set
+	// allow_login_shell = false, and the shell tool runs bash -c.
+	loginShell bool
+}
+
+// readOnly is codex exec's default sandbox, the MCP tests'.
+var readOnly = codexSandbox{mode: "read-only"}
+
+// config is s as lines of config.toml, before any table.
+func (s codexSandbox) config() string {
+	c := fmt.Sprintf("sandbox_mode = %q\n", s.mode)
+	if s.network {
+		c += "sandbox_workspace_write.network_access = true\n"
+	}
+	if !s.loginShell {
+		c += "allow_login_shell = false\n"
+	}
+	return c
+}
+
+// String names s for a subtest: the sandbox mode and its options.
+func (s codexSandbox) String() string {
+	name := s.mode
+	if s.network {
+		name += " with network_access"
+	}
+	if s.loginShell {
+		name += " in a login shell"
+	}
+	return name
 }
 
 // startCodex starts the real Codex CLI once (codex exec, startAgent) with
 // a fresh CODEX_HOME holding codexConfig for the daemon at socket, the
-// sandbox settings codexSandbox[sandbox], a tool timeout of toolTimeout
-// seconds, and the stand-in model answering with script; the shim is
-// first in its PATH (installShim), for the daemon at socket and the
-// session codex-e2e-shell.
-func startCodex(t *testing.T, socket, sandbox string, toolTimeout int, script ...step) *codexRun {
+// sandbox settings sandbox, a tool timeout of toolTimeout seconds, and the
+// stand-in model answering with script; the shim is first in its PATH
+// (installShim), for the daemon at socket and the session
+// codex-e2e-shell.
+func startCodex(t *testing.T, socket string, sandbox codexSandbox, toolTimeout int, script ...step) *codexRun {
 	t.Helper()
 	codex := needCodex(t)
 	_, cli := daemontest.Binaries(t)
-	sandboxConfig, ok := codexSandbox[sandbox]
-	if !ok {
-		t.Fatalf("no sandbox settings named %q", sandbox)
-	}
 	home := t.TempDir()
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.Mkdir(codexHome, 0o700); err != nil {
@@ -81,7 +104,7 @@ func startCodex(t *testing.T, socket, sandbox string, toolTimeout int, script ..
 	}
 	shimDir := installShim(t, cli, home)
 	model := newStandIn(t, script...)
-	cfg := fmt.Sprintf(codexConfig, sandboxConfig, model.URL()+"/v1", cli, socket, toolTimeout)
+	cfg := fmt.Sprintf(codexConfig, sandbox.config(), model.URL()+"/v1", cli, socket, toolTimeout)
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +140,7 @@ func TestCodex(t *testing.T) {
 	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AskRules})
 	file := filepath.Join(d.Dir, "written-by-tee")
-	r := startCodex(t, d.Socket, "read-only", 60,
+	r := startCodex(t, d.Socket, readOnly, 60,
 		codexExecute(map[string]any{"argv": []string{"echo", "hello from root"}, "reason": "an allowed command"}),
 		codexExecute(map[string]any{"argv": []string{"rm", "-rf", "/nonexistent-agent-sudo-test"}, "reason": "a denied command"}),
 		codexExecute(map[string]any{"pipeline": [][]string{{"printf", "b\\na\\n"}, {"sort"}}, "reason": "a pipeline"}),
@@ -156,7 +179,7 @@ func TestCodexConsoleApproves(t *testing.T) {
 	needCodex(t)
 	t.Parallel()
 	d, c, marker := attended(t)
-	r := startCodex(t, d.Socket, "read-only", 120,
+	r := startCodex(t, d.Socket, readOnly, 120,
 		codexExecute(map[string]any{"argv": []string{"touch", marker}, "reason": "a human approves this"}),
 		step{Text: "approved"})
 	c.approve("touch " + marker)
@@ -180,7 +203,7 @@ func TestCodexCancels(t *testing.T) {
 	needCodex(t)
 	t.Parallel()
 	d, console, marker := unanswered(t)
-	r := startCodex(t, d.Socket, "read-only", 3,
+	r := startCodex(t, d.Socket, readOnly, 3,
 		codexExecute(map[string]any{"argv": []string{"touch", marker}, "reason": "waits for a human who never answers"}),
 		codexExecute(map[string]any{"argv": []string{"echo", "still here"}, "reason": "the server goes on"}),
 		step{Text: "gave up"})
@@ -216,6 +239,13 @@ func codexShell(cmd string) step {
 	return step{Tool: "exec_command", Input: map[string]any{"cmd": cmd}}
 }
 
+// The outcomes of sudo through the shim in Codex's shell tool.
+const (
+	shimReaches  = iota // the shim reaches the daemon
+	shimBlocked         // the sandbox refuses the shim's connect
+	shimBypassed        // the login shell dropped the shim from PATH
+)
+
 // TestCodexShim has the model run echo x | sudo tee FILE with Codex's own
 // shell tool and the shim first in PATH, in each sandbox mode, and call
 // the MCP tool after it. Where Codex's sandbox lets the shim connect to
@@ -223,25 +253,36 @@ func codexShell(cmd string) step {
 // network access), stdin reaches the command, the file holds x and the
 // audit log has the request under the shim's session; where it does not
 // (read-only, codex exec's default, and workspace-write), the model sees
-// the shim's error and exit status 69 and nothing reaches the daemon. The
-// MCP tool works in every mode.
+// the shim's error and exit status 69 and nothing reaches the daemon. In a
+// login shell (allow_login_shell left at true) on a system whose
+// /etc/profile sets PATH, as Debian's does, sudo is the system's and the
+// daemon gets nothing. The MCP tool works in every mode.
 func TestCodexShim(t *testing.T) {
 	needCodex(t)
 	for _, tc := range []struct {
-		sandbox string
-		reaches bool
+		sandbox codexSandbox
+		outcome int
 	}{
-		{"danger-full-access", true},
-		{"workspace-write with network_access", true},
-		{"workspace-write", false},
-		{"read-only", false},
+		{codexSandbox{mode: "danger-full-access"}, shimReaches},
+		{codexSandbox{mode: "workspace-write", network: true}, shimReaches},
+		{codexSandbox{mode: "workspace-write"}, shimBlocked},
+		{readOnly, shimBlocked},
+		{codexSandbox{mode: "danger-full-access", loginShell: true}, shimBypassed},
 	} {
-		t.Run(tc.sandbox, func(t *testing.T) {
+		t.Run(tc.sandbox.String(), func(t *testing.T) {
+			realSudo := ""
+			if tc.outcome == shimBypassed {
+				realSudo = needProfileSettingPath(t)
+			}
 			t.Parallel()
 			d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AskRules})
 			file := filepath.Join(d.Dir, "written-by-tee")
+			cmd := "echo x | sudo tee " + file
+			if tc.outcome == shimBypassed {
+				cmd = "command -v sudo; " + cmd
+			}
 			r := startCodex(t, d.Socket, tc.sandbox, 60,
-				codexShell("echo x | sudo tee "+file),
+				codexShell(cmd),
 				codexExecute(map[string]any{"argv": []string{"echo", "mcp works"}, "reason": "the MCP tool in this sandbox mode"}),
 				step{Text: "all done"})
 			r.wait()
@@ -251,7 +292,8 @@ func TestCodexShim(t *testing.T) {
 			audit := readAudit(t, d)
 			shell := r.result(t, 1)
 			// docs/agents.md quotes what the model sees in each mode.
-			if tc.reaches {
+			switch tc.outcome {
+			case shimReaches:
 				if !strings.Contains(shell, "Process exited with code 0\n") || !strings.HasSuffix(shell, "Output:\nx\n") {
 					t.Errorf("sudo tee through the shim: the model saw:\n%s\nwant exit code 0 and the output x", shell)
 				}
@@ -263,7 +305,7 @@ func TestCodexShim(t *testing.T) {
 						t.Errorf("the audit log does not contain %s:\n%s", want, audit)
 					}
 				}
-			} else {
+			case shimBlocked:
 				want := "Process exited with code 69\n"
 				msg := "Output:\nagent-sudo: cannot reach agent-sudod at " + d.Socket + ": operation not permitted; check that your user may open the socket (ls -l " + d.Socket + ")\n"
 				if !strings.Contains(shell, want) || !strings.HasSuffix(shell, msg) {
@@ -274,13 +316,34 @@ func TestCodexShim(t *testing.T) {
 				if _, err := os.Stat(file); err == nil {
 					t.Error("the file was written, though the shim could not reach the daemon")
 				}
-				if bytes.Contains(audit, []byte(`"session":"codex-e2e-shell"`)) {
-					t.Errorf("the audit log has a request of the shim's session:\n%s", audit)
+			case shimBypassed:
+				if !strings.Contains(shell, "Output:\n"+realSudo+"\n") {
+					t.Errorf("sudo in a login shell: the model saw:\n%s\nwant command -v sudo to find the system's %s", shell, realSudo)
+				} else {
+					t.Logf("sudo in a login shell: the model saw:\n%s", shell)
 				}
+			}
+			if tc.outcome != shimReaches && bytes.Contains(audit, []byte(`"session":"codex-e2e-shell"`)) {
+				t.Errorf("the audit log has a request of the shim's session:\n%s", audit)
 			}
 			if text := r.result(t, 2); !strings.Contains(text, "status: ok") || !strings.Contains(text, "mcp works\n") {
 				t.Errorf("the MCP tool: the model saw:\n%s", text)
 			}
 		})
 	}
+}
+
+// needProfileSettingPath skips the test unless /etc/profile sets PATH (as
+// Debian's does) and a sudo is found there; it returns that sudo's path.
+func needProfileSettingPath(t *testing.T) string {
+	t.Helper()
+	profile, err := os.ReadFile("/etc/profile")
+	if err != nil || !regexp.MustCompile(`(?m)^\s*PATH=`).Match(profile) {
+		t.Skipf("/etc/profile does not set PATH (%v): a login shell keeps the shim's directory here", err)
+	}
+	out, err := exec.Command("sh", "-c", ". /etc/profile; command -v sudo").Output()
+	if err != nil {
+		t.Skipf("no sudo in the PATH /etc/profile sets: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
