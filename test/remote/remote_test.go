@@ -30,10 +30,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -238,27 +238,27 @@ func TestConsoleOverSSH(t *testing.T) {
 		args = append(args, "--ssh-option", o)
 	}
 	t.Logf("the console: %s", strings.Join(args, " "))
-	tm := startTmux(t, strings.Join(args, " "))
+	tm := tmuxtest.Start(t, tmuxtest.Config{Command: strings.Join(args, " ")})
 	nameA, nameB := "host-a (ssh ssh://root@127.0.0.1:2201)", "host-b (ssh ssh://root@127.0.0.1:2202)"
-	tm.waitFor("● " + nameA + ": connected")
-	tm.waitFor("● " + nameB + ": connected")
+	tm.WaitFor("● " + nameA + ": connected")
+	tm.WaitFor("● " + nameB + ": connected")
 	checkSSHSessions(t, tm, cli)
 
 	approveOn := func(d *daemontest.Daemon, name, text string) {
 		t.Helper()
 		r := ask(t, d, text)
-		screen := tm.waitFor("command    echo '" + text + "'")
+		screen := tm.WaitFor("command    echo '" + text + "'")
 		if !strings.Contains(screen, "FROM agent-sudod on "+name) {
 			t.Fatalf("the request to %s does not say where it is from:\n%s", name, screen)
 		}
 		t.Logf("the screen of a request to %s:\n%s", name, strings.TrimRight(screen, "\n"))
-		tm.waitPastGuard()
-		tm.keys("a")
-		if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != text+"\n" {
+		waitPastGuard(tm)
+		tm.Keys("a")
+		if resp := r.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != text+"\n" {
 			t.Fatalf("request to %s: status %q stdout %q message %q", name, resp.Status, resp.Stdout, resp.Message)
 		}
-		tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=pipe:[")
-		wantRemoteConsole(t, d, r.id)
+		tm.WaitFor("request " + r.ID + " was allowed by console uid=0 tty=pipe:[")
+		wantRemoteConsole(t, d, r.ID)
 	}
 	approveOn(a, nameA, "approved on host-a")
 	approveOn(b, nameB, "approved on host-b")
@@ -269,52 +269,52 @@ func TestConsoleOverSSH(t *testing.T) {
 	// still shown.
 	const granted = "session grant on host-a"
 	r := ask(t, a, granted)
-	screen := tm.waitFor("command    echo '" + granted + "'")
+	screen := tm.WaitFor("command    echo '" + granted + "'")
 	if !strings.Contains(screen, "FROM agent-sudod on "+nameA) {
 		t.Fatalf("the request to host-a does not say where it is from:\n%s", screen)
 	}
-	tm.waitPastGuard()
-	tm.keys("s")
-	tm.waitFor("Allow for this session?")
-	tm.waitPastGuard()
-	tm.keys("y")
-	if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != granted+"\n" {
+	waitPastGuard(tm)
+	tm.Keys("s")
+	tm.WaitFor("Allow for this session?")
+	waitPastGuard(tm)
+	tm.Keys("y")
+	if resp := r.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != granted+"\n" {
 		t.Fatalf("the request granted for the session: status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
 	}
-	tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=pipe:[")
-	tm.waitFor("1 session grant in force")
-	tm.keys("g")
-	screen = tm.waitFor("held by " + nameA)
+	tm.WaitFor("request " + r.ID + " was allowed by console uid=0 tty=pipe:[")
+	tm.WaitFor("1 session grant in force")
+	tm.Keys("g")
+	screen = tm.WaitFor("held by " + nameA)
 	if !strings.Contains(screen, "uid 0  session remote  expires ") || !strings.Contains(screen, "  on "+nameA) || strings.Contains(screen, "on "+nameB) || strings.Contains(screen, "held by "+nameB) {
 		t.Fatalf("the grants list does not show the grant as host-a's only:\n%s", screen)
 	}
 	t.Logf("the grants list:\n%s", strings.TrimRight(screen, "\n"))
-	tm.keys("g")
-	tm.waitFor("1 session grant in force")
+	tm.Keys("g")
+	tm.WaitFor("1 session grant in force")
 	again := ask(t, a, granted)
-	if resp := again.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != granted+"\n" {
+	if resp := again.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != granted+"\n" {
 		t.Fatalf("the same request on host-a did not run by the grant: status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
 	}
 	approveOn(b, nameB, granted)
 
 	a.Stop()
-	screen = tm.waitFor("○ " + nameA + ": RECONNECTING")
+	screen = tm.WaitFor("○ " + nameA + ": RECONNECTING")
 	t.Logf("the screen while host-a is away:\n%s", strings.TrimRight(screen, "\n"))
 	approveOn(b, nameB, "host-b while host-a is away")
 
 	a.StartAgain()
-	tm.waitFor("reconnected to " + nameA + ": it restarted (a new instance)")
-	tm.waitFor("● " + nameA + ": connected")
+	tm.WaitFor("reconnected to " + nameA + ": it restarted (a new instance)")
+	tm.WaitFor("● " + nameA + ": connected")
 	approveOn(a, nameA, "host-a after its restart")
 }
 
 // checkSSHSessions checks that each ssh the console (cli approve, in tm's
 // pane) started runs in a session of its own, without a controlling
 // terminal, while the console has the pane's terminal.
-func checkSSHSessions(t *testing.T, tm *tmuxSession, cli string) {
+func checkSSHSessions(t *testing.T, tm *tmuxtest.Session, cli string) {
 	t.Helper()
 	var shell int
-	if _, err := fmt.Sscan(tm.run("display-message", "-p", "-t", tm.name, "#{pane_pid}"), &shell); err != nil {
+	if _, err := fmt.Sscan(tm.Run("display-message", "-p", "-t", tm.Name, "#{pane_pid}"), &shell); err != nil {
 		t.Fatalf("the pane's pid: %v", err)
 	}
 	consoles := childrenRunning(t, shell, cli)
@@ -518,39 +518,17 @@ func TestAgentOverSSHForwarding(t *testing.T) {
 	}
 }
 
-// pendingRun is a request on its way.
-type pendingRun struct {
-	id   string
-	done chan *proto.Response
+// waitPastGuard waits until the prompt's key guard has ended: the screen
+// no longer counts down to the keys being enabled.
+func waitPastGuard(tm *tmuxtest.Session) {
+	tm.WaitGone("keys enabled in")
 }
 
 // ask asks d to run "echo text", as an agent on d's host would.
-func ask(t *testing.T, d *daemontest.Daemon, text string) *pendingRun {
+func ask(t *testing.T, d *daemontest.Daemon, text string) *daemontest.Asked {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	t.Cleanup(cancel)
-	req := &proto.Request{ID: fmt.Sprintf("remote-%d", time.Now().UnixNano()), Pipeline: [][]string{{"echo", text}},
-		Privileged: true, Session: "remote", Host: "agent-claims-this", Time: time.Now()}
-	r := &pendingRun{id: req.ID, done: make(chan *proto.Response, 1)}
-	go func() {
-		resp, err := client.New(d.Socket).Run(ctx, req)
-		if err != nil {
-			resp = &proto.Response{Status: "client error", Message: err.Error()}
-		}
-		r.done <- resp
-	}()
-	return r
-}
-
-func (r *pendingRun) wait(t *testing.T) *proto.Response {
-	t.Helper()
-	select {
-	case resp := <-r.done:
-		return resp
-	case <-time.After(60 * time.Second):
-		t.Fatalf("request %s got no answer within 60s", r.id)
-	}
-	return nil
+	return d.Ask(t, &proto.Request{ID: fmt.Sprintf("remote-%d", time.Now().UnixNano()), Pipeline: [][]string{{"echo", text}},
+		Privileged: true, Session: "remote", Host: "agent-claims-this", Time: time.Now()})
 }
 
 func run(t *testing.T, name string, args ...string) {
