@@ -5,12 +5,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 )
 
 // fakeApproverSocket listens on a Unix socket in a temporary directory and
@@ -64,6 +68,53 @@ func TestApproverStdioRefusesNonRoot(t *testing.T) {
 	if code != exitDenied || dialed || stderr.String() != "agent-sudo: "+msg+"\n" ||
 		stdout.String() != `{"type":"result","error":"`+msg+`"}`+"\n" {
 		t.Fatalf("approver-stdio as uid 1000 = %d, dialled %v\nstdout %q\nstderr %q", code, dialed, stdout.String(), stderr.String())
+	}
+}
+
+// TestApproverStdioRealNonRootUser: the built agent-sudo, run as a real
+// user that is not root, refuses approver-stdio with exit 77, the reason on
+// stderr and the result line docs/approver-protocol.md promises on stdout,
+// without connecting: the socket it is given is not there, which would be
+// exit 69 had it tried.
+func TestApproverStdioRealNonRootUser(t *testing.T) {
+	daemontest.RequireRoot(t)
+	u := daemontest.AddUser(t, "aps")
+	_, built := daemontest.Binaries(t)
+	// A copy the user can run: Binaries builds into a directory only root
+	// can enter.
+	dir, err := os.MkdirTemp("", "asstdio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := filepath.Join(dir, "agent-sudo")
+	if err := os.WriteFile(cli, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := u.Command(cli, "approver-stdio", "--approver-socket", filepath.Join(dir, "approver.sock"))
+	cmd.Env = daemontest.RaceEnv([]string{"PATH=/usr/bin:/bin"})
+	cmd.Stdin = strings.NewReader("")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitDenied {
+		t.Fatalf("approver-stdio as %s (uid %d): %v, want exit %d\nstdout %q\nstderr %q", u.Name, u.UID, err, exitDenied, stdout.String(), stderr.String())
+	}
+	msg := fmt.Sprintf("not allowed: approver-stdio connects to the approver channel, which is for root only, and it runs as uid %d; log in as root (ssh root@HOST)", u.UID)
+	if want := `{"type":"result","error":"` + msg + `"}` + "\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+	if want := "agent-sudo: " + msg + "\n"; stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 }
 
