@@ -53,6 +53,10 @@ type codexRun struct{ *agentRun }
 type codexSandbox struct {
 	mode    string // sandbox_mode
 	network bool   // sandbox_workspace_write.network_access
+	// socketProfile replaces sandbox_mode with the permission profile
+	// agent-sudo (default_permissions): :workspace, and the daemon's socket
+	// allowed in its network.unix_sockets.
+	socketProfile bool
 	// loginShell leaves allow_login_shell at its default, true: the shell
 	// tool runs bash -lc, which reads /etc/profile; on Debian that sets
 	// PATH anew and drops the shim's directory. Without it the tests set
@@ -63,14 +67,24 @@ type codexSandbox struct {
 // readOnly is codex exec's default sandbox, the MCP tests'.
 var readOnly = codexSandbox{mode: "read-only"}
 
-// config is s as lines of config.toml, before any table.
-func (s codexSandbox) config() string {
-	c := fmt.Sprintf("sandbox_mode = %q\n", s.mode)
+// config is s as lines of config.toml for the daemon at socket: keys,
+// then the tables of a permission profile.
+func (s codexSandbox) config(socket string) string {
+	c := ""
+	if s.mode != "" {
+		c += fmt.Sprintf("sandbox_mode = %q\n", s.mode)
+	}
 	if s.network {
 		c += "sandbox_workspace_write.network_access = true\n"
 	}
+	if s.socketProfile {
+		c += `default_permissions = "agent-sudo"` + "\n"
+	}
 	if !s.loginShell {
 		c += "allow_login_shell = false\n"
+	}
+	if s.socketProfile {
+		c += fmt.Sprintf("\n[permissions.agent-sudo]\nextends = \":workspace\"\n\n[permissions.agent-sudo.network.unix_sockets]\n%q = \"allow\"\n", socket)
 	}
 	return c
 }
@@ -78,6 +92,9 @@ func (s codexSandbox) config() string {
 // String names s for a subtest: the sandbox mode and its options.
 func (s codexSandbox) String() string {
 	name := s.mode
+	if s.socketProfile {
+		name = "a profile allowing the socket"
+	}
 	if s.network {
 		name += " with network_access"
 	}
@@ -104,7 +121,7 @@ func startCodex(t *testing.T, socket string, sandbox codexSandbox, toolTimeout i
 	}
 	shimDir := installShim(t, cli, home)
 	model := newStandIn(t, script...)
-	cfg := fmt.Sprintf(codexConfig, sandbox.config(), model.URL()+"/v1", cli, socket, toolTimeout)
+	cfg := fmt.Sprintf(codexConfig, sandbox.config(socket), model.URL()+"/v1", cli, socket, toolTimeout)
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -252,22 +269,30 @@ const (
 // the daemon's socket (danger-full-access, and workspace-write with
 // network access), stdin reaches the command, the file holds x and the
 // audit log has the request under the shim's session; where it does not
-// (read-only, codex exec's default, and workspace-write), the model sees
-// the shim's error and exit status 69 and nothing reaches the daemon. In a
+// (read-only, codex exec's default, workspace-write, and a permission
+// profile that extends :workspace and allows the daemon's socket), the
+// model sees the shim's error and exit status 69 and nothing reaches the
+// daemon. In a
 // login shell (allow_login_shell left at true) on a system whose
 // /etc/profile sets PATH, as Debian's does, sudo is the system's and the
 // daemon gets nothing. The MCP tool works in every mode.
 func TestCodexShim(t *testing.T) {
 	needCodex(t)
+	const (
+		fullAccess = `danger-full-access`
+		workspace  = `workspace-write \[[^\n]*\]`
+	)
 	for _, tc := range []struct {
 		sandbox codexSandbox
 		outcome int
+		banner  string // the sandbox Codex says it applies, a regular expression
 	}{
-		{codexSandbox{mode: "danger-full-access"}, shimReaches},
-		{codexSandbox{mode: "workspace-write", network: true}, shimReaches},
-		{codexSandbox{mode: "workspace-write"}, shimBlocked},
-		{readOnly, shimBlocked},
-		{codexSandbox{mode: "danger-full-access", loginShell: true}, shimBypassed},
+		{codexSandbox{mode: "danger-full-access"}, shimReaches, fullAccess},
+		{codexSandbox{mode: "workspace-write", network: true}, shimReaches, workspace + ` \(network access enabled\)`},
+		{codexSandbox{mode: "workspace-write"}, shimBlocked, workspace},
+		{readOnly, shimBlocked, `read-only`},
+		{codexSandbox{socketProfile: true}, shimBlocked, workspace},
+		{codexSandbox{mode: "danger-full-access", loginShell: true}, shimBypassed, fullAccess},
 	} {
 		t.Run(tc.sandbox.String(), func(t *testing.T) {
 			realSudo := ""
@@ -288,6 +313,9 @@ func TestCodexShim(t *testing.T) {
 			r.wait()
 			if r.err != nil || r.output() != "all done" {
 				t.Fatalf("codex exec = %v, stdout %q; want the final text", r.err, r.output())
+			}
+			if banner := `(?m)^sandbox: ` + tc.banner + `$`; !regexp.MustCompile(banner).MatchString(r.stderr.String()) {
+				t.Errorf("codex exec's stderr does not match %s: the settings were not applied as meant", banner)
 			}
 			audit := readAudit(t, d)
 			shell := r.result(t, 1)
