@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/console"
+	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -41,18 +42,18 @@ func TestE2EPastedTextNeverDecides(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			marker := filepath.Join(d.Dir, "pasted-"+strings.Fields(how)[0])
 			r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e-paste"})
-			tm.waitFor("command    touch " + marker)
-			tm.waitPastGuard()
+			tm.WaitFor("command    touch " + marker)
+			waitPastGuard(tm)
 			for _, text := range pastedProse {
 				switch how {
 				case "send-keys -l":
-					tm.keys("-l", text)
+					tm.Keys("-l", text)
 				default:
-					tm.run("set-buffer", "-b", "prose", text)
-					tm.run("paste-buffer", "-b", "prose", "-t", tm.name)
+					tm.Run("set-buffer", "-b", "prose", text)
+					tm.Run("paste-buffer", "-b", "prose", "-t", tm.Name)
 				}
 				n := len([]rune(text))
-				screen := tm.waitFor(fmt.Sprintf("input discarded: %d keys arrived together (paste or typing ahead); press a key on its own to decide", n))
+				screen := tm.WaitFor(fmt.Sprintf("input discarded: %d keys arrived together (paste or typing ahead); press a key on its own to decide", n))
 				for _, bad := range []string{"Note for the agent", "SESSION GRANTS", "was sent", "exited with status"} {
 					if strings.Contains(screen, bad) {
 						t.Fatalf("after %s of %q the screen shows %q:\n%s", how, text, bad, screen)
@@ -61,12 +62,12 @@ func TestE2EPastedTextNeverDecides(t *testing.T) {
 				// Past the quiet window: nothing held may act later.
 				time.Sleep(2 * console.QuietWindow)
 				select {
-				case resp := <-r.done:
+				case resp := <-r.Done:
 					t.Fatalf("%s of %q decided the request: %+v", how, text, resp)
 				default:
 				}
 			}
-			screen := tm.capture()
+			screen := tm.Screen()
 			for _, want := range []string{"command    touch " + marker, "> Deny"} {
 				if !strings.Contains(screen, want) {
 					t.Fatalf("after the pastes the screen lacks %q:\n%s", want, screen)
@@ -77,45 +78,27 @@ func TestE2EPastedTextNeverDecides(t *testing.T) {
 			}
 			// The request is still waiting: a key pressed on its own decides
 			// it now, and the agent gets its answer.
-			tm.pressAlone("a")
-			if resp := r.wait(t); resp.Status != proto.StatusOK {
+			pressAlone(tm, "a")
+			if resp := r.Wait(); resp.Status != proto.StatusOK {
 				t.Fatalf("the lone a: status %q message %q", resp.Status, resp.Message)
 			}
 			if _, err := os.Stat(marker); err != nil {
 				t.Fatalf("the approved touch did not run: %v", err)
 			}
-			tm.waitFor("request " + r.id + " was allowed by console")
+			tm.WaitFor("request " + r.ID + " was allowed by console")
 		})
 	}
 }
 
 // pressAlone presses one key (a tmux key name) as a human would: after the
 // keyboard has been quiet for longer than the console's quiet window.
-func (tm *tmuxSession) pressAlone(key string) {
-	tm.t.Helper()
+func pressAlone(tm *tmuxtest.Session, key string) {
 	time.Sleep(2 * console.QuietWindow)
-	tm.keys(key)
+	tm.Keys(key)
 }
 
 // waitPastGuard waits until the prompt's key guard has ended: the screen
 // no longer counts down to the keys being enabled.
-func (tm *tmuxSession) waitPastGuard() {
-	tm.t.Helper()
-	tm.waitGone("keys enabled in")
-}
-
-// waitGone polls the screen until it no longer shows gone.
-func (tm *tmuxSession) waitGone(gone string) {
-	tm.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		screen := tm.capture()
-		if !strings.Contains(screen, gone) {
-			return
-		}
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("the screen still shows %q after 20s:\n%s", gone, screen)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+func waitPastGuard(tm *tmuxtest.Session) {
+	tm.WaitGone("keys enabled in")
 }

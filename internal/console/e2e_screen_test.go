@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -34,17 +35,17 @@ match = ["echo", "**"]
 env = ["LANG", "LC_ALL"]
 `
 	d := daemontest.Start(t, cfg)
-	tm := startTmuxSize(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket), 80, 24)
-	tm.waitFor("waiting for requests…")
+	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket), Cols: 80, Rows: 24})
+	tm.WaitFor("waiting for requests…")
 
 	// Three notices: three requests whose clients give up.
 	for i := range 3 {
 		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"true"}}, Session: "e2e"})
-		tm.waitFor("command    true")
-		r.cancel()
-		tm.waitFor(fmt.Sprintf("request %s was withdrawn", r.id))
+		tm.WaitFor("command    true")
+		r.Cancel()
+		tm.WaitFor(fmt.Sprintf("request %s was withdrawn", r.ID))
 		if i < 2 {
-			tm.waitFor("waiting for requests…")
+			tm.WaitFor("waiting for requests…")
 		}
 	}
 
@@ -66,7 +67,7 @@ env = ["LANG", "LC_ALL"]
 		_ = agent.Process.Kill()
 		<-agentDone
 	})
-	screen := tm.waitFor("Your decision:")
+	screen := tm.WaitFor("Your decision:")
 	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
 	if len(rows) > 24 || !strings.HasPrefix(rows[0], "agent-sudo approve · 1 waiting") {
 		t.Errorf("the screen is not 24 rows under the header:\n%s", screen)
@@ -105,21 +106,21 @@ env = ["LANG", "LC_ALL"]
 	}
 
 	// The details are one key away.
-	tm.waitPastGuard()
-	tm.pressAlone("v")
-	details := tm.waitFor("ALL DETAILS")
+	waitPastGuard(tm)
+	pressAlone(tm, "v")
+	details := tm.WaitFor("ALL DETAILS")
 	t.Logf("the details at 80×24 in tmux:\n%s", strings.TrimRight(details, "\n"))
 	// A session grant asks first; any key but y goes back.
-	tm.pressAlone("s")
-	confirm := tm.waitFor("y create the grant")
+	pressAlone(tm, "s")
+	confirm := tm.WaitFor("y create the grant")
 	t.Logf("the session grant's confirmation at 80×24 in tmux:\n%s", strings.TrimRight(confirm, "\n"))
-	tm.waitPastGuard()
-	tm.pressAlone("Escape")
-	tm.waitFor("> Deny (d)")
-	tm.waitPastGuard()
-	tm.pressAlone("d")
-	tm.waitFor("Note for the agent (optional)")
-	tm.pressAlone("Escape")
+	waitPastGuard(tm)
+	pressAlone(tm, "Escape")
+	tm.WaitFor("> Deny (d)")
+	waitPastGuard(tm)
+	pressAlone(tm, "d")
+	tm.WaitFor("Note for the agent (optional)")
+	pressAlone(tm, "Escape")
 	select {
 	case err := <-agentDone:
 		agentDone <- err
@@ -136,21 +137,24 @@ env = ["LANG", "LC_ALL"]
 		args = append(args, fmt.Sprintf("argument-number-%02d", i))
 	}
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{args}, Session: "e2e-screen"})
-	screen = tm.waitFor("-- lines 1-")
+	// The prompt shows once the whole request has loaded.
+	screen = tm.Wait(func(s string) bool {
+		return strings.Contains(s, "-- lines 1-") && strings.Contains(s, "Your decision:")
+	}, "show the long request's prompt")
 	first, last, total, _ := scrollPosition(screen)
-	tm.waitPastGuard()
-	tm.keys("NPage")
-	screen = tm.pollFor(func(s string) bool { f, _, _, ok := scrollPosition(s); return ok && f != first })
+	waitPastGuard(tm)
+	tm.Keys("NPage")
+	screen = tm.Wait(func(s string) bool { f, _, _, ok := scrollPosition(s); return ok && f != first }, "scroll")
 	from, _, _, _ := scrollPosition(screen)
 	if page := last - first; from-first != min(page, total-last) || from-first < 5 {
 		t.Errorf("PgDn moved from line %d to %d (of %d, %d shown); want a page:\n%s", first, from, total, last-first+1, screen)
 	}
-	tm.keys("PPage")
-	tm.waitFor(fmt.Sprintf("-- lines %d-%d of %d", first, last, total))
-	tm.pressAlone("d")
-	tm.waitFor("Note for the agent (optional)")
-	tm.pressAlone("Escape")
-	if resp := r.wait(t); resp.Status != proto.StatusDenied {
+	tm.Keys("PPage")
+	tm.WaitFor(fmt.Sprintf("-- lines %d-%d of %d", first, last, total))
+	pressAlone(tm, "d")
+	tm.WaitFor("Note for the agent (optional)")
+	pressAlone(tm, "Escape")
+	if resp := r.Wait(); resp.Status != proto.StatusDenied {
 		t.Fatalf("status %q, want denied", resp.Status)
 	}
 }
@@ -168,15 +172,4 @@ func scrollPosition(screen string) (first, last, total int, ok bool) {
 	last, _ = strconv.Atoi(m[2])
 	total, _ = strconv.Atoi(m[3])
 	return first, last, total, true
-}
-
-// startTmuxSize is startTmux with a pane of cols×rows.
-func startTmuxSize(t *testing.T, command string, cols, rows int) *tmuxSession {
-	t.Helper()
-	tm := startTmux(t, command)
-	tm.run("resize-window", "-t", tm.name, "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows))
-	// The console has seen the new size when its separator spans it.
-	separator := "\n" + strings.Repeat("-", cols-1) + "\n"
-	tm.pollFor(func(s string) bool { return strings.Contains(s, separator) })
-	return tm
 }

@@ -1,19 +1,16 @@
 package console_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
+	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -33,11 +30,11 @@ var daemonConfig = daemontest.Config{ApprovalTimeout: "40s", MaxConnections: 16}
 
 func TestE2EApproveInTmux(t *testing.T) {
 	d, tm := startConsoleE2E(t)
-	tm.waitFor("⚠ WARNING: in tmux, an agent typing into it could approve its own requests")
+	tm.WaitFor("⚠ WARNING: in tmux, an agent typing into it could approve its own requests")
 
 	t.Run("allow once", func(t *testing.T) {
 		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "hello from e2e"}}, Reason: "say hello", Session: "e2e"})
-		screen := tm.waitFor("command    echo 'hello from e2e'")
+		screen := tm.WaitFor("command    echo 'hello from e2e'")
 		for _, want := range []string{
 			"REQUEST WAITING FOR YOUR DECISION",
 			"stage 1    /usr/bin/echo 'hello from e2e'",
@@ -53,35 +50,35 @@ func TestE2EApproveInTmux(t *testing.T) {
 			}
 		}
 		t.Logf("the screen of a waiting request:\n%s", strings.TrimRight(screen, "\n"))
-		tm.waitPastGuard()
-		tm.keys("a")
-		resp := r.wait(t)
+		waitPastGuard(tm)
+		tm.Keys("a")
+		resp := r.Wait()
 		if resp.Status != proto.StatusOK || string(resp.Stdout) != "hello from e2e\n" {
 			t.Fatalf("allowed request: status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
 		}
-		tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=/dev/pts/")
+		tm.WaitFor("request " + r.ID + " was allowed by console uid=0 tty=/dev/pts/")
 	})
 
 	t.Run("deny runs nothing", func(t *testing.T) {
 		marker := filepath.Join(d.Dir, "must-not-exist")
 		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
-		tm.waitFor("command    touch " + marker)
-		tm.waitPastGuard()
-		tm.keys("d")
-		tm.waitFor("Note for the agent (optional)")
-		tm.keys("-l", "not today")
-		tm.waitFor("not today")
+		tm.WaitFor("command    touch " + marker)
+		waitPastGuard(tm)
+		tm.Keys("d")
+		tm.WaitFor("Note for the agent (optional)")
+		tm.Keys("-l", "not today")
+		tm.WaitFor("not today")
 		// Enter right after the note's text would arrive with it and be
 		// discarded; it decides only on its own.
-		tm.pressAlone("Enter")
-		resp := r.wait(t)
+		pressAlone(tm, "Enter")
+		resp := r.Wait()
 		if resp.Status != proto.StatusDenied || !strings.Contains(resp.Message, "not today") {
 			t.Fatalf("denied request: status %q message %q", resp.Status, resp.Message)
 		}
 		if _, err := os.Stat(marker); !os.IsNotExist(err) {
 			t.Fatalf("a denied touch ran: stat %s: %v", marker, err)
 		}
-		tm.waitFor("request " + r.id + " was denied by console uid=0")
+		tm.WaitFor("request " + r.ID + " was denied by console uid=0")
 	})
 
 	t.Run("hostile arguments are escaped", func(t *testing.T) {
@@ -89,7 +86,7 @@ func TestE2EApproveInTmux(t *testing.T) {
 			Pipeline: [][]string{{"echo", "\x1b[2J", "\x1b]0;title\x07", "\u202eevil"}},
 			Reason:   "clear\x1b[2Jthe screen", Session: "e2e",
 		})
-		screen := tm.waitFor(`command    echo $'\x1b[2J' $'\x1b]0;title\x07' $'\u202eevil'`)
+		screen := tm.WaitFor(`command    echo $'\x1b[2J' $'\x1b]0;title\x07' $'\u202eevil'`)
 		for _, want := range []string{
 			`\x1b[2J`, `\u202e`,
 			"this request contains control, invisible or ambiguous-width characters, or non-ASCII in a program or an option; they are shown escaped",
@@ -105,15 +102,15 @@ func TestE2EApproveInTmux(t *testing.T) {
 		if strings.ContainsAny(screen, "\u202e\x1b\x07") {
 			t.Errorf("a raw control character reached the screen:\n%q", screen)
 		}
-		if title := tm.run("display-message", "-p", "-t", tm.name, "#{pane_title}"); strings.TrimSpace(title) == "title" {
+		if title := tm.Run("display-message", "-p", "-t", tm.Name, "#{pane_title}"); strings.TrimSpace(title) == "title" {
 			t.Errorf("the request set the pane title to %q", title)
 		}
 		t.Logf("the screen of a hostile request:\n%s", strings.TrimRight(screen, "\n"))
-		tm.waitPastGuard()
-		tm.keys("d")
-		tm.waitFor("Note for the agent (optional)")
-		tm.keys("Escape")
-		if resp := r.wait(t); resp.Status != proto.StatusDenied {
+		waitPastGuard(tm)
+		tm.Keys("d")
+		tm.WaitFor("Note for the agent (optional)")
+		tm.Keys("Escape")
+		if resp := r.Wait(); resp.Status != proto.StatusDenied {
 			t.Fatalf("status %q, want denied", resp.Status)
 		}
 	})
@@ -127,36 +124,36 @@ func TestE2EApproveInTmux(t *testing.T) {
 			marker := filepath.Join(d.Dir, fmt.Sprintf("guard-%d", attempt))
 			sent := time.Now()
 			r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e"})
-			tm.waitForFast("command    touch " + marker)
+			tm.WaitFor("command    touch " + marker)
 			if time.Since(sent) > 300*time.Millisecond {
 				if attempt == 3 {
 					t.Skip("this machine is too slow to land a key inside the 500ms guard reliably")
 				}
 				t.Logf("attempt %d: the request took %v to show; trying again", attempt, time.Since(sent))
-				tm.waitPastGuard()
-				tm.keys("d")
-				tm.waitFor("Note for the agent")
-				tm.keys("Escape")
-				r.wait(t)
+				waitPastGuard(tm)
+				tm.Keys("d")
+				tm.WaitFor("Note for the agent")
+				tm.Keys("Escape")
+				r.Wait()
 				continue
 			}
-			tm.keys("a")
-			screen := tm.waitFor("ignored a key pressed within 0.5s of the prompt appearing")
+			tm.Keys("a")
+			screen := tm.WaitFor("ignored a key pressed within 0.5s of the prompt appearing")
 			if !strings.Contains(screen, "command    touch "+marker) || strings.Contains(screen, "was sent") {
 				t.Fatalf("after an early key the request is not waiting any more:\n%s", screen)
 			}
 			// Still pending: the client has no answer and nothing ran.
 			select {
-			case resp := <-r.done:
+			case resp := <-r.Done:
 				t.Fatalf("a key inside the guard decided the request: %+v", resp)
 			case <-time.After(300 * time.Millisecond):
 			}
 			if _, err := os.Stat(marker); !os.IsNotExist(err) {
 				t.Fatalf("the command ran: %v", err)
 			}
-			tm.waitPastGuard()
-			tm.keys("a")
-			if resp := r.wait(t); resp.Status != proto.StatusOK {
+			waitPastGuard(tm)
+			tm.Keys("a")
+			if resp := r.Wait(); resp.Status != proto.StatusOK {
 				t.Fatalf("after the guard: status %q message %q", resp.Status, resp.Message)
 			}
 			if _, err := os.Stat(marker); err != nil {
@@ -171,57 +168,57 @@ func TestE2EApproveInTmux(t *testing.T) {
 			return &proto.Request{Pipeline: [][]string{{"echo", "granted"}}, Session: "e2e-grant", Env: map[string]string{"LC_ALL": "C"}}
 		}
 		r := ask(t, d, req())
-		tm.waitFor("command    echo granted")
-		tm.waitPastGuard()
-		tm.keys("s")
-		tm.waitFor("y create the grant")
-		tm.waitPastGuard()
-		tm.keys("y")
-		if resp := r.wait(t); resp.Status != proto.StatusOK {
+		tm.WaitFor("command    echo granted")
+		waitPastGuard(tm)
+		tm.Keys("s")
+		tm.WaitFor("y create the grant")
+		waitPastGuard(tm)
+		tm.Keys("y")
+		if resp := r.Wait(); resp.Status != proto.StatusOK {
 			t.Fatalf("status %q", resp.Status)
 		}
-		tm.waitFor("new session grant g")
+		tm.WaitFor("new session grant g")
 		// The same request again runs without asking.
-		if resp := ask(t, d, req()).wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "granted\n" {
+		if resp := ask(t, d, req()).Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != "granted\n" {
 			t.Fatalf("granted repeat: status %q stdout %q", resp.Status, resp.Stdout)
 		}
-		tm.keys("g")
-		screen := tm.waitFor("SESSION GRANTS")
+		tm.Keys("g")
+		screen := tm.WaitFor("SESSION GRANTS")
 		if !strings.Contains(screen, "session e2e-grant") || !strings.Contains(screen, "command    echo granted") ||
 			!strings.Contains(screen, "env keys   LC_ALL") {
 			t.Errorf("grants screen:\n%s", screen)
 		}
 		t.Logf("the session grants screen:\n%s", strings.TrimRight(screen, "\n"))
-		tm.keys("r")
-		tm.waitFor("session grant g")
-		tm.waitFor("revoked")
-		tm.waitFor("no session grants")
-		tm.keys("Escape")
-		tm.waitFor("waiting for requests…")
+		tm.Keys("r")
+		tm.WaitFor("session grant g")
+		tm.WaitFor("revoked")
+		tm.WaitFor("no session grants")
+		tm.Keys("Escape")
+		tm.WaitFor("waiting for requests…")
 		// Revoked: it asks again.
 		r = ask(t, d, req())
-		tm.waitFor("command    echo granted")
-		tm.waitPastGuard()
-		tm.keys("Enter") // Deny is preselected
-		tm.waitFor("Note for the agent")
-		tm.keys("Enter")
-		if resp := r.wait(t); resp.Status != proto.StatusDenied {
+		tm.WaitFor("command    echo granted")
+		waitPastGuard(tm)
+		tm.Keys("Enter") // Deny is preselected
+		tm.WaitFor("Note for the agent")
+		tm.Keys("Enter")
+		if resp := r.Wait(); resp.Status != proto.StatusDenied {
 			t.Fatalf("after revoking: status %q", resp.Status)
 		}
 	})
 
 	t.Run("quit decides nothing", func(t *testing.T) {
 		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "left alone"}}, Session: "e2e"})
-		tm.waitFor("command    echo 'left alone'")
-		tm.waitPastGuard()
-		tm.keys("q")
-		tm.waitFor("exited with status 0")
+		tm.WaitFor("command    echo 'left alone'")
+		waitPastGuard(tm)
+		tm.Keys("q")
+		tm.WaitFor("exited with status 0")
 		select {
-		case resp := <-r.done:
+		case resp := <-r.Done:
 			t.Fatalf("quitting decided the request: %+v", resp)
 		case <-time.After(300 * time.Millisecond):
 		}
-		r.cancel()
+		r.Cancel()
 	})
 }
 
@@ -232,45 +229,45 @@ func TestE2EForegroundTTY(t *testing.T) {
 	daemonBin, _ := daemontest.Binaries(t)
 	d := daemontest.Configure(t, daemonConfig)
 	logPath := filepath.Join(d.Dir, "agent-sudod.log")
-	tm := startTmux(t, fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath))
+	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath)})
 	t.Cleanup(func() {
 		if t.Failed() {
 			logs, _ := os.ReadFile(logPath)
 			t.Logf("agent-sudod's log:\n%s", logs)
 		}
 	})
-	tm.waitFor("waiting for requests…")
+	tm.WaitFor("waiting for requests…")
 	d.WaitReady()
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "approved in the foreground"}}, Session: "e2e"})
-	tm.waitFor("command    echo 'approved in the foreground'")
-	tm.waitPastGuard()
-	tm.keys("a")
-	if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "approved in the foreground\n" {
+	tm.WaitFor("command    echo 'approved in the foreground'")
+	waitPastGuard(tm)
+	tm.Keys("a")
+	if resp := r.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != "approved in the foreground\n" {
 		t.Fatalf("status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
 	}
-	tm.waitFor("request " + r.id + " was allowed by console uid=0 tty=/dev/pts/")
+	tm.WaitFor("request " + r.ID + " was allowed by console uid=0 tty=/dev/pts/")
 
 	// Quitting the console stops the daemon, and the keys say so; with a
 	// request waiting it asks first, and the agent is told the truth.
 	r = ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "left waiting"}}, Session: "e2e"})
-	tm.waitFor("command    echo 'left waiting'")
-	tm.waitFor("q stop agent-sudod")
-	tm.waitPastGuard()
-	tm.keys("q")
-	tm.waitFor("Stop agent-sudod? 1 request waiting will not run; its agent is told the daemon was stopped at its terminal.")
-	tm.waitPastGuard()
-	tm.keys("Escape")
-	tm.waitFor("> Deny (d)")
+	tm.WaitFor("command    echo 'left waiting'")
+	tm.WaitFor("q stop agent-sudod")
+	waitPastGuard(tm)
+	tm.Keys("q")
+	tm.WaitFor("Stop agent-sudod? 1 request waiting will not run; its agent is told the daemon was stopped at its terminal.")
+	waitPastGuard(tm)
+	tm.Keys("Escape")
+	tm.WaitFor("> Deny (d)")
 	if err := d.Ping(); err != nil {
 		t.Fatalf("agent-sudod stopped without the confirmation: %v", err)
 	}
-	tm.waitPastGuard()
-	tm.keys("q")
-	tm.waitFor("y stop agent-sudod")
-	tm.waitPastGuard()
-	tm.keys("y")
-	tm.waitFor("exited with status 0")
-	resp := r.wait(t)
+	waitPastGuard(tm)
+	tm.Keys("q")
+	tm.WaitFor("y stop agent-sudod")
+	waitPastGuard(tm)
+	tm.Keys("y")
+	tm.WaitFor("exited with status 0")
+	resp := r.Wait()
 	if resp.Status != proto.StatusError || !strings.Contains(resp.Message, "agent-sudod stopped: the console on agent-sudod's terminal (agent-sudod --tty) was quit, which stops the daemon; the request was not run. Nothing is wrong with it") {
 		t.Errorf("the waiting request was answered %q %q", resp.Status, resp.Message)
 	}
@@ -279,41 +276,13 @@ func TestE2EForegroundTTY(t *testing.T) {
 	}
 }
 
-// pendingRun is a request on its way.
-type pendingRun struct {
-	id     string
-	done   chan *proto.Response
-	cancel context.CancelFunc
-}
-
-// ask sends req to d in the background.
-func ask(t *testing.T, d *daemontest.Daemon, req *proto.Request) *pendingRun {
+// ask sends req to d in the background (daemontest's Ask), as an agent on
+// the host e2e-host asking to run it as root.
+func ask(t *testing.T, d *daemontest.Daemon, req *proto.Request) *daemontest.Asked {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	req.ID = fmt.Sprintf("e2e-%d", time.Now().UnixNano())
 	req.Host = "e2e-host"
 	req.Privileged = true
-	r := &pendingRun{id: req.ID, done: make(chan *proto.Response, 1), cancel: cancel}
-	go func() {
-		resp, err := client.New(d.Socket).Run(ctx, req)
-		if err != nil {
-			resp = &proto.Response{Status: "client error", Message: err.Error()}
-		}
-		r.done <- resp
-	}()
-	return r
-}
-
-func (r *pendingRun) wait(t *testing.T) *proto.Response {
-	t.Helper()
-	select {
-	case resp := <-r.done:
-		return resp
-	case <-time.After(30 * time.Second):
-		t.Fatalf("request %s got no answer within 30s", r.id)
-	}
-	return nil
+	return d.Ask(t, req)
 }
 
 // daemonHost is the host name the daemon reports as its own.
@@ -340,86 +309,14 @@ func needE2E(t *testing.T) {
 // startConsoleE2E skips the test unless it is a full run as root with tmux
 // installed, then starts a real daemon and a real `agent-sudo approve` on
 // its approver socket inside tmux, and waits until the console is idle.
-func startConsoleE2E(t *testing.T) (*daemontest.Daemon, *tmuxSession) {
+func startConsoleE2E(t *testing.T) (*daemontest.Daemon, *tmuxtest.Session) {
 	t.Helper()
 	needE2E(t)
 	_, cli := daemontest.Binaries(t)
 	d := daemontest.Start(t, daemonConfig)
-	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))
-	tm.waitFor("waiting for requests…")
+	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket)})
+	tm.WaitFor("waiting for requests…")
 	return d, tm
-}
-
-// tmuxSession is a detached session on a tmux server of its own.
-type tmuxSession struct {
-	t            *testing.T
-	server, name string
-}
-
-func startTmux(t *testing.T, command string) *tmuxSession {
-	t.Helper()
-	tm := &tmuxSession{t: t, server: fmt.Sprintf("agent-sudo-e2e-%d-%s", os.Getpid(), t.Name()), name: "approve"}
-	// The pane keeps its last screen and says how the command ended.
-	shell := command + `; echo "exited with status $?"; sleep 600`
-	tm.run("-f", "/dev/null", "new-session", "-d", "-s", tm.name, "-x", "200", "-y", "50", shell)
-	t.Cleanup(func() { tm.run("kill-server") })
-	return tm
-}
-
-// run runs a tmux command on the session's server.
-func (tm *tmuxSession) run(args ...string) string {
-	tm.t.Helper()
-	cmd := exec.Command("tmux", append([]string{"-L", tm.server}, args...)...)
-	env := []string{}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TMUX=") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil && args[0] != "kill-server" {
-		tm.t.Fatalf("tmux %q: %v: %s", args, err, stderr.String())
-	}
-	return out.String()
-}
-
-func (tm *tmuxSession) capture() string {
-	return tm.run("capture-pane", "-p", "-t", tm.name)
-}
-
-// keys types keys (tmux key names, or text) into the pane.
-func (tm *tmuxSession) keys(keys ...string) {
-	tm.t.Helper()
-	tm.run(append([]string{"send-keys", "-t", tm.name}, keys...)...)
-}
-
-// waitFor polls the screen until it shows want and returns it.
-func (tm *tmuxSession) waitFor(want string) string {
-	tm.t.Helper()
-	return tm.poll(want, 20*time.Millisecond)
-}
-
-// waitForFast is waitFor polling as fast as tmux answers.
-func (tm *tmuxSession) waitForFast(want string) string {
-	tm.t.Helper()
-	return tm.poll(want, 0)
-}
-
-func (tm *tmuxSession) poll(want string, every time.Duration) string {
-	tm.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		screen := tm.capture()
-		if strings.Contains(screen, want) {
-			return screen
-		}
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("the screen did not show %q within 20s; it shows:\n%s", want, screen)
-		}
-		time.Sleep(every)
-	}
 }
 
 // TestE2EApproveSeveralDaemonsReconnects: one "agent-sudo approve" serves
@@ -432,36 +329,36 @@ func TestE2EApproveSeveralDaemonsReconnects(t *testing.T) {
 	_, cli := daemontest.Binaries(t)
 	a := daemontest.Start(t, daemonConfig)
 	b := daemontest.Start(t, daemonConfig)
-	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s --approver-socket %s", cli, a.ApproverSocket, b.ApproverSocket))
-	tm.waitFor("waiting for requests…")
-	tm.waitFor("(" + a.ApproverSocket + "): connected")
-	tm.waitFor("(" + b.ApproverSocket + "): connected")
+	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s approve --approver-socket %s --approver-socket %s", cli, a.ApproverSocket, b.ApproverSocket)})
+	tm.WaitFor("waiting for requests…")
+	tm.WaitFor("(" + a.ApproverSocket + "): connected")
+	tm.WaitFor("(" + b.ApproverSocket + "): connected")
 
 	approveOn := func(d *daemontest.Daemon, text string) {
 		t.Helper()
 		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", text}}, Session: "e2e"})
-		tm.waitFor("command    echo '" + text + "'")
+		tm.WaitFor("command    echo '" + text + "'")
 		host, err := os.Hostname()
 		if err != nil {
 			t.Fatal(err)
 		}
-		tm.waitFor("FROM agent-sudod on " + host + " (" + d.ApproverSocket + ")")
-		tm.waitPastGuard()
-		tm.keys("a")
-		if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != text+"\n" {
+		tm.WaitFor("FROM agent-sudod on " + host + " (" + d.ApproverSocket + ")")
+		waitPastGuard(tm)
+		tm.Keys("a")
+		if resp := r.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != text+"\n" {
 			t.Fatalf("request to %s: status %q stdout %q message %q", d.ApproverSocket, resp.Status, resp.Stdout, resp.Message)
 		}
-		tm.waitFor("request " + r.id + " was allowed by console uid=0")
+		tm.WaitFor("request " + r.ID + " was allowed by console uid=0")
 	}
 	approveOn(a, "on daemon a")
 	approveOn(b, "on daemon b")
 
 	a.Stop()
-	tm.waitFor("(" + a.ApproverSocket + "): RECONNECTING")
+	tm.WaitFor("(" + a.ApproverSocket + "): RECONNECTING")
 	approveOn(b, "b while a is away")
 
 	a.StartAgain()
-	tm.waitFor("reconnected to ")
-	tm.waitFor("(" + a.ApproverSocket + "): connected")
+	tm.WaitFor("reconnected to ")
+	tm.WaitFor("(" + a.ApproverSocket + "): connected")
 	approveOn(a, "a after its restart")
 }

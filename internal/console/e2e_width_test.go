@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -52,10 +51,10 @@ func TestE2EHostileWidthsInTmux(t *testing.T) {
 	d, tm := startConsoleE2E(t)
 	for _, size := range [][2]int{{40, 100}, {80, 45}, {132, 40}} {
 		cols, rows := size[0], size[1]
-		tm.run("resize-window", "-t", tm.name, "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows))
+		tm.Resize(cols, rows)
 		// The console has seen the new size when its separator spans it.
 		separator := "\n" + strings.Repeat("-", cols-1) + "\n"
-		tm.pollFor(func(s string) bool { return strings.Contains(s, separator) })
+		tm.WaitFor(separator)
 		for _, tt := range hostileRequests {
 			r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", tt.arg}}, Reason: tt.reason, Session: "e2e"})
 			line, _ := termtext.CommandLine([][]string{{"bash", "-c", tt.arg}})
@@ -65,13 +64,13 @@ func TestE2EHostileWidthsInTmux(t *testing.T) {
 				parts = append(parts, e)
 			}
 			reason := strings.Join(parts, "\n")
-			screen := tm.pollFor(func(s string) bool {
+			screen := tm.Wait(func(s string) bool {
 				// The prompt is drawn after the body: the frame is complete.
 				return fieldReadsAs(s, "command", line, false) && strings.Contains(s, "> Deny") && strings.Contains(s, separator)
-			})
+			}, "show the whole command line and the prompt")
 			where := fmt.Sprintf("%s at %dx%d", tt.name, cols, rows)
 			// One tmux command line: the pane cannot change in between.
-			both := tm.run("capture-pane", "-p", "-t", tm.name, ";", "capture-pane", "-p", "-J", "-t", tm.name)
+			both := tm.Run("capture-pane", "-p", "-t", tm.Name, ";", "capture-pane", "-p", "-J", "-t", tm.Name)
 			if rows, joined := tmuxRows(both); !slices.Equal(rows[:len(rows)/2], joined) {
 				t.Errorf("%s: a row overflowed and tmux wrapped it:\n%s", where, both)
 			}
@@ -89,12 +88,12 @@ func TestE2EHostileWidthsInTmux(t *testing.T) {
 			}
 			if t.Failed() {
 				t.Logf("%s: the screen:\n%s", where, screen)
-				r.cancel()
+				r.Cancel()
 				return
 			}
 			// The client gives up; the console drops the request.
-			r.cancel()
-			tm.waitFor("waiting for requests…")
+			r.Cancel()
+			tm.WaitFor("waiting for requests…")
 		}
 	}
 }
@@ -184,20 +183,4 @@ func tmuxRows(both string) (rows, joined []string) {
 		all[i] = strings.TrimRight(r, " ")
 	}
 	return all, all[len(all)/2:]
-}
-
-// pollFor polls the screen until ok accepts it and returns it.
-func (tm *tmuxSession) pollFor(ok func(string) bool) string {
-	tm.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		screen := tm.capture()
-		if ok(screen) {
-			return screen
-		}
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("the screen did not show what was expected within 20s; it shows:\n%s", screen)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

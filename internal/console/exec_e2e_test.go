@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -43,10 +44,10 @@ func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
 
 	_, cli := daemontest.Binaries(t)
 	d := daemontest.Start(t, daemonConfig)
-	tm := startTmux(t, fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket))
-	tm.waitFor("waiting for requests…")
+	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket)})
+	tm.WaitFor("waiting for requests…")
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{{agent + "/apt-get", "update"}}, Session: "e2e", Cwd: agent + "/proj"})
-	screen := tm.waitFor("NOT ROOT-ONLY")
+	screen := tm.WaitFor("NOT ROOT-ONLY")
 	for _, want := range []string{
 		fmt.Sprintf("stage 1    %s/apt-get -> '%s/d -> /usr/bin/apt-get' update", agent, agent),
 		fmt.Sprintf("⚠ NOT ROOT-ONLY: %s the directory is owned by uid %d", agent, u.UID),
@@ -57,13 +58,13 @@ func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
 	}
-	tm.waitPastGuard()
-	tm.keys("d")
-	tm.waitFor("Note for the agent (optional)")
+	waitPastGuard(tm)
+	tm.Keys("d")
+	tm.WaitFor("Note for the agent (optional)")
 	// Esc on its own: right after the note appears it could arrive within
 	// the quiet window of the d that opened it, and be discarded.
-	tm.pressAlone("Escape")
-	if resp := r.wait(t); resp.Status != proto.StatusDenied {
+	pressAlone(tm, "Escape")
+	if resp := r.Wait(); resp.Status != proto.StatusDenied {
 		t.Fatalf("denied request: %+v", resp)
 	}
 }
@@ -89,16 +90,16 @@ func foregroundChildFDs(t *testing.T, mode string) {
 	cfg.Exec = mode
 	d := daemontest.Configure(t, cfg)
 	logPath := filepath.Join(d.Dir, "agent-sudod.log")
-	tm := startTmux(t, fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath))
-	tm.waitFor("waiting for requests…")
+	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath)})
+	tm.WaitFor("waiting for requests…")
 	d.WaitReady()
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", script}}, Session: "fds"})
-	tm.waitFor("command    bash -c")
-	tm.waitPastGuard()
-	tm.keys("a")
-	if resp := r.wait(t); resp.Status != proto.StatusOK || string(resp.Stdout) != "0 1 2 " {
+	tm.WaitFor("command    bash -c")
+	waitPastGuard(tm)
+	tm.Keys("a")
+	if resp := r.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != "0 1 2 " {
 		t.Fatalf("status %q stdout %q message %q: want only fds 0 1 2", resp.Status, resp.Stdout, resp.Message)
 	}
-	tm.keys("q")
-	tm.waitFor("exited with status 0")
+	tm.Keys("q")
+	tm.WaitFor("exited with status 0")
 }
