@@ -143,6 +143,15 @@ env = ["*"]
 			}
 		}
 	})
+	b.Run("describe-peer", func(b *testing.B) {
+		// The peer's ancestry and container identity from /proc, for the
+		// console and the audit record (the peer is this process).
+		walks := make(chan struct{}, maxWalks)
+		for b.Loop() {
+			p := peer
+			describePeer(ctx, s.proc, &p, walks)
+		}
+	})
 	b.Run("decode", func(b *testing.B) {
 		for b.Loop() {
 			decode()

@@ -57,6 +57,9 @@ type Server struct {
 	running *approval.Broker
 	// walks bounds the /proc ancestry walks under way (see describePeer).
 	walks chan struct{}
+	// proc reads peers' ancestry and containers, with the daemon's own
+	// namespaces read once.
+	proc procinfo.Proc
 
 	conns sync.WaitGroup
 }
@@ -199,6 +202,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		rates:  newRateLimits(cfg.MaxRequestsPerMinute),
 		logs:   newLogLimiter(logEvery),
 		walks:  make(chan struct{}, maxWalks),
+		proc:   procinfo.Proc{Own: procinfo.Proc{}.OwnNamespaces()},
 	}
 	s.pol.Store(pol)
 	if s.approver == nil {
@@ -413,7 +417,7 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer p
 	// a reload does meanwhile.
 	pol := s.policy()
 	if perr == nil {
-		describePeer(ctx, &peer, s.walks)
+		describePeer(ctx, s.proc, &peer, s.walks)
 	}
 	e := s.serveRequest(ctx, execCtx, pol, conn, peer, perr)
 	s.finish(execCtx, pol, conn, peer.UID, e)
@@ -438,8 +442,7 @@ const maxWalks = 64
 // into peer, in the connection's goroutine (never the accept loop, which a
 // slow read would stall), bounded by walks (nil: unbounded). What cannot be
 // read is marked, never an error: the request goes on.
-func describePeer(ctx context.Context, peer *peercred.Creds, walks chan struct{}) {
-	var proc procinfo.Proc
+func describePeer(ctx context.Context, proc procinfo.Proc, peer *peercred.Creds, walks chan struct{}) {
 	a := proc.WalkAncestry(ctx, peer.PID, walks)
 	peer.Ancestry = &a
 	ctx, cancel := context.WithTimeout(ctx, procinfo.WalkTimeout)

@@ -74,8 +74,8 @@ func (p Proc) Container(ctx context.Context, pid int32, uid uint32) *Container {
 		if err != nil {
 			continue
 		}
-		ours, err := p.nsInode(self, kind)
-		if err != nil || ours == theirs {
+		ours, ok := p.ownNS(kind)
+		if !ok || ours == theirs {
 			continue
 		}
 		ns[kind] = theirs
@@ -108,6 +108,17 @@ func (p Proc) Container(ctx context.Context, pid int32, uid uint32) *Container {
 		c.Cgroup = cgroupOf(b)
 	}
 	return c
+}
+
+// ownNS is the reader's own namespace of kind: from Own when it is set,
+// else from /proc/self.
+func (p Proc) ownNS(kind string) (uint64, bool) {
+	if p.Own != nil {
+		n, ok := p.Own[kind]
+		return n, ok
+	}
+	n, err := p.nsInode(self, kind)
+	return n, err == nil
 }
 
 // findInit walks up from pid to the process whose pid is 1 in pid

@@ -36,4 +36,15 @@
 // client waits for its answer (so its own pid cannot be reused), and the
 // ancestry is for the human's judgement and the record, never for an
 // authorisation decision.
+//
+// # Cost
+//
+// The daemon walks the ancestry and reads the container identity of every
+// request's peer, so the files are read with plain open, read and close
+// system calls: os.Open would also try to register each file with Go's
+// network poller (on Linux an epoll_ctl that fails for a /proc file, and
+// four fcntl calls around it), which more than doubled the system calls of
+// a walk. A Proc with Own set compares the peer's namespaces with the
+// daemon's own read once, not from /proc/self each time. docs/performance.md
+// has the figures.
 package procinfo

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -42,9 +43,26 @@ const (
 )
 
 // Proc reads /proc. Dir is the proc file system's mount point; the zero
-// value reads "/proc".
+// value reads "/proc". Own, when set, holds the reader's own namespaces as
+// [Proc.OwnNamespaces] returned them, which [Proc.Container] compares with
+// the peer's instead of reading /proc/self each time (a process's own
+// namespaces change only when it calls setns or unshare itself).
 type Proc struct {
 	Dir string
+	Own map[string]uint64
+}
+
+// OwnNamespaces reads the inode number of each of the reader's own
+// namespaces (by kind, as in Namespaces); a kind that cannot be read is
+// left out, and is then never reported as foreign by Container.
+func (p Proc) OwnNamespaces() map[string]uint64 {
+	own := make(map[string]uint64, len(Namespaces))
+	for _, kind := range Namespaces {
+		if n, err := p.nsInode(self, kind); err == nil {
+			own[kind] = n
+		}
+	}
+	return own
 }
 
 func (p Proc) path(pid int32, name string) string {
@@ -156,21 +174,46 @@ func parseArgv(b []byte, full bool) (argv []string, cut bool) {
 }
 
 // readBounded reads at most MaxRead bytes of name and reports whether that
-// was the whole file.
+// was the whole file. It reads with plain system calls (see the package
+// doc, "Cost"); an error is an *fs.PathError, as os.Open's.
 func readBounded(name string) ([]byte, bool, error) {
-	f, err := os.Open(name)
+	fd, err := ignoringEINTR(func() (int, error) {
+		return syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+	})
 	if err != nil {
-		return nil, false, err
+		return nil, false, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxRead+1))
-	if err != nil {
-		return nil, false, err
+	defer syscall.Close(fd)
+	// Most files read here (stat, cmdline) are a few hundred bytes.
+	b := make([]byte, 512)
+	n := 0
+	for n <= MaxRead {
+		if n == len(b) {
+			b = append(b, make([]byte, min(len(b), MaxRead+1-len(b)))...)
+		}
+		m, err := ignoringEINTR(func() (int, error) { return syscall.Read(fd, b[n:]) })
+		if err != nil {
+			return nil, false, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
 	}
-	if len(b) > MaxRead {
+	if n > MaxRead {
 		return b[:MaxRead], false, nil
 	}
-	return b, true, nil
+	return b[:n], true, nil
+}
+
+// ignoringEINTR calls f until it fails with something other than EINTR.
+func ignoringEINTR(f func() (int, error)) (int, error) {
+	for {
+		n, err := f()
+		if err != syscall.EINTR {
+			return n, err
+		}
+	}
 }
 
 // gone reports whether err means the process no longer exists.
@@ -270,32 +313,40 @@ func (p Proc) WalkAncestry(ctx context.Context, pid int32, sem chan struct{}) An
 	}
 	ctx, cancel := context.WithTimeout(ctx, WalkTimeout)
 	defer cancel()
-	hops := make(chan Hop, MaxDepth)
-	end := make(chan string, 1)
+	// The walker appends each hop under mu, and the caller takes what is
+	// there when the walk ends or times out: one wake-up per walk, not one
+	// per hop.
+	var (
+		mu   sync.Mutex
+		a    Ancestry
+		done = make(chan struct{})
+	)
 	go func() {
 		if sem != nil {
 			defer func() { <-sem }()
 		}
-		end <- p.walk(ctx, pid, func(h Hop) { hops <- h })
-	}()
-	var a Ancestry
-	for {
-		select {
-		case h := <-hops:
+		end := p.walk(ctx, pid, func(h Hop) {
+			mu.Lock()
 			a.Hops = append(a.Hops, h)
-		case e := <-end:
-			// Every hop was sent before end.
-			for len(hops) > 0 {
-				a.Hops = append(a.Hops, <-hops)
-			}
-			a.End = e
-			return a
-		case <-ctx.Done():
-			for len(hops) > 0 {
-				a.Hops = append(a.Hops, <-hops)
-			}
-			a.End = EndTimeout
-			return a
-		}
+			mu.Unlock()
+		})
+		mu.Lock()
+		a.End = end
+		mu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	out := Ancestry{Hops: slices.Clip(a.Hops), End: a.End}
+	if out.End == "" {
+		out.End = EndTimeout
+	}
+	// A walk that goes on after a timeout appends to its own slice, never
+	// to the one returned.
+	a.Hops = nil
+	return out
 }

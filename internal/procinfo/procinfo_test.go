@@ -268,3 +268,93 @@ func FuzzParseProcFiles(f *testing.F) {
 		_, _ = parseNSLink(link)
 	})
 }
+
+// TestContainerOwnNamespaces: a Proc with Own compares the peer's
+// namespaces with Own, not with /proc/self, and finds the same container
+// as one that reads /proc/self each time; a kind missing from Own is never
+// reported as foreign.
+func TestContainerOwnNamespaces(t *testing.T) {
+	links := func(inode map[string]int) map[string]string {
+		m := map[string]string{}
+		for _, kind := range Namespaces {
+			n := 1
+			if v, ok := inode[kind]; ok {
+				n = v
+			}
+			m["ns/"+kind] = fmt.Sprintf("->%s:[%d]", kind, n)
+		}
+		return m
+	}
+	peer := links(map[string]int{"user": 7, "net": 8})
+	peer["uid_map"] = "         0       1000          1\n"
+	peer["cgroup"] = "0::/sandbox\n"
+	p := fakeProc(t, map[int32]map[string]string{100: peer})
+	// /proc/self of the fake tree: every namespace numbered 1.
+	if err := os.MkdirAll(filepath.Join(p.Dir, "self", "ns"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range links(nil) {
+		if err := os.Symlink(strings.TrimPrefix(target, "->"), filepath.Join(p.Dir, "self", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	show := func(c *Container) string {
+		if c == nil {
+			return "none"
+		}
+		inner := "-"
+		if c.InnerUID != nil {
+			inner = fmt.Sprint(*c.InnerUID)
+		}
+		return fmt.Sprintf("ns %v inner uid %s cgroup %q", c.SortedNS(), inner, c.Cgroup)
+	}
+	want := show(p.Container(ctx, 100, 1000))
+	if want != `ns [user net] inner uid 0 cgroup "0::/sandbox"` {
+		t.Fatalf("reading /proc/self: %s", want)
+	}
+	cached := p
+	cached.Own = p.OwnNamespaces()
+	if len(cached.Own) != len(Namespaces) {
+		t.Fatalf("OwnNamespaces read %v", cached.Own)
+	}
+	// The fake /proc/self is gone: only Own can say the daemon's.
+	if err := os.RemoveAll(filepath.Join(p.Dir, "self")); err != nil {
+		t.Fatal(err)
+	}
+	if got := show(cached.Container(ctx, 100, 1000)); got != want {
+		t.Errorf("with Own: %s, want %s", got, want)
+	}
+	if got := show(p.Container(ctx, 100, 1000)); got != "none" {
+		t.Errorf("without Own and without /proc/self: %s, want none", got)
+	}
+	delete(cached.Own, "user")
+	if got := show(cached.Container(ctx, 100, 1000)); got != "none" {
+		t.Errorf("user missing from Own: %s, want none (net alone is not a container)", got)
+	}
+}
+
+// TestReadBounded: a file is read whole up to MaxRead bytes and cut after,
+// whatever its size against the growing read buffer; a missing one is
+// "gone".
+func TestReadBounded(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{0, 1, 511, 512, 513, 1024, 3000, MaxRead - 1, MaxRead, MaxRead + 1, 3 * MaxRead} {
+		name := filepath.Join(dir, fmt.Sprint(size))
+		content := make([]byte, size)
+		for i := range content {
+			content[i] = byte('a' + i%26)
+		}
+		if err := os.WriteFile(name, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, whole, err := readBounded(name)
+		want := content[:min(size, MaxRead)]
+		if err != nil || string(b) != string(want) || whole != (size <= MaxRead) {
+			t.Errorf("%d bytes: got %d bytes (equal %v), whole %v, %v", size, len(b), string(b) == string(want), whole, err)
+		}
+	}
+	if _, _, err := readBounded(filepath.Join(dir, "missing")); !gone(err) {
+		t.Errorf("missing file: %v, want one that says gone", err)
+	}
+}

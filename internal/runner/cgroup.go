@@ -152,6 +152,10 @@ type cgroup struct {
 	// that each stage starts inside the cgroup.
 	fd      *os.File
 	hasKill bool
+	// killed is set once cgroup.kill was written: nothing can enter the
+	// cgroup after (no member is left alive to fork, and the kernel kills
+	// a fork under way too), so a second kill has nothing to do.
+	killed bool
 }
 
 // create makes a new, empty request cgroup.
@@ -169,7 +173,7 @@ func (c *Cgroups) create() (*cgroup, error) {
 			return nil, fmt.Errorf("cgroup: creating %s: %w", dir, err)
 		}
 	}
-	fd, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := openFile(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("cgroup: opening %s: %w", dir, err)
@@ -214,7 +218,7 @@ func (c *Cgroups) removeStale() {
 
 // members returns the pids in the cgroup.
 func (g *cgroup) members() ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(g.dir, "cgroup.procs"))
+	b, err := readFile(filepath.Join(g.dir, "cgroup.procs"))
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: listing %s: %w", g.dir, err)
 	}
@@ -234,9 +238,13 @@ func (g *cgroup) members() ([]int, error) {
 // process killed with SIGKILL dies once thawed).
 func (g *cgroup) kill() error {
 	if g.hasKill {
-		if err := os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+		if g.killed {
+			return nil
+		}
+		if err := writeFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1")); err != nil {
 			return fmt.Errorf("cgroup: killing %s: %w", g.dir, err)
 		}
+		g.killed = true
 		return nil
 	}
 	freeze := filepath.Join(g.dir, "cgroup.freeze")
@@ -267,16 +275,19 @@ func (g *cgroup) waitEmpty(timeout time.Duration) bool {
 // waitEvent waits, at most timeout, until cgroup.events has the line want.
 // The kernel signals every change of the file with POLLPRI.
 func (g *cgroup) waitEvent(want string, timeout time.Duration) bool {
-	f, err := os.Open(filepath.Join(g.dir, "cgroup.events"))
+	fd, err := openFd(filepath.Join(g.dir, "cgroup.events"), unix.O_RDONLY)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	deadline := time.Now().Add(timeout)
 	buf := make([]byte, 512)
 	for {
-		n, err := f.ReadAt(buf, 0)
-		if err != nil && n == 0 {
+		n, err := unix.Pread(fd, buf, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
 			return false
 		}
 		for line := range strings.SplitSeq(string(buf[:n]), "\n") {
@@ -292,7 +303,7 @@ func (g *cgroup) waitEvent(want string, timeout time.Duration) bool {
 		// between the read and the poll is not lost, only noticed at the
 		// next wake-up.
 		wait := min(left, 50*time.Millisecond)
-		fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLPRI}}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
 		_, _ = unix.Poll(fds, int(wait/time.Millisecond)+1)
 	}
 }
