@@ -45,9 +45,19 @@ func (c *capture) init(max int) error {
 	if err != nil {
 		return fmt.Errorf("runner: reserving %d bytes for output: %w", max, err)
 	}
+	if max > smallPagesBytes {
+		// Past the first 2 MiB, transparent huge pages (see doc.go,
+		// "Output"); advice the kernel may ignore, so its error is too.
+		_ = unix.Madvise(b[smallPagesBytes:], unix.MADV_HUGEPAGE)
+	}
 	c.max, c.buf, c.sum = max, b, sha256.New()
 	return nil
 }
+
+// smallPagesBytes is how much of a capture is mapped with ordinary pages:
+// the output of almost every command fits, and costs only the pages it
+// touches.
+const smallPagesBytes = 2 << 20
 
 // release unmaps the buffer; the bytes result returned are gone after it.
 func (c *capture) release() {
