@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
@@ -219,6 +220,11 @@ func (inv *invocation) runFailed(err error, o *runOptions, id string) int {
 	var reqErr *proto.RequestError
 	switch {
 	case errors.Is(err, client.ErrUnreachable):
+		if errors.Is(err, syscall.EPERM) {
+			// Not the socket's mode (that is EACCES): a sandbox or a
+			// security module refused the connect itself.
+			return inv.fail(exitUnavailable, "%v; a sandbox or security policy (seccomp, Landlock, AppArmor, SELinux) refused the connection, not the socket's permissions: run the agent where it may connect to %s", err, o.socket)
+		}
 		if errors.Is(err, fs.ErrPermission) {
 			return inv.fail(exitUnavailable, "%v; check that your user may open the socket (ls -l %s)", err, o.socket)
 		}
