@@ -148,6 +148,7 @@ func TestReadResponseFraming(t *testing.T) {
 		t.Errorf("empty: %v", err)
 	}
 	t.Run("largest response", func(t *testing.T) {
+		testenv.Slow(t, "decodes a 40 MiB line")
 		testenv.SkipUnderRace(t, "decodes a 40 MiB line")
 		big := make([]byte, 3*MaxOutputBytes/2)
 		for i := range big {
@@ -205,6 +206,7 @@ func BenchmarkWriteResponse(b *testing.B) {
 // TestWriteResponseAllocations keeps the streaming property from regressing:
 // allocation is a count, not a timing, so it is stable enough to assert.
 func TestWriteResponseAllocations(t *testing.T) {
+	testenv.Slow(t, "encodes 32 MiB responses until the allocation figure settles")
 	out := bytes.Repeat([]byte{0xab}, MaxOutputBytes)
 	resp := &Response{ID: "alloc", Status: StatusOK, Stages: []Stage{{Stderr: out}}, Stdout: out}
 	res := testing.Benchmark(func(b *testing.B) {

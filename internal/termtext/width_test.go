@@ -8,6 +8,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/mattn/go-runewidth"
 	"github.com/rivo/uniseg"
+
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // glibcWidths returns wcwidth(r) + 1 for every code point, as glibc says in
@@ -59,6 +61,7 @@ func tableWidths(r rune, glibc []byte) map[string]int {
 // that fits by Width fits everywhere, and nothing vanishes), and when
 // EscapeStrict passes it too, every table gives it exactly that width.
 func TestWidthTablesAgree(t *testing.T) {
+	testenv.Slow(t, "compares the width of every code point with glibc's, read through python3")
 	glibc := glibcWidths(t)
 	fails := 0
 	for r := rune(0x20); r <= unicode.MaxRune; r++ {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // stdioMCP is a real "agent-sudo mcp" process spoken to in raw JSON-RPC
@@ -119,6 +120,7 @@ func (m *stdioMCP) close() (string, int) {
 // goes on; a call still waiting for approval when stdin closes is
 // withdrawn and answered, and the exit status says work was cut off.
 func TestMCPStdioRobust(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	_, bin := daemontest.Binaries(t)
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "5m", Rules: daemontest.AskRules})
@@ -165,6 +167,8 @@ func TestMCPStdioRobust(t *testing.T) {
 // "agent-sudo version" prints, for a binary built as make build builds it
 // (before the fix it said "devel").
 func TestMCPServerVersion(t *testing.T) {
+	t.Parallel()
+	testenv.Slow(t, "builds agent-sudo with go build")
 	bin := filepath.Join(t.TempDir(), "agent-sudo")
 	const v = "v9.8.7-mcp-test"
 	build := exec.Command("go", "build", "-ldflags", "-X github.com/agent-sudo/agent-sudo/cmd/agent-sudo/cli.version="+v, "-o", bin, "github.com/agent-sudo/agent-sudo/cmd/agent-sudo")

@@ -239,6 +239,7 @@ func TestDispatch(t *testing.T) {
 // pipe, file or reader; nothing for /dev/null or an empty pipe; a clear
 // refusal for a pipe that stays silent and open, and for too much input.
 func TestReadInput(t *testing.T) {
+	t.Parallel() // the empty pipe waits its 2s
 	pipe := func(data string, closeWriter bool) *os.File {
 		r, w, err := os.Pipe()
 		if err != nil {

@@ -78,6 +78,7 @@ func TestStatus(t *testing.T) {
 }
 
 func TestRunWaitNotice(t *testing.T) {
+	t.Parallel() // the answer comes after the notice's delay
 	srv := clienttest.NewServer(t, clienttest.Respond(func(req *proto.Request) *proto.Response {
 		time.Sleep(waitNoticeDelay + 300*time.Millisecond)
 		return &proto.Response{ID: req.ID, Status: proto.StatusOK, Stages: []proto.Stage{{}}, Stdout: []byte("done\n")}
