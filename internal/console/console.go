@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,7 +161,7 @@ func RunDaemons(ctx context.Context, daemons []Daemon, in io.Reader, out io.Writ
 		}
 		return ctx.Err()
 	}
-	var failed []error
+	var failed []any
 	for i, err := range errs {
 		if err != nil {
 			failed = append(failed, fmt.Errorf("%s: %w", daemons[i].Name, err))
@@ -170,7 +171,8 @@ func RunDaemons(ctx context.Context, daemons []Daemon, in io.Reader, out io.Writ
 		if len(failed) == 1 {
 			return fmt.Errorf("%w: %w", ErrUnreachable, errs[0])
 		}
-		return fmt.Errorf("%w: %w", ErrUnreachable, errors.Join(failed...))
+		// One line: each daemon and why, separated by "; ".
+		return fmt.Errorf("%w: "+strings.Repeat("; %w", len(failed))[2:], append([]any{ErrUnreachable}, failed...)...)
 	}
 	return run(ctx, daemons, firsts, errs, true, in, out, opts)
 }

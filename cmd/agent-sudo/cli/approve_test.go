@@ -52,9 +52,13 @@ func (f *fakeApprove) deps() approveDeps {
 }
 
 func runApprove(ctx context.Context, f *fakeApprove, env map[string]string, args ...string) result {
+	return runApproveDeps(ctx, f.deps(), env, args...)
+}
+
+func runApproveDeps(ctx context.Context, deps approveDeps, env map[string]string, args ...string) result {
 	var stdout, stderr bytes.Buffer
 	inv := &invocation{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }}
-	code := approve(ctx, inv, args, f.deps())
+	code := approve(ctx, inv, args, deps)
 	return result{code, stdout.String(), stderr.String()}
 }
 
@@ -201,5 +205,29 @@ func TestApproveDesktopNotify(t *testing.T) {
 	got := runApprove(context.Background(), &f, nil, "--desktop-notify", "yes")
 	if want := "agent-sudo: approve: --desktop-notify: \"yes\" is not a desktop notification mode; want auto, osc9, osc777 or off; see 'agent-sudo help approve'\n"; got.code != 2 || got.stderr != want || f.ran {
 		t.Errorf("approve --desktop-notify yes: exit %d, stderr %q, ran %v; want 2, %q, not run", got.code, got.stderr, f.ran, want)
+	}
+}
+
+// TestApproveNoDaemonReachable: with several daemons and none reachable at
+// start, approve exits 69 naming each one and why, through the real console
+// and dialers: a local socket that is not there, and an ssh that ends with
+// ssh's words for a refused connection.
+func TestApproveNoDaemonReachable(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "approver.sock")
+	ssh := filepath.Join(dir, "ssh")
+	if err := os.WriteFile(ssh, []byte("#!/bin/sh\necho 'ssh: connect to host b port 22: Connection refused' >&2\nexit 255\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deps := realApproveDeps()
+	deps.geteuid = func() int { return 0 }
+	deps.terminal = func(io.Reader, io.Writer) bool { return true }
+	got := runApproveDeps(context.Background(), deps, nil, "--approver-socket", sock, "--ssh", "root@b", "--ssh-program", ssh)
+	want := "agent-sudo: approve: no agent-sudod could be reached: " +
+		sock + ": connect to the approver socket " + sock + ": dial unix " + sock + ": connect: no such file or directory; " +
+		"ssh root@b: read the daemon's greeting: " + ssh + " ended: exit status 255: ssh: connect to host b port 22: Connection refused; " +
+		"is the daemon running? (systemctl status agent-sudo)\n"
+	if got.code != exitUnavailable || got.stderr != want || got.stdout != "" {
+		t.Fatalf("approve = %d\nstdout %q\nstderr %q\nwant 69, stderr %q", got.code, got.stdout, got.stderr, want)
 	}
 }
