@@ -243,3 +243,28 @@ func TestDialCommandSaysHowTheCommandEnded(t *testing.T) {
 		t.Fatal("a missing program was started")
 	}
 }
+
+// TestSeveralDaemonsRefuseRunningList: a console of several daemons does
+// not list the running commands (w), on the idle screen or on a request's:
+// it asks no daemon for them, says why, and stays where it was, rather
+// than guess which daemon a command runs on.
+func TestSeveralDaemonsRefuseRunningList(t *testing.T) {
+	var out []routed
+	h := newDaemonsHarness(t, &out, "/run/a.sock", "/run/b.sock")
+	h.update(tea.WindowSizeMsg{Width: 200, Height: 50})
+	h.up(0, 0, "host-a", "ia")
+	h.up(1, 0, "host-b", "ib")
+	refused := "✗ could not ask the daemon for the running commands: the running commands are listed only by a console of one daemon; run agent-sudo approve for that daemon alone"
+	h.press("w")
+	h.wantView(refused, "nothing waiting")
+	h.notView("RUNNING COMMANDS")
+
+	h.from(1, 0, pendingMsg(shown("r1")))
+	h.pastGuard()
+	h.press("w")
+	h.wantView(refused, "FROM agent-sudod on host-b (/run/b.sock)")
+	h.notView("RUNNING COMMANDS")
+	if len(out) != 0 {
+		t.Fatalf("w with two daemons sent %+v, want nothing", out)
+	}
+}

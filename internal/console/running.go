@@ -47,14 +47,16 @@ type runOutput struct {
 }
 
 // openRunning shows the running commands, asking the daemon for them (and
-// for their changes from now on) the first time.
+// for their changes from now on) the first time. When they cannot be asked
+// for (a console of several daemons, sendRunning) it says why and stays
+// where it is.
 func (m *model) openRunning() {
 	if !m.watching {
 		if err := m.sendRunning(approval.Message{Type: approval.MsgWatch}); err != nil {
 			m.errorf("could not ask the daemon for the running commands: %v", err)
-		} else {
-			m.watching = true
+			return
 		}
+		m.watching = true
 	}
 	m.screen = newRunningScreen(m)
 	m.scroll = 0
