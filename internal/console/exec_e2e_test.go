@@ -63,7 +63,7 @@ func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
 	tm.WaitFor("Note for the agent (optional)")
 	// Esc on its own: right after the note appears it could arrive within
 	// the quiet window of the d that opened it, and be discarded.
-	pressAlone(tm, "Escape")
+	pressAloneUntil(t, tm, "Escape", "waiting for requests…")
 	if resp := r.Wait(); resp.Status != proto.StatusDenied {
 		t.Fatalf("denied request: %+v", resp)
 	}
