@@ -468,6 +468,10 @@ func TestEveryFieldCanRaiseTheNotice(t *testing.T) {
 		"run as":   func(s *approval.Shown) { s.Privileged, s.RunAs = false, bad },
 		"user":     func(s *approval.Shown) { s.Peer.User = bad },
 		"exe":      func(s *approval.Shown) { s.Peer.Exe = bad },
+		"stdin sha256": func(s *approval.Shown) {
+			s.Stdin = approval.NewStdinShown([]byte("in"))
+			s.Stdin.SHA256 = bad
+		},
 	}
 	for name, set := range fields {
 		t.Run(name, func(t *testing.T) {

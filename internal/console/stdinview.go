@@ -115,7 +115,7 @@ func (s *stdinScreen) View() (top, body, bottom []string) {
 	top = append(top, "")
 	top = append(top, styled(st.bold, wrapText(fmt.Sprintf("STDIN OF REQUEST %s · %d bytes · %s · %s",
 		termtext.Esc(r.id), in.Size, kind, m.countdown(r.shown.Deadline)), m.width))...)
-	top = append(top, styled(st.warn, wrapText("sha256 "+in.SHA256+" · nothing is decided on this screen", m.width))...)
+	top = append(top, styled(st.warn, wrapText("sha256 "+termtext.EscStrict(in.SHA256)+" · nothing is decided on this screen", m.width))...)
 	if r.stdinWidth != m.width || r.stdinCache == nil {
 		r.stdinCache = fit(stdinLines(st, in, m.width), m.width)
 		r.stdinWidth = m.width

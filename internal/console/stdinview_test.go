@@ -84,6 +84,15 @@ func TestStdinFullViewEscapes(t *testing.T) {
 	h.press("i")
 	h.wantView(`\x1b]0;pwned\x07\x1b[2J\u202eevil\u202c`, `\u200b\r`, "3  tail", "1  ok")
 
+	// The daemon's sha256 is shown escaped too.
+	h = newHarness(t, "")
+	s := stdinShown("r3", []byte("in"))
+	s.Stdin.SHA256 = "x\x1b[2Jy"
+	h.pending(s)
+	h.pastGuard()
+	h.press("i")
+	h.wantView(`sha256 x\x1b[2Jy · nothing is decided`)
+
 	h = newHarness(t, "")
 	bin := append([]byte{0, 0xff, 0x1b, '['}, bytes.Repeat([]byte("A"), 3000)...)
 	bin = append(bin, 0xde, 0xad)

@@ -530,7 +530,7 @@ const (
 // binds), then a bounded preview, text escaped line by line when the
 // content is UTF-8 text, else a hexdump; and how much was not shown.
 func stdinDetails(l *lines, st *styles, in *approval.StdinShown, es func(string) string, previewLines int) {
-	l.field("stdin", fmt.Sprintf("%d bytes · sha256 %s · the first stage reads this", in.Size, in.SHA256), &st.warn)
+	l.field("stdin", fmt.Sprintf("%d bytes · sha256 %s · the first stage reads this", in.Size, es(in.SHA256)), &st.warn)
 	data := in.Data[:min(len(in.Data), stdinPreviewBytes)]
 	shown := 0
 	if isText(in.Data) {
