@@ -115,13 +115,7 @@ func (g *grantsScreen) View() (top, body, bottom []string) {
 func grantDetails(st *styles, g approval.Grant, width int, now time.Time) []string {
 	l := newLines(st, width)
 	l.field("grant", termtext.Esc(g.ID), nil)
-	if e := g.Elided; e != nil {
-		l.field("command", fmt.Sprintf("too long to list: %d bytes in %d %s (%d %s), sha256 %s",
-			e.Bytes, e.Stages, termtext.Plural(e.Stages, "stage"), e.Args, termtext.Plural(e.Args, "argument"), termtext.Esc(e.SHA256)), &st.bold)
-	} else {
-		line, _ := termtext.CommandLine(g.Pipeline)
-		l.field("command", line, &st.bold)
-	}
+	l.field("command", commandText(g.Pipeline, g.Elided), &st.bold)
 	if g.Privileged {
 		l.field("runs", "as root", &st.danger)
 	} else {

@@ -300,14 +300,20 @@ func streamLines(st *styles, name string, b []byte, total int64, width int) []st
 	return out
 }
 
-// runCommand is the command line of run, escaped and quoted, or what
-// stands in for a pipeline too long to list.
+// runCommand is the command line of run (see commandText).
 func runCommand(run approval.Running) string {
-	if e := run.Elided; e != nil {
+	return commandText(run.Pipeline, run.Elided)
+}
+
+// commandText is the command line of pipeline, escaped and quoted, or,
+// when the daemon elided a pipeline too long to list (e is not nil), what
+// stands in for it. The running and the grants screens show commands so.
+func commandText(pipeline [][]string, e *approval.Elided) string {
+	if e != nil {
 		return fmt.Sprintf("too long to list: %d bytes in %d %s (%d %s), sha256 %s",
 			e.Bytes, e.Stages, termtext.Plural(e.Stages, "stage"), e.Args, termtext.Plural(e.Args, "argument"), termtext.Esc(e.SHA256))
 	}
-	line, _ := termtext.CommandLine(run.Pipeline)
+	line, _ := termtext.CommandLine(pipeline)
 	return line
 }
 
