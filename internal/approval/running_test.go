@@ -227,3 +227,32 @@ func TestLastLines(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokerRunningBounded: a listing holds at most MaxRunningListed
+// commands, the oldest first, and counts the rest in omitted; when runs
+// end, the ones left out come back into the listing.
+func TestBrokerRunningBounded(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	const extra = 3
+	ids := make([]string, 0, MaxRunningListed+extra)
+	ends := make([]func(), 0, MaxRunningListed+extra)
+	for i := range MaxRunningListed + extra {
+		id, end := (&fakeRun{}).start(b, []string{"sleep", fmt.Sprint(i)})
+		ids, ends = append(ids, id), append(ends, end)
+	}
+	rs, omitted, _ := b.Running()
+	if len(rs) != MaxRunningListed || omitted != extra {
+		t.Fatalf("listing of %d runs, %d omitted; want %d listed, %d omitted", len(rs), omitted, MaxRunningListed, extra)
+	}
+	if rs[0].ID != ids[0] || rs[len(rs)-1].ID != ids[MaxRunningListed-1] {
+		t.Errorf("listing runs %s..%s, want the oldest %s..%s", rs[0].ID, rs[len(rs)-1].ID, ids[0], ids[MaxRunningListed-1])
+	}
+	for _, end := range ends[:extra] {
+		end()
+	}
+	rs, omitted, _ = b.Running()
+	if len(rs) != MaxRunningListed || omitted != 0 || rs[len(rs)-1].ID != ids[len(ids)-1] {
+		t.Errorf("after %d ended: %d listed (last %s), %d omitted; want %d listed ending with %s, none omitted",
+			extra, len(rs), rs[len(rs)-1].ID, omitted, MaxRunningListed, ids[len(ids)-1])
+	}
+}
