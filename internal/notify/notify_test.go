@@ -202,12 +202,13 @@ func script(t *testing.T, dir, name, body string) string {
 
 // TestRunsAsNotifyUserWithCleanEnv: a notifier runs as notify_user with its
 // groups, in "/", with exactly the documented environment, in a process
-// group of its own, and gets its arguments escaped and bounded.
+// group of its own, with its standard input from /dev/null, and gets its
+// arguments escaped and bounded.
 func TestRunsAsNotifyUserWithCleanEnv(t *testing.T) {
 	dir, out := trustedDir(t)
 	prog := script(t, dir, "record", `
 out="$1"; shift
-{ id -u; id -g; id -G; pwd; ps -o pgid= -p $$ | tr -d ' '; echo $$; } > "$out/ids"
+{ id -u; id -g; id -G; pwd; ps -o pgid= -p $$ | tr -d ' '; echo $$; readlink /proc/$$/fd/0; } > "$out/ids"
 env > "$out/env"
 printf '%s\0' "$@" > "$out/argv"
 `)
@@ -228,8 +229,8 @@ printf '%s\0' "$@" > "$out/argv"
 		t.Fatal(err)
 	}
 	ids := readLines(t, filepath.Join(out, "ids"))
-	if len(ids) != 6 || ids[0] != nobody.Uid || ids[1] != nobody.Gid || ids[3] != "/" || ids[4] != ids[5] {
-		t.Errorf("uid, gid, groups, cwd, pgid, pid = %q; want nobody's uid %s and gid %s, cwd /, and a process group of its own", ids, nobody.Uid, nobody.Gid)
+	if len(ids) != 7 || ids[0] != nobody.Uid || ids[1] != nobody.Gid || ids[3] != "/" || ids[4] != ids[5] || ids[6] != "/dev/null" {
+		t.Errorf("uid, gid, groups, cwd, pgid, pid, stdin = %q; want nobody's uid %s and gid %s, cwd /, a process group of its own and /dev/null", ids, nobody.Uid, nobody.Gid)
 	}
 	if gs := strings.Fields(ids[2]); slices.Contains(gs, "0") {
 		t.Errorf("groups %q include root's", gs)
