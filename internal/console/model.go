@@ -134,7 +134,7 @@ type sent struct {
 	typ    string
 	id     string // decide: the request
 	grant  string // revoke: the grant
-	run    string // stop: the run
+	run    string // stop, output: the run
 	choice approval.Choice
 }
 
@@ -514,6 +514,9 @@ func (m *model) daemon(link int, epoch uint64, msg approval.Message) tea.Cmd {
 		}
 	case approval.MsgOutput:
 		if len(m.daemons) == 1 {
+			if i := slices.IndexFunc(m.inflight, func(s sent) bool { return s.typ == approval.MsgOutput && s.run == msg.Run }); i >= 0 {
+				m.inflight = slices.Delete(m.inflight, i, i+1)
+			}
 			m.outputMsg(msg.Run, msg.Output, "")
 		}
 	}
@@ -668,8 +671,15 @@ func (m *model) result(link int, msg approval.Message) tea.Cmd {
 	i := slices.IndexFunc(m.inflight, func(s sent) bool {
 		return s.link == link && (s.typ == approval.MsgDecide && msg.ID != "" && s.id == msg.ID ||
 			s.typ == approval.MsgRevoke && msg.Grant != "" && s.grant == msg.Grant ||
-			s.typ == approval.MsgStop && msg.Run != "" && s.run == msg.Run)
+			(s.typ == approval.MsgStop || s.typ == approval.MsgOutput) && msg.Run != "" && s.run == msg.Run)
 	})
+	// The daemon answers in order: the first stop or output request of the
+	// run still unanswered is the one this result answers.
+	if i >= 0 && m.inflight[i].typ == approval.MsgOutput {
+		m.inflight = slices.Delete(m.inflight, i, i+1)
+		m.outputMsg(msg.Run, nil, msg.Error)
+		return nil
+	}
 	if i < 0 && msg.Run != "" && len(m.daemons) == 1 && m.outputMsg(msg.Run, nil, msg.Error) {
 		return nil // the answer to an output request: no output to show
 	}

@@ -167,6 +167,7 @@ func (r *runningScreen) askOutput(run string) {
 		return
 	}
 	r.out = &runOutput{run: run, waiting: true}
+	r.m.inflight = append(r.m.inflight, sent{link: 0, typ: approval.MsgOutput, run: run})
 }
 
 // stop asks the daemon to stop the running command id, unless a stop of

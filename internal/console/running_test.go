@@ -99,6 +99,27 @@ func TestRunningScreenListAndStop(t *testing.T) {
 	h.wantView("w running commands")
 }
 
+// TestOutputErrorIsNotTakenForTheStop: an output request sent before a
+// stop of the same command is answered first (the daemon answers in
+// order); its error shows as the output's, and the stop's answer as the
+// stop's.
+func TestOutputErrorIsNotTakenForTheStop(t *testing.T) {
+	h := newHarness(t, "")
+	h.press("w")
+	h.daemon(approval.Message{Type: approval.MsgRunning, Running: testRuns()})
+	h.press("o")
+	h.press("x")
+	h.press("y")
+	if got := h.takeSent(); len(got) != 3 || got[1].Type != approval.MsgOutput || got[2].Type != approval.MsgStop {
+		t.Fatalf("sent %+v, want the watch, the output request and the stop", got)
+	}
+	h.daemon(approval.Message{Type: approval.MsgResult, Run: "run1", Error: "output gone"})
+	h.wantView("the output could not be shown: output gone")
+	h.notView("could not stop run1")
+	h.daemon(approval.Message{Type: approval.MsgResult, Run: "run1", OK: true})
+	h.wantView("run1 is being stopped: SIGTERM now, SIGKILL after kill_grace")
+}
+
 // TestRunningScreenStaysForARequest: a request arriving while the running
 // commands are on screen does not take the screen (a confirmation in
 // progress is not hijacked); it waits for the human to go back.
