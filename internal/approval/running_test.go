@@ -256,3 +256,35 @@ func TestBrokerRunningBounded(t *testing.T) {
 			extra, len(rs), rs[len(rs)-1].ID, omitted, MaxRunningListed, ids[len(ids)-1])
 	}
 }
+
+// TestBrokerCoalescesRunning: running listings a console has not read yet
+// are coalesced, a newer one replacing one still queued: a console that
+// reads nothing while many commands start and end is not dropped, gets at
+// most the listing the feeder held in hand, and ends up with the newest.
+func TestBrokerCoalescesRunning(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	ends := make([]func(), 0, subscriberLimit+10)
+	for i := range subscriberLimit + 10 {
+		_, end := (&fakeRun{}).start(b, []string{"sleep", fmt.Sprint(i)})
+		ends = append(ends, end)
+	}
+	for _, end := range ends {
+		end()
+	}
+	var got []Message
+	for {
+		m := next(t, events)
+		if m.Type != MsgRunning {
+			t.Fatalf("got a %s message, want only running listings", m.Type)
+		}
+		got = append(got, m)
+		if len(m.Running) == 0 && m.RunningOmitted == 0 {
+			break
+		}
+	}
+	if len(got) > 2 {
+		t.Errorf("console got %d running listings for %d changes; want them coalesced to the newest", len(got), 2*(subscriberLimit+10))
+	}
+}
