@@ -416,9 +416,6 @@ func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer p
 	// The request keeps the policy in force when it was accepted, whatever
 	// a reload does meanwhile.
 	pol := s.policy()
-	if perr == nil {
-		describePeer(ctx, s.proc, &peer, s.walks)
-	}
 	e := s.serveRequest(ctx, execCtx, pol, conn, peer, perr)
 	s.finish(execCtx, pol, conn, peer.UID, e)
 }
@@ -504,8 +501,13 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 			log: s.log, level: slog.LevelError, msg: "cannot identify peer", args: []any{"err", perr}}
 	}
 	log := s.log.With("peer_uid", peer.UID, "peer_pid", peer.PID, "peer_exe", peer.Exe)
+	// Every record that names the peer carries its ancestry and container
+	// (describePeer); a ping and a connection that sends nothing are not
+	// recorded, so they do not pay for the walk.
+	describe := func() { describePeer(ctx, s.proc, &peer, s.walks) }
 	why, allowed := pol.auth.check(peer)
 	if !allowed {
+		describe()
 		return refuse(log, "unauthorised", audit.Refusal{Peer: &peer, Reason: why},
 			&proto.Response{Status: proto.StatusError, Message: why}, "refused unauthorised peer", "reason", why)
 	}
@@ -525,6 +527,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("timed out after %s waiting for a complete request line", pol.cfg.ReadTimeout)
 		}
+		describe()
 		return refuse(log, "refused", audit.Refusal{ID: proto.IDOf(err), Peer: &peer, Reason: err.Error(), Raw: raw},
 			proto.ErrorResponse(err), "refused request", "id", proto.IDOf(err), "err", audit.Bound(err.Error(), audit.MaxRefusedReasonBytes))
 	}
@@ -535,6 +538,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusOK, Version: Version(), Message: proto.PingMessage,
 			Access: fmt.Sprintf("user %s (uid %d) may use it: %s", peer.User(), peer.UID, why)}}
 	}
+	describe()
 	refuseRequest := func(msg string) ending {
 		return refuse(log, "refused", audit.Refusal{ID: req.ID, Request: req, Peer: &peer, Reason: msg, Raw: raw},
 			&proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg, Version: Version()},

@@ -32,8 +32,8 @@
 // far.
 //
 // A pid read here may already belong to another process: the daemon reads
-// the ancestry right after accepting the connection, while the requesting
-// client waits for its answer (so its own pid cannot be reused), and the
+// the ancestry once it has read the request, while the requesting client
+// waits for its answer (so its own pid cannot be reused), and the
 // ancestry is for the human's judgement and the record, never for an
 // authorisation decision.
 //
