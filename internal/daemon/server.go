@@ -55,6 +55,9 @@ type Server struct {
 	// running lists the commands running, for consoles to watch and stop;
 	// nil lists nothing.
 	running *approval.Broker
+	// host is the daemon's host name for the console (hostname), read
+	// once: the same for every request, as in the audit records.
+	host string
 	// walks bounds the /proc ancestry walks under way (see describePeer).
 	walks chan struct{}
 	// proc reads peers' ancestry and containers, with the daemon's own
@@ -203,6 +206,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		logs:   newLogLimiter(logEvery),
 		walks:  make(chan struct{}, maxWalks),
 		proc:   procinfo.Proc{Own: procinfo.Proc{}.OwnNamespaces()},
+		host:   hostname(),
 	}
 	s.pol.Store(pol)
 	if s.approver == nil {
@@ -851,7 +855,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 		// approval" goes without saying on the console.
 		Why: strings.TrimPrefix(rd.Reason, rules.AskPrefix),
 		Cwd: p.dir, CwdChain: p.dirChain, CwdWritable: p.dirWritable,
-		Received: p.received, Deadline: deadline, DaemonHost: hostname(),
+		Received: p.received, Deadline: deadline, DaemonHost: s.host,
 	})
 	switch {
 	case err == nil:
