@@ -149,23 +149,8 @@ func (l *Log) Path() string { return l.path }
 // file, for example when ctx ended while the writer was syncing; a record
 // is never reported durable when it is not.)
 func (l *Log) Append(ctx context.Context, r *Record) (Receipt, error) {
-	if r.Time.IsZero() {
-		r.Time = l.now()
-	}
-	r.Time = r.Time.UTC()
-	if err := r.check(); err != nil {
-		return Receipt{}, fmt.Errorf("audit: %w", err)
-	}
-	r.DaemonHost = l.opts.DaemonHost
-	body, err := marshalBody(r)
-	if err != nil {
-		return Receipt{}, fmt.Errorf("audit: %w", err)
-	}
-	res, err := l.submit(ctx, &op{body: body, res: make(chan opResult, 1)})
-	if err != nil {
-		return Receipt{}, err
-	}
-	return res.rcpt, res.err
+	rcpt, _, err := l.write(ctx, r, false, false, 0)
+	return rcpt, err
 }
 
 // write appends r like Append, except that with lazy set it returns once
