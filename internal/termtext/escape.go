@@ -24,7 +24,7 @@ const hexDigits = "0123456789abcdef"
 // documentation, and whether anything other than a backslash had to be
 // escaped.
 func Escape(s string) (string, bool) {
-	return escape(s, false)
+	return escapeMode(s, false, false)
 }
 
 // EscapeStrict is Escape with the stricter rules of the package
@@ -32,7 +32,7 @@ func Escape(s string) (string, bool) {
 // and directories: every character it passes has one width that every
 // terminal agrees on, and no stack of combining marks.
 func EscapeStrict(s string) (string, bool) {
-	return escape(s, true)
+	return escapeMode(s, true, false)
 }
 
 // EscapeASCII is EscapeStrict that also escapes every character outside
@@ -41,10 +41,6 @@ func EscapeStrict(s string) (string, bool) {
 // more likely a look-alike than an honest name.
 func EscapeASCII(s string) (string, bool) {
 	return escapeMode(s, true, true)
-}
-
-func escape(s string, strict bool) (string, bool) {
-	return escapeMode(s, strict, false)
 }
 
 // escapeMode is Escape (neither flag), EscapeStrict (strict) or

@@ -81,13 +81,7 @@ func LooksLikeOption(arg string) bool {
 
 // quote is Quote, escaping every non-ASCII character when ascii is set.
 func quote(arg string, ascii bool) (string, bool) {
-	var e string
-	var escaped bool
-	if ascii {
-		e, escaped = EscapeASCII(arg)
-	} else {
-		e, escaped = EscapeStrict(arg)
-	}
+	e, escaped := escapeMode(arg, true, ascii)
 	switch {
 	case escaped:
 		return "$'" + strings.ReplaceAll(e, "'", `\'`) + "'", true
