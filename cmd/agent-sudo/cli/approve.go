@@ -74,10 +74,7 @@ type approveOpts struct {
 
 func approveFlags(inv *invocation) (*flag.FlagSet, *approveOpts) {
 	fset := approveUsage().newFlagSet()
-	o := &approveOpts{defaultSocket: inv.getenv(envApproverSocket)}
-	if o.defaultSocket == "" {
-		o.defaultSocket = defaultApproverSocket
-	}
+	o := &approveOpts{defaultSocket: inv.approverSocket()}
 	fset.Func("approver-socket", "`path` of an agent-sudod's approver socket; repeat it for several daemons (default $"+envApproverSocket+", else "+defaultApproverSocket+", when no --ssh is given)", func(v string) error {
 		if v == "" {
 			return errors.New("the path is empty")
@@ -102,6 +99,15 @@ func approveFlags(inv *invocation) (*flag.FlagSet, *approveOpts) {
 	fset.StringVar(&o.sshProgram, "ssh-program", "ssh", "the ssh `program` to run (a name looked up in PATH, or a path)")
 	fset.StringVar(&o.desktop, "desktop-notify", string(console.DesktopAuto), "`mode` of the desktop notification sent with the bell: auto, osc9, osc777 or off")
 	return fset, o
+}
+
+// approverSocket is the approver socket when no flag names one:
+// $AGENT_SUDO_APPROVER_SOCKET, else defaultApproverSocket.
+func (inv *invocation) approverSocket() string {
+	if s := inv.getenv(envApproverSocket); s != "" {
+		return s
+	}
+	return defaultApproverSocket
 }
 
 // checkSSHDestination refuses a --ssh value that ssh could take for an

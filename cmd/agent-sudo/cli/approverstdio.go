@@ -23,11 +23,7 @@ type approverStdioDeps struct {
 
 func approverStdioFlags(inv *invocation) (*flag.FlagSet, *string) {
 	fset := approverStdioUsage().newFlagSet()
-	socket := inv.getenv(envApproverSocket)
-	if socket == "" {
-		socket = defaultApproverSocket
-	}
-	path := fset.String("approver-socket", socket, "`path` of agent-sudod's approver socket (env "+envApproverSocket+")")
+	path := fset.String("approver-socket", inv.approverSocket(), "`path` of agent-sudod's approver socket (env "+envApproverSocket+")")
 	return fset, path
 }
 
