@@ -91,8 +91,9 @@ func parseArg(s string) (template, error) {
 	return t, nil
 }
 
-// isName reports whether s looks like a placeholder's name: lower-case
-// ASCII letters, digits and '_', not empty.
+// isName reports whether s looks like a placeholder's name: ASCII letters
+// (either case, so that {ID} is told it is unknown), digits and '_', not
+// empty.
 func isName(s string) bool {
 	if s == "" {
 		return false
