@@ -400,6 +400,7 @@ func TestPrepare(t *testing.T) {
 		{[][]string{{"/bin/true"}}, "no-such-user-here", `notify_user: runner: looking up target user "no-such-user-here"`},
 		{[][]string{{"/bin/true"}}, "root", `notify_user: "root" is root`},
 		{[][]string{{"/bin/true", "{nope}"}}, "nobody", `notify[0][1]: unknown placeholder {nope}`},
+		{[][]string{{"/bin/true", "{ID}"}}, "nobody", `notify[0][1]: unknown placeholder {ID} at byte 1`},
 	}
 	for _, tt := range tests {
 		_, err := Prepare(tt.cmds, tt.user, time.Second, "/usr/bin:/bin")
