@@ -166,6 +166,23 @@ func TestApproverStdioDaemonCloses(t *testing.T) {
 	}
 }
 
+// TestApproverStdioStdoutFails: a write to standard output that fails
+// ends approver-stdio with 74, not with the daemon's 69, and says so.
+func TestApproverStdioStdoutFails(t *testing.T) {
+	sock := fakeApproverSocket(t, func(c *net.UnixConn) {
+		_, _ = io.WriteString(c, `{"type":"hello","version":"v1"}`+"\n")
+		_, _ = io.ReadAll(c) // until approver-stdio closes the connection
+	})
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	var stderr bytes.Buffer
+	inv := &invocation{stdin: stdinR, stdout: failWriter{}, stderr: &stderr, getenv: func(string) string { return "" }}
+	code := approverStdio(context.Background(), inv, []string{"--approver-socket", sock}, approverStdioDeps{geteuid: func() int { return 0 }, dial: dialUnix})
+	if want := "agent-sudo: approver-stdio: write to standard output: " + os.ErrClosed.Error() + "\n"; code != exitIO || stderr.String() != want {
+		t.Fatalf("approver-stdio = %d, stderr %q; want %d, %q", code, stderr.String(), exitIO, want)
+	}
+}
+
 func TestApproverStdioUnreachable(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	inv := &invocation{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
