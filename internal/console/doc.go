@@ -102,7 +102,10 @@
 //     the key came alone, and any burst puts the cursor back on Deny, so a
 //     paste cannot leave Allow focused for the next Enter.
 //   - A burst is reported on screen ("input discarded: N keys arrived
-//     together"), so that the human knows to press the key again.
+//     together"), so that the human knows to press the key again. Another
+//     burst discarded while that notice shows replaces it with a count
+//     ("input discarded (2×): "): without one, a press discarded again
+//     would leave the screen as it was, and look like no press at all.
 //   - A held key belongs to the screen it was pressed on: when the request
 //     on screen changes (decided elsewhere, changed, timed out, or replaced
 //     by the next one after this console's decision) it is forgotten, and

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -28,6 +29,10 @@ const discardedText = "input discarded: %d keys arrived together (paste or typin
 // discardedReadText is the notice shown when the terminal reads, not the
 // key events, show that a key did not arrive on its own.
 const discardedReadText = "input discarded: the key arrived together with other input (paste or typing ahead); press a key on its own to decide"
+
+// discardedPrefix starts every discard notice; from the second discard
+// while the notice is shown, a count follows it: "input discarded (2×): ".
+const discardedPrefix = "input discarded: "
 
 // keyKind is what a key does in the console's current state.
 type keyKind int
@@ -71,8 +76,11 @@ type keyboard struct {
 	// burst counts the keys of the current burst: keys that arrived less
 	// than QuietWindow after the one before.
 	burst int
-	held  *heldKey
-	seq   uint64
+	// bursts counts the bursts (a key that arrived alone is a burst of
+	// one); it names the current one.
+	bursts uint64
+	held   *heldKey
+	seq    uint64
 }
 
 // arrive records n keys arriving at now and reports whether they arrived
@@ -83,6 +91,7 @@ func (kb *keyboard) arrive(now time.Time, n int, quiet time.Duration) bool {
 		kb.burst += n
 	} else {
 		kb.burst = n
+		kb.bursts++
 	}
 	kb.last = now
 	return together
@@ -216,13 +225,30 @@ func (m *model) release(now time.Time) tea.Cmd {
 	return m.apply(h.k)
 }
 
-// discarded says on screen that input was discarded, and puts the decision
-// prompt's cursor back on Deny: a burst may have moved it.
+// discarded says on screen that input was discarded (text is one of the
+// discard notices, starting with discardedPrefix), and puts the decision
+// prompt's cursor back on Deny: a burst may have moved it. While an earlier
+// discard's notice is still shown, the new one replaces it; a discard of
+// another burst than that one's also counts them, so that a key pressed
+// again and discarded again changes the screen: the human sees that the
+// second press did not count either.
 func (m *model) discarded(text string) {
 	if d, ok := m.screen.(*decideScreen); ok {
 		d.denyFocus()
 	}
-	m.addNotice(notice{kind: "discarded", text: text, isErr: true})
+	n := notice{kind: "discarded", text: text, isErr: true, count: 1, burst: m.kb.bursts}
+	for _, o := range m.notices {
+		if o.kind == n.kind {
+			n.count = o.count
+			if o.burst != n.burst {
+				n.count++
+			}
+		}
+	}
+	if n.count > 1 {
+		n.text = fmt.Sprintf("input discarded (%d×): %s", n.count, strings.TrimPrefix(text, discardedPrefix))
+	}
+	m.addNotice(n)
 }
 
 // resetKeys forgets a held key: the screen it was pressed on is gone.

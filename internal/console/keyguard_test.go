@@ -412,7 +412,9 @@ func TestSlowEventLoopCannotSpreadABurst(t *testing.T) {
 			}
 			h.advance(time.Second)
 			h.wantNothingDecided()
-			h.wantView(discardedReadText)
+			// The discards of the events are counted (each came after a
+			// pause), so the prefix may say "(3×)".
+			h.wantView(strings.TrimPrefix(discardedReadText, discardedPrefix))
 		})
 	}
 	t.Run("a lone read still counts", func(t *testing.T) {
@@ -541,4 +543,47 @@ func (r *recorder) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		r.msgs = append(r.msgs, msg)
 	}
 	return r, nil
+}
+
+// TestRepeatedDiscardsAreCounted: a key pressed again and discarded again
+// changes the screen. The notice of a second discarded burst, while the
+// first one's notice is shown, counts them ("input discarded (2×): "),
+// also where the notice is cut to one line at 80 columns; the keys of one
+// burst count once; and once the notice has expired, a discard starts
+// over at one.
+func TestRepeatedDiscardsAreCounted(t *testing.T) {
+	h, _ := readyHarness(t)
+	for _, k := range burst("hello a") {
+		h.update(k)
+	}
+	h.advance(time.Second)
+	h.wantView("✗ input discarded: 7 keys arrived together")
+	h.notView("×")
+
+	for _, k := range burst("a s d") {
+		h.update(k)
+	}
+	h.advance(time.Second)
+	h.wantView("✗ input discarded (2×): 5 keys arrived together")
+
+	// A key the terminal's reads show was not alone (readLog.alone).
+	h.alone = func(time.Time, time.Time, int) bool { return false }
+	h.press("a")
+	h.update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	h.wantView("✗ input discarded (3×): the key arrived together with other input")
+	h.wantNothingDecided()
+	if n := strings.Count(h.view(), "input discarded"); n != 1 {
+		t.Errorf("%d discard notices on screen, want 1 that replaces the others:\n%s", n, h.view())
+	}
+
+	h.advance(noticeTTL + time.Second)
+	h.update(tickMsg{})
+	h.notView("input discarded")
+	h.alone = nil
+	for _, k := range burst("ok") {
+		h.update(k)
+	}
+	h.advance(time.Second)
+	h.wantView("✗ input discarded: 2 keys arrived together")
+	h.notView("×")
 }

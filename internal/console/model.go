@@ -145,6 +145,11 @@ type notice struct {
 	at    time.Time
 	// kind deduplicates notices that replace each other ("" never does).
 	kind string
+	// count is how many bursts of input were discarded while a discard
+	// notice was shown, and burst the one this notice is about (the
+	// keyboard's bursts); both 0 for other notices.
+	count int
+	burst uint64
 }
 
 // model is the console's bubbletea model. All its methods run on
