@@ -27,7 +27,7 @@ var layers = [][]string{
 	{"internal/config"},
 	{"internal/daemon"},
 	{"client", "internal/clienttest"},
-	{"internal/mcpserver", "internal/daemontest", "internal/loadgen"},
+	{"internal/mcpserver", "internal/daemontest", "internal/consoletest", "internal/loadgen"},
 	{"cmd/agent-sudod", "cmd/agent-sudo/cli"},
 	{"cmd/agent-sudo"},
 	{"docs", "packaging", "packaging/mangen", "test/agents", "test/load", "test/load/plot"}, // tests and build tools

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/console"
-	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
+	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -36,6 +36,7 @@ var pastedProse = []string{
 // input was discarded; the request is still waiting for the agent; and a
 // key pressed on its own afterwards does decide it.
 func TestE2EPastedTextNeverDecides(t *testing.T) {
+	t.Parallel()
 	d, tm := startConsoleE2E(t)
 
 	for _, how := range []string{"send-keys -l", "paste-buffer"} {
@@ -43,8 +44,9 @@ func TestE2EPastedTextNeverDecides(t *testing.T) {
 			marker := filepath.Join(d.Dir, "pasted-"+strings.Fields(how)[0])
 			r := ask(t, d, &proto.Request{Pipeline: [][]string{{"touch", marker}}, Session: "e2e-paste"})
 			tm.WaitFor("command    touch " + marker)
-			waitPastGuard(tm)
+			consoletest.WaitPastGuard(tm)
 			for _, text := range pastedProse {
+				before := consoletest.Discards(tm.Screen())
 				switch how {
 				case "send-keys -l":
 					tm.Keys("-l", text)
@@ -52,8 +54,11 @@ func TestE2EPastedTextNeverDecides(t *testing.T) {
 					tm.Run("set-buffer", "-b", "prose", text)
 					tm.Run("paste-buffer", "-b", "prose", "-t", tm.Name)
 				}
-				n := len([]rune(text))
-				screen := tm.WaitFor(fmt.Sprintf("input discarded: %d keys arrived together (paste or typing ahead); press a key on its own to decide", n))
+				// A new discard notice (the count goes up), for all of it.
+				burst := fmt.Sprintf("%d keys arrived together (paste or typing ahead); press a key on its own to decide", len([]rune(text)))
+				screen := tm.Wait(func(s string) bool {
+					return consoletest.Discards(s) > before && strings.Contains(s, burst)
+				}, fmt.Sprintf("say %q was discarded", text))
 				for _, bad := range []string{"Note for the agent", "SESSION GRANTS", "was sent", "exited with status"} {
 					if strings.Contains(screen, bad) {
 						t.Fatalf("after %s of %q the screen shows %q:\n%s", how, text, bad, screen)
@@ -78,51 +83,13 @@ func TestE2EPastedTextNeverDecides(t *testing.T) {
 			}
 			// The request is still waiting: a key pressed on its own decides
 			// it now, and the agent gets its answer.
-			pressAlone(tm, "a")
+			consoletest.Press(t, tm, "a", "request "+r.ID+" was allowed by console")
 			if resp := r.Wait(); resp.Status != proto.StatusOK {
 				t.Fatalf("the lone a: status %q message %q", resp.Status, resp.Message)
 			}
 			if _, err := os.Stat(marker); err != nil {
 				t.Fatalf("the approved touch did not run: %v", err)
 			}
-			tm.WaitFor("request " + r.ID + " was allowed by console")
 		})
 	}
-}
-
-// pressAlone presses one key (a tmux key name) as a human would: after the
-// keyboard has been quiet for longer than the console's quiet window.
-func pressAlone(tm *tmuxtest.Session, key string) {
-	time.Sleep(2 * console.QuietWindow)
-	tm.Keys(key)
-}
-
-// pressAloneUntil presses key on its own until the screen shows want: if
-// the console discards the key instead (its event loop got to it more than
-// the quiet window after reading it, which a loaded machine can cause:
-// keyguard.go, readLog.alone), it presses again, as a human would, at most
-// three times. A discarded key decides nothing, so what the test proves is
-// unchanged. A discard notice already on screen is not taken for a new one.
-func pressAloneUntil(t *testing.T, tm *tmuxtest.Session, key, want string) {
-	t.Helper()
-	for range 3 {
-		before := strings.Count(tm.Screen(), discardedNotice)
-		pressAlone(tm, key)
-		screen := tm.Wait(func(s string) bool {
-			return strings.Contains(s, want) || strings.Count(s, discardedNotice) > before
-		}, fmt.Sprintf("%q, or the key %s discarded", want, key))
-		if strings.Contains(screen, want) {
-			return
-		}
-	}
-	t.Fatalf("the console discarded %s three times", key)
-}
-
-// discardedNotice starts the notice of a discarded key.
-const discardedNotice = "input discarded"
-
-// waitPastGuard waits until the prompt's key guard has ended: the screen
-// no longer counts down to the keys being enabled.
-func waitPastGuard(tm *tmuxtest.Session) {
-	tm.WaitGone("keys enabled in")
 }

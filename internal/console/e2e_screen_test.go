@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -24,6 +25,7 @@ import (
 // asked, the reason, the directory, the environment's names and the time
 // left. Then that PgDn moves a page, not a line.
 func TestE2EFirstScreenAt80x24InTmux(t *testing.T) {
+	t.Parallel()
 	needE2E(t)
 	_, cli := daemontest.Binaries(t)
 	cfg := daemonConfig
@@ -65,7 +67,10 @@ env = ["LANG", "LC_ALL"]
 	go func() { agentDone <- agent.Wait() }()
 	t.Cleanup(func() {
 		_ = agent.Process.Kill()
-		<-agentDone
+		err := <-agentDone
+		if t.Failed() {
+			t.Logf("the agent (agent-sudo run): %v; its output:\n%s", err, agentOut.String())
+		}
 	})
 	screen := tm.WaitFor("Your decision:")
 	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
@@ -106,21 +111,14 @@ env = ["LANG", "LC_ALL"]
 	}
 
 	// The details are one key away.
-	waitPastGuard(tm)
-	pressAlone(tm, "v")
-	details := tm.WaitFor("ALL DETAILS")
+	details := consoletest.Press(t, tm, "v", "ALL DETAILS")
 	t.Logf("the details at 80×24 in tmux:\n%s", strings.TrimRight(details, "\n"))
 	// A session grant asks first; any key but y goes back.
-	pressAlone(tm, "s")
-	confirm := tm.WaitFor("y create the grant")
+	confirm := consoletest.Press(t, tm, "s", "y create the grant")
 	t.Logf("the session grant's confirmation at 80×24 in tmux:\n%s", strings.TrimRight(confirm, "\n"))
-	waitPastGuard(tm)
-	pressAlone(tm, "Escape")
-	tm.WaitFor("> Deny (d)")
-	waitPastGuard(tm)
-	pressAlone(tm, "d")
-	tm.WaitFor("Note for the agent (optional)")
-	pressAlone(tm, "Escape")
+	consoletest.Press(t, tm, "Escape", "> Deny (d)")
+	consoletest.Press(t, tm, "d", "Note for the agent (optional)")
+	consoletest.Press(t, tm, "Escape", "was denied by console")
 	select {
 	case err := <-agentDone:
 		agentDone <- err
@@ -142,8 +140,8 @@ env = ["LANG", "LC_ALL"]
 		return strings.Contains(s, "-- lines 1-") && strings.Contains(s, "Your decision:")
 	}, "show the long request's prompt")
 	first, last, total, _ := scrollPosition(screen)
-	waitPastGuard(tm)
-	tm.Keys("NPage")
+	consoletest.WaitPastGuard(tm)
+	tm.Keys("NPage") // scrolling acts at once
 	screen = tm.Wait(func(s string) bool { f, _, _, ok := scrollPosition(s); return ok && f != first }, "scroll")
 	from, _, _, _ := scrollPosition(screen)
 	if page := last - first; from-first != min(page, total-last) || from-first < 5 {
@@ -151,9 +149,7 @@ env = ["LANG", "LC_ALL"]
 	}
 	tm.Keys("PPage")
 	tm.WaitFor(fmt.Sprintf("-- lines %d-%d of %d", first, last, total))
-	pressAlone(tm, "d")
-	tm.WaitFor("Note for the agent (optional)")
-	pressAlone(tm, "Escape")
+	denyWithoutNote(t, tm, r)
 	if resp := r.Wait(); resp.Status != proto.StatusDenied {
 		t.Fatalf("status %q, want denied", resp.Status)
 	}

@@ -48,6 +48,7 @@ var hostileRequests = []struct {
 // command line, every character in order; the reason field reads back
 // exactly as the escaped reason; and only one row starts with "command".
 func TestE2EHostileWidthsInTmux(t *testing.T) {
+	t.Parallel()
 	d, tm := startConsoleE2E(t)
 	for _, size := range [][2]int{{40, 100}, {80, 45}, {132, 40}} {
 		cols, rows := size[0], size[1]

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -20,6 +21,7 @@ import (
 // a working directory reached through a symlink is shown resolved with its
 // chain (issue 10 H1, M1, M3).
 func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
+	t.Parallel()
 	needE2E(t)
 	root, err := os.MkdirTemp("/run", "asx")
 	if err != nil {
@@ -58,12 +60,7 @@ func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
 	}
-	waitPastGuard(tm)
-	tm.Keys("d")
-	tm.WaitFor("Note for the agent (optional)")
-	// Esc on its own: right after the note appears it could arrive within
-	// the quiet window of the d that opened it, and be discarded.
-	pressAloneUntil(t, tm, "Escape", "waiting for requests…")
+	denyWithoutNote(t, tm, r)
 	if resp := r.Wait(); resp.Status != proto.StatusDenied {
 		t.Fatalf("denied request: %+v", resp)
 	}
@@ -79,6 +76,7 @@ func TestE2EForegroundTTYChildFDsDirect(t *testing.T) { foregroundChildFDs(t, "d
 func TestE2EForegroundTTYChildFDsSudo(t *testing.T) { foregroundChildFDs(t, "sudo") }
 
 func foregroundChildFDs(t *testing.T, mode string) {
+	t.Parallel()
 	needE2E(t)
 	var nums []string
 	for n := range 64 {
@@ -95,11 +93,9 @@ func foregroundChildFDs(t *testing.T, mode string) {
 	d.WaitReady()
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", script}}, Session: "fds"})
 	tm.WaitFor("command    bash -c")
-	waitPastGuard(tm)
-	tm.Keys("a")
+	consoletest.Press(t, tm, "a", "request "+r.ID+" was allowed by")
 	if resp := r.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != "0 1 2 " {
 		t.Fatalf("status %q stdout %q message %q: want only fds 0 1 2", resp.Status, resp.Stdout, resp.Message)
 	}
-	tm.Keys("q")
-	tm.WaitFor("exited with status 0")
+	consoletest.Press(t, tm, "q", "exited with status 0")
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
@@ -35,11 +36,12 @@ func startConsole(t *testing.T, d *daemontest.Daemon) *console {
 }
 
 // approve waits until the screen shows the request whose command contains
-// command, then until its keys are enabled (the console drops keys for a
-// moment after a request appears), and allows it once with "a".
+// command, then allows it once with "a" pressed as a human would
+// (consoletest.Press: after the key guard, alone, and again if a loaded
+// machine made the console discard it), until the console says so. It is
+// for the one request a test allows on its console.
 func (c *console) approve(command string) {
 	c.t.Helper()
 	c.tm.WaitFor(command)
-	c.tm.WaitGone("keys enabled in")
-	c.tm.Keys("a")
+	consoletest.Press(c.t, c.tm, "a", "was allowed by console")
 }

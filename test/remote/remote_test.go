@@ -32,6 +32,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -252,12 +253,10 @@ func TestConsoleOverSSH(t *testing.T) {
 			t.Fatalf("the request to %s does not say where it is from:\n%s", name, screen)
 		}
 		t.Logf("the screen of a request to %s:\n%s", name, strings.TrimRight(screen, "\n"))
-		waitPastGuard(tm)
-		tm.Keys("a")
+		consoletest.Press(t, tm, "a", "request "+r.ID+" was allowed by console uid=0 tty=pipe:[")
 		if resp := r.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != text+"\n" {
 			t.Fatalf("request to %s: status %q stdout %q message %q", name, resp.Status, resp.Stdout, resp.Message)
 		}
-		tm.WaitFor("request " + r.ID + " was allowed by console uid=0 tty=pipe:[")
 		wantRemoteConsole(t, d, r.ID)
 	}
 	approveOn(a, nameA, "approved on host-a")
@@ -273,24 +272,18 @@ func TestConsoleOverSSH(t *testing.T) {
 	if !strings.Contains(screen, "FROM agent-sudod on "+nameA) {
 		t.Fatalf("the request to host-a does not say where it is from:\n%s", screen)
 	}
-	waitPastGuard(tm)
-	tm.Keys("s")
-	tm.WaitFor("Allow for this session?")
-	waitPastGuard(tm)
-	tm.Keys("y")
+	consoletest.Press(t, tm, "s", "Allow for this session?")
+	consoletest.Press(t, tm, "y", "request "+r.ID+" was allowed by console uid=0 tty=pipe:[")
 	if resp := r.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != granted+"\n" {
 		t.Fatalf("the request granted for the session: status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
 	}
-	tm.WaitFor("request " + r.ID + " was allowed by console uid=0 tty=pipe:[")
 	tm.WaitFor("1 session grant in force")
-	tm.Keys("g")
-	screen = tm.WaitFor("held by " + nameA)
+	screen = consoletest.Press(t, tm, "g", "held by "+nameA)
 	if !strings.Contains(screen, "uid 0  session remote  expires ") || !strings.Contains(screen, "  on "+nameA) || strings.Contains(screen, "on "+nameB) || strings.Contains(screen, "held by "+nameB) {
 		t.Fatalf("the grants list does not show the grant as host-a's only:\n%s", screen)
 	}
 	t.Logf("the grants list:\n%s", strings.TrimRight(screen, "\n"))
-	tm.Keys("g")
-	tm.WaitFor("1 session grant in force")
+	consoletest.Press(t, tm, "g", "1 session grant in force")
 	again := ask(t, a, granted)
 	if resp := again.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != granted+"\n" {
 		t.Fatalf("the same request on host-a did not run by the grant: status %q stdout %q message %q", resp.Status, resp.Stdout, resp.Message)
@@ -516,12 +509,6 @@ func TestAgentOverSSHForwarding(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the agent got no answer within 60s; stderr %q", agentErr.String())
 	}
-}
-
-// waitPastGuard waits until the prompt's key guard has ended: the screen
-// no longer counts down to the keys being enabled.
-func waitPastGuard(tm *tmuxtest.Session) {
-	tm.WaitGone("keys enabled in")
 }
 
 // ask asks d to run "echo text", as an agent on d's host would.
