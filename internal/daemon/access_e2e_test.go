@@ -28,11 +28,7 @@ func cliAs(t *testing.T, d *daemontest.Daemon, u *daemontest.User, args ...strin
 	cmd.Env = daemontest.RaceEnv([]string{"PATH=/usr/bin:/bin"})
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
-	_, err := runBusy(cmd, func(c *exec.Cmd) (struct{}, error) {
-		o.Reset()
-		e.Reset()
-		return struct{}{}, c.Run()
-	})
+	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -3,14 +3,11 @@ package daemon_test
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,21 +120,4 @@ func holdConnections(sock, count string) int {
 		fmt.Print(resp)
 	}
 	return 0
-}
-
-// runBusy runs cmd with run, again while exec fails with "text file busy":
-// a copy of a binary a test has just written cannot be run while a process
-// forked meanwhile by a parallel test still holds the copy's descriptor
-// (until that process execs; golang/go#22315).
-func runBusy[T any](cmd *exec.Cmd, run func(*exec.Cmd) (T, error)) (T, error) {
-	for attempt := 0; ; attempt++ {
-		c := exec.Command(cmd.Path, cmd.Args[1:]...)
-		c.Env, c.Dir, c.SysProcAttr = cmd.Env, cmd.Dir, cmd.SysProcAttr
-		c.Stdin, c.Stdout, c.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
-		v, err := run(c)
-		if !errors.Is(err, syscall.ETXTBSY) || attempt == 50 {
-			return v, err
-		}
-		time.Sleep(10 * time.Millisecond) // backoff while the descriptor is held; not synchronisation
-	}
 }

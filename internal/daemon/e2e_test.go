@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -165,23 +167,29 @@ func sendAsPath(t *testing.T, d *daemontest.Daemon, name, sock, reqLine string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The test binary must be readable and executable by that user.
-	exe, err := os.CreateTemp(d.Dir, "client")
+	// The test binary must be readable and executable by that user: a
+	// copy in a directory of its own (a name no other call has used).
+	dir, err := os.MkdirTemp(d.Dir, "client")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, _ := os.ReadFile(self)
-	_, _ = exe.Write(src)
-	exe.Close()
-	_ = os.Chmod(exe.Name(), 0o755)
-	cmd := exec.Command(exe.Name())
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "client")
+	testenv.WriteExecutable(t, exe, src)
+	cmd := exec.Command(exe)
 	cmd.Env = daemontest.RaceEnv([]string{clientEnv + "=" + reqLine, "AGENT_SUDO_E2E_SOCKET=" + sock})
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	// The response is on stdout alone: a test binary built with -cover
 	// warns on stderr that it has nowhere to write its coverage.
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := runBusy(cmd, (*exec.Cmd).Output)
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("client as %s: %v\n%s%s", name, err, out, stderr.Bytes())
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -176,9 +177,7 @@ func TestE2EGrantBindsFileContent(t *testing.T) {
 	t.Parallel()
 	f := newExecFixture(t)
 	tool := filepath.Join(f.root, "tool") // root-only: grants are possible
-	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho v1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, tool, []byte("#!/bin/sh\necho v1\n"))
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "20s"})
 	c := daemontest.Dial(t, d.ApproverSocket)
 	req := func(id string) *proto.Request {
@@ -200,9 +199,7 @@ func TestE2EGrantBindsFileContent(t *testing.T) {
 		t.Fatalf("same file under the grant: %+v", resp)
 	}
 	// Same path, same inode, other content.
-	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho v2\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, tool, []byte("#!/bin/sh\necho v2\n"))
 	done = runAsync(d, req("g-3"))
 	p = c.Pending("g-3") // asked again: the grant does not cover it
 	c.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.DenyOnce})

@@ -15,12 +15,18 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
-// publicTestBinary copies the test binary where every user can run it.
+// publicTestBinary copies the test binary where every user can run it,
+// once per daemon.
 func publicTestBinary(t *testing.T, d *daemontest.Daemon) string {
 	t.Helper()
+	dst := filepath.Join(d.Dir, "e2e-client")
+	if _, err := os.Stat(dst); err == nil {
+		return dst
+	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -29,10 +35,7 @@ func publicTestBinary(t *testing.T, d *daemontest.Daemon) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := filepath.Join(d.Dir, "e2e-client")
-	if err := os.WriteFile(dst, src, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, dst, src)
 	return dst
 }
 

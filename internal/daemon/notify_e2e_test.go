@@ -14,6 +14,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 	"golang.org/x/sys/unix"
 )
@@ -37,9 +38,7 @@ func notifierDir(t *testing.T) (record, hang, out string) {
 	}
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteExecutable(t, p, []byte("#!/bin/sh\n"+body))
 		return p
 	}
 	// record writes its arguments (NUL-separated), its uid and its

@@ -796,9 +796,7 @@ func (d *Daemon) PublicCLI() string {
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	if err := os.WriteFile(dst, src, 0o755); err != nil {
-		d.t.Fatal(err)
-	}
+	testenv.WriteExecutable(d.t, dst, src)
 	return dst
 }
 

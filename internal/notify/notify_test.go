@@ -194,9 +194,7 @@ func trustedDir(t *testing.T) (dir, out string) {
 func script(t *testing.T, dir, name, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, p, []byte("#!/bin/sh\n"+body))
 	return p
 }
 
@@ -384,9 +382,7 @@ func TestPrepare(t *testing.T) {
 	testenv.NeedsRoot(t)
 	tmp := t.TempDir()
 	loose := filepath.Join(tmp, "loose")
-	if err := os.WriteFile(loose, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, loose, []byte("#!/bin/sh\n"))
 	if err := os.Chmod(tmp, 0o777); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -73,9 +74,7 @@ func TestExecThroughDescriptor(t *testing.T) {
 	dir := t.TempDir()
 	tool := filepath.Join(dir, "tool")
 	write := func(p, body string) {
-		if err := os.WriteFile(p, []byte("#!/bin/sh\necho "+body+"\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteExecutable(t, p, []byte("#!/bin/sh\necho "+body+"\n"))
 	}
 	open := func() Command {
 		write(tool, "approved")
@@ -111,9 +110,7 @@ func TestExecThroughDescriptor(t *testing.T) {
 	})
 	t.Run("rewritten in place", func(t *testing.T) {
 		c := open()
-		if err := os.WriteFile(tool, []byte("#!/bin/sh\necho rewritten\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteExecutable(t, tool, []byte("#!/bin/sh\necho rewritten\n"))
 		s := newSpec(t, ModeDirect, "root", c)
 		res, err := Run(t.Context(), s)
 		if err == nil {
@@ -126,9 +123,7 @@ func TestExecThroughDescriptor(t *testing.T) {
 	})
 	t.Run("rewritten in a later stage", func(t *testing.T) {
 		first, last := cmd(t, "true"), open()
-		if err := os.WriteFile(tool, []byte("#!/bin/sh\necho rewritten\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteExecutable(t, tool, []byte("#!/bin/sh\necho rewritten\n"))
 		p := &pipeline{spec: newSpec(t, ModeDirect, "root", first, last)}
 		res, err := p.run(t.Context())
 		if err == nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // fixture builds a directory tree for the resolution tests and returns its
@@ -247,9 +249,7 @@ func TestResolveChain(t *testing.T) {
 	if err := os.MkdirAll(odd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(odd, "apt-get"), []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, filepath.Join(odd, "apt-get"), []byte("#!/bin/sh\n"))
 	if err := os.Symlink("d -> /usr/bin/apt-get", filepath.Join(root, "apt-get")); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/internal/console"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // fakeApprove records what approve did with its dependencies.
@@ -216,9 +217,7 @@ func TestApproveNoDaemonReachable(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "approver.sock")
 	ssh := filepath.Join(dir, "ssh")
-	if err := os.WriteFile(ssh, []byte("#!/bin/sh\necho 'ssh: connect to host b port 22: Connection refused' >&2\nexit 255\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, ssh, []byte("#!/bin/sh\necho 'ssh: connect to host b port 22: Connection refused' >&2\nexit 255\n"))
 	deps := realApproveDeps()
 	deps.geteuid = func() int { return 0 }
 	deps.terminal = func(io.Reader, io.Writer) bool { return true }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // fakeApproverSocket listens on a Unix socket in a temporary directory and
@@ -95,9 +96,7 @@ func TestApproverStdioRealNonRootUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli := filepath.Join(dir, "agent-sudo")
-	if err := os.WriteFile(cli, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, cli, b)
 
 	cmd := u.Command(cli, "approver-stdio", "--approver-socket", filepath.Join(dir, "approver.sock"))
 	cmd.Env = daemontest.RaceEnv([]string{"PATH=/usr/bin:/bin"})

@@ -17,6 +17,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/clienttest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -353,9 +354,7 @@ func TestShimInstall(t *testing.T) {
 	// Anything else is left alone.
 	other := t.TempDir()
 	file := filepath.Join(other, "sudo")
-	if err := os.WriteFile(file, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteExecutable(t, file, []byte("#!/bin/sh\n"))
 	got := runCLI(context.Background(), nil, "shim", "install", other)
 	if got.code != exitSoftware || got.stdout != "" || got.stderr != "agent-sudo: shim install: "+file+" exists and is not a symbolic link; it was left alone: remove it yourself or choose another directory\n" {
 		t.Errorf("over a file: %d, %q, %q", got.code, got.stdout, got.stderr)
