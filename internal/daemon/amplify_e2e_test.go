@@ -23,7 +23,7 @@ import (
 // must add a bounded number of bytes to the audit log and to the daemon's
 // log (its size, SHA-256 and a prefix are recorded, not the whole request).
 func TestE2ERefusedRequestsBounded(t *testing.T) {
-	// Not parallel: it moves 18 MB through the daemon (see TestMain).
+	heavy(t) // it moves 18 MB through the daemon
 	// A generous read_timeout: 18 parallel 1 MB lines on a loaded machine
 	// with the race detector can take seconds to read.
 	d := daemontest.Start(t, daemontest.Config{ReadTimeout: "60s"})

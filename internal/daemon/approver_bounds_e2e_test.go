@@ -53,11 +53,11 @@ const maxAnnounce = approval.MaxInlineRequest + 64<<10
 // hashes to the announced hash, and a console that connects afterwards gets
 // a bounded grants listing it can revoke from (issue 10 L1, L2).
 func TestApproverChannelFloodAndHugeGrants(t *testing.T) {
-	// Not parallel: it moves about 40 MB through the daemon (see TestMain).
 	daemontest.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("sends about 40 MB through the daemon; skipped with -short")
 	}
+	heavy(t) // it moves about 40 MB through the daemon
 	// Generous limits: 20 MB of requests take the daemon a while under the
 	// race detector on a loaded machine. Nothing here waits on time.
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "5m", ReadTimeout: "60s"})

@@ -15,6 +15,7 @@ import (
 // name (os.Hostname) as daemon_host in every audit record, whatever host
 // the agent claims, and that the log verifies.
 func TestE2EAuditDaemonHost(t *testing.T) {
+	t.Parallel()
 	want, err := os.Hostname()
 	if err != nil || want == "" {
 		t.Skipf("this machine has no host name (%v)", err)

@@ -23,6 +23,7 @@ import (
 // recorded content escaped (text by line, binary as a hexdump), never a
 // raw control or bidi character; "audit verify" passes.
 func TestE2EAuditStdin(t *testing.T) {
+	t.Parallel()
 	text := []byte("new content\n\x1b]0;pwned\x07 \u202eevil\tend\n")
 	binary := []byte("\x00\x01\xff\x1b[2Jbinary")
 	for _, on := range []bool{false, true} {

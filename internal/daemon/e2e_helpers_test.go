@@ -22,9 +22,22 @@ import (
 // users and groups (unique names), and cgroups (named after the daemon's
 // pid), so the tests run in parallel: most of their time is spent waiting
 // for processes and timeouts. The few that move tens of megabytes through
-// the daemon are not parallel: that work is CPU-bound, so beside the others
-// it would only slow them down and stretch its own deadlines (a response's
-// write deadline grows with its size, not with the machine's load).
+// the daemon run in parallel with the others but one at a time (heavy):
+// that work is CPU-bound, and two of them at once would only slow each
+// other and stretch their own deadlines (a response's write deadline grows
+// with its size, not with the machine's load).
+
+// heavyToken is held by the one heavy test that runs.
+var heavyToken = make(chan struct{}, 1)
+
+// heavy marks t as one that moves tens of megabytes through the daemon: it
+// runs in parallel with the other tests, but not with another heavy one.
+func heavy(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	heavyToken <- struct{}{}
+	t.Cleanup(func() { <-heavyToken })
+}
 
 // clientEnv makes the test binary act as a one-shot wire client instead of
 // running tests: the parent starts it as another user to test what a

@@ -24,7 +24,7 @@ import (
 )
 
 func TestE2EExecution(t *testing.T) {
-	// Not parallel: it moves 20 MB of output per mode through the daemon (see TestMain).
+	heavy(t) // it moves 20 MB of output per mode through the daemon
 	for _, mode := range []string{"direct", "sudo"} {
 		t.Run(mode, func(t *testing.T) {
 			if mode == "sudo" {
@@ -593,7 +593,7 @@ match = ["sh", "**"]
 }
 
 func TestE2ELoad(t *testing.T) {
-	// Not parallel: it moves a thousand requests through the daemon (see TestMain).
+	heavy(t) // it moves a thousand requests through the daemon
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
 	const clients, perClient = 50, 20
 	var wg sync.WaitGroup

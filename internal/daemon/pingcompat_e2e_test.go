@@ -18,6 +18,7 @@ import (
 // stages, no stdout), where version is the daemon's and access says who
 // may use it.
 func TestE2EPingAnswerShape(t *testing.T) {
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{})
 	now := time.Now().UTC().Format("2006-01-02T15:04:05Z")
 	requests := map[string]string{

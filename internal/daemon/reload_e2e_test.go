@@ -72,6 +72,7 @@ func nextNotify(t *testing.T, msgs <-chan string, want string) string {
 // the outcome in STATUS=. A file that is not valid is refused, logged, and
 // the configuration in force stays.
 func TestE2EReload(t *testing.T) {
+	t.Parallel()
 	sock, notes := notifySocket(t)
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Env: []string{"NOTIFY_SOCKET=" + sock}})
 	if m := nextNotify(t, notes, "READY=1"); !strings.Contains(m, "STATUS=listening on "+d.Socket+"; 0 rules") {

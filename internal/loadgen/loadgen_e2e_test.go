@@ -31,6 +31,7 @@ const loadRequests = 600
 // daemon's open descriptors come back to their number before the run. It
 // counts; it times nothing.
 func TestE2ELoadEveryRequestAnswered(t *testing.T) {
+	t.Parallel()
 	def := config.Default()
 	// read_timeout and first_byte_timeout are long: on a loaded machine
 	// 200 clients in one test process (with the race detector) may not be

@@ -223,6 +223,7 @@ func tempDir(t *testing.T) string {
 // starts again the console reconnects by itself, says the daemon
 // restarted, and approves its requests again.
 func TestConsoleOverSSH(t *testing.T) {
+	t.Parallel()
 	_, cli := daemontest.Binaries(t)
 	bin := filepath.Dir(cli)
 	dir := tempDir(t)
@@ -421,6 +422,7 @@ func wantRemoteConsole(t *testing.T, d *daemontest.Daemon, id string) {
 // not the agent, and the host the agent claims (B's host name, sent by the
 // client) is shown as the agent's claim.
 func TestAgentOverSSHForwarding(t *testing.T) {
+	t.Parallel()
 	_, cli := daemontest.Binaries(t)
 	dir := tempDir(t)
 	k := makeKeys(t, dir)

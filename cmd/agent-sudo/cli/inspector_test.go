@@ -90,6 +90,7 @@ func installInspector(t *testing.T) string {
 // TestMCPInspector drives "agent-sudo mcp" with the MCP Inspector's CLI,
 // the reference client, against a real daemon.
 func TestMCPInspector(t *testing.T) {
+	t.Parallel()
 	daemontest.RequireRoot(t)
 	for _, tool := range []string{"node", "npm", "npx"} {
 		if _, err := exec.LookPath(tool); err != nil {
