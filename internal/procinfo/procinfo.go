@@ -301,8 +301,10 @@ func endOf(pid int32, err error) string {
 // reading a hostile process's memory returns the hops it read, ending
 // EndTimeout. The reading goroutine then finishes on its own; sem bounds
 // how many walks can run at once, so that few such goroutines can be left
-// over (a full sem skips the walk, ending EndBusy). sem may be nil for no
-// bound.
+// over (a full sem skips the walk, ending EndBusy). A walk that ended
+// within the time has given its slot back when WalkAncestry returns; one
+// that timed out gives it back when its goroutine ends. sem may be nil for
+// no bound.
 func (p Proc) WalkAncestry(ctx context.Context, pid int32, sem chan struct{}) Ancestry {
 	if sem != nil {
 		select {
@@ -322,9 +324,6 @@ func (p Proc) WalkAncestry(ctx context.Context, pid int32, sem chan struct{}) An
 		done = make(chan struct{})
 	)
 	go func() {
-		if sem != nil {
-			defer func() { <-sem }()
-		}
 		end := p.walk(ctx, pid, func(h Hop) {
 			mu.Lock()
 			a.Hops = append(a.Hops, h)
@@ -333,6 +332,11 @@ func (p Proc) WalkAncestry(ctx context.Context, pid int32, sem chan struct{}) An
 		mu.Lock()
 		a.End = end
 		mu.Unlock()
+		// The slot is given back before done is closed: a walk that
+		// ended in time has given it back when WalkAncestry returns.
+		if sem != nil {
+			<-sem
+		}
 		close(done)
 	}()
 	select {
