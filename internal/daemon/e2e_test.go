@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -167,22 +166,8 @@ func sendAsPath(t *testing.T, d *daemontest.Daemon, name, sock, reqLine string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The test binary must be readable and executable by that user: a
-	// copy in a directory of its own (a name no other call has used).
-	dir, err := os.MkdirTemp(d.Dir, "client")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(dir, "client")
-	testenv.WriteExecutable(t, exe, src)
-	cmd := exec.Command(exe)
+	// The test binary must be readable and executable by that user.
+	cmd := exec.Command(testenv.PublicCopy(t, d.Dir, self, "client"))
 	cmd.Env = daemontest.RaceEnv([]string{clientEnv + "=" + reqLine, "AGENT_SUDO_E2E_SOCKET=" + sock})
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	// The response is on stdout alone: a test binary built with -cover

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -20,4 +21,28 @@ func WriteExecutable(t testing.TB, path string, data []byte) {
 	if err != nil {
 		t.Fatalf("write the program %s: %v", path, err)
 	}
+}
+
+// PublicCopy copies the program at src into a new directory under parent
+// (the system's temporary directory when parent is ""), which every user
+// can enter, as name, which every user can run, and returns the copy's
+// path. The directory is removed when the test ends. It is for running a
+// program as another user, when src lies where only root can reach it.
+func PublicCopy(t testing.TB, parent, src, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("read the program to copy: %v", err)
+	}
+	dir, err := os.MkdirTemp(parent, "public")
+	if err != nil {
+		t.Fatalf("a directory for %s: %v", name, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatalf("open %s to every user: %v", dir, err)
+	}
+	path := filepath.Join(dir, name)
+	WriteExecutable(t, path, data)
+	return path
 }

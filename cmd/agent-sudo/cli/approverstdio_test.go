@@ -83,27 +83,15 @@ func TestApproverStdioRealNonRootUser(t *testing.T) {
 	_, built := daemontest.Binaries(t)
 	// A copy the user can run: Binaries builds into a directory only root
 	// can enter.
-	dir, err := os.MkdirTemp("", "asstdio")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(built)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli := filepath.Join(dir, "agent-sudo")
-	testenv.WriteExecutable(t, cli, b)
+	cli := testenv.PublicCopy(t, "", built, "agent-sudo")
+	dir := filepath.Dir(cli)
 
 	cmd := u.Command(cli, "approver-stdio", "--approver-socket", filepath.Join(dir, "approver.sock"))
 	cmd.Env = daemontest.RaceEnv([]string{"PATH=/usr/bin:/bin"})
 	cmd.Stdin = strings.NewReader("")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitDenied {
 		t.Fatalf("approver-stdio as %s (uid %d): %v, want exit %d\nstdout %q\nstderr %q", u.Name, u.UID, err, exitDenied, stdout.String(), stderr.String())
