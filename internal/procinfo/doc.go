@@ -40,11 +40,8 @@
 // # Cost
 //
 // The daemon walks the ancestry and reads the container identity of every
-// request's peer, so the files are read with plain open, read and close
-// system calls: os.Open would also try to register each file with Go's
-// network poller (on Linux an epoll_ctl that fails for a /proc file, and
-// four fcntl calls around it), which more than doubled the system calls of
-// a walk. A Proc with Own set compares the peer's namespaces with the
+// request's peer, so the files are read with package sysfile's plain system
+// calls. A Proc with Own set compares the peer's namespaces with the
 // daemon's own read once, not from /proc/self each time. docs/performance.md
 // has the figures.
 package procinfo

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agent-sudo/agent-sudo/internal/sysfile"
 )
 
 // Bounds on what is read and kept.
@@ -174,46 +176,9 @@ func parseArgv(b []byte, full bool) (argv []string, cut bool) {
 }
 
 // readBounded reads at most MaxRead bytes of name and reports whether that
-// was the whole file. It reads with plain system calls (see the package
-// doc, "Cost"); an error is an *fs.PathError, as os.Open's.
+// was the whole file (package sysfile says why with plain system calls).
 func readBounded(name string) ([]byte, bool, error) {
-	fd, err := ignoringEINTR(func() (int, error) {
-		return syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
-	})
-	if err != nil {
-		return nil, false, &fs.PathError{Op: "open", Path: name, Err: err}
-	}
-	defer syscall.Close(fd)
-	// Most files read here (stat, cmdline) are a few hundred bytes.
-	b := make([]byte, 512)
-	n := 0
-	for n <= MaxRead {
-		if n == len(b) {
-			b = append(b, make([]byte, min(len(b), MaxRead+1-len(b)))...)
-		}
-		m, err := ignoringEINTR(func() (int, error) { return syscall.Read(fd, b[n:]) })
-		if err != nil {
-			return nil, false, &fs.PathError{Op: "read", Path: name, Err: err}
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	if n > MaxRead {
-		return b[:MaxRead], false, nil
-	}
-	return b[:n], true, nil
-}
-
-// ignoringEINTR calls f until it fails with something other than EINTR.
-func ignoringEINTR(f func() (int, error)) (int, error) {
-	for {
-		n, err := f()
-		if err != syscall.EINTR {
-			return n, err
-		}
-	}
+	return sysfile.Read(name, MaxRead)
 }
 
 // gone reports whether err means the process no longer exists.

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/sysfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -173,7 +174,7 @@ func (c *Cgroups) create() (*cgroup, error) {
 			return nil, fmt.Errorf("cgroup: creating %s: %w", dir, err)
 		}
 	}
-	fd, err := openFile(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, err := sysfile.OpenFile(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("cgroup: opening %s: %w", dir, err)
@@ -218,7 +219,7 @@ func (c *Cgroups) removeStale() {
 
 // members returns the pids in the cgroup.
 func (g *cgroup) members() ([]int, error) {
-	b, err := readFile(filepath.Join(g.dir, "cgroup.procs"))
+	b, err := sysfile.ReadFile(filepath.Join(g.dir, "cgroup.procs"))
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: listing %s: %w", g.dir, err)
 	}
@@ -241,7 +242,7 @@ func (g *cgroup) kill() error {
 		if g.killed {
 			return nil
 		}
-		if err := writeFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1")); err != nil {
+		if err := sysfile.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1")); err != nil {
 			return fmt.Errorf("cgroup: killing %s: %w", g.dir, err)
 		}
 		g.killed = true
@@ -275,7 +276,7 @@ func (g *cgroup) waitEmpty(timeout time.Duration) bool {
 // waitEvent waits, at most timeout, until cgroup.events has the line want.
 // The kernel signals every change of the file with POLLPRI.
 func (g *cgroup) waitEvent(want string, timeout time.Duration) bool {
-	fd, err := openFd(filepath.Join(g.dir, "cgroup.events"), unix.O_RDONLY)
+	fd, err := sysfile.Open(filepath.Join(g.dir, "cgroup.events"), unix.O_RDONLY)
 	if err != nil {
 		return false
 	}
@@ -283,10 +284,7 @@ func (g *cgroup) waitEvent(want string, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	buf := make([]byte, 512)
 	for {
-		n, err := unix.Pread(fd, buf, 0)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := sysfile.Retry(func() (int, error) { return unix.Pread(fd, buf, 0) })
 		if err != nil || n <= 0 {
 			return false
 		}

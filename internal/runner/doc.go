@@ -313,9 +313,7 @@
 // The daemon runs every request through this package, so the kernel files it
 // reads and writes per pipeline (cgroup.procs, cgroup.kill, cgroup.events,
 // /proc/self/stat) and the files it only passes on (the cgroup directory,
-// /dev/null) are opened with plain system calls: os.Open would also try to
-// register each with Go's network poller (on Linux an epoll_ctl that fails
-// for such files, and four fcntl calls around it), and File.Fd would then
-// make the descriptor blocking again. A cgroup is killed once: after
-// cgroup.kill nothing can enter it. docs/performance.md has the figures.
+// /dev/null) go through package sysfile's plain system calls, which says
+// why. A cgroup is killed once: after cgroup.kill nothing can enter it.
+// docs/performance.md has the figures.
 package runner

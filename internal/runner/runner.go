@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sudo/agent-sudo/internal/sysfile"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -485,7 +486,7 @@ func (p *pipeline) plumb() ([][3]*os.File, error) {
 		files[0][0] = r
 		p.feed(w, p.spec.Stdin)
 	} else {
-		devNull, err := openFile(os.DevNull, unix.O_RDONLY)
+		devNull, err := sysfile.OpenFile(os.DevNull, unix.O_RDONLY)
 		if err != nil {
 			return nil, fmt.Errorf("runner: opening %s: %w", os.DevNull, err)
 		}
@@ -998,7 +999,7 @@ func hasControllingTerminal() bool {
 	case err == unix.ENXIO:
 		return false
 	}
-	b, err := readFile("/proc/self/stat")
+	b, err := sysfile.ReadFile("/proc/self/stat")
 	if err != nil {
 		return true
 	}
