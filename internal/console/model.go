@@ -685,9 +685,6 @@ func (m *model) result(link int, msg approval.Message) tea.Cmd {
 		m.outputMsg(msg.Run, nil, msg.Error)
 		return nil
 	}
-	if i < 0 && msg.Run != "" && len(m.daemons) == 1 && m.outputMsg(msg.Run, nil, msg.Error) {
-		return nil // the answer to an output request: no output to show
-	}
 	if _, r := m.find(link, msg.ID); i < 0 && r != nil && !r.complete() && r.detailAsked && msg.Error != "" {
 		// The answer to a detail request: the full text cannot come.
 		r.detailErr = msg.Error

@@ -194,13 +194,12 @@ func (m *model) runningMsg(msg approval.Message) {
 
 // outputMsg takes the end of a run's output, or the error the daemon
 // answered instead (err), for the running screen when it asked for it.
-func (m *model) outputMsg(run string, out *approval.Output, err string) bool {
+func (m *model) outputMsg(run string, out *approval.Output, err string) {
 	r, ok := m.screen.(*runningScreen)
 	if !ok || r.out == nil || r.out.run != run || run == "" {
-		return false
+		return
 	}
 	r.out = &runOutput{run: run, out: out, err: err}
-	return true
 }
 
 // View renders the list, the highlighted command's details, and the end of
