@@ -141,6 +141,6 @@ func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	tb := ts.Value(tbKey{}).(testing.TB)
 	d := daemontest.Start(tb, cfg)
 	ts.Setenv("AGENT_SUDO_SOCKET", d.Socket)
-	ts.Setenv("AUDIT_LOG", filepath.Join(d.Dir, "audit.jsonl"))
+	ts.Setenv("AUDIT_LOG", d.AuditLog)
 	ts.Setenv("DAEMON_CONFIG", d.ConfigPath)
 }

@@ -343,11 +343,7 @@ func TestE2EApproveSeveralDaemonsReconnects(t *testing.T) {
 		t.Helper()
 		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", text}}, Session: "e2e"})
 		tm.WaitFor("command    echo '" + text + "'")
-		host, err := os.Hostname()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tm.WaitFor("FROM agent-sudod on " + host + " (" + d.ApproverSocket + ")")
+		tm.WaitFor("FROM agent-sudod on " + daemonHost(t) + " (" + d.ApproverSocket + ")")
 		consoletest.Press(t, tm, "a", "request "+r.ID+" was allowed by console uid=0")
 		if resp := r.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != text+"\n" {
 			t.Fatalf("request to %s: status %q stdout %q message %q", d.ApproverSocket, resp.Status, resp.Stdout, resp.Message)

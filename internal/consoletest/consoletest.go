@@ -31,9 +31,9 @@ const guardHint = "keys enabled in"
 const attempts = 5
 
 // WaitPastGuard waits until the prompt's key guard has ended: the screen
-// no longer counts down to the keys being enabled.
-func WaitPastGuard(tm *tmuxtest.Session) {
-	tm.WaitGone(guardHint)
+// no longer counts down to the keys being enabled. It returns that screen.
+func WaitPastGuard(tm *tmuxtest.Session) string {
+	return tm.WaitGone(guardHint)
 }
 
 // PressAlone presses key (a tmux key name) as a human would: after the
@@ -56,8 +56,7 @@ func PressAlone(tm *tmuxtest.Session, key string) {
 func Press(t testing.TB, tm *tmuxtest.Session, key, want string) string {
 	t.Helper()
 	for range attempts {
-		WaitPastGuard(tm)
-		screen := tm.Screen()
+		screen := WaitPastGuard(tm)
 		if strings.Contains(screen, want) {
 			t.Fatalf("Press(%s): the screen shows %q before the key is pressed, so it cannot tell that the key counted:\n%s", key, want, screen)
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -43,7 +42,7 @@ func TestE2ERefusedRequestsBounded(t *testing.T) {
 			return line(map[string]any{"id": id, "pipeline": [][]string{{"true"}}, "reason": big})
 		},
 	}
-	auditPath := filepath.Join(d.Dir, "audit.jsonl")
+	auditPath := d.AuditLog
 	sizeOf := func() int64 {
 		fi, err := os.Stat(auditPath)
 		if err != nil {

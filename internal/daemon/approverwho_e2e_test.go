@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,7 +90,7 @@ func TestE2EApproverIdentity(t *testing.T) {
 		}
 	}
 
-	recs := readAudit(t, filepath.Join(d.Dir, "audit.jsonl"), "who-1")
+	recs := d.AuditRecords("who-1")
 	decided := false
 	for _, rec := range recs {
 		if rec.Decision != nil {
@@ -106,7 +105,7 @@ func TestE2EApproverIdentity(t *testing.T) {
 	if !decided {
 		t.Fatalf("no decision record in %+v", recs)
 	}
-	code, shown, _ := auditCLI("audit", "show", "--log", filepath.Join(d.Dir, "audit.jsonl"), "who-1")
+	code, shown, _ := auditCLI("audit", "show", "--log", d.AuditLog, "who-1")
 	if code != 0 || !strings.Contains(shown, "approver:") || loginSet && !strings.Contains(shown, "login uid "+uid) {
 		t.Errorf("audit show (%d):\n%s", code, shown)
 	}

@@ -62,7 +62,7 @@ name = "no rm"
 action = "deny"
 match = ["rm", "**"]
 `})
-	logPath := filepath.Join(d.Dir, "audit.jsonl")
+	logPath := d.AuditLog
 	send := func(id, session string, argv ...string) *proto.Response {
 		return d.Run(&proto.Request{ID: id, Session: session, Host: "h1", Pipeline: [][]string{argv}, Privileged: true,
 			Env: map[string]string{"LANG": "C.UTF-8"}})
@@ -217,7 +217,7 @@ func TestE2EAuditCrash(t *testing.T) {
 	<-d.Done
 	wg.Wait()
 
-	logPath := filepath.Join(d.Dir, "audit.jsonl")
+	logPath := d.AuditLog
 	if code, out, errOut := auditCLI("audit", "verify", "--log", logPath); code != 0 {
 		t.Fatalf("verify after kill -9: %d %q %q", code, out, errOut)
 	}
@@ -287,7 +287,7 @@ func TestE2EAuditCrashAfterAnswers(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	logPath := filepath.Join(d.Dir, "audit.jsonl")
+	logPath := d.AuditLog
 	b, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)

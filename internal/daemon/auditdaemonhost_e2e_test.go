@@ -3,7 +3,6 @@ package daemon_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
@@ -25,7 +24,7 @@ func TestE2EAuditDaemonHost(t *testing.T) {
 	if resp.Status != proto.StatusOK {
 		t.Fatalf("%+v", resp)
 	}
-	logPath := filepath.Join(d.Dir, "audit.jsonl")
+	logPath := d.AuditLog
 	n := 0
 	for e, err := range audit.Read(context.Background(), logPath) {
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -29,7 +28,7 @@ func TestE2EAuditStdin(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		t.Run(fmt.Sprintf("audit_stdin=%v", on), func(t *testing.T) {
 			d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, Extra: fmt.Sprintf("audit_stdin = %v", on)})
-			logPath := filepath.Join(d.Dir, "audit.jsonl")
+			logPath := d.AuditLog
 			inputs := map[string][]byte{"st-text": text, "st-bin": binary}
 			for _, id := range []string{"st-text", "st-bin"} {
 				resp := d.Run(&proto.Request{ID: id, Pipeline: [][]string{{"cat"}}, Privileged: true, Stdin: inputs[id]})

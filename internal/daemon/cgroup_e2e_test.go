@@ -137,7 +137,7 @@ func TestCgroupEscapeesOverTheWire(t *testing.T) {
 					if !contains(resp.Message, "process(es) running in its cgroup", "they were killed", `"/usr/bin/sleep"`) {
 						t.Errorf("message %q; want the escaped sleep reported", resp.Message)
 					}
-					rec := resultRecord(t, filepath.Join(d.Dir, "audit.jsonl"), id)
+					rec := resultRecord(t, d.AuditLog, id)
 					if rec.SurvivorsCount < 1 || rec.SurvivorsCount != len(rec.Survivors) ||
 						!slices.ContainsFunc(rec.Survivors, func(s audit.Survivor) bool { return s.Exe == "/usr/bin/sleep" && s.PID > 0 }) {
 						t.Errorf("audit result: survivors %+v (count %d); want the sleep", rec.Survivors, rec.SurvivorsCount)

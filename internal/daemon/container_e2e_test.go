@@ -94,12 +94,12 @@ func TestE2EContainerRequester(t *testing.T) {
 		t.Fatalf("the agent in the container: %v\n%s", err, out.String())
 	}
 
-	recs := readAudit(t, filepath.Join(d.Dir, "audit.jsonl"), p.ID)
+	recs := d.AuditRecords(p.ID)
 	if len(recs) == 0 || recs[0].Peer == nil || recs[0].Peer.Container == nil || recs[0].Peer.Container.InitPID != ct.InitPID ||
 		recs[0].Peer.UID != u.UID {
 		t.Fatalf("request record's peer: %+v", recs[0].Peer)
 	}
-	code, shown, _ := auditCLI("audit", "show", "--log", filepath.Join(d.Dir, "audit.jsonl"), p.ID)
+	code, shown, _ := auditCLI("audit", "show", "--log", d.AuditLog, p.ID)
 	if code != 0 || !strings.Contains(shown, "container:") || !strings.Contains(shown, "uid 0 inside") || !strings.Contains(shown, "user:[") {
 		t.Errorf("audit show (%d):\n%s", code, shown)
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
-	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -162,12 +161,7 @@ func sendAsPath(t *testing.T, d *daemontest.Daemon, name, sock, reqLine string) 
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The test binary must be readable and executable by that user.
-	cmd := exec.Command(testenv.PublicCopy(t, d.Dir, self, "client"))
+	cmd := exec.Command(publicTestBinary(t, d))
 	cmd.Env = daemontest.RaceEnv([]string{clientEnv + "=" + reqLine, "AGENT_SUDO_E2E_SOCKET=" + sock})
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	// The response is on stdout alone: a test binary built with -cover

@@ -111,7 +111,7 @@ env = ["DEBIAN_FRONTEND"]
 func TestE2EEnvFloodAnswerIsSmall(t *testing.T) {
 	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
-	auditLog := filepath.Join(d.Dir, "audit.jsonl")
+	auditLog := d.AuditLog
 	before := fileSize(t, auditLog)
 
 	var b strings.Builder

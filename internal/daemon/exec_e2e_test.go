@@ -157,7 +157,7 @@ func TestE2EForgedChainShownAsList(t *testing.T) {
 	if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "agent-code\n" {
 		t.Fatalf("response %+v", resp)
 	}
-	code, out, errOut := auditCLI("audit", "--log", filepath.Join(d.Dir, "audit.jsonl"), "show", "forge-1")
+	code, out, errOut := auditCLI("audit", "--log", d.AuditLog, "show", "forge-1")
 	if code != 0 {
 		t.Fatalf("audit show: %d %s", code, errOut)
 	}

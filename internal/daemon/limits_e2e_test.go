@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
-	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -23,20 +21,11 @@ import (
 // once per daemon.
 func publicTestBinary(t *testing.T, d *daemontest.Daemon) string {
 	t.Helper()
-	dst := filepath.Join(d.Dir, "e2e-client")
-	if _, err := os.Stat(dst); err == nil {
-		return dst
-	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.WriteExecutable(t, dst, src)
-	return dst
+	return d.PublicCopy(self, "e2e-client")
 }
 
 // holder is a process of another user holding idle connections.
@@ -161,7 +150,7 @@ func TestE2EFirstByteTimeout(t *testing.T) {
 	if !strings.Contains(string(rest), `no request: nothing was sent within first_byte_timeout (1s) of connecting; closing the connection`) {
 		t.Fatalf("idle connection got %q", rest)
 	}
-	audit, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
+	audit, err := os.ReadFile(d.AuditLog)
 	if err != nil {
 		t.Fatal(err)
 	}

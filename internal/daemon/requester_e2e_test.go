@@ -2,15 +2,12 @@ package daemon_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
-	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 )
@@ -91,7 +88,7 @@ func TestE2ERequesterAncestry(t *testing.T) {
 
 	// The audit log's request record holds the ancestry; the later records
 	// do not repeat it.
-	recs := readAudit(t, filepath.Join(d.Dir, "audit.jsonl"), p.ID)
+	recs := d.AuditRecords(p.ID)
 	if len(recs) < 2 || recs[0].Peer == nil || recs[0].Peer.Ancestry == nil || len(recs[0].Peer.Ancestry.Hops) != 2 ||
 		recs[0].Peer.Ancestry.Hops[1].Argv[0] != hostileName {
 		t.Fatalf("request record's peer: %+v", recs[0].Peer)
@@ -101,32 +98,12 @@ func TestE2ERequesterAncestry(t *testing.T) {
 			t.Errorf("%s record's peer %+v: want the pid without the ancestry", r.Type, r.Peer)
 		}
 	}
-	code, shown, _ := auditCLI("audit", "show", "--log", filepath.Join(d.Dir, "audit.jsonl"), p.ID)
+	code, shown, _ := auditCLI("audit", "show", "--log", d.AuditLog, p.ID)
 	if code != 0 || !strings.Contains(shown, `ancestry:`) || !strings.Contains(shown, `cl\x1b[2Jaud`) || strings.Contains(shown, "\x1b") ||
 		!strings.Contains(shown, "walk ended: session leader") {
 		t.Errorf("audit show (%d):\n%s", code, shown)
 	}
-	if code, v, _ := auditCLI("audit", "verify", "--log", filepath.Join(d.Dir, "audit.jsonl")); code != 0 {
+	if code, v, _ := auditCLI("audit", "verify", "--log", d.AuditLog); code != 0 {
 		t.Errorf("audit verify (%d):\n%s", code, v)
 	}
-}
-
-// readAudit returns the records of request id in the log at path.
-func readAudit(t *testing.T, path, id string) []audit.Record {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []audit.Record
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var r audit.Record
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("audit line %q: %v", line, err)
-		}
-		if r.ID == id {
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -125,7 +125,7 @@ func TestE2EStopRunning(t *testing.T) {
 
 	// The audit log says which console stopped it.
 	stoppedBy := ""
-	f, err := os.Open(filepath.Join(d.Dir, "audit.jsonl"))
+	f, err := os.Open(d.AuditLog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +142,11 @@ func TestE2EStopRunning(t *testing.T) {
 		t.Errorf("result record stopped_by %q, want the console the agent was told of (%q)", stoppedBy, resp.Message)
 	}
 	_, cli := daemontest.Binaries(t)
-	show, err := exec.Command(cli, "audit", "--log", filepath.Join(d.Dir, "audit.jsonl"), "show", "stop-1").CombinedOutput()
+	show, err := exec.Command(cli, "audit", "--log", d.AuditLog, "show", "stop-1").CombinedOutput()
 	if err != nil || !strings.Contains(string(show), "stopped by:     "+stoppedBy) {
 		t.Errorf("audit show: %v\n%s", err, show)
 	}
-	if out, err := exec.Command(cli, "audit", "--log", filepath.Join(d.Dir, "audit.jsonl"), "verify").CombinedOutput(); err != nil {
+	if out, err := exec.Command(cli, "audit", "--log", d.AuditLog, "verify").CombinedOutput(); err != nil {
 		t.Errorf("audit verify: %v\n%s", err, out)
 	}
 

@@ -149,7 +149,7 @@ func TestE2EStdinApproval(t *testing.T) {
 	}
 
 	// The audit log has the hash and size, never the content.
-	log, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
+	log, err := os.ReadFile(d.AuditLog)
 	if err != nil {
 		t.Fatal(err)
 	}

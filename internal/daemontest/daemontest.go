@@ -32,6 +32,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -259,8 +260,9 @@ type Daemon struct {
 	Dir string
 	// Socket and ApproverSocket are the client and approver sockets.
 	Socket, ApproverSocket string
-	// ConfigPath is the configuration file.
-	ConfigPath string
+	// ConfigPath is the configuration file, and AuditLog the audit log it
+	// names (Config.AuditLog, by default Dir/audit.jsonl).
+	ConfigPath, AuditLog string
 	// Logs collects the daemon's output.
 	Logs *Buffer
 	// Cmd is the daemon's process, nil when not started by Start.
@@ -312,6 +314,7 @@ func Configure(t testing.TB, c Config) *Daemon {
 	d := &Daemon{
 		t:              t,
 		Dir:            dir,
+		AuditLog:       c.AuditLog,
 		Socket:         filepath.Join(dir, "run", "agent-sudo.sock"),
 		ApproverSocket: filepath.Join(dir, "run", "approver.sock"),
 		ConfigPath:     filepath.Join(dir, "config.toml"),
@@ -788,15 +791,23 @@ func (u *User) Command(name string, args ...string) *exec.Cmd {
 func (d *Daemon) PublicCLI() string {
 	d.t.Helper()
 	_, cli := Binaries(d.t)
-	dst := filepath.Join(d.Dir, "agent-sudo")
+	return d.PublicCopy(cli, "agent-sudo")
+}
+
+// PublicCopy returns a copy of the program at src, as Dir/name, that every
+// user can run; it is written once per daemon (testenv.WriteExecutable),
+// and later calls return it.
+func (d *Daemon) PublicCopy(src, name string) string {
+	d.t.Helper()
+	dst := filepath.Join(d.Dir, name)
 	if _, err := os.Stat(dst); err == nil {
 		return dst
 	}
-	src, err := os.ReadFile(cli)
+	b, err := os.ReadFile(src)
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	testenv.WriteExecutable(d.t, dst, src)
+	testenv.WriteExecutable(d.t, dst, b)
 	return dst
 }
 
@@ -852,4 +863,26 @@ func (m *Mark) Wait() {
 		}
 		m.t.Fatalf("no command reached the mark %s within 30s", m.path)
 	}
+}
+
+// AuditRecords returns the records of request id in d's audit log, in
+// order (every record when id is ""); a line that does not decode fails
+// the test.
+func (d *Daemon) AuditRecords(id string) []audit.Record {
+	d.t.Helper()
+	b, err := os.ReadFile(d.AuditLog)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	var out []audit.Record
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var r audit.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			d.t.Fatalf("audit line %q: %v", line, err)
+		}
+		if id == "" || r.ID == id {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -3,7 +3,6 @@ package loadgen_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +67,7 @@ func TestE2ELoadEveryRequestAnswered(t *testing.T) {
 
 	// Stopped, the daemon has written and synced every record.
 	d.Stop()
-	files, err := audit.Files(filepath.Join(d.Dir, "audit.jsonl"))
+	files, err := audit.Files(d.AuditLog)
 	if err != nil {
 		t.Fatal(err)
 	}

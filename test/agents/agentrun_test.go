@@ -107,7 +107,7 @@ func installShim(t *testing.T, cli, home string) string {
 // readAudit returns the audit log of the daemon d.
 func readAudit(t *testing.T, d *daemontest.Daemon) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
+	b, err := os.ReadFile(d.AuditLog)
 	if err != nil {
 		t.Fatal(err)
 	}

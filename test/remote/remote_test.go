@@ -18,7 +18,6 @@ package remote
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,7 +30,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
-	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
@@ -49,9 +47,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "remote test: bring lo up in the new network namespace: %v\n", err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	daemontest.RemoveBinaries()
-	os.Exit(code)
+	daemontest.Main(m)
 }
 
 // reexecInNetns runs this test binary again, with the same arguments, in a
@@ -338,24 +334,35 @@ func checkSSHSessions(t *testing.T, tm *tmuxtest.Session, cli string) {
 
 // stat is what a test reads from /proc/PID/stat.
 type stat struct {
-	ppid, session, ttyNr int
+	session, ttyNr int
 }
 
-// procStat reads pid's parent, session and controlling terminal.
+// procStat reads pid's session and controlling terminal.
 func procStat(t *testing.T, pid int) stat {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The fields after the command name, which ends at the last ')':
-	// state ppid pgrp session tty_nr.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 	var st stat
-	if _, err := fmt.Sscan(strings.Join([]string{f[1], f[3], f[4]}, " "), &st.ppid, &st.session, &st.ttyNr); err != nil {
-		t.Fatalf("/proc/%d/stat %q: %v", pid, b, err)
+	if _, err := fmt.Sscan(f[3]+" "+f[4], &st.session, &st.ttyNr); err != nil {
+		t.Fatalf("/proc/%d/stat %q: %v", pid, f, err)
 	}
 	return st
+}
+
+// statFields returns the fields of /proc/PID/stat after the command name,
+// which ends at the last ')': state ppid pgrp session tty_nr and on.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 5 {
+		return nil, fmt.Errorf("/proc/%d/stat %q: too few fields", pid, b)
+	}
+	return f, nil
 }
 
 // childrenRunning lists parent's children whose executable is exe.
@@ -371,13 +378,9 @@ func childrenRunning(t *testing.T, parent int, exe string) []int {
 		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || fmt.Sprint(pid) != e.Name() {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue // gone
-		}
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) < 2 || f[1] != fmt.Sprint(parent) {
-			continue
+		f, err := statFields(pid)
+		if err != nil || f[1] != fmt.Sprint(parent) {
+			continue // gone, or another's child
 		}
 		if path, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && path == exe {
 			pids = append(pids, pid)
@@ -394,16 +397,8 @@ var remoteConsole = regexp.MustCompile(`^console uid=0 tty=pipe:\[[0-9]+\] pid=[
 // request id as made by a console over ssh (remoteConsole).
 func wantRemoteConsole(t *testing.T, d *daemontest.Daemon, id string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(d.Dir, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var rec audit.Record
-		if err := json.Unmarshal(line, &rec); err != nil {
-			t.Fatalf("audit line %q: %v", line, err)
-		}
-		if rec.ID != id || rec.Decision == nil {
+	for _, rec := range d.AuditRecords(id) {
+		if rec.Decision == nil {
 			continue
 		}
 		if !remoteConsole.MatchString(rec.Decision.By) {
@@ -411,7 +406,7 @@ func wantRemoteConsole(t *testing.T, d *daemontest.Daemon, id string) {
 		}
 		return
 	}
-	t.Fatalf("the audit log has no decision on request %s:\n%s", id, b)
+	t.Fatalf("the audit log has no decision on request %s: %+v", id, d.AuditRecords(id))
 }
 
 // TestAgentOverSSHForwarding: an agent on "host B" reaches the daemon on
