@@ -279,3 +279,27 @@ func TestCgroupStaleNames(t *testing.T) {
 	}
 	res.Release()
 }
+
+// TestCgroupKilledOnce: after cgroup.kill was written nothing can enter the
+// cgroup, so a second kill writes nothing (here the file is gone, and a
+// write would fail).
+func TestCgroupKilledOnce(t *testing.T) {
+	dir := t.TempDir()
+	kill := dir + "/cgroup.kill"
+	if err := os.WriteFile(kill, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := &cgroup{dir: dir, hasKill: true}
+	if err := g.kill(); err != nil {
+		t.Fatalf("first kill: %v", err)
+	}
+	if b, _ := os.ReadFile(kill); string(b) != "1" {
+		t.Fatalf("cgroup.kill holds %q after the first kill, want 1", b)
+	}
+	if err := os.Remove(kill); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.kill(); err != nil {
+		t.Errorf("second kill: %v; want nothing written", err)
+	}
+}
