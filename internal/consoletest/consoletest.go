@@ -47,12 +47,13 @@ func PressAlone(tm *tmuxtest.Session, key string) {
 // Press presses key alone once the key guard has ended, and waits until
 // the screen shows want, which the key must bring about (it must not be on
 // the screen before). If the console discards the key instead (its discard
-// notice appears, or its count changes), Press presses again, at most five
+// notice appears, or its count rises), Press presses again, at most five
 // times in all, then fails the test. It returns the screen that shows want.
 //
 // Only a discard makes Press press again; a key that merely takes long to
 // act is waited for (up to the session's timeout), so that a key is never
-// pressed twice when once counted.
+// pressed twice when once counted. A notice that goes away (it expired, or
+// the key closed the screen that showed it) is not a discard.
 func Press(t testing.TB, tm *tmuxtest.Session, key, want string) string {
 	t.Helper()
 	for range attempts {
@@ -60,15 +61,24 @@ func Press(t testing.TB, tm *tmuxtest.Session, key, want string) string {
 		if strings.Contains(screen, want) {
 			t.Fatalf("Press(%s): the screen shows %q before the key is pressed, so it cannot tell that the key counted:\n%s", key, want, screen)
 		}
-		before := Discards(screen)
+		seen := Discards(screen)
 		PressAlone(tm, key)
+		discarded := false
 		screen = tm.Wait(func(s string) bool {
-			return strings.Contains(s, want) || Discards(s) != before
+			if strings.Contains(s, want) {
+				return true
+			}
+			// Each screen against the one captured before it: a
+			// notice that went away and came back is a discard.
+			n := Discards(s)
+			discarded = n > seen
+			seen = n
+			return discarded
 		}, "show "+strconv.Quote(want)+", or say that "+key+" was discarded")
-		if strings.Contains(screen, want) {
+		if !discarded {
 			return screen
 		}
-		t.Logf("the console discarded %s (a loaded machine delayed it); pressing it again", key)
+		t.Logf("the console discarded %s (a loaded machine delayed it); pressing it again. The screen:\n%s", key, screen)
 	}
 	t.Fatalf("the console discarded %s %d times", key, attempts)
 	return ""
