@@ -25,7 +25,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: help build test vet staticcheck unit mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest man agents-test remote-test
+.PHONY: help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest man agents-test remote-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,8 +33,8 @@ help: ## list the targets
 build: ## build bin/agent-sudod and bin/agent-sudo
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/agent-sudod ./cmd/agent-sudo
 
-test: ## vet, staticcheck and every test with the race detector, side by side
-	@$(MAKE) --no-print-directory --output-sync=target -j3 vet staticcheck unit
+test: ## vet, staticcheck and every test (race and norace), side by side
+	@$(MAKE) --no-print-directory --output-sync=target -j4 vet staticcheck race norace
 
 # The inspector tag adds the MCP Inspector check (make mcp-inspector), and
 # the remote tag the sshd tests (make remote-test), so that vet and
@@ -46,25 +46,34 @@ staticcheck: ## staticcheck (installed through the module proxy when missing)
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install $(STATICCHECK)
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck -tags inspector,remote ./...
 
+unit: ## every test: race and norace, side by side
+	@$(MAKE) --no-print-directory --output-sync=target -j2 race norace
+
 # The end-to-end tests mostly wait for processes, so more of them run at
-# once than there are cores (-parallel). The NORACE_TESTS crunch a large
-# input in one goroutine: they skip themselves under -race
-# (testenv.SkipUnderRace), where they took minutes and could find nothing,
-# and run here without it.
-NORACE_TESTS := ^(TestNothingActsWithoutALoneKey|TestRunLargeResponse|TestReadResponseFraming|TestReadLongLine)$$
-NORACE_PKGS  := ./internal/console ./client ./proto ./internal/audit
-# A program built with -race sleeps a second when it exits unless GORACE
-# says otherwise (atexit_sleep_ms=1000): every test binary would, and so
-# would each daemon and CLI the end-to-end tests start (daemontest.RaceEnv).
-# The end-to-end tests of several packages run agent-sudod and agent-sudo:
-# they are built once, with -race, for all of them (daemontest.BinDirEnv).
-unit: export GORACE ?= atexit_sleep_ms=0
-unit: ## go test -race ./... (unit and end-to-end), then the NORACE_TESTS without -race
+# once than there are cores (-parallel). A program built with -race sleeps
+# a second when it exits unless GORACE says otherwise (atexit_sleep_ms=1000):
+# every test binary would, and so would each daemon and CLI the end-to-end
+# tests start (daemontest.RaceEnv). The end-to-end tests of several packages
+# run agent-sudod and agent-sudo: they are built once, with -race, for all
+# of them (daemontest.BinDirEnv).
+race: export GORACE ?= atexit_sleep_ms=0
+race: ## go test -race ./... (unit and end-to-end)
 	@set -e; bindir=$$(mktemp -d); trap 'rm -rf "$$bindir"' EXIT; \
 	echo "$(GO) build -race -o $$bindir/ ./cmd/agent-sudod ./cmd/agent-sudo"; \
 	$(GO) build -race -o "$$bindir/" ./cmd/agent-sudod ./cmd/agent-sudo; \
 	echo "AGENT_SUDO_TEST_BINDIR=$$bindir $(GO) test -race -count=1 -parallel 4 -timeout 15m ./..."; \
 	AGENT_SUDO_TEST_BINDIR="$$bindir" $(GO) test -race -count=1 -parallel 4 -timeout 15m ./...
+
+# The NORACE_TESTS are volume tests: they crunch a large input in one
+# goroutine, or push tens of megabytes through the daemon to check a size
+# limit whose concurrency other tests check under -race with small inputs.
+# Under -race they skip themselves, or their large cases, or shrink
+# (testenv.SkipUnderRace, internal/daemon's hostileSize): the race detector
+# made them take minutes and could find nothing the other tests do not.
+# Here they run at full size without it.
+NORACE_TESTS := ^(TestNothingActsWithoutALoneKey|TestRunLargeResponse|TestReadResponseFraming|TestReadLongLine|TestApproverChannelFloodAndHugeGrants|TestE2ERefusedRequestsBounded|TestE2EExecution)$$
+NORACE_PKGS  := ./internal/console ./client ./proto ./internal/audit ./internal/daemon
+norace: ## the NORACE_TESTS, at full size, without -race
 	$(GO) test -count=1 -run '$(NORACE_TESTS)' $(NORACE_PKGS)
 
 mcp-inspector: ## run the MCP Inspector (fetched with npm on first use) against agent-sudo mcp; needs root and node >= 20

@@ -178,7 +178,7 @@ func causeError(events []inputEvent, act string, now time.Time) error {
 // TestNothingActsWithoutALoneKey runs the property over many random
 // scripts, with fixed seeds so that it is the same every run.
 func TestNothingActsWithoutALoneKey(t *testing.T) {
-	testenv.SkipUnderRace(t, "plays 200 random scripts against the model")
+	testenv.SkipUnderRace(t, "plays 200 random scripts against the model in one goroutine: nothing for the race detector to find")
 	runs := 200
 	if testing.Short() {
 		runs = 50

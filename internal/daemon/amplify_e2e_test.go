@@ -18,15 +18,16 @@ import (
 )
 
 // TestE2ERefusedRequestsBounded reproduces issue 10 M5's amplification over
-// the wire: hostile requests of about 1 MB, refused, sent in parallel. Each
-// must add a bounded number of bytes to the audit log and to the daemon's
-// log (its size, SHA-256 and a prefix are recorded, not the whole request).
+// the wire: hostile requests of about 1 MB (a tenth of that under -race:
+// hostileSize), refused, sent in parallel. Each must add a bounded number
+// of bytes to the audit log and to the daemon's log (its size, SHA-256 and
+// a prefix are recorded, not the whole request).
 func TestE2ERefusedRequestsBounded(t *testing.T) {
-	heavy(t) // it moves 18 MB through the daemon
-	// A generous read_timeout: 18 parallel 1 MB lines on a loaded machine
-	// with the race detector can take seconds to read.
+	heavy(t) // it moves 18 MB through the daemon (1.8 MB under -race)
+	// A generous read_timeout: 18 parallel lines of up to 1 MB on a loaded
+	// machine can take seconds to read.
 	d := daemontest.Start(t, daemontest.Config{ReadTimeout: "60s"})
-	big := strings.Repeat("A", 1000_000)
+	big := strings.Repeat("A", hostileSize())
 	kinds := map[string]func(id string) string{
 		// Refused when planned: no such program; the argument is huge.
 		"huge argument": func(id string) string {
@@ -86,7 +87,7 @@ func TestE2ERefusedRequestsBounded(t *testing.T) {
 	wg.Wait()
 	n := int64(len(lines))
 	if grew := sizeOf() - auditBefore; grew > n*16<<10 {
-		t.Errorf("audit log grew by %d bytes for %d refused requests of ~1 MB: more than 16 KiB each", grew, n)
+		t.Errorf("audit log grew by %d bytes for %d refused requests of %d bytes: more than 16 KiB each", grew, n, len(big))
 	}
 	if grew := len(d.Logs.String()) - logBefore; grew > int(n)*8<<10 {
 		t.Errorf("daemon log grew by %d bytes for %d refused requests: more than 8 KiB each", grew, n)

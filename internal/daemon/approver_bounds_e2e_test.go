@@ -45,21 +45,23 @@ func sendRaw(t *testing.T, socket, line string) (net.Conn, *bufio.Reader) {
 const maxAnnounce = approval.MaxInlineRequest + 64<<10
 
 // TestApproverChannelFloodAndHugeGrants: over the real daemon, 20 parallel
-// requests of about 1 MB withdrawn 0.3s later, then three session grants of
-// about 990 KB each (re-encoded to about 6 MB each, 18 MB together: more
-// than a console used to accept in one line), leave a console
-// connected and responsive: every pending, resolved and grants line it gets
-// is bounded, a large request's full text comes with a detail message and
+// requests of about 1 MB withdrawn once logged, then three session grants
+// of about 990 KB each (re-encoded to about 6 MB each, 18 MB together: more
+// than a console used to accept in one line), leave a console connected
+// and responsive: every pending, resolved and grants line it gets is
+// bounded, a large request's full text comes with a detail message and
 // hashes to the announced hash, and a console that connects afterwards gets
-// a bounded grants listing it can revoke from (issue 10 L1, L2).
+// a bounded grants listing it can revoke from (issue 10 L1, L2). Under
+// -race the requests are a tenth of that (hostileSize).
 func TestApproverChannelFloodAndHugeGrants(t *testing.T) {
 	daemontest.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("sends about 40 MB through the daemon; skipped with -short")
 	}
-	heavy(t) // it moves about 40 MB through the daemon
-	// Generous limits: 20 MB of requests take the daemon a while under the
-	// race detector on a loaded machine. Nothing here waits on time.
+	heavy(t) // it moves about 40 MB through the daemon (4 MB under -race)
+	size := hostileSize()
+	// Generous limits: megabytes of requests take the daemon a while under
+	// the race detector on a loaded machine. Nothing here waits on time.
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "5m", ReadTimeout: "60s"})
 	c := daemontest.Dial(t, d.ApproverSocket)
 	c.Timeout = 3 * time.Minute
@@ -69,7 +71,7 @@ func TestApproverChannelFloodAndHugeGrants(t *testing.T) {
 	for i := range 20 {
 		wg.Go(func() {
 			id := fmt.Sprintf("flood-%d", i)
-			conn, _ := sendRaw(t, d.Socket, rawRequest(id, 1_000_000, "x"))
+			conn, _ := sendRaw(t, d.Socket, rawRequest(id, size, "x"))
 			// Once the daemon has read the request and logged it, the
 			// agent gives up: withdrawn.
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -90,7 +92,7 @@ func TestApproverChannelFloodAndHugeGrants(t *testing.T) {
 			t.Errorf("%s line for %s is %d bytes; want at most %d", m.Type, m.ID, c.LastSize, maxAnnounce)
 		}
 		if m.Type == approval.MsgPending && strings.HasPrefix(m.ID, "flood-") && m.Summary == nil {
-			t.Errorf("pending %s of a 1 MB request came in full, not as a summary", m.ID)
+			t.Errorf("pending %s of a %d-byte request came in full, not as a summary", m.ID, size)
 		}
 		if m.Type == approval.MsgPending && m.ID == "after-flood" {
 			c.Send(approval.Message{Type: approval.MsgDecide, ID: m.ID, Hash: m.Hash, Decision: approval.AllowOnce})
@@ -104,19 +106,19 @@ func TestApproverChannelFloodAndHugeGrants(t *testing.T) {
 		t.Fatalf("after the flood: %+v", resp)
 	}
 
-	// Three session grants of about 990 KB each.
+	// Three session grants of about 990 KB each (99 KB under -race).
 	var gm approval.Message
 	grantsSize := 0
 	for i := range 3 {
 		id := fmt.Sprintf("grant-%d", i)
-		conn, rd := sendRaw(t, d.Socket, rawRequest(id, 990_000, "<"))
+		conn, rd := sendRaw(t, d.Socket, rawRequest(id, size*99/100, "<"))
 		p := c.Pending(id)
 		if p.Summary == nil || c.LastSize > maxAnnounce {
 			t.Fatalf("pending %s: summary %+v, %d bytes; want a bounded summary", id, p.Summary, c.LastSize)
 		}
 		c.Send(approval.Message{Type: approval.MsgDetail, ID: id, Hash: p.Hash})
 		det := c.NextOf(approval.MsgDetail)
-		if det.ID != id || det.Request == nil || len(det.Request.Pipeline) != 1 || len(det.Request.Pipeline[0][1]) != 990_000 {
+		if det.ID != id || det.Request == nil || len(det.Request.Pipeline) != 1 || len(det.Request.Pipeline[0][1]) != size*99/100 {
 			t.Fatalf("detail of %s: %+v", id, det)
 		}
 		// The console's check: what it will display hashes to the hash the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // The end-to-end tests start the real agent-sudod with daemontest and talk
@@ -26,6 +27,15 @@ import (
 // that work is CPU-bound, and two of them at once would only slow each
 // other and stretch their own deadlines (a response's write deadline grows
 // with its size, not with the machine's load).
+//
+// Those volume tests check bounds at the protocol's limits: a request of
+// 1 MB, an output of 16 MiB. Under the race detector every byte the daemon
+// copies or encodes costs ten times as much, and the size adds nothing for
+// it to find: under -race they send requests a tenth of the size
+// (hostileSize), which take the same paths (a summary instead of the
+// request, a prefix in the audit log), and the output past the cap is
+// skipped; make unit runs them again at full size without -race
+// (NORACE_TESTS in the Makefile).
 
 // heavyToken is held by the one heavy test that runs.
 var heavyToken = make(chan struct{}, 1)
@@ -37,6 +47,18 @@ func heavy(t *testing.T) {
 	t.Parallel()
 	heavyToken <- struct{}{}
 	t.Cleanup(func() { <-heavyToken })
+}
+
+// hostileSize is the size of the large hostile requests of the volume
+// tests: about the protocol's largest (proto.MaxRequestBytes) without the
+// race detector, a tenth of it under -race. Either is far above the
+// thresholds the tests check (approval.MaxInlineRequest, the audit log's
+// prefix).
+func hostileSize() int {
+	if testenv.Race {
+		return 100_000
+	}
+	return 1_000_000
 }
 
 // clientEnv makes the test binary act as a one-shot wire client instead of

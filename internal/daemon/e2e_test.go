@@ -18,11 +18,15 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
+// TestE2EExecution runs pipelines through the daemon in both exec modes.
+// Its case past the output cap moves two outputs of 20 MB per mode through
+// the daemon; it runs without -race only (see heavy).
 func TestE2EExecution(t *testing.T) {
-	heavy(t) // it moves 20 MB of output per mode through the daemon
+	heavy(t) // it moves 40 MB of output per mode through the daemon without -race
 	for _, mode := range []string{"direct", "sudo"} {
 		t.Run(mode, func(t *testing.T) {
 			if mode == "sudo" {
@@ -78,6 +82,7 @@ func TestE2EExecution(t *testing.T) {
 				}
 			})
 			t.Run("truncation flags and exit 0 past the cap", func(t *testing.T) {
+				testenv.SkipUnderRace(t, "moves two outputs of 20 MB through the daemon, each cut at the 16 MiB cap: the other cases check the same capture under -race")
 				resp := d.Run(&proto.Request{Pipeline: [][]string{
 					{"sh", "-c", "head -c 20000000 /dev/zero >&2"}, {"head", "-c", "20000000", "/dev/zero"},
 				}, Privileged: true})
@@ -571,10 +576,16 @@ match = ["sh", "**"]
 	}
 }
 
+// TestE2ELoad: 50 clients of the client library, with its defaults, each
+// sending requests one after another, all at once: every request is
+// answered, and with its own output (no answer goes to another
+// connection). The load itself (hundreds of clients, the connection
+// limits, the audit log and the daemon's descriptors after it) is
+// internal/loadgen's TestE2ELoadEveryRequestAnswered.
 func TestE2ELoad(t *testing.T) {
-	heavy(t) // it moves a thousand requests through the daemon
+	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
-	const clients, perClient = 50, 20
+	const clients, perClient = 50, 4
 	var wg sync.WaitGroup
 	errs := make(chan error, clients*perClient)
 	c := client.New(d.Socket)

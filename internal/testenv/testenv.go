@@ -49,14 +49,16 @@ func Slow(t testing.TB, why string) {
 }
 
 // SkipUnderRace skips the test when the tests run with the race detector;
-// why says what the test does. It is for tests of one goroutine crunching a
-// large input (tens of megabytes, thousands of scripts): the race detector
-// can find nothing there and makes them ten times slower. make unit runs
-// them again without it (NORACE_TESTS in the Makefile), so they still run
-// in every full run.
+// why says what the test does and why the race detector has nothing to
+// find there. It is for tests whose cost is volume (tens of megabytes,
+// thousands of scripts), which the race detector makes ten times slower:
+// one goroutine crunching a large input, or a size limit whose concurrency
+// other tests check under -race with small inputs. make unit runs them
+// again without it (NORACE_TESTS in the Makefile), so they still run in
+// every full run.
 func SkipUnderRace(t testing.TB, why string) {
 	t.Helper()
 	if Race {
-		t.Skipf("%s in one goroutine: nothing for the race detector to find; make unit runs it without -race", why)
+		t.Skipf("%s; make unit runs it without -race", why)
 	}
 }
