@@ -1,9 +1,14 @@
 package console
 
 import (
+	"io"
+	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
@@ -72,6 +77,46 @@ func TestClaimedHostDiffers(t *testing.T) {
 		h.pending(s)
 		h.wantView(tt.brief)
 		h.wantFull(tt.want)
+	}
+}
+
+// TestClaimedHostHighlighted: the line that says a claimed host is not the
+// daemon's is drawn in the warn style (bold yellow), on the first screen and
+// in the details; a claimed host that matches is not.
+func TestClaimedHostHighlighted(t *testing.T) {
+	for _, tt := range []struct {
+		claimed    string
+		highlights bool
+	}{{"prod-db-1", true}, {"vm", false}} {
+		h := newHarness(t, "")
+		r := lipgloss.NewRenderer(io.Discard)
+		r.SetColorProfile(termenv.ANSI)
+		h.m.cfg.renderer, h.m.st = r, newStyles(r)
+		h.update(tea.WindowSizeMsg{Width: 200, Height: 60})
+		warn, _, _ := strings.Cut(h.m.st.warn.Render("X"), "X")
+		if warn == "" {
+			t.Fatal("the warn style renders no escape under the ANSI profile")
+		}
+		s := shown("r1")
+		s.Host, s.DaemonHost = tt.claimed, "vm"
+		h.pending(s)
+		d := h.m.screen.(*decideScreen)
+		for _, full := range []bool{false, true} {
+			d.full = full
+			line := ""
+			for l := range strings.SplitSeq(h.m.View(), "\n") {
+				if plain := ansi.Strip(l); strings.Contains(plain, "host "+tt.claimed) || strings.Contains(plain, "host       "+tt.claimed) {
+					line = l
+					break
+				}
+			}
+			switch {
+			case line == "":
+				t.Errorf("claimed %s, details %v: no line shows the host", tt.claimed, full)
+			case strings.Contains(line, warn) != tt.highlights:
+				t.Errorf("claimed %s, details %v: highlighted %v, want %v: %q", tt.claimed, full, !tt.highlights, tt.highlights, line)
+			}
+		}
 	}
 }
 
