@@ -60,6 +60,9 @@ type serverSetup struct {
 	opts Options
 	// audit, when set, wraps the audit log the server writes to.
 	audit func(auditLog) auditLog
+	// procDir, when set, is the /proc the server reads peers'
+	// ancestry and containers from.
+	procDir string
 }
 
 // startServer builds a Server for setup and serves it until the test ends.
@@ -106,6 +109,9 @@ func newServer(t *testing.T, setup serverSetup) *testServer {
 	}
 	if setup.audit != nil {
 		ts.srv.audit = setup.audit(ts.srv.audit)
+	}
+	if setup.procDir != "" {
+		ts.srv.proc.Dir = setup.procDir
 	}
 	return ts
 }
