@@ -15,6 +15,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"golang.org/x/sys/unix"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 )
@@ -198,9 +199,13 @@ func run(ctx context.Context, daemons []Daemon, firsts []*opened, errs []error, 
 	// goroutines; one lock keeps their writes whole.
 	screen := &syncWriter{w: out}
 	var teaOut io.Writer = screen
+	var cols, rows int
 	if f, ok := out.(*os.File); ok {
 		// bubbletea finds the terminal (its size, raw mode) through Fd.
 		teaOut = &syncFile{syncWriter: screen, f: f}
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil {
+			cols, rows = int(ws.Col), int(ws.Row)
+		}
 	}
 	mux := DetectMultiplexer(opts.Proc, opts.PID, opts.Getenv)
 	desktop := resolveDesktop(opts.Desktop, mux, opts.Getenv)
@@ -218,6 +223,8 @@ func run(ctx context.Context, daemons []Daemon, firsts []*opened, errs []error, 
 		names[i] = d.Name
 	}
 	m := newModel(config{
+		cols:  cols,
+		rows:  rows,
 		now:   opts.Now,
 		guard: opts.Guard,
 		quiet: QuietWindow,

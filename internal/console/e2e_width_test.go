@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
+	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -47,55 +49,72 @@ var hostileRequests = []struct {
 // nothing); the command field, read back from its rows, is exactly the
 // command line, every character in order; the reason field reads back
 // exactly as the escaped reason; and only one row starts with "command".
+//
+// Each size has a terminal of its own, started at that size: a terminal
+// resized under the console rewraps the rows it holds (tmux marks them
+// wrapped), and a row the console later rewrites keeps that mark, so the
+// check that no row overflowed would see rows wrapped before the console
+// drew them.
 func TestE2EHostileWidthsInTmux(t *testing.T) {
 	t.Parallel()
-	d, tm := startConsoleE2E(t)
+	needE2E(t)
+	_, cli := daemontest.Binaries(t)
+	d := daemontest.Start(t, daemonConfig)
 	for _, size := range [][2]int{{40, 100}, {80, 45}, {132, 40}} {
 		cols, rows := size[0], size[1]
-		tm.Resize(cols, rows)
-		// The console has seen the new size when its separator spans it.
-		separator := "\n" + strings.Repeat("-", cols-1) + "\n"
-		tm.WaitFor(separator)
-		for _, tt := range hostileRequests {
-			r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", tt.arg}}, Reason: tt.reason, Session: "e2e"})
-			line, _ := termtext.CommandLine([][]string{{"bash", "-c", tt.arg}})
-			var parts []string
-			for _, p := range strings.Split(tt.reason, "\n") {
-				e, _ := termtext.Escape(p)
-				parts = append(parts, e)
-			}
-			reason := strings.Join(parts, "\n")
-			screen := tm.Wait(func(s string) bool {
-				// The prompt is drawn after the body: the frame is complete.
-				return fieldReadsAs(s, "command", line, false) && strings.Contains(s, "> Deny") && strings.Contains(s, separator)
-			}, "show the whole command line and the prompt")
-			where := fmt.Sprintf("%s at %dx%d", tt.name, cols, rows)
-			// One tmux command line: the pane cannot change in between.
-			both := tm.Run("capture-pane", "-p", "-t", tm.Name, ";", "capture-pane", "-p", "-J", "-t", tm.Name)
-			if rows, joined := tmuxRows(both); !slices.Equal(rows[:len(rows)/2], joined) {
-				t.Errorf("%s: a row overflowed and tmux wrapped it:\n%s", where, both)
-			}
-			lines := strings.Split(screen, "\n")
-			if !strings.HasPrefix(lines[0], "agent-sudo approve · ") {
-				t.Errorf("%s: the header is not on the first row:\n%s", where, screen)
-			}
-			if parts, _ := screenField(screen, "reason"); parts == nil && !strings.Contains(screen, "PgUp/PgDn)") && !strings.Contains(screen, "PgUp/PgDn scroll --") {
-				t.Errorf("%s: no reason on screen, and no scroll indicator:\n%s", where, screen)
-			} else if parts != nil && !fieldReadsAs(screen, "reason", reason, true) {
-				t.Errorf("%s: the reason field does not read as\n%q\nscreen:\n%s", where, reason, screen)
-			}
-			if n := strings.Count("\n"+screen, "\ncommand"); n != 1 {
-				t.Errorf("%s: %d rows start with \"command\":\n%s", where, n, screen)
-			}
-			if t.Failed() {
-				t.Logf("%s: the screen:\n%s", where, screen)
-				r.Cancel()
-				return
-			}
-			// The client gives up; the console drops the request.
-			r.Cancel()
-			tm.WaitFor("waiting for requests…")
+		t.Run(fmt.Sprintf("%dx%d", cols, rows), func(t *testing.T) {
+			hostileWidthsAt(t, d, cli, cols, rows)
+		})
+	}
+}
+
+// hostileWidthsAt is TestE2EHostileWidthsInTmux at one terminal size, with
+// a console of its own, which is gone when it returns.
+func hostileWidthsAt(t *testing.T, d *daemontest.Daemon, cli string, cols, rows int) {
+	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket), Cols: cols, Rows: rows})
+	// The console has drawn at this size when its separator spans it.
+	separator := "\n" + strings.Repeat("-", cols-1) + "\n"
+	tm.WaitFor("waiting for requests…")
+	tm.WaitFor(separator)
+	for _, tt := range hostileRequests {
+		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", tt.arg}}, Reason: tt.reason, Session: "e2e"})
+		line, _ := termtext.CommandLine([][]string{{"bash", "-c", tt.arg}})
+		var parts []string
+		for _, p := range strings.Split(tt.reason, "\n") {
+			e, _ := termtext.Escape(p)
+			parts = append(parts, e)
 		}
+		reason := strings.Join(parts, "\n")
+		screen := tm.Wait(func(s string) bool {
+			// The prompt is drawn after the body: the frame is complete.
+			return fieldReadsAs(s, "command", line, false) && strings.Contains(s, "> Deny") && strings.Contains(s, separator)
+		}, "show the whole command line and the prompt")
+		where := fmt.Sprintf("%s at %dx%d", tt.name, cols, rows)
+		// One tmux command line: the pane cannot change in between.
+		both := tm.Run("capture-pane", "-p", "-t", tm.Name, ";", "capture-pane", "-p", "-J", "-t", tm.Name)
+		if rows, joined := tmuxRows(both); !slices.Equal(rows[:len(rows)/2], joined) {
+			t.Errorf("%s: a row overflowed and tmux wrapped it:\n%s", where, both)
+		}
+		lines := strings.Split(screen, "\n")
+		if !strings.HasPrefix(lines[0], "agent-sudo approve · ") {
+			t.Errorf("%s: the header is not on the first row:\n%s", where, screen)
+		}
+		if parts, _ := screenField(screen, "reason"); parts == nil && !strings.Contains(screen, "PgUp/PgDn)") && !strings.Contains(screen, "PgUp/PgDn scroll --") {
+			t.Errorf("%s: no reason on screen, and no scroll indicator:\n%s", where, screen)
+		} else if parts != nil && !fieldReadsAs(screen, "reason", reason, true) {
+			t.Errorf("%s: the reason field does not read as\n%q\nscreen:\n%s", where, reason, screen)
+		}
+		if n := strings.Count("\n"+screen, "\ncommand"); n != 1 {
+			t.Errorf("%s: %d rows start with \"command\":\n%s", where, n, screen)
+		}
+		if t.Failed() {
+			t.Logf("%s: the screen:\n%s", where, screen)
+			r.Cancel()
+			return
+		}
+		// The client gives up; the console drops the request.
+		r.Cancel()
+		tm.WaitFor("waiting for requests…")
 	}
 }
 

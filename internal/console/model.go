@@ -48,8 +48,13 @@ type (
 // config is what the model needs from its surroundings; Run fills it in and
 // tests replace the clock, the connection and the bell.
 type config struct {
-	now   func() time.Time
-	guard time.Duration
+	// cols and rows are the terminal's size when the console starts, from
+	// the terminal itself; 80x24 when zero. The first frame is drawn
+	// before bubbletea's first WindowSizeMsg: drawn for a wider terminal
+	// than the real one, its rows would wrap there.
+	cols, rows int
+	now        func() time.Time
+	guard      time.Duration
 	// quiet is the quiet window around a key that acts (QuietWindow).
 	quiet time.Duration
 	// after returns a command that delivers msg after d (tea.Tick).
@@ -219,6 +224,9 @@ func newModel(cfg config) *model {
 	}
 	m := &model{cfg: cfg, st: newStyles(cfg.renderer), keymap: newKeyMap(), width: defaultCols, height: defaultRows,
 		daemons: newDaemonStates(cfg.daemons, cfg.version)}
+	if cfg.cols > 0 && cfg.rows > 0 {
+		m.width, m.height = cfg.cols, cfg.rows
+	}
 	m.screen = newDecideScreen(m)
 	return m
 }
