@@ -50,7 +50,10 @@ unit: ## every test: race and norace, side by side
 	@$(MAKE) --no-print-directory --output-sync=target -j2 race norace
 
 # The end-to-end tests mostly wait for processes, so more of them run at
-# once than there are cores (-parallel). A program built with -race sleeps
+# once than there are cores (-parallel), and three packages' tests at once
+# (-p; the default is the number of cores): the console's and the runner's
+# spend most of their time waiting for a screen or a process. A program
+# built with -race sleeps
 # a second when it exits unless GORACE says otherwise (atexit_sleep_ms=1000):
 # every test binary would, and so would each daemon and CLI the end-to-end
 # tests start (daemontest.RaceEnv). The end-to-end tests of several packages
@@ -61,8 +64,8 @@ race: ## go test -race ./... (unit and end-to-end)
 	@set -e; bindir=$$(mktemp -d); trap 'rm -rf "$$bindir"' EXIT; \
 	echo "$(GO) build -race -o $$bindir/ ./cmd/agent-sudod ./cmd/agent-sudo"; \
 	$(GO) build -race -o "$$bindir/" ./cmd/agent-sudod ./cmd/agent-sudo; \
-	echo "AGENT_SUDO_TEST_BINDIR=$$bindir $(GO) test -race -count=1 -parallel 4 -timeout 15m ./..."; \
-	AGENT_SUDO_TEST_BINDIR="$$bindir" $(GO) test -race -count=1 -parallel 4 -timeout 15m ./...
+	echo "AGENT_SUDO_TEST_BINDIR=$$bindir $(GO) test -race -count=1 -p 3 -parallel 4 -timeout 15m ./..."; \
+	AGENT_SUDO_TEST_BINDIR="$$bindir" $(GO) test -race -count=1 -p 3 -parallel 4 -timeout 15m ./...
 
 # The NORACE_TESTS are volume tests: they crunch a large input in one
 # goroutine, or push tens of megabytes through the daemon to check a size
