@@ -203,9 +203,7 @@ func run(ctx context.Context, daemons []Daemon, firsts []*opened, errs []error, 
 	if f, ok := out.(*os.File); ok {
 		// bubbletea finds the terminal (its size, raw mode) through Fd.
 		teaOut = &syncFile{syncWriter: screen, f: f}
-		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil {
-			cols, rows = int(ws.Col), int(ws.Row)
-		}
+		cols, rows = terminalSize(f)
 	}
 	mux := DetectMultiplexer(opts.Proc, opts.PID, opts.Getenv)
 	desktop := resolveDesktop(opts.Desktop, mux, opts.Getenv)
@@ -319,3 +317,14 @@ type syncFile struct {
 func (s *syncFile) Read(p []byte) (int, error) { return s.f.Read(p) }
 func (s *syncFile) Close() error               { return nil }
 func (s *syncFile) Fd() uintptr                { return s.f.Fd() }
+
+// terminalSize is the size of the terminal f, or 0, 0 when f is not a
+// terminal. The model starts at it: bubbletea draws the first frame before
+// its first WindowSizeMsg.
+func terminalSize(f *os.File) (cols, rows int) {
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0, 0
+	}
+	return int(ws.Col), int(ws.Row)
+}

@@ -1,0 +1,69 @@
+package console
+
+import (
+	"io"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"golang.org/x/sys/unix"
+)
+
+// openPty opens a new pseudo-terminal of cols×rows and returns its
+// terminal side, closed when the test ends.
+func openPty(t *testing.T, cols, rows uint16) *os.File {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlock the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("the pseudo-terminal's number: %v", err)
+	}
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Col: cols, Row: rows}); err != nil {
+		t.Fatalf("set the size: %v", err)
+	}
+	tty, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open the terminal side: %v", err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return tty
+}
+
+// TestFirstFrameFitsTheTerminal: the console's first frame, drawn before
+// bubbletea reports the terminal's size, is drawn at the terminal's real
+// size (read from the terminal), not at 80×24: in a narrower terminal it
+// would wrap. A file that is not a terminal gives no size, and the model
+// keeps 80×24.
+func TestFirstFrameFitsTheTerminal(t *testing.T) {
+	tty := openPty(t, 40, 12)
+	cols, rows := terminalSize(tty)
+	if cols != 40 || rows != 12 {
+		t.Fatalf("terminalSize = %dx%d, want 40x12", cols, rows)
+	}
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(termenv.Ascii)
+	m := newModel(config{cols: cols, rows: rows, renderer: r, version: "test"})
+	checkFits(t, "the first frame", 40, m.View())
+
+	f, err := os.CreateTemp(t.TempDir(), "not-a-terminal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if cols, rows := terminalSize(f); cols != 0 || rows != 0 {
+		t.Errorf("terminalSize of a plain file = %dx%d, want 0x0", cols, rows)
+	}
+	if m := newModel(config{renderer: r}); m.width != defaultCols || m.height != defaultRows {
+		t.Errorf("without a size the model is %dx%d, want %dx%d", m.width, m.height, defaultCols, defaultRows)
+	}
+}
