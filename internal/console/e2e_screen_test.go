@@ -12,7 +12,6 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
-	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -27,7 +26,6 @@ import (
 func TestE2EFirstScreenAt80x24InTmux(t *testing.T) {
 	t.Parallel()
 	needE2E(t)
-	_, cli := daemontest.Binaries(t)
 	cfg := daemonConfig
 	cfg.Rules = `
 [[rule]]
@@ -37,8 +35,7 @@ match = ["echo", "**"]
 env = ["LANG", "LC_ALL"]
 `
 	d := daemontest.Start(t, cfg)
-	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket), Cols: 80, Rows: 24})
-	tm.WaitFor("waiting for requests…")
+	tm := startApprove(t, d, 80, 24)
 
 	// Three notices: three requests whose clients give up.
 	for i := range 3 {

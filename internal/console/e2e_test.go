@@ -316,11 +316,19 @@ func needE2E(t *testing.T) {
 func startConsoleE2E(t *testing.T) (*daemontest.Daemon, *tmuxtest.Session) {
 	t.Helper()
 	needE2E(t)
-	_, cli := daemontest.Binaries(t)
 	d := daemontest.Start(t, daemonConfig)
-	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket)})
+	return d, startApprove(t, d, 0, 0)
+}
+
+// startApprove runs "agent-sudo approve" for d in a tmux session of
+// cols×rows (tmuxtest's default size when zero), and waits for its idle
+// screen.
+func startApprove(t *testing.T, d *daemontest.Daemon, cols, rows int) *tmuxtest.Session {
+	t.Helper()
+	_, cli := daemontest.Binaries(t)
+	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket), Cols: cols, Rows: rows})
 	tm.WaitFor("waiting for requests…")
-	return d, tm
+	return tm
 }
 
 // TestE2EApproveSeveralDaemonsReconnects: one "agent-sudo approve" serves

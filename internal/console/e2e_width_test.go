@@ -8,7 +8,6 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
-	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -58,23 +57,21 @@ var hostileRequests = []struct {
 func TestE2EHostileWidthsInTmux(t *testing.T) {
 	t.Parallel()
 	needE2E(t)
-	_, cli := daemontest.Binaries(t)
 	d := daemontest.Start(t, daemonConfig)
 	for _, size := range [][2]int{{40, 100}, {80, 45}, {132, 40}} {
 		cols, rows := size[0], size[1]
 		t.Run(fmt.Sprintf("%dx%d", cols, rows), func(t *testing.T) {
-			hostileWidthsAt(t, d, cli, cols, rows)
+			hostileWidthsAt(t, d, cols, rows)
 		})
 	}
 }
 
 // hostileWidthsAt is TestE2EHostileWidthsInTmux at one terminal size, with
 // a console of its own, which is gone when it returns.
-func hostileWidthsAt(t *testing.T, d *daemontest.Daemon, cli string, cols, rows int) {
-	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket), Cols: cols, Rows: rows})
+func hostileWidthsAt(t *testing.T, d *daemontest.Daemon, cols, rows int) {
+	tm := startApprove(t, d, cols, rows)
 	// The console has drawn at this size when its separator spans it.
 	separator := "\n" + strings.Repeat("-", cols-1) + "\n"
-	tm.WaitFor("waiting for requests…")
 	tm.WaitFor(separator)
 	for _, tt := range hostileRequests {
 		r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", tt.arg}}, Reason: tt.reason, Session: "e2e"})

@@ -44,10 +44,8 @@ func TestE2EWritableProgramWarnedInTmux(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 
-	_, cli := daemontest.Binaries(t)
 	d := daemontest.Start(t, daemonConfig)
-	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s approve --approver-socket %s", cli, d.ApproverSocket)})
-	tm.WaitFor("waiting for requests…")
+	tm := startApprove(t, d, 0, 0)
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{{agent + "/apt-get", "update"}}, Session: "e2e", Cwd: agent + "/proj"})
 	screen := tm.WaitFor("NOT ROOT-ONLY")
 	for _, want := range []string{
