@@ -803,11 +803,7 @@ func (d *Daemon) PublicCopy(src, name string) string {
 	if _, err := os.Stat(dst); err == nil {
 		return dst
 	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	testenv.WriteExecutable(d.t, dst, b)
+	testenv.CopyExecutable(d.t, src, dst)
 	return dst
 }
 

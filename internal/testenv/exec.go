@@ -23,6 +23,17 @@ func WriteExecutable(t testing.TB, path string, data []byte) {
 	}
 }
 
+// CopyExecutable copies the program at src to dst with WriteExecutable,
+// and fails the test if it cannot.
+func CopyExecutable(t testing.TB, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("read the program to copy: %v", err)
+	}
+	WriteExecutable(t, dst, data)
+}
+
 // PublicCopy copies the program at src into a new directory under parent
 // (the system's temporary directory when parent is ""), which every user
 // can enter, as name, which every user can run, and returns the copy's
@@ -30,10 +41,6 @@ func WriteExecutable(t testing.TB, path string, data []byte) {
 // program as another user, when src lies where only root can reach it.
 func PublicCopy(t testing.TB, parent, src, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatalf("read the program to copy: %v", err)
-	}
 	dir, err := os.MkdirTemp(parent, "public")
 	if err != nil {
 		t.Fatalf("a directory for %s: %v", name, err)
@@ -43,6 +50,6 @@ func PublicCopy(t testing.TB, parent, src, name string) string {
 		t.Fatalf("open %s to every user: %v", dir, err)
 	}
 	path := filepath.Join(dir, name)
-	WriteExecutable(t, path, data)
+	CopyExecutable(t, src, path)
 	return path
 }
