@@ -36,9 +36,12 @@
 //     a request's program, runner.Resolve): a program the agent could
 //     rewrite would run the agent's code as notify_user.
 //   - It runs as notify_user (default "nobody", never root), with its
-//     supplementary groups, in a new process group, with "/" as working
-//     directory, stdin from /dev/null and a clean environment ([Env]):
-//     nothing of the daemon's environment or the request's reaches it.
+//     supplementary groups, started by package spawn's policy: a session
+//     of its own without a controlling terminal (it cannot reach the
+//     terminal of agent-sudod --tty), descriptors 0-2 only (stdin from
+//     /dev/null), "/" as working directory and HOME, and a clean
+//     environment ([Env]): nothing of the daemon's environment or the
+//     request's reaches it.
 //
 // # Never blocking, never deciding
 //

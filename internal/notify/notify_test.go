@@ -233,17 +233,14 @@ printf '%s\0' "$@" > "$out/argv"
 	if gs := strings.Fields(ids[2]); slices.Contains(gs, "0") {
 		t.Errorf("groups %q include root's", gs)
 	}
-	home := nobody.HomeDir
-	if home == "" {
-		home = "/"
-	}
 	env := readLines(t, filepath.Join(out, "env"))
 	// sh adds PWD (and may add SHLVL, OLDPWD, _) itself.
 	env = slices.DeleteFunc(env, func(l string) bool {
 		return strings.HasPrefix(l, "PWD=") || strings.HasPrefix(l, "SHLVL=") || strings.HasPrefix(l, "OLDPWD=") || strings.HasPrefix(l, "_=")
 	})
 	slices.Sort(env)
-	want := []string{"HOME=" + home, "LANG=C.UTF-8", "LOGNAME=nobody", "PATH=/usr/bin:/bin", "USER=nobody"}
+	// HOME is "/", never the user's home, whose dotfiles may be the agent's.
+	want := []string{"HOME=/", "LANG=C.UTF-8", "LOGNAME=nobody", "PATH=/usr/bin:/bin", "USER=nobody"}
 	if !slices.Equal(env, want) {
 		t.Errorf("environment = %q, want %q", env, want)
 	}
@@ -417,7 +414,8 @@ func TestEnvDesktopSession(t *testing.T) {
 	base := t.TempDir()
 	uid := uint32(os.Getuid())
 	tg := runner.Target{Name: "alice", UID: uid, Home: "/home/alice"}
-	plain := []string{"PATH=/usr/bin:/bin", "HOME=/home/alice", "USER=alice", "LOGNAME=alice", "LANG=C.UTF-8"}
+	// No HOME: package spawn sets HOME=/ whatever the user's home is.
+	plain := []string{"PATH=/usr/bin:/bin", "USER=alice", "LOGNAME=alice", "LANG=C.UTF-8"}
 	if got := envIn(base, tg, "/usr/bin:/bin"); !slices.Equal(got, plain) {
 		t.Errorf("without a runtime directory: %q, want %q", got, plain)
 	}
@@ -455,11 +453,6 @@ func TestEnvDesktopSession(t *testing.T) {
 	if got := envIn(base, other, "/usr/bin:/bin"); !slices.Equal(got, plain) {
 		t.Errorf("with a runtime directory owned by someone else: %q, want %q", got, plain)
 	}
-	// No home directory: HOME=/.
-	tg.Home = ""
-	if got := envIn(base+"/none", tg, "/p"); got[1] != "HOME=/" {
-		t.Errorf("without a home directory: %q, want HOME=/", got)
-	}
 }
 
 // TestFailureLogged: a notifier that fails is logged with its exit status
@@ -481,5 +474,47 @@ func TestFailureLogged(t *testing.T) {
 	}
 	if strings.ContainsRune(line, 0x1b) {
 		t.Errorf("log line %q holds a raw ESC", line)
+	}
+}
+
+// TestSpawnPolicy: a notifier is started by package spawn's policy. It
+// leads a session of its own, so it has no controlling terminal (tty_nr 0
+// in /proc/self/stat, /dev/tty cannot be opened); it holds exactly
+// descriptors 0, 1 and 2, stdin being /dev/null, even when the daemon holds
+// a descriptor without close-on-exec; HOME and its working directory are
+// "/". (Under agent-sudod --tty: TestE2ENotifierCannotReachTheConsole.)
+func TestSpawnPolicy(t *testing.T) {
+	_, out := trustedDir(t)
+	// A descriptor without close-on-exec, as a library may open one (an
+	// epoll descriptor of a terminal reader) or as systemd passes a socket.
+	syscall.ForkLock.Lock()
+	leak, err := syscall.Open("/dev/null", syscall.O_RDONLY, 0)
+	syscall.ForkLock.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(leak) })
+	// sh -c: no script file held open by the shell. No braces: they would
+	// be placeholders.
+	probe := `out="$1"; fds=""
+for n in $(seq 0 255); do [ -e /proc/$$/fd/$n ] && fds="$fds$n "; done
+tty=$(cut -d' ' -f7 /proc/$$/stat); sid=$(ps -o sid= -p $$ | tr -d ' ')
+if sh -c ': < /dev/tty' 2>/dev/null; then devtty=opened; else devtty=refused; fi
+printf '%s\n' "$$" "$sid" "$tty" "$devtty" "$fds" "$(readlink /proc/$$/fd/0)" "$HOME" "$(pwd)" > "$out/probe"`
+	s, err := Prepare([][]string{{"/bin/sh", "-c", probe, "sh", out}}, "nobody", time.Minute, "/usr/bin:/bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	r := NewRunner(slog.New(rec))
+	r.Start(t.Context(), s, Values{ID: "probe"})
+	r.Wait()
+	if strings.Contains(strings.Join(rec.lines, "\n"), "notifier failed") {
+		t.Fatalf("the notifier failed: %q", rec.lines)
+	}
+	got := readLines(t, filepath.Join(out, "probe"))
+	want := []string{got[0], got[0], "0", "refused", "0 1 2 ", "/dev/null", "/", "/"}
+	if !slices.Equal(got, want) {
+		t.Errorf("pid, session, tty_nr, /dev/tty, descriptors, stdin, HOME, cwd = %q;\nwant %q: a session of its own without a terminal, descriptors 0 1 2 only (the daemon's fd %d without close-on-exec not among them)", got, want, leak)
 	}
 }

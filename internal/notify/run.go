@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/runner"
+	"github.com/agent-sudo/agent-sudo/internal/spawn"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
@@ -94,7 +94,7 @@ func Prepare(cmds [][]string, user string, timeout time.Duration, securePath str
 }
 
 // Env returns the environment a notifier gets when it runs as t, with path
-// as PATH: exactly PATH, HOME (t's home, or "/" when it has none), USER,
+// as PATH, besides HOME=/ which package spawn sets: exactly PATH, USER,
 // LOGNAME, LANG=C.UTF-8 and, when /run/user/UID is a directory t owns,
 // XDG_RUNTIME_DIR set to it and, when it holds a socket named bus,
 // DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/UID/bus (so that
@@ -103,11 +103,7 @@ func Env(t runner.Target, path string) []string { return envIn("/run/user", t, p
 
 // envIn is Env with runUser in place of /run/user.
 func envIn(runUser string, t runner.Target, path string) []string {
-	home := t.Home
-	if home == "" {
-		home = "/"
-	}
-	env := []string{"PATH=" + path, "HOME=" + home, "USER=" + t.Name, "LOGNAME=" + t.Name, "LANG=C.UTF-8"}
+	env := []string{"PATH=" + path, "USER=" + t.Name, "LOGNAME=" + t.Name, "LANG=C.UTF-8"}
 	dir := runUser + "/" + strconv.FormatUint(uint64(t.UID), 10)
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
@@ -173,24 +169,14 @@ func (r *Runner) Wait() { r.wg.Wait() }
 func (r *Runner) run(ctx context.Context, log *slog.Logger, s *Set, path string, argv []string) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path)
-	cmd.Args = argv
-	cmd.Env = Env(s.target, s.path)
-	cmd.Dir = "/"
 	out := &capped{max: MaxOutput}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,
-		Pdeathsig: syscall.SIGKILL,
-		Credential: &syscall.Credential{
-			Uid: s.target.UID, Gid: s.target.GID, Groups: s.target.Groups,
-		},
-	}
-	// The whole process group is killed, not only the notifier: a curl
-	// started by a script must not outlive it.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = waitDelay
-	err := cmd.Run()
+	err := spawn.Run(ctx, spawn.Cmd{
+		Path: path, Args: argv,
+		UID: s.target.UID, GID: s.target.GID, Groups: s.target.Groups,
+		Env:       Env(s.target, s.path),
+		Output:    out,
+		WaitDelay: waitDelay,
+	})
 	switch {
 	case err == nil:
 		log.Debug("notifier ran")

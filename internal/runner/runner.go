@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sudo/agent-sudo/internal/spawn"
 	"github.com/agent-sudo/agent-sudo/internal/sysfile"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -652,7 +653,7 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 	// Descriptors a library opened without close-on-exec (an epoll
 	// descriptor of the terminal reader, say) would otherwise leak into
 	// every stage.
-	markCloseOnExec()
+	spawn.MarkCloseOnExec()
 	files := stdio[:]
 	var prog string
 	var argv []string
@@ -777,28 +778,6 @@ func sameFile(path string, f *File) error {
 		return fmt.Errorf("the program %s is no longer the approved file; not running it", path)
 	}
 	return nil
-}
-
-// markCloseOnExec sets close-on-exec on every descriptor of the daemon from
-// 3 up. Go's own descriptors already have it; this catches those a library
-// created without it. Descriptors handed to a child in ProcAttr.Files are
-// still passed: the child dup2s them into place, which clears the flag.
-func markCloseOnExec() {
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
-		return
-	}
-	// Kernels before 5.11: one descriptor at a time.
-	d, err := os.Open("/proc/self/fd")
-	if err != nil {
-		return
-	}
-	names, _ := d.Readdirnames(-1)
-	_ = d.Close()
-	for _, n := range names {
-		if fd, err := strconv.Atoi(n); err == nil && fd > 2 {
-			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
-		}
-	}
 }
 
 // watchExits returns a channel that is closed once every stage has exited.
