@@ -351,7 +351,7 @@ func ruleTables(data []byte) []map[string]any {
 }
 
 // notifyShape refuses a notify written as one flat list of strings, such
-// as notify = ["/usr/bin/notify-send", "{command}"], with a message that
+// as notify = ["/usr/bin/notify-send", "command: {command}"], with a message that
 // shows the shape wanted: the decoder's own error would only say the types
 // differ. Any other problem is left to the decoder.
 func notifyShape(data []byte) error {
@@ -368,7 +368,7 @@ func notifyShape(data []byte) error {
 	for i, v := range list {
 		if _, ok := v.(string); ok {
 			return fmt.Errorf("notify: element %d is a string; notify is a list of notifiers, each a list of strings, so one notifier is written "+
-				"notify = [[\"/usr/bin/notify-send\", \"agent-sudo: {session} asks\", \"{command}\"]] (two pairs of brackets)", i)
+				"notify = [[\"/usr/bin/notify-send\", \"agent-sudo: {session} asks\", \"command: {command}\"]] (two pairs of brackets)", i)
 		}
 	}
 	return nil

@@ -206,3 +206,31 @@ func TestDocsWorkedExamples(t *testing.T) {
 		}
 	})
 }
+
+// TestDocsNotifierExamples: every notifier example in docs/config.md's
+// "Notifiers" section loads, so none teaches a placement of a placeholder
+// that the loader refuses as unsafe (notify.Check).
+func TestDocsNotifierExamples(t *testing.T) {
+	sec := docSection(t, "### Notifiers")
+	n := 0
+	for rest := sec; ; n++ {
+		_, after, ok := strings.Cut(rest, "```toml\n")
+		if !ok {
+			break
+		}
+		block, tail, ok := strings.Cut(after, "```")
+		if !ok {
+			t.Fatal("docs/config.md: an unclosed toml block in Notifiers")
+		}
+		rest = tail
+		c, err := config.Parse([]byte(block))
+		if err != nil {
+			t.Errorf("notifier example %d of docs/config.md does not load: %v\n%s", n+1, err, block)
+		} else if len(c.Notify) == 0 {
+			t.Errorf("notifier example %d of docs/config.md lists no notifier:\n%s", n+1, block)
+		}
+	}
+	if n < 2 {
+		t.Errorf("docs/config.md's Notifiers section has %d toml blocks, want the ntfy and the desktop examples", n)
+	}
+}

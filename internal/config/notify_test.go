@@ -17,8 +17,25 @@ func TestNotifyKeys(t *testing.T) {
 	refused := []struct {
 		name, content, want string
 	}{
-		{"flat list", `notify = ["/usr/bin/notify-send", "{command}"]`,
-			`notify: element 0 is a string; notify is a list of notifiers, each a list of strings, so one notifier is written notify = [["/usr/bin/notify-send", "agent-sudo: {session} asks", "{command}"]] (two pairs of brackets)`},
+		{"flat list", `notify = ["/usr/bin/notify-send", "command: {command}"]`,
+			`notify: element 0 is a string; notify is a list of notifiers, each a list of strings, so one notifier is written notify = [["/usr/bin/notify-send", "agent-sudo: {session} asks", "command: {command}"]] (two pairs of brackets)`},
+		// Where a placeholder may be (notify.checkPlacement): nowhere the
+		// agent's value could be read as an option or a file reference.
+		{"placeholder starts an argument", `notify = [["/usr/bin/notify-send", "agent-sudo", "{command}"]]`,
+			`notify[0][2]: {command} starts the argument, so the agent's value could be read as an option (-x) or a file (@file); put fixed text before it, e.g. "command: {command}"`},
+		{"placeholder in an option", `notify = [["/usr/bin/notify-send", "--app-name={session}", "x"]]`,
+			`notify[0][1]: --app-name={session} holds {session} in an option ("--app-name="), where the agent's value could become the option's or a file's name`},
+		{"placeholder attached to a short option", `notify = [["/usr/bin/curl", "-d{reason}", "https://x"]]`, `notify[0][1]: -d{reason} holds {reason} in an option ("-d")`},
+		{"file reference", `notify = [["/usr/bin/curl", "-d", "@/tmp/{session}", "https://x"]]`,
+			`notify[0][2]: @/tmp/{session} starts with "@", a file reference, and holds {session}: the agent would choose the file`},
+		{"curl --data-urlencode without =", `notify = [["/usr/bin/curl", "--data-urlencode", "reason: {reason}", "https://x"]]`,
+			`notify[0][2]: curl's --data-urlencode reads a file when its value holds an '@' before any '=', and {reason} may hold one; write a '=' before it`},
+		{"curl --url-query without =", `notify = [["/usr/bin/curl", "--url-query", "q{reason}", "https://x"]]`, `notify[0][2]: curl's --url-query reads a file`},
+		{"curl -F", `notify = [["/usr/bin/curl", "-F", "m={reason}", "https://x"]]`,
+			`notify[0][2]: {reason} is an argument of curl that is neither the value of -d, --data, --data-ascii, --data-binary, --data-raw, -H, --header, --form-string, nor after '=' in the value of --data-urlencode or --url-query, nor in an http(s) URL`},
+		{"curl -K", `notify = [["/usr/bin/curl", "-K", "/etc/{session}", "https://x"]]`, `notify[0][2]: {session} is an argument of curl that is neither`},
+		{"curl URL without -g", `notify = [["/usr/bin/curl", "-d", "x", "https://ntfy.sh/{session}"]]`,
+			`notify[0][3]: the URL https://ntfy.sh/{session} holds {session}, which curl would expand as a glob ([1-1000000] is a million requests); add -g (--globoff)`},
 		{"not a list", `notify = "/usr/bin/notify-send"`, `notify`},
 		{"empty notifier", `notify = [[]]`, `notify[0]: is empty; a notifier is a list whose first element is the program's absolute path`},
 		{"relative program", `notify = [["notify-send", "x"]]`, `notify[0][0] (the program) "notify-send" is not an absolute path; no PATH is searched for a notifier`},
@@ -54,10 +71,12 @@ func TestNotifyKeys(t *testing.T) {
 		name, content string
 		want          [][]string
 	}{
-		{"notify-send", `notify = [["/usr/bin/notify-send", "agent-sudo: {session} asks", "{command}"]]`,
-			[][]string{{"/usr/bin/notify-send", "agent-sudo: {session} asks", "{command}"}}},
-		{"two, multi-line", "notify = [\n  [\"/usr/bin/notify-send\", \"{id}\"],\n  [\"/usr/bin/curl\", \"-fsS\", \"-d\", \"{session}: {command} ({reason}) {user} {uid} {host} {run_as}\", \"http://127.0.0.1/t\"],\n]",
-			[][]string{{"/usr/bin/notify-send", "{id}"}, {"/usr/bin/curl", "-fsS", "-d", "{session}: {command} ({reason}) {user} {uid} {host} {run_as}", "http://127.0.0.1/t"}}},
+		{"notify-send", `notify = [["/usr/bin/notify-send", "agent-sudo: {session} asks", "command: {command}"]]`,
+			[][]string{{"/usr/bin/notify-send", "agent-sudo: {session} asks", "command: {command}"}}},
+		{"two, multi-line", "notify = [\n  [\"/usr/bin/notify-send\", \"id {id}\"],\n  [\"/usr/bin/curl\", \"-fsS\", \"-d\", \"session {session}: {command} ({reason}) {user} {uid} {host} {run_as}\", \"http://127.0.0.1/t\"],\n]",
+			[][]string{{"/usr/bin/notify-send", "id {id}"}, {"/usr/bin/curl", "-fsS", "-d", "session {session}: {command} ({reason}) {user} {uid} {host} {run_as}", "http://127.0.0.1/t"}}},
+		{"curl's safe places", `notify = [["/usr/bin/curl", "-q", "-g", "-H", "Title: {session}", "--data-raw", "x {command}", "--data-urlencode", "reason={reason}", "--url-query", "=q {id}", "https://x/{host}"]]`,
+			[][]string{{"/usr/bin/curl", "-q", "-g", "-H", "Title: {session}", "--data-raw", "x {command}", "--data-urlencode", "reason={reason}", "--url-query", "=q {id}", "https://x/{host}"}}},
 		{"literal braces", `notify = [["/usr/bin/curl", "-d", "{{\"text\": \"{command}\"}}"]]`,
 			[][]string{{"/usr/bin/curl", "-d", `{{"text": "{command}"}}`}}},
 		{"program alone", `notify = [["/usr/local/bin/ping-me"]]`, [][]string{{"/usr/local/bin/ping-me"}}},

@@ -42,14 +42,16 @@ func notifierDir(t *testing.T) (record, hang, out string) {
 		return p
 	}
 	// record writes its arguments (NUL-separated), its uid and its
-	// environment into out, in files named after the request id.
-	record = write("record", `out="$1"; id="$2"; shift 2
+	// environment into out, in files named after the request id. Each
+	// argument after out starts with two characters of fixed text (a
+	// placeholder may not start an argument), which it drops.
+	record = write("record", `out="$1"; id="${2#??}"; shift 2
 id -u > "$out/$id.uid.tmp"; env > "$out/$id.env.tmp"
-printf '%s\0' "$@" > "$out/$id.argv.tmp"
+for a in "$@"; do printf '%s\0' "${a#??}"; done > "$out/$id.argv.tmp"
 for f in uid env argv; do mv "$out/$id.$f.tmp" "$out/$id.$f"; done
 `)
 	// hang says it runs, then never ends.
-	hang = write("hang", `echo $$ > "$1/$2.hang.tmp"; mv "$1/$2.hang.tmp" "$1/$2.hang"; exec sleep 1000`)
+	hang = write("hang", `id="${2#??}"; echo $$ > "$1/$id.hang.tmp"; mv "$1/$id.hang.tmp" "$1/$id.hang"; exec sleep 1000`)
 	return record, hang, out
 }
 
@@ -109,9 +111,9 @@ func TestE2ENotify(t *testing.T) {
 		}
 		return b.String() + "]\nnotify_user = \"nobody\"\nnotify_timeout = \"" + timeout + "\"\n"
 	}
-	recordArgv := []string{record, out, "{id}", "{session}", "{command}", "{reason}", "{host}", "{user} {uid} {run_as}"}
+	recordArgv := []string{record, out, "i={id}", "s={session}", "c={command}", "r={reason}", "h={host}", "u={user} {uid} {run_as}"}
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "60s",
-		Extra: notifyKeys("1h", recordArgv, []string{hang, out, "{id}"}),
+		Extra: notifyKeys("1h", recordArgv, []string{hang, out, "i={id}"}),
 		Rules: `
 [[rule]]
 name = "true"
@@ -208,7 +210,7 @@ match = ["false"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	text = []byte(strings.Replace(string(text), notifyKeys("1h", recordArgv, []string{hang, out, "{id}"}), notifyKeys("1s", []string{hang, out, "{id}"}), 1))
+	text = []byte(strings.Replace(string(text), notifyKeys("1h", recordArgv, []string{hang, out, "i={id}"}), notifyKeys("1s", []string{hang, out, "i={id}"}), 1))
 	if err := os.WriteFile(d.ConfigPath, text, 0o600); err != nil {
 		t.Fatal(err)
 	}

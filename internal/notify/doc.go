@@ -23,8 +23,13 @@
 //     vector. A placeholder is replaced inside the argument that holds it,
 //     so a value is always part of exactly one argument however many
 //     spaces, quotes or semicolons it has, and can never become an option
-//     of its own unless the administrator wrote the placeholder where an
+//     of its own unless a placeholder were where an
 //     option goes. The program path (argv[0]) takes no placeholder.
+//   - Nor can the administrator write it there: [Check] refuses a
+//     placeholder that starts an argument, or sits in an argument that
+//     starts with '-', '@' or '<', and, for curl, anywhere but in text that
+//     curl sends as it is (see checkPlacement). So no value the agent
+//     chooses can become an option or a file reference.
 //   - Values are replaced once, never re-read: a session named "{command}"
 //     puts the text {command} in the argument.
 //   - Each value is escaped by package internal/termtext (EscapeStrict for

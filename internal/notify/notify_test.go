@@ -50,7 +50,7 @@ func checkSafe(t *testing.T, what, arg string) {
 }
 
 func TestExpandHostile(t *testing.T) {
-	c, err := compile("notify[0]", []string{"/usr/bin/notify-send", "agent-sudo: {session} asks", "{command}", "{{{id}}} on {host}: {reason}", "{user} {uid} {run_as}"})
+	c, err := compile("notify[0]", []string{"/usr/bin/notify-send", "agent-sudo: {session} asks", "$ {command}", "{{{id}}} on {host}: {reason}", "by {user} {uid} {run_as}"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestExpandHostile(t *testing.T) {
 		checkSafe(t, "argv["+strconv.Itoa(i)+"]", a)
 	}
 	// Each value is bounded: the literal text plus MaxValue per placeholder.
-	bounds := []int{0, len("agent-sudo:  asks") + MaxValue, MaxValue, len("{} on : ") + 3*MaxValue, 3*MaxValue + 2}
+	bounds := []int{0, len("agent-sudo:  asks") + MaxValue, len("$ ") + MaxValue, len("{} on : ") + 3*MaxValue, len("by ") + 3*MaxValue + 2}
 	for i := 1; i < len(argv); i++ {
 		if len(argv[i]) > bounds[i] {
 			t.Errorf("argv[%d] is %d bytes, more than %d: %q", i, len(argv[i]), bounds[i], argv[i])
@@ -72,14 +72,14 @@ func TestExpandHostile(t *testing.T) {
 	if argv[1] != want1 {
 		t.Errorf("argv[1] = %q, want %q (escaped, and {command} in the session not expanded)", argv[1], want1)
 	}
-	if !strings.HasPrefix(argv[2], `/usr/bin/printf $'%s\n' $'\x1b[31mred{session}' | /usr/bin/tee $'`) || !strings.HasSuffix(argv[2], "...") {
+	if !strings.HasPrefix(argv[2], `$ /usr/bin/printf $'%s\n' $'\x1b[31mred{session}' | /usr/bin/tee $'`) || !strings.HasSuffix(argv[2], "...") {
 		t.Errorf("argv[2] = %q, want the command line, escaped, {session} not expanded, cut with ...", argv[2])
 	}
 	if !strings.HasPrefix(argv[3], `{id\x1b]0;pwned\x07} on h\u202eost: line one\nline two\x00\x9b`) || !strings.HasSuffix(argv[3], "RRR...") {
 		t.Errorf("argv[3] = %q, want literal braces around the escaped id, the escaped host and the reason cut with ...", argv[3])
 	}
-	if argv[4] != "alice 1000 root" {
-		t.Errorf("argv[4] = %q, want %q", argv[4], "alice 1000 root")
+	if argv[4] != "by alice 1000 root" {
+		t.Errorf("argv[4] = %q, want %q", argv[4], "by alice 1000 root")
 	}
 }
 
@@ -211,7 +211,7 @@ env > "$out/env"
 printf '%s\0' "$@" > "$out/argv"
 `)
 	t.Setenv("SECRET_OF_THE_DAEMON", "x") // must not reach the notifier
-	s, err := Prepare([][]string{{prog, out, "{session}", "{command}", "{reason}"}}, "nobody", time.Minute, "/usr/bin:/bin")
+	s, err := Prepare([][]string{{prog, out, "s {session}", "c {command}", "r {reason}"}}, "nobody", time.Minute, "/usr/bin:/bin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,13 +250,13 @@ printf '%s\0' "$@" > "$out/argv"
 	}
 	argv := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 	v := hostile.escaped()
-	if len(argv) != 3 || argv[0] != v["session"] || argv[1] != v["command"] || argv[2] != v["reason"] {
-		t.Fatalf("argv = %q, want the escaped values %q", argv, []string{v["session"], v["command"], v["reason"]})
+	if len(argv) != 3 || argv[0] != "s "+v["session"] || argv[1] != "c "+v["command"] || argv[2] != "r "+v["reason"] {
+		t.Fatalf("argv = %q, want the escaped values %q after their prefixes", argv, []string{v["session"], v["command"], v["reason"]})
 	}
 	for i, a := range argv {
 		checkSafe(t, "argv["+strconv.Itoa(i+1)+"]", a)
-		if len(a) > MaxValue {
-			t.Errorf("argv[%d] is %d bytes, more than %d", i+1, len(a), MaxValue)
+		if len(a) > len("s ")+MaxValue {
+			t.Errorf("argv[%d] is %d bytes, more than %d", i+1, len(a), len("s ")+MaxValue)
 		}
 	}
 }

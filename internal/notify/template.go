@@ -112,10 +112,12 @@ func isName(s string) bool {
 // element it is about ("notify[1][2]: ..."). The program (element 0) must
 // be an absolute, clean path without braces; every other element must
 // parse: {name} is a placeholder of [Placeholders], {{ and }} are literal
-// braces, and any other brace is refused.
+// braces, and any other brace is refused; and no placeholder may be where
+// the agent's value could be read as an option or a file reference
+// (checkPlacement).
 func Check(key string, argv []string) error {
 	if len(argv) == 0 {
-		return errors.New(key + ": is empty; a notifier is a list whose first element is the program's absolute path, e.g. [\"/usr/bin/notify-send\", \"agent-sudo: {session} asks\", \"{command}\"]")
+		return errors.New(key + ": is empty; a notifier is a list whose first element is the program's absolute path, e.g. [\"/usr/bin/notify-send\", \"agent-sudo: {session} asks\", \"command: {command}\"]")
 	}
 	var errs []error
 	switch p := argv[0]; {
@@ -130,12 +132,93 @@ func Check(key string, argv []string) error {
 	case filepath.Clean(p) != p:
 		errs = append(errs, fmt.Errorf("%s[0] (the program) %q is not a clean path; write %q", key, p, filepath.Clean(p)))
 	}
+	args := make([]template, len(argv))
+	parsed := true
 	for i, a := range argv[1:] {
-		if _, err := parseArg(a); err != nil {
+		t, err := parseArg(a)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s[%d]: %w", key, i+1, err))
+			parsed = false
+		}
+		args[i+1] = t
+	}
+	if parsed {
+		for i := 1; i < len(argv); i++ {
+			if err := checkPlacement(argv, args, i); err != nil {
+				errs = append(errs, fmt.Errorf("%s[%d]: %w", key, i, err))
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// firstPlaceholder returns the literal text before t's first placeholder
+// and that placeholder's name, or ok false when t holds none.
+func firstPlaceholder(t template) (prefix, name string, ok bool) {
+	for _, p := range t {
+		if p.name != "" {
+			return prefix, p.name, true
+		}
+		prefix += p.lit
+	}
+	return prefix, "", false
+}
+
+// curlValueOptions are the curl options whose value may hold a
+// placeholder: curl sends it as text, and reads a file only when the value
+// starts with '@', which checkPlacement refuses. curlNamedOptions also
+// read a file when the value holds an '@' before any '=', so a placeholder
+// there must follow a literal '='.
+var (
+	curlValueOptions = []string{"-d", "--data", "--data-ascii", "--data-binary", "--data-raw", "-H", "--header", "--form-string"}
+	curlNamedOptions = []string{"--data-urlencode", "--url-query"}
+)
+
+// checkPlacement refuses argument i of argv (args are their templates)
+// when an agent-chosen value could start it, or be read as an option or
+// as a file reference (docs/security.md, "Notifiers"):
+//
+//   - an argument holding a placeholder must start with literal text, and
+//     that text may not start with '-' (an option, or an option's
+//     attached value such as -d{reason}), '@' or '<' (a file, for curl
+//     and many others);
+//   - for curl (a program named curl), a placeholder may be only in the
+//     value of one of curlValueOptions, in the value of --data-urlencode
+//     or --url-query after a literal '=', or in an http(s) URL, and then
+//     only with -g (--globoff), so that [1-1000000] in a value is no glob.
+func checkPlacement(argv []string, args []template, i int) error {
+	prefix, name, ok := firstPlaceholder(args[i])
+	if !ok {
+		return nil
+	}
+	switch {
+	case prefix == "":
+		return fmt.Errorf("{%s} starts the argument, so the agent's value could be read as an option (-x) or a file (@file); put fixed text before it, e.g. \"%s: {%s}\"", name, name, name)
+	case strings.HasPrefix(prefix, "-"):
+		return fmt.Errorf("%s holds {%s} in an option (%q), where the agent's value could become the option's or a file's name; give the option as an argument of its own and the value as the next one, starting with fixed text", termtext.Esc(argv[i]), name, prefix)
+	case prefix[0] == '@' || prefix[0] == '<':
+		return fmt.Errorf("%s starts with %q, a file reference, and holds {%s}: the agent would choose the file", termtext.Esc(argv[i]), prefix[:1], name)
+	}
+	if filepath.Base(argv[0]) != "curl" {
+		return nil
+	}
+	prev := argv[i-1]
+	switch {
+	case slices.Contains(curlValueOptions, prev):
+		return nil
+	case slices.Contains(curlNamedOptions, prev):
+		if !strings.Contains(prefix, "=") {
+			return fmt.Errorf("curl's %s reads a file when its value holds an '@' before any '=', and {%s} may hold one; write a '=' before it, e.g. \"=%s\" or \"msg=%s\"", prev, name, argv[i], argv[i])
+		}
+		return nil
+	case strings.HasPrefix(prefix, "https://") || strings.HasPrefix(prefix, "http://"):
+		if !slices.Contains(argv[1:], "-g") && !slices.Contains(argv[1:], "--globoff") {
+			return fmt.Errorf("the URL %s holds {%s}, which curl would expand as a glob ([1-1000000] is a million requests); add -g (--globoff)", termtext.Esc(argv[i]), name)
+		}
+		return nil
+	}
+	return fmt.Errorf("{%s} is an argument of curl that is neither the value of %s, nor after '=' in the value of %s, nor in an http(s) URL: curl may read it as an option's file or name",
+		name, strings.Join(curlValueOptions, ", "), strings.Join(curlNamedOptions, " or "))
 }
 
 // command is a checked notifier: its program and its arguments' templates.
