@@ -46,6 +46,8 @@ func TestCheckConfig(t *testing.T) {
 		{"valid, no rules", "", 0, []string{"configuration OK (", "): 0 rules, 0 warnings"}, "", false},
 		{"valid with warnings", "[[rule]]\nname = \"apt\"\naction = \"allow\"\nmatch = [\"apt\", \"**\"]\n", 0,
 			[]string{`warning: rule 1 ("apt"): "**" on "apt" amounts to root`, "1 rules, 1 warnings"}, "", false},
+		{"notify_user may use the socket", "notify = [[\"/usr/bin/true\"]]\nnotify_user = \"nobody\"\nallowed_users = [\"nobody\"]\n", 0,
+			[]string{`warning: notify_user: "nobody" is listed in allowed_users as "nobody", so it may use the agent socket: an agent running as nobody can trace its notifiers`, "0 rules, 1 warnings"}, "", false},
 		{"unknown key", "[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nforward_agnet = true\n", 1, nil,
 			`unknown key "forward_agnet" in rule 1 (did you mean "forward_agent"?)`, true},
 		{"invalid rule", "[[rule]]\naction = \"deny\"\nmatch = [\"id\"]\nenv = [\"LANG\"]\n", 1, nil,

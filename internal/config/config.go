@@ -216,9 +216,11 @@ func (c *Config) TrustedDirs() []string {
 // rule hands the human's SSH agent to a command that runs as the requesting
 // agent's own user, whose configuration files (~/.gitconfig, ~/.ssh/config)
 // the agent writes and whose processes it can trace: the agent can make the
-// command use the keys as it likes.
+// command use the keys as it likes. And, when there are notifiers, that
+// notify_user may use the agent socket ([NotifyUserWarning]).
 func (c *Config) Lint() []rules.Warning {
 	ws := rules.Lint(c.Rules, c.TrustedDirs())
+	ws = append(ws, c.lintNotifyUser()...)
 	if c.UnprivilegedUser != "" {
 		return ws
 	}
@@ -230,6 +232,50 @@ func (c *Config) Lint() []rules.Warning {
 			"whose configuration (~/.gitconfig, ~/.ssh/config) the agent writes and whose processes it can trace; set unprivileged_user to an account agents cannot write to, or let a human decide"})
 	}
 	return ws
+}
+
+// NotifyUserWarning is the Rule of [Config.Lint]'s warning that
+// notify_user may use the agent socket.
+const NotifyUserWarning = "notify_user"
+
+// lintNotifyUser warns when there are notifiers and notify_user may use
+// the agent socket (the users and groups of "Who can connect" in
+// docs/config.md): an agent running as that user can trace its notifiers
+// and make them show or send anything. Names that do not resolve are left
+// to the checks that refuse them.
+func (c *Config) lintNotifyUser() []rules.Warning {
+	if len(c.Notify) == 0 {
+		return nil
+	}
+	t, err := runner.LookupTarget(c.NotifyUser)
+	if err != nil {
+		return nil
+	}
+	users, groups, groupKey := []string{"root"}, []string{c.SocketGroup}, "socket_group"
+	if c.AllowedUsersSet || c.AllowedGroupsSet {
+		users, groups, groupKey = c.AllowedUsers, c.AllowedGroups, "allowed_groups"
+	}
+	why := ""
+	for _, u := range users {
+		if uid, err := account.UID(u); err == nil && uid == t.UID {
+			why = fmt.Sprintf("is listed in allowed_users as %q", u)
+			break
+		}
+	}
+	for _, g := range groups {
+		if why != "" {
+			break
+		}
+		if gid, err := account.GID(g); err == nil && (gid == t.GID || slices.Contains(t.Groups, gid)) {
+			why = fmt.Sprintf("is a member of %s %q", groupKey, g)
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return []rules.Warning{{Rule: NotifyUserWarning, Message: fmt.Sprintf("%q %s, so it may use the agent socket: an agent running as %s can trace its notifiers "+
+		"and make a notification show or send anything (even that a request was approved); notifications only inform, decide at a console, "+
+		"and run notifiers as a user no agent runs as where you can (see docs/config.md, \"Notifiers\")", c.NotifyUser, why, c.NotifyUser)}}
 }
 
 // Engine compiles the rules into an engine whose trusted directories are

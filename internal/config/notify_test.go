@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"os/user"
 	"slices"
 	"strings"
 	"testing"
@@ -97,5 +98,51 @@ func TestNotifyKeys(t *testing.T) {
 	d := config.Default()
 	if len(d.Notify) != 0 || d.NotifyUser != "nobody" || d.NotifyTimeout.Duration != 10*time.Second {
 		t.Errorf("defaults: notify %q, notify_user %q, notify_timeout %s; want none, \"nobody\", 10s", d.Notify, d.NotifyUser, d.NotifyTimeout)
+	}
+}
+
+// TestLintNotifyUser: with notifiers, the linter (and so --check-config)
+// warns when notify_user may use the agent socket, whether by
+// allowed_users, by allowed_groups, or by socket_group when neither is
+// set; not when the user may not, nor without notifiers.
+func TestLintNotifyUser(t *testing.T) {
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	grp, err := user.LookupGroupId(nobody.Gid)
+	if err != nil {
+		t.Skipf("nobody's group %s has no name: %v", nobody.Gid, err)
+	}
+	const notifier = "notify = [[\"/usr/bin/true\"]]\nnotify_user = \"nobody\"\n"
+	tests := []struct {
+		name, content, want string
+	}{
+		{"allowed_users", notifier + "allowed_users = [\"nobody\"]\n", `"nobody" is listed in allowed_users as "nobody", so it may use the agent socket`},
+		{"allowed_groups", notifier + "allowed_groups = [\"" + grp.Name + "\"]\n", `"nobody" is a member of allowed_groups "` + grp.Name + `", so it may use the agent socket`},
+		{"socket_group", notifier + "socket_group = \"" + grp.Name + "\"\n", `"nobody" is a member of socket_group "` + grp.Name + `", so it may use the agent socket`},
+		{"not allowed", notifier + "allowed_users = [\"root\"]\n", ""},
+		{"socket_group set aside by allowed_users", notifier + "socket_group = \"" + grp.Name + "\"\nallowed_users = [\"root\"]\n", ""},
+		{"no notifiers", "notify_user = \"nobody\"\nallowed_users = [\"nobody\"]\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Parse([]byte(tt.content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range c.Lint() {
+				if w.Rule == config.NotifyUserWarning {
+					got = append(got, w.Message)
+				}
+			}
+			switch {
+			case tt.want == "" && len(got) != 0:
+				t.Errorf("warned %q, want no warning", got)
+			case tt.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], tt.want) || !strings.Contains(got[0], "notifications only inform, decide at a console")):
+				t.Errorf("warnings %q, want one starting %q that says notifications only inform", got, tt.want)
+			}
+		})
 	}
 }

@@ -241,7 +241,11 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 // reload.
 func (s *Server) logLint(cfg *config.Config) {
 	for _, w := range cfg.Lint() {
-		s.log.Warn("rule linter: this allow rule may give root away", "rule", w.Rule, "warning", w.Message)
+		msg := "rule linter: this allow rule may give root away"
+		if w.Rule == config.NotifyUserWarning {
+			msg = "notify_user may use the agent socket: an agent can make its notifications show anything"
+		}
+		s.log.Warn(msg, "rule", w.Rule, "warning", w.Message)
 	}
 }
 
