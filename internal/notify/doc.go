@@ -35,7 +35,8 @@
 //   - Each value is escaped by package internal/termtext (EscapeStrict for
 //     names, Escape for the reason, CommandLine for the pipeline), so it is
 //     one line of printable text with no control character, and is cut to
-//     [MaxValue] bytes at an escape's boundary, ending in "...".
+//     [MaxValue] bytes at an escape's boundary, ending in "...". For
+//     notify-send, whose body is markup, it is then markup-escaped.
 //   - The program must be a regular executable file that only root can
 //     change, and so must every directory on its path (the same check as for
 //     a request's program, runner.Resolve): a program the agent could

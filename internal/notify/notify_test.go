@@ -518,3 +518,31 @@ printf '%s\n' "$$" "$sid" "$tty" "$devtty" "$fds" "$(readlink /proc/$$/fd/0)" "$
 		t.Errorf("pid, session, tty_nr, /dev/tty, descriptors, stdin, HOME, cwd = %q;\nwant %q: a session of its own without a terminal, descriptors 0 1 2 only (the daemon's fd %d without close-on-exec not among them)", got, want, leak)
 	}
 }
+
+// TestExpandMarkup: notify-send reads its body as markup, so for it each
+// value is markup-escaped (the administrator's own text is not); for any
+// other program the value is left as it is.
+func TestExpandMarkup(t *testing.T) {
+	v := Values{Reason: `<b>urgent</b> & <a href="https://evil.example/">approve</a><img src="file:///etc/x">`, Session: "s<i>"}
+	const want = `&lt;b&gt;urgent&lt;/b&gt; &amp; &lt;a href="https://evil.example/"&gt;approve&lt;/a&gt;&lt;img src="file:///etc/x"&gt;`
+	tests := []struct {
+		argv []string
+		want []string
+	}{
+		{[]string{"/usr/bin/notify-send", "agent-sudo: <b>{session}</b>", "reason: {reason}"},
+			[]string{"/usr/bin/notify-send", "agent-sudo: <b>s&lt;i&gt;</b>", "reason: " + want}},
+		{[]string{"/usr/local/bin/notify-send", "--app-name=agent-sudo", "reason: {reason}"},
+			[]string{"/usr/local/bin/notify-send", "--app-name=agent-sudo", "reason: " + want}},
+		{[]string{"/usr/bin/curl", "-g", "--data-raw", "reason: {reason}", "https://x/t"},
+			[]string{"/usr/bin/curl", "-g", "--data-raw", "reason: " + v.escaped()["reason"], "https://x/t"}},
+	}
+	for _, tt := range tests {
+		c, err := compile("notify[0]", tt.argv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.expand(v.escaped()); !slices.Equal(got, tt.want) {
+			t.Errorf("%q expands to\n%q\nwant\n%q", tt.argv, got, tt.want)
+		}
+	}
+}

@@ -184,8 +184,9 @@ var (
 //     and many others);
 //   - for curl (a program named curl), a placeholder may be only in the
 //     value of one of curlValueOptions, in the value of --data-urlencode
-//     or --url-query after a literal '=', or in an http(s) URL, and then
-//     only with -g (--globoff), so that [1-1000000] in a value is no glob.
+//     or --url-query after a literal '=', or in an http(s) URL after its
+//     host (the agent does not choose the server), and then only with -g
+//     (--globoff), so that [1-1000000] in a value is no glob.
 func checkPlacement(argv []string, args []template, i int) error {
 	prefix, name, ok := firstPlaceholder(args[i])
 	if !ok {
@@ -212,6 +213,9 @@ func checkPlacement(argv []string, args []template, i int) error {
 		}
 		return nil
 	case strings.HasPrefix(prefix, "https://") || strings.HasPrefix(prefix, "http://"):
+		if _, rest, _ := strings.Cut(prefix, "://"); !strings.Contains(rest, "/") {
+			return fmt.Errorf("the URL %s holds {%s} before the end of its host, so the agent would choose the server; put placeholders only after the host's /", termtext.Esc(argv[i]), name)
+		}
 		if !slices.Contains(argv[1:], "-g") && !slices.Contains(argv[1:], "--globoff") {
 			return fmt.Errorf("the URL %s holds {%s}, which curl would expand as a glob ([1-1000000] is a million requests); add -g (--globoff)", termtext.Esc(argv[i]), name)
 		}
@@ -243,16 +247,26 @@ func compile(key string, argv []string) (command, error) {
 	return c, nil
 }
 
+// markup escapes the characters of the markup notify-send's body is read
+// as, so that the agent's text shows as text: no bold, no link, no image.
+var markup = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
 // expand returns c's argument vector with every placeholder replaced by
-// its value in v (already escaped and bounded).
+// its value in v (already escaped and bounded). For notify-send, whose
+// body is markup, each value is markup-escaped too (in the summary as well:
+// which argument is the body depends on its options).
 func (c command) expand(v map[string]string) []string {
 	argv := []string{c.argv0}
+	isMarkup := filepath.Base(c.argv0) == "notify-send"
 	for _, t := range c.args {
 		var b strings.Builder
 		for _, p := range t {
-			if p.name != "" {
+			switch {
+			case p.name != "" && isMarkup:
+				b.WriteString(markup.Replace(v[p.name]))
+			case p.name != "":
 				b.WriteString(v[p.name])
-			} else {
+			default:
 				b.WriteString(p.lit)
 			}
 		}
