@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,5 +87,34 @@ func TestRunOutputThroughPipe(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "pipe:") || lines[0] != lines[1] || bytes.Contains(got, []byte(f.Name())) {
 		t.Errorf("the child's stdout and stderr were %q, want one pipe", lines)
+	}
+}
+
+// TestOnlyPolicyInTheDaemon: of the module's packages linked into
+// agent-sudod, only this one imports os/exec (runner starts the approved
+// stages with os.StartProcess). The exception is internal/console, whose
+// DialCommand is the ssh transport of agent-sudo approve, a client: the
+// daemon's console (--tty) connects in-process. A new child of the daemon
+// must go through Run.
+func TestOnlyPolicyInTheDaemon(t *testing.T) {
+	const module = "github.com/agent-sudo/agent-sudo/"
+	out, err := exec.Command("go", "list", "-buildvcs=false", "-deps", "-f", `{{if .Module}}{{.ImportPath}} {{join .Imports " "}}{{end}}`, module+"cmd/agent-sudod").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	allowed := []string{module + "internal/spawn", module + "internal/console"}
+	seen := 0
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], module) {
+			continue
+		}
+		seen++
+		if slices.Contains(fields[1:], "os/exec") && !slices.Contains(allowed, fields[0]) {
+			t.Errorf("%s imports os/exec and is linked into agent-sudod: start processes with spawn.Run", fields[0])
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("go list named %d of the module's packages in agent-sudod's dependencies: %q", seen, out)
 	}
 }
