@@ -1,6 +1,9 @@
 # agent-sudo build, test and run targets. `make help` lists them.
 
 GO           ?= go
+# The Go release go.mod asks for: `make go-version` (a prerequisite of every
+# target that runs Go) says in one line when the go on PATH is older.
+GO_WANT      := $(shell sed -n 's/^go //p' go.mod)
 BIN          := bin
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME     ?= 10s
@@ -14,7 +17,8 @@ LDFLAGS      := -X github.com/agent-sudo/agent-sudo/internal/daemon.version=$(VE
 # A Debian version must start with a digit: tag v1.2.3 -> 1.2.3, anything else
 # (a commit) -> 0.0~git<commit>, which sorts before any release.
 DEB_VERSION  ?= $(shell v='$(VERSION)'; case $$v in (v[0-9]*) v=$${v#v};; (*) v=0.0~git$$v;; esac; echo $$v | tr - '~')
-DEB_ARCHES   ?= amd64 arm64
+# make deb builds for this machine; DEB_ARCHES="amd64 arm64" for both.
+DEB_ARCHES   ?= $(shell dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH)
 DIST         := dist
 # make install: PREFIX for the binaries and docs, DESTDIR to stage into.
 PREFIX       ?= /usr/local
@@ -25,12 +29,24 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest man agents-test remote-test
+.PHONY: go-version help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest man agents-test remote-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-build: ## build bin/agent-sudod and bin/agent-sudo
+# Go 1.21 and later fetch the release go.mod names through the module proxy
+# (GOTOOLCHAIN=auto, their default), so `go env GOVERSION` here is that
+# release; an older go, or one with GOTOOLCHAIN=local, is refused in one line.
+go-version: ## check that the Go on PATH is at least the one go.mod names (README.md, "Go")
+	@have=$$($(GO) env GOVERSION 2>&1) || { \
+	  echo "make: agent-sudo needs Go $(GO_WANT) or newer, and '$(GO) env GOVERSION' failed: $$(echo "$$have" | head -1) (README.md, \"Go\", says how to get it)" >&2; exit 1; }; \
+	have=$${have#go}; have=$${have%% *}; \
+	tc=$$($(GO) env GOTOOLCHAIN 2>/dev/null || true); \
+	if [ "$$(printf '%s\n%s\n' '$(GO_WANT)' "$$have" | sort -V | head -1)" != '$(GO_WANT)' ]; then \
+	  echo "make: agent-sudo needs Go $(GO_WANT) or newer, and $$(command -v $(GO) || echo $(GO)) is Go $$have$${tc:+ with GOTOOLCHAIN=$$tc} (README.md, \"Go\", says how to get it)" >&2; exit 1; \
+	fi
+
+build: go-version ## build bin/agent-sudod and bin/agent-sudo
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/agent-sudod ./cmd/agent-sudo
 
 test: ## vet, staticcheck and every test (race and norace), side by side
@@ -39,10 +55,10 @@ test: ## vet, staticcheck and every test (race and norace), side by side
 # The inspector tag adds the MCP Inspector check (make mcp-inspector), and
 # the remote tag the sshd tests (make remote-test), so that vet and
 # staticcheck see them too.
-vet: ## go vet
+vet: go-version ## go vet
 	$(GO) vet -tags inspector,remote ./...
 
-staticcheck: ## staticcheck (installed through the module proxy when missing)
+staticcheck: go-version ## staticcheck (installed through the module proxy when missing)
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install $(STATICCHECK)
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck -tags inspector,remote ./...
 
@@ -60,7 +76,7 @@ unit: ## every test: race and norace, side by side
 # run agent-sudod and agent-sudo: they are built once, with -race, for all
 # of them (daemontest.BinDirEnv).
 race: export GORACE ?= atexit_sleep_ms=0
-race: ## go test -race ./... (unit and end-to-end)
+race: go-version ## go test -race ./... (unit and end-to-end)
 	@set -e; bindir=$$(mktemp -d); trap 'rm -rf "$$bindir"' EXIT; \
 	echo "$(GO) build -race -o $$bindir/ ./cmd/agent-sudod ./cmd/agent-sudo"; \
 	$(GO) build -race -o "$$bindir/" ./cmd/agent-sudod ./cmd/agent-sudo; \
@@ -76,13 +92,13 @@ race: ## go test -race ./... (unit and end-to-end)
 # Here they run at full size without it.
 NORACE_TESTS := ^(TestNothingActsWithoutALoneKey|TestRunLargeResponse|TestReadResponseFraming|TestReadLongLine|TestApproverChannelFloodAndHugeGrants|TestE2ERefusedRequestsBounded|TestE2EExecution)$$
 NORACE_PKGS  := ./internal/console ./client ./proto ./internal/audit ./internal/daemon
-norace: ## the NORACE_TESTS, at full size, without -race
+norace: go-version ## the NORACE_TESTS, at full size, without -race
 	$(GO) test -count=1 -run '$(NORACE_TESTS)' $(NORACE_PKGS)
 
-mcp-inspector: ## run the MCP Inspector (fetched with npm on first use) against agent-sudo mcp; needs root and node >= 20
+mcp-inspector: go-version ## run the MCP Inspector (fetched with npm on first use) against agent-sudo mcp; needs root and node >= 20
 	$(GO) test -tags inspector -count=1 -run '^TestMCPInspector$$' -v ./cmd/agent-sudo/cli
 
-fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
+fuzz: go-version ## run every fuzz target for FUZZTIME (default 10s) each
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $$pkg; \
@@ -92,7 +108,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 # The daemon is built as it ships (CGO_ENABLED=0, as make build does):
 # its resident memory is part of the table.
 PERF_ROUNDS  ?= 200
-perf: ## print issue 14's figures, each next to its baseline from the same run (root; PERF_ROUNDS round trips each)
+perf: go-version ## print issue 14's figures, each next to its baseline from the same run (root; PERF_ROUNDS round trips each)
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench '^BenchmarkTable$$' -benchtime 1x -timeout 60m ./internal/daemon/ -table.rounds $(PERF_ROUNDS)
 
 bench: perf ## make perf, then every other benchmark (figures go in docs/performance.md)
@@ -139,7 +155,7 @@ man: build ## generate the man pages agent-sudo(1), agent-sudod(8), agent-sudo.t
 	  -config-doc docs/config.md -version '$(VERSION)' -date '$(MANDATE)' -out $(DIST)/man
 	@for p in $(MANPAGES); do gzip -9nf -k $(DIST)/man/$$p; done
 
-deb: $(DIST)/config.toml man ## build dist/agent-sudo_<version>_<arch>.deb for DEB_ARCHES (amd64 arm64)
+deb: go-version $(DIST)/config.toml man ## build dist/agent-sudo_<version>_<arch>.deb for DEB_ARCHES (this machine's), and dist/agent-sudo.deb, a link to this machine's
 	$(GO) -C packaging/debbuild build -o "$(CURDIR)/$(DIST)/debbuild" .
 	@# Debian wants a changelog; the git history is the real one.
 	{ printf 'agent-sudo (%s) unstable; urgency=medium\n\n  * Built from commit %s; the changes are in its git history.\n\n -- %s  %s\n' \
@@ -153,6 +169,13 @@ deb: $(DIST)/config.toml man ## build dist/agent-sudo_<version>_<arch>.deb for D
 	    -config packaging/nfpm.yaml -out $(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb; \
 	  echo "$(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb"; \
 	done
+	@# One name for the package just built for this machine, so that the
+	@# install line names exactly one file (docs/install.md).
+	@arch=$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH); \
+	if [ -f $(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb ]; then \
+	  ln -sfn agent-sudo_$(DEB_VERSION)_$$arch.deb $(DIST)/agent-sudo.deb; \
+	  echo "$(DIST)/agent-sudo.deb -> agent-sudo_$(DEB_VERSION)_$$arch.deb"; \
+	fi
 
 # install copies what `make build man` made and runs no Go itself, so that
 # `sudo make install` works where root's PATH (sudo's secure_path) has no Go.
@@ -195,10 +218,10 @@ uninstall: ## remove what make install installed, except /etc/agent-sudo and /va
 
 # test/remote re-executes itself in a network namespace of its own
 # (unshare --net), where the sshd servers listen on 127.0.0.1 only.
-remote-test: ## one approve console for two daemons over a real sshd, reconnecting; an agent through ssh -R (root; openssh-server, tmux)
+remote-test: go-version ## one approve console for two daemons over a real sshd, reconnecting; an agent through ssh -R (root; openssh-server, tmux)
 	$(GO) test -race -tags remote -count=1 -v ./test/remote
 
-agents-test: ## run the real Claude Code and Codex CLI (pinned in test/agents/package-lock.json, installed with npm ci) against agent-sudo mcp and a real daemon
+agents-test: go-version ## run the real Claude Code and Codex CLI (pinned in test/agents/package-lock.json, installed with npm ci) against agent-sudo mcp and a real daemon
 	test/agents/run.sh
 
 # The system test installs the package, then upgrades it to the same build

@@ -5,8 +5,7 @@
 # where NEWDEB is the same package with a higher version, for the upgrade.
 #
 # docs/install.md is followed word for word: each of its shell blocks is
-# marked <!-- systemtest: NAME --> and `guide NAME` below prints it (only the
-# placeholder <new version> and the architecture are filled in); the steps
+# marked <!-- systemtest: NAME --> and `guide NAME` below prints it; the steps
 # run in the container as the guide says (as root, or as alice). For the
 # guide's `make build man`, this machine's Go toolchain and module cache are
 # bind-mounted read-only and its build cache read-write.
@@ -44,7 +43,7 @@ dpkg --compare-versions "$newversion" gt "$version" || die "setup: $NEWDEB ($new
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 
 # guide NAME prints the commands of the block of docs/install.md marked
-# <!-- systemtest: NAME -->, with <new version> and the architecture filled in.
+# <!-- systemtest: NAME -->.
 guide() {
 	local text
 	text=$(awk -v name="$1" '
@@ -54,7 +53,7 @@ guide() {
 		inblock { print }
 	' "$repo/docs/install.md")
 	[ -n "$text" ] || die "guide: docs/install.md has no block marked <!-- systemtest: $1 -->"
-	printf '%s\n' "$text" | sed -e "s/<new version>/$newversion/g" -e "s/_amd64\.deb/_$arch.deb/g"
+	printf '%s\n' "$text"
 }
 # --- the package, before installing it ---------------------------------------
 # docs/install.md lists the tags Debian 12's lintian reports and why each
@@ -98,9 +97,11 @@ cleanup() {
 }
 trap cleanup EXIT
 cp -a "$rootfs" "$root"
-# The guide's install runs in /root, with the package in ./dist/.
+# The guide's install runs in /root, with the package in ./dist/ as make deb
+# leaves it: dist/agent-sudo.deb links to the build for this machine.
 mkdir -p "$root/root/dist" "$root/root/src"
 cp "$DEB" "$root/root/dist/"
+ln -sfn "$(basename "$DEB")" "$root/root/dist/agent-sudo.deb"
 # The guide's make install runs in a copy of the source tree.
 git -C "$repo" ls-files -z | (cd "$repo" && tar --null -T - -cf -) | tar -C "$root/root/src" -xf -
 goroot=$("$GO" env GOROOT)
@@ -369,6 +370,7 @@ ok "systemctl restart continues the hash chain: $(tail -1 "$work/verify")"
 
 # --- upgrade (guide: upgrade) ---------------------------------------------------
 cp "$NEWDEB" "$root/root/dist/"
+ln -sfn "$(basename "$NEWDEB")" "$root/root/dist/agent-sudo.deb"
 oldpid=$(c systemctl show -p MainPID --value agent-sudo.service)
 c runuser -u alice -- agent-sudo run --session sys-upgrade --reason "system test" -- sleep 3 >"$work/upgrade.out" 2>&1 &
 client=$!
