@@ -84,7 +84,10 @@ type sudoCommand struct {
 	envNames []string
 	// user is the -u argument, "" without -u.
 	user string
-	argv []string
+	// assign are the NAME=value arguments between the options and the
+	// command, in order: sudo sets them in the command's environment.
+	assign []string
+	argv   []string
 }
 
 // usageError is a sudo command line the shim refuses.
@@ -97,7 +100,8 @@ func shimUsage(format string, args ...any) error {
 }
 
 // parseSudo parses the sudo options the shim supports. Like sudo, it stops
-// at "--" or at the first argument that is not an option.
+// at "--" or at the first argument that is not an option; the NAME=value
+// arguments that follow, up to the command, are variables to set.
 func parseSudo(args []string) (*sudoCommand, error) {
 	c := &sudoCommand{}
 	i := 0
@@ -168,8 +172,18 @@ func parseSudo(args []string) (*sudoCommand, error) {
 			}
 		}
 	}
+	for ; i < len(args) && isAssignment(args[i]); i++ {
+		c.assign = append(c.assign, args[i])
+	}
 	c.argv = args[i:]
 	return c, nil
+}
+
+// isAssignment reports whether a is NAME=value with a valid variable name,
+// which sudo takes for a variable to set rather than the command.
+func isAssignment(a string) bool {
+	name, _, ok := strings.Cut(a, "=")
+	return ok && proto.ValidEnvName(name)
 }
 
 // unsupportedFlag explains why a sudo option is refused.
@@ -209,7 +223,7 @@ func sudoMain(ctx context.Context, inv *invocation, deps shimDeps, args []string
 		return 0
 	}
 	if len(c.argv) == 0 {
-		return inv.shimFail("no command given; usage: sudo [-n] [-E] [--preserve-env=LIST] [-u root] [--] COMMAND [ARG...]")
+		return inv.shimFail("no command given; usage: sudo [-n] [-E] [--preserve-env=LIST] [-u root] [--] [VAR=value...] COMMAND [ARG...]")
 	}
 	privileged, err := deps.runsAsRoot(c.user)
 	if err != nil {
@@ -235,7 +249,15 @@ func sudoMain(ctx context.Context, inv *invocation, deps shimDeps, args []string
 	if c.envAll {
 		names = append(shimEnvAllow(), names...)
 	}
+	// VAR=value arguments come first and win over a forwarded variable of
+	// the same name, as in sudo; the daemon's environment policy checks
+	// them like any other (its refusal names the variable).
 	seen := map[string]bool{}
+	for _, a := range c.assign {
+		n, _, _ := strings.Cut(a, "=")
+		seen[n] = true
+		runArgs = append(runArgs, "--env", a)
+	}
 	for _, n := range names {
 		if v := inv.getenv(n); v != "" && !seen[n] {
 			seen[n] = true
@@ -274,7 +296,7 @@ func (inv *invocation) shimFail(format string, args ...any) int {
 }
 
 func shimSudoUsage(w io.Writer) error {
-	_, err := io.WriteString(w, `usage: sudo [-n] [-E] [--preserve-env=LIST] [-H] [-u root] [--] COMMAND [ARG...]
+	_, err := io.WriteString(w, `usage: sudo [-n] [-E] [--preserve-env=LIST] [-H] [-u root] [--] [VAR=value...] COMMAND [ARG...]
 
 This sudo is the agent-sudo shim: it asks agent-sudod to run COMMAND as root
 once a human has approved it. See 'agent-sudo help shim'.
@@ -313,6 +335,10 @@ and nothing sent):
                          approval. Any other user is refused.
   --                     end of options
   -h, --help             show a short usage and exit
+  VAR=value              before the command: set VAR for the command, as
+                         sudo does ("sudo DEBIAN_FRONTEND=noninteractive
+                         apt-get install -y nginx"); the daemon's
+                         environment policy decides whether VAR may be set
 
 The command is sent as it is: "sudo sh -c 'echo hi | tr a-z A-Z'" asks the
 human to approve exactly sh -c 'echo hi | tr a-z A-Z'. It runs in the

@@ -44,6 +44,15 @@ func TestParseSudo(t *testing.T) {
 		{args: []string{"-h"}, want: sudoCommand{help: true, argv: []string{}}},
 		{args: []string{"--help"}, want: sudoCommand{help: true, argv: []string{}}},
 		{args: []string{}, want: sudoCommand{argv: []string{}}},
+		{args: []string{"DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "x"},
+			want: sudoCommand{assign: []string{"DEBIAN_FRONTEND=noninteractive"}, argv: []string{"apt-get", "install", "-y", "x"}}},
+		{args: []string{"-nE", "A=1", "B=", "_c=x=y", "env", "D=2"},
+			want: sudoCommand{envAll: true, assign: []string{"A=1", "B=", "_c=x=y"}, argv: []string{"env", "D=2"}}},
+		{args: []string{"--", "A=1", "env"}, want: sudoCommand{assign: []string{"A=1"}, argv: []string{"env"}}},
+		{args: []string{"1A=x", "env"}, want: sudoCommand{argv: []string{"1A=x", "env"}}},
+		{args: []string{"=x", "env"}, want: sudoCommand{argv: []string{"=x", "env"}}},
+		{args: []string{"./a=b"}, want: sudoCommand{argv: []string{"./a=b"}}},
+		{args: []string{"A=1"}, want: sudoCommand{assign: []string{"A=1"}, argv: []string{}}},
 		{args: []string{"-i"}, wantErr: "sudo flag -i is not supported: there is no interactive shell"},
 		{args: []string{"-ni", "ls"}, wantErr: "sudo flag -i is not supported"},
 		{args: []string{"-s", "ls"}, wantErr: "sudo flag -s is not supported: there is no interactive shell"},
@@ -108,7 +117,8 @@ func TestSudoRefused(t *testing.T) {
 		{"escaped", fakeShimDeps(), []string{"--\x1b[2J", "ls"}, `agent-sudo shim: sudo flag --\x1b[2J is not supported`},
 		{"another user", fakeShimDeps(), []string{"-u", "nobody", "id"}, "agent-sudo shim: sudo -u nobody is not supported: agent-sudo runs commands as root, or (with -u and your own user name) as yourself\n"},
 		{"another uid", fakeShimDeps(), []string{"-u", "#65534", "id"}, "agent-sudo shim: sudo -u #65534 is not supported"},
-		{"no command", fakeShimDeps(), []string{"-n"}, "agent-sudo shim: no command given; usage: sudo [-n] [-E] [--preserve-env=LIST] [-u root] [--] COMMAND [ARG...]\n"},
+		{"no command", fakeShimDeps(), []string{"-n"}, "agent-sudo shim: no command given; usage: sudo [-n] [-E] [--preserve-env=LIST] [-u root] [--] [VAR=value...] COMMAND [ARG...]\n"},
+		{"only a variable", fakeShimDeps(), []string{"DEBIAN_FRONTEND=noninteractive"}, "agent-sudo shim: no command given;"},
 		{"standalone pipe", fakeShimDeps(), []string{"grep", "|", "f"}, "agent-sudo shim: a standalone '|' argument cannot go through the shim; use agent-sudo run"},
 	}
 	for _, tt := range tests {
@@ -166,6 +176,12 @@ func TestSudoRequests(t *testing.T) {
 			proto.Request{Pipeline: [][]string{{"id"}}, Reason: shimDefaultReason, Privileged: false, Cwd: "/work/proj", Session: "s-1", Env: map[string]string{}}},
 		{"-u root", nil, []string{"-n", "--user=root", "--", "ls", "-l"},
 			proto.Request{Pipeline: [][]string{{"ls", "-l"}}, Reason: shimDefaultReason, Privileged: true, Cwd: "/work/proj", Session: "s-1", Env: map[string]string{}}},
+		{"VAR=value before the command", nil, []string{"DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "nginx"},
+			proto.Request{Pipeline: [][]string{{"apt-get", "install", "-y", "nginx"}}, Reason: shimDefaultReason, Privileged: true, Cwd: "/work/proj", Session: "s-1",
+				Env: map[string]string{"DEBIAN_FRONTEND": "noninteractive"}}},
+		{"VAR=value wins over -E", nil, []string{"-E", "LANG=de_DE.UTF-8", "FOO=", "env"},
+			proto.Request{Pipeline: [][]string{{"env"}}, Reason: shimDefaultReason, Privileged: true, Cwd: "/work/proj", Session: "s-1",
+				Env: map[string]string{"LANG": "de_DE.UTF-8", "LC_ALL": "C", "TERM": "xterm", "TZ": "Europe/Paris", "FOO": ""}}},
 		{"reason from the environment", map[string]string{envReason: "install nginx for the web tests"}, []string{"apt", "install", "nginx"},
 			proto.Request{Pipeline: [][]string{{"apt", "install", "nginx"}}, Reason: "install nginx for the web tests", Privileged: true, Cwd: "/work/proj", Session: "s-1", Env: map[string]string{}}},
 	}
@@ -469,6 +485,20 @@ func TestShimE2E(t *testing.T) {
 		got := sudoRun(t, nil, "", []string{"LANG=C.UTF-8", "TERM=xterm-256color", "FOO=bar"}, "-E", "env")
 		if got.code != 0 || !strings.Contains(got.stdout, "\nLANG=C.UTF-8\n") || !strings.Contains(got.stdout, "\nTERM=xterm-256color\n") || strings.Contains(got.stdout, "FOO=") {
 			t.Errorf("got %+v", got)
+		}
+	})
+
+	t.Run("VAR=value before the command", func(t *testing.T) {
+		got := sudoRun(t, nil, "", nil, "DEBIAN_FRONTEND=noninteractive", "sh", "-c", `echo "$DEBIAN_FRONTEND"`)
+		if got != (run{0, "noninteractive\n", ""}) {
+			t.Errorf("got %+v, want the variable set for the command", got)
+		}
+	})
+
+	t.Run("VAR=value the policy refuses", func(t *testing.T) {
+		got := sudoRun(t, nil, "", nil, "LD_PRELOAD=/tmp/x.so", "true")
+		if got.code == 0 || !strings.Contains(got.stderr, "LD_PRELOAD") {
+			t.Errorf("got %+v, want the request refused, naming LD_PRELOAD", got)
 		}
 	})
 
