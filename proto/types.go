@@ -153,7 +153,8 @@ type Response struct {
 	Stdout []byte
 	// StdoutTruncated is set when the daemon discarded stdout past the cap.
 	StdoutTruncated bool
-	// Version is the daemon's version, in answers to ping (extension).
+	// Version is the daemon's version, in every answer agent-sudod
+	// writes (extension).
 	Version string
 	// Access says, in an answer to ping, whether and why the caller may use
 	// the daemon (extension; Message is then "pong", as sudo-proxy 1.1

@@ -358,7 +358,7 @@ const logEvery = 10 * time.Second
 func (s *Server) refuseConn(conn *net.UnixConn, uid uint32, kind, msg string) {
 	defer conn.Close()
 	var line bytes.Buffer
-	_ = proto.WriteResponse(&line, &proto.Response{Status: proto.StatusError, Message: msg})
+	_ = proto.WriteResponse(&line, &proto.Response{Status: proto.StatusError, Message: msg, Version: Version()})
 	_ = writeOnce(conn, line.Bytes()) // a peer that is gone needs no answer
 	s.warnLimited(s.log.With("peer_uid", uid), kind, uid, "refused connection", "reason", msg)
 }
@@ -968,6 +968,9 @@ func waitPeerClosed(conn *net.UnixConn, stop <-chan struct{}) bool {
 // readTimeout loses its response and frees its connection slot; one that
 // keeps reading gets all of it, however large and however slowly it reads.
 func (s *Server) respond(conn *net.UnixConn, resp *proto.Response, readTimeout time.Duration) {
+	// Every answer carries the daemon's version, as sudo-proxy 1.1's
+	// protocol says, so that a client can tell what the daemon supports.
+	resp.Version = Version()
 	w := &progressWriter{conn: conn, idle: readTimeout}
 	if err := proto.WriteResponse(w, resp); err != nil {
 		s.log.Warn("could not deliver response", "id", resp.ID, "status", resp.Status, "err", err)

@@ -345,6 +345,9 @@ func (ts *testServer) check(resp *proto.Response, want outcome) {
 		}
 	} else if resp.Status != want.status || !strings.Contains(resp.Message, want.message) {
 		ts.t.Errorf("answer %s %q, want %s containing %q", resp.Status, resp.Message, want.status, want.message)
+	} else if resp.Version != Version() {
+		// Every answer carries the daemon's version (docs/protocol.md).
+		ts.t.Errorf("answer %s %q has version %q, want %q", resp.Status, resp.Message, resp.Version, Version())
 	}
 	recs := ts.records()
 	var types []audit.Type
@@ -738,4 +741,64 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestEveryAnswerCarriesTheVersion: every answer to a pipeline, whatever
+// its status, and a connection refused before it is read, carry the
+// daemon's version (docs/protocol.md; sudo-proxy 1.1 clients read it).
+func TestEveryAnswerCarriesTheVersion(t *testing.T) {
+	t.Parallel()
+	denyFalse := `
+[[rule]]
+name = "no false"
+action = "deny"
+match = ["false"]
+`
+	for _, tt := range []struct {
+		name  string
+		setup serverSetup
+		lines []string
+		want  proto.Status
+	}{
+		{"ok", serverSetup{toml: allowTrue}, []string{request(nil)}, proto.StatusOK},
+		{"denied", serverSetup{toml: denyFalse}, []string{request(map[string]any{"pipeline": [][]string{{"false"}}})}, proto.StatusDenied},
+		{"timeout", serverSetup{toml: `approval_timeout = "100ms"`}, []string{request(nil)}, proto.StatusTimeout},
+		{"error", serverSetup{}, []string{"{nope"}, proto.StatusError},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t, tt.setup)
+			var resp *proto.Response
+			for _, line := range tt.lines {
+				resp = ts.send(line)
+			}
+			if resp.Status != tt.want || resp.Version == "" || resp.Version != Version() {
+				t.Errorf("answer %s %q with version %q, want %s with version %q", resp.Status, resp.Message, resp.Version, tt.want, Version())
+			}
+		})
+	}
+	// A connection refused before it is read (busy, rate limited).
+	t.Run("refused connection", func(t *testing.T) {
+		t.Parallel()
+		ts := newServer(t, serverSetup{})
+		ln, err := net.Listen("unix", ts.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		c, err := net.Dial("unix", ts.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		server, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.srv.refuseConn(server.(*net.UnixConn), 1000, "rate", "rate limited: a test")
+		resp := ts.read(c)
+		if resp.Status != proto.StatusError || resp.Version != Version() {
+			t.Errorf("answer %s %q with version %q, want error with version %q", resp.Status, resp.Message, resp.Version, Version())
+		}
+	})
 }
