@@ -53,6 +53,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -78,6 +79,11 @@ type Client struct {
 	// Busy is how a busy answer is retried; its zero fields take their
 	// defaults, and Retries: -1 turns the retry off.
 	Busy BusyRetry
+	// Progress, when set, asks the daemon to say what a request waits for
+	// (docs/protocol.md, "Progress"): it is called, on the goroutine of
+	// Run, with each progress line before the response arrives, and must
+	// return promptly. A daemon that predates the extension sends none.
+	Progress func(proto.Progress)
 }
 
 // New returns a Client for the daemon listening on socketPath.
@@ -156,12 +162,12 @@ func (c *Client) exchange(ctx context.Context, r *proto.Request, keepRaw bool) (
 		// (to refuse the peer, say). Its answer explains more than the
 		// "broken pipe" the write got, and it is still in our receive
 		// buffer.
-		if resp, raw, rerr := readResponse(ctx, conn, r, keepRaw); rerr == nil {
+		if resp, raw, rerr := c.readResponse(ctx, conn, r, keepRaw); rerr == nil {
 			return resp, raw, nil
 		}
 		return nil, nil, fmt.Errorf("send request: %w", werr)
 	}
-	return readResponse(ctx, conn, r, keepRaw)
+	return c.readResponse(ctx, conn, r, keepRaw)
 }
 
 // encodeRequest refuses what the daemon would misread and returns the
@@ -192,15 +198,38 @@ func encodeRequest(r *proto.Request) ([]byte, error) {
 	return line, nil
 }
 
-// readResponse reads and checks the answer to req from conn. With keepRaw it
-// also returns the line as read.
-func readResponse(ctx context.Context, conn net.Conn, req *proto.Request, keepRaw bool) (*proto.Response, []byte, error) {
+// readResponse reads and checks the answer to req from conn, passing the
+// progress lines before it to c.Progress when req asked for them. With
+// keepRaw it also returns the response line as read.
+func (c *Client) readResponse(ctx context.Context, conn net.Conn, req *proto.Request, keepRaw bool) (*proto.Response, []byte, error) {
 	var src io.Reader = conn
 	var raw bytes.Buffer
 	if keepRaw {
 		src = io.TeeReader(conn, &raw)
 	}
-	resp, err := proto.ReadResponse(src)
+	var resp *proto.Response
+	var err error
+	skip := 0 // bytes of progress lines before the response line in raw
+	if req.Progress {
+		br := bufio.NewReaderSize(src, proto.MaxProgressBytes)
+		for {
+			var p *proto.Progress
+			p, resp, err = proto.ReadProgressOrResponse(br)
+			if err != nil || p == nil {
+				break
+			}
+			if p.ID != req.ID {
+				err = fmt.Errorf("%w: a progress line for request %q, not %q", proto.ErrProtocol, p.ID, req.ID)
+				break
+			}
+			skip = raw.Len() - br.Buffered()
+			if c.Progress != nil {
+				c.Progress(*p)
+			}
+		}
+	} else {
+		resp, err = proto.ReadResponse(src)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("read response: %w", ctx.Err())
@@ -216,7 +245,7 @@ func readResponse(ctx context.Context, conn net.Conn, req *proto.Request, keepRa
 	if !keepRaw {
 		return resp, nil, nil
 	}
-	line := raw.Bytes()
+	line := raw.Bytes()[skip:]
 	// The first '\n' ends the line: JSON escapes any newline inside a string.
 	return resp, line[:bytes.IndexByte(line, '\n')+1], nil
 }

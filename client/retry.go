@@ -92,6 +92,9 @@ func (c *Client) send(ctx context.Context, req *proto.Request, keepRaw bool) (*p
 	if r.ID == "" {
 		r.ID = uuid.NewString()
 	}
+	if c.Progress != nil {
+		r.Progress = true
+	}
 	stamp := r.Time.IsZero()
 	policy := c.Busy.withDefaults()
 	for retry := 1; ; retry++ {

@@ -344,6 +344,7 @@ func (d *requestDecoder) decode(opts DecodeOptions) *Request {
 	}
 	req.Env = d.env()
 	req.Stdin = d.stdin()
+	req.Progress = d.boolean("progress", false)
 	if req.Action != ActionExecute {
 		// sudo-proxy 1.1 clients send control actions with "pipeline": [].
 		if raw, given := d.raw("pipeline"); given && d.err == nil && string(bytes.TrimSpace(raw)) != "[]" {
@@ -585,6 +586,7 @@ type requestWire struct {
 	ForwardAgent bool              `json:"forward_agent"`
 	Cwd          string            `json:"cwd,omitempty"`
 	Stdin        []byte            `json:"stdin,omitempty"`
+	Progress     bool              `json:"progress,omitempty"`
 }
 
 // MarshalJSON encodes r as a client sends it: every field explicit (so the
@@ -596,7 +598,7 @@ func (r *Request) MarshalJSON() ([]byte, error) {
 	w := requestWire{
 		ID: r.ID, Host: r.Host, Session: r.Session, Pipeline: r.Pipeline,
 		Env: r.Env, Reason: r.Reason, Privileged: r.Privileged,
-		ForwardAgent: r.ForwardAgent, Cwd: r.Cwd, Stdin: r.Stdin,
+		ForwardAgent: r.ForwardAgent, Cwd: r.Cwd, Stdin: r.Stdin, Progress: r.Progress,
 	}
 	if r.Action != ActionExecute {
 		w.Action = r.Action

@@ -124,6 +124,10 @@ type Request struct {
 	// on the wire). nil when absent or empty: the first stage then reads
 	// /dev/null, exactly as without the extension.
 	Stdin []byte
+	// Progress asks the daemon for progress lines before the response
+	// (extension; see [Progress]). A client that does not set it never
+	// gets one.
+	Progress bool
 }
 
 // Stage is the result of one pipeline stage.

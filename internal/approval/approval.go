@@ -115,6 +115,10 @@ type Pending struct {
 	Received, Deadline time.Time
 	// DaemonHost is the daemon's own host name (Shown.DaemonHost).
 	DaemonHost string
+	// Waiting, when set, is called once the request waits for a human (no
+	// session grant covered it), with the number of consoles connected;
+	// it must return promptly.
+	Waiting func(consoles int)
 }
 
 // Shown returns what a human is shown of p.

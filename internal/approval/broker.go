@@ -163,9 +163,13 @@ func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 	b.pending = append(b.pending, e)
 	b.broadcast(e.announce)
 	hook := b.waiting
+	consoles := len(b.subs)
 	b.mu.Unlock()
 	if hook != nil {
 		hook(shown)
+	}
+	if p.Waiting != nil {
+		p.Waiting(consoles)
 	}
 
 	select {

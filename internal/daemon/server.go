@@ -588,6 +588,9 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	if err := trail.Started(execCtx, spec); err != nil {
 		return auditFailed(log, req.ID, trail, err)
 	}
+	if req.Progress {
+		s.progress(conn, pol, proto.Progress{Progress: proto.ProgressRunning, ID: req.ID})
+	}
 	// The command runs to completion even if the client hangs up now: a
 	// package manager killed half-way leaves the system broken, and the
 	// human approved the whole command. The result is still recorded. Only
@@ -853,14 +856,20 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 	stopWatch := watchHangup(conn, cancel)
 	defer stopWatch()
 
-	d, err := s.approver.Ask(actx, &approval.Pending{
+	pending := &approval.Pending{
 		Request: p.req, Peer: peerInfo(p.peer), Programs: p.programs, RunAs: p.target.Name,
 		// The human is told why, as the log line above is; "needs
 		// approval" goes without saying on the console.
 		Why: strings.TrimPrefix(rd.Reason, rules.AskPrefix),
 		Cwd: p.dir, CwdChain: p.dirChain, CwdWritable: p.dirWritable,
 		Received: p.received, Deadline: deadline, DaemonHost: s.host,
-	})
+	}
+	if p.req.Progress {
+		pending.Waiting = func(consoles int) {
+			s.progress(conn, pol, proto.Progress{Progress: proto.ProgressWaiting, ID: p.req.ID, Consoles: consoles, Deadline: deadline.UTC()})
+		}
+	}
+	d, err := s.approver.Ask(actx, pending)
 	switch {
 	case err == nil:
 		return d
@@ -974,6 +983,17 @@ func (s *Server) respond(conn *net.UnixConn, resp *proto.Response, readTimeout t
 	w := &progressWriter{conn: conn, idle: readTimeout}
 	if err := proto.WriteResponse(w, resp); err != nil {
 		s.log.Warn("could not deliver response", "id", resp.ID, "status", resp.Status, "err", err)
+	}
+}
+
+// progress writes a progress line on conn, for a request that asked for
+// them (docs/protocol.md, "Progress"). A client that does not read it in
+// read_timeout, or has gone, loses it: what it would have said is then
+// moot, and the response is written (or not) as without it.
+func (s *Server) progress(conn *net.UnixConn, pol *policy, p proto.Progress) {
+	w := &progressWriter{conn: conn, idle: pol.cfg.ReadTimeout.Duration}
+	if err := proto.WriteProgress(w, p); err != nil {
+		s.log.Debug("could not deliver a progress line", "id", p.ID, "progress", p.Progress, "err", err)
 	}
 }
 

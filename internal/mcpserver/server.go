@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
@@ -170,23 +171,29 @@ func (h *handler) execute(ctx context.Context, call *mcp.CallToolRequest) (*mcp.
 	if call.Params != nil {
 		token = call.Params.GetProgressToken()
 	}
+	// What the daemon last said of the request (its progress lines): the
+	// progress notifications and a failure's text say it.
+	var last atomic.Pointer[proto.Progress]
+	c := *h.client
+	c.Progress = func(p proto.Progress) { last.Store(&p) }
 	if token != nil && call.Session != nil {
-		stop := h.reportProgress(ctx, call.Session, token)
+		stop := h.reportProgress(ctx, call.Session, token, &last)
 		defer stop()
 	}
 	// Cancelling ctx (the client cancelled the call or went away) closes
 	// the connection, and the daemon withdraws a request that still waits.
-	resp, err := h.client.Run(ctx, req)
+	resp, err := c.Run(ctx, req)
 	if err != nil {
-		return toolError(h.describeFailure(err, req.ID)), nil
+		return toolError(h.describeFailure(err, req.ID, last.Load())), nil
 	}
 	return formatResult(req, resp, h.cfg.MaxOutput), nil
 }
 
 // reportProgress sends a progress notification every interval until the
-// returned function is called; that function returns once no notification
-// can be sent any more, so none follows the result.
-func (h *handler) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any) (stop func()) {
+// returned function is called, saying what the daemon last said of the
+// request (last); that function returns once no notification can be sent
+// any more, so none follows the result.
+func (h *handler) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any, last *atomic.Pointer[proto.Progress]) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -201,13 +208,19 @@ func (h *handler) reportProgress(ctx context.Context, ss *mcp.ServerSession, tok
 				return
 			case now := <-tick.C:
 				waited := now.Sub(start)
+				msg := "waiting for approval, or for the command to finish"
+				if p := last.Load(); p != nil {
+					if d := p.Describe(now); d != "" {
+						msg = d
+					}
+				}
 				// A failed notification (the client went away) is not
 				// worth ending the call for: ctx tells when to stop.
 				_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 					ProgressToken: token,
 					// Seconds waited: it only grows, as progress must.
 					Progress: waited.Seconds(),
-					Message:  fmt.Sprintf("waiting for approval, or for the command to finish (%s)", waited.Round(time.Second)),
+					Message:  fmt.Sprintf("%s (%s)", msg, waited.Round(time.Second)),
 				})
 			}
 		}
@@ -219,14 +232,14 @@ func (h *handler) reportProgress(ctx context.Context, ss *mcp.ServerSession, tok
 }
 
 // describeFailure explains an exchange with the daemon that produced no
-// answer.
-func (h *handler) describeFailure(err error, id string) string {
+// answer; last is the daemon's last progress line for it (nil: none).
+func (h *handler) describeFailure(err error, id string, last *proto.Progress) string {
 	var reqErr *proto.RequestError
 	switch {
 	case errors.Is(err, client.ErrUnreachable):
 		return fmt.Sprintf("agent-sudo is not available: %v. Nothing was sent. Tell the user: the agent-sudo daemon must be running (systemctl status agent-sudo) and this user must be allowed to open its socket.", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("the call was cancelled before agent-sudod answered: request %s was withdrawn if it was still waiting for approval; a command that had already started was not stopped.", id)
+		return fmt.Sprintf("the call was cancelled before agent-sudod answered request %s: %s.", id, proto.Abandoned(last))
 	case errors.As(err, &reqErr):
 		return fmt.Sprintf("the request cannot be sent: %v. Nothing was sent; fix the arguments and call again.", err)
 	case errors.Is(err, proto.ErrProtocol):

@@ -271,9 +271,9 @@ func TestExecuteSendsRequest(t *testing.T) {
 	}
 	want := []*proto.Request{
 		{Action: proto.ActionExecute, Host: "box", Session: "claude-proj", Pipeline: [][]string{{"git", "pull"}, {"tee", "/tmp/log"}},
-			Env: map[string]string{"LANG": "C.UTF-8"}, Reason: "update the checkout", Privileged: false, ForwardAgent: true, Cwd: dir},
+			Env: map[string]string{"LANG": "C.UTF-8"}, Reason: "update the checkout", Privileged: false, ForwardAgent: true, Cwd: dir, Progress: true},
 		{Action: proto.ActionExecute, Host: "box", Session: "claude-proj", Pipeline: [][]string{{"apt-get", "update"}},
-			Env: map[string]string{}, Reason: "refresh", Privileged: true},
+			Env: map[string]string{}, Reason: "refresh", Privileged: true, Progress: true},
 	}
 	for i := range got {
 		g := *got[i]

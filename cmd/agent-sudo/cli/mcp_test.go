@@ -412,7 +412,9 @@ func TestMCPE2E(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, n := range progress {
-			if n.ProgressToken != "e2e-token" || !strings.HasPrefix(n.Message, "waiting for approval") {
+			// What the daemon said of the request: it waits, at the one
+			// console this test connected.
+			if n.ProgressToken != "e2e-token" || !strings.HasPrefix(n.Message, "request "+p.ID+" waits for a human's approval at the approver console (1 connected); it times out in ") {
 				t.Errorf("progress notification %+v", n)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -171,9 +172,11 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 			inv.say("agent-sudod is busy, nothing ran; retrying: %s", busy.Message)
 		}
 	}
+	progress := newProgressState()
+	c.Progress = progress.set
 	var resp *proto.Response
 	var raw []byte
-	stopNotice := inv.waitNotice(req.ID, waitNoticeDelay)
+	stopNotice := inv.waitNotice(req.ID, waitNoticeDelay, progress)
 	if o.json {
 		resp, raw, err = c.RunRaw(ctx, req)
 	} else {
@@ -181,7 +184,7 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 	}
 	stopNotice()
 	if err != nil {
-		return inv.runFailed(err, o, req.ID)
+		return inv.runFailed(err, o, req.ID, progress.get())
 	}
 
 	code = exitStatus(resp, o.pipefail)
@@ -215,8 +218,9 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 }
 
 // runFailed reports an exchange that produced no answer and returns the exit
-// status for it.
-func (inv *invocation) runFailed(err error, o *runOptions, id string) int {
+// status for it. last is the daemon's last progress line, nil when none
+// came: when run stopped waiting, it says what became of the request.
+func (inv *invocation) runFailed(err error, o *runOptions, id string, last *proto.Progress) int {
 	var reqErr *proto.RequestError
 	switch {
 	case errors.Is(err, client.ErrUnreachable):
@@ -234,9 +238,9 @@ func (inv *invocation) runFailed(err error, o *runOptions, id string) int {
 		if o.timeout > 0 {
 			limit = fmt.Sprintf("within --timeout %v", o.timeout)
 		}
-		return inv.fail(exitTimeout, "no answer to request %s %s; it may still be approved and run", id, limit)
+		return inv.fail(exitTimeout, "no answer to request %s %s: %s (agent-sudo audit show %s has its records)", id, limit, proto.Abandoned(last), id)
 	case errors.Is(err, context.Canceled):
-		return inv.fail(exitInterrupted, "interrupted while waiting for agent-sudod; request %s may still be approved and run", id)
+		return inv.fail(exitInterrupted, "interrupted while waiting for agent-sudod to answer request %s: %s (agent-sudo audit show %s has its records)", id, proto.Abandoned(last), id)
 	case errors.Is(err, proto.ErrProtocol):
 		return inv.fail(exitSoftware, "bad answer from agent-sudod at %s: %v; check that --socket names an agent-sudo daemon of this version, or report a daemon bug", o.socket, err)
 	case errors.As(err, &reqErr):
@@ -371,15 +375,56 @@ func (e envFlag) Set(s string) error {
 // silent, short enough that nobody wonders whether it hung.
 const waitNoticeDelay = time.Second
 
-// waitNotice tells the user on stderr, once delay has passed without an
-// answer, that the request is waiting: the protocol does not say whether for
-// a human or for the command, so the message names both. On a terminal a
-// spinner with the elapsed time runs until stop is called and is then
-// erased; elsewhere one line is written. stop must be called before anything
-// else is written to stderr.
-func (inv *invocation) waitNotice(id string, delay time.Duration) (stop func()) {
+// progressState is what the daemon last said of a request it has not
+// answered yet (its progress lines), for the wait notice and for what run
+// says when it stops waiting.
+type progressState struct {
+	mu      sync.Mutex
+	last    *proto.Progress
+	changed chan struct{} // one wake-up per change
+}
+
+func newProgressState() *progressState {
+	return &progressState{changed: make(chan struct{}, 1)}
+}
+
+// set is the client's Progress callback.
+func (s *progressState) set(p proto.Progress) {
+	s.mu.Lock()
+	s.last = &p
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// get returns the last progress, nil when none came.
+func (s *progressState) get() *proto.Progress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// waitNotice tells the user on stderr what the request waits for, once
+// delay has passed without an answer, and again whenever the daemon says
+// something new (it waits for a human, and whether a console is connected;
+// it runs). Before the daemon says anything it names both a human and the
+// command. On a terminal a spinner with the elapsed time runs until stop is
+// called and is then erased; elsewhere one line is written for each thing
+// the daemon says. stop must be called before anything else is written to
+// stderr.
+func (inv *invocation) waitNotice(id string, delay time.Duration, state *progressState) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
+	text := func() string {
+		if p := state.get(); p != nil {
+			if d := p.Describe(time.Now()); d != "" {
+				return d
+			}
+		}
+		return fmt.Sprintf("waiting for agent-sudod to answer request %s: it may need a human's approval, or the command is still running", id)
+	}
 	go func() {
 		defer close(finished)
 		t := time.NewTimer(delay)
@@ -390,17 +435,26 @@ func (inv *invocation) waitNotice(id string, delay time.Duration) (stop func()) 
 		case <-t.C:
 		}
 		if !isTerminalWriter(inv.stderr) {
-			inv.say("waiting for agent-sudod to answer request %s: it may need a human's approval, or the command is still running", id)
-			<-done
-			return
+			said := ""
+			for {
+				if now := text(); now != said {
+					inv.say("%s", now)
+					said = now
+				}
+				select {
+				case <-done:
+					return
+				case <-state.changed:
+				}
+			}
 		}
 		start := time.Now().Add(-delay)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		const frames = `|/-\`
 		for i := 0; ; i++ {
-			fmt.Fprintf(inv.stderr, "\r\x1b[Kagent-sudo: %c waiting for approval of request %s, or for the command to finish (%ds)",
-				frames[i%len(frames)], visible(id), int(time.Since(start).Seconds()))
+			fmt.Fprintf(inv.stderr, "\r\x1b[Kagent-sudo: %c %s (%ds)",
+				frames[i%len(frames)], visible(text()), int(time.Since(start).Seconds()))
 			select {
 			case <-done:
 				fmt.Fprint(inv.stderr, "\r\x1b[K")

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -129,12 +130,14 @@ func TestRunFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// run always asks for progress lines (docs/protocol.md, "Progress").
 	defaults := proto.Request{
 		Action:     proto.ActionExecute,
 		Host:       host,
 		Pipeline:   [][]string{{"true"}},
 		Env:        map[string]string{},
 		Privileged: true,
+		Progress:   true,
 	}
 	tests := []struct {
 		name   string
@@ -460,7 +463,7 @@ func TestRunFailedMessages(t *testing.T) {
 		{"backlog full", dialErr(syscall.EAGAIN), 0, 69,
 			"agent-sudo: cannot reach agent-sudod at /s.sock: resource temporarily unavailable; is the daemon running? (systemctl status agent-sudo)\n"},
 		{"deadline without --timeout", fmt.Errorf("read response: %w", context.DeadlineExceeded), 0, 124,
-			"agent-sudo: no answer to request r1 before the deadline; it may still be approved and run\n"},
+			"agent-sudo: no answer to request r1 before the deadline: agent-sudod had not said yet whether it waited for approval: if it did, it is withdrawn and will not run; if a rule or a session grant allowed it, it runs to its end (agent-sudo audit show r1 has its records)\n"},
 		{"connection reset", fmt.Errorf("read response: %w", &net.OpError{Op: "read", Net: "unix", Err: os.NewSyscallError("read", syscall.ECONNRESET)}), 0, 70,
 			"agent-sudo: lost the connection to agent-sudod at /s.sock: read response: read unix: read: connection reset by peer; check the daemon (systemctl status agent-sudo)\n"},
 	}
@@ -468,7 +471,7 @@ func TestRunFailedMessages(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr strings.Builder
 			inv := &invocation{stderr: &stderr}
-			code := inv.runFailed(tt.err, &runOptions{socket: "/s.sock", timeout: tt.timeout}, "r1")
+			code := inv.runFailed(tt.err, &runOptions{socket: "/s.sock", timeout: tt.timeout}, "r1", nil)
 			if code != tt.wantCode || stderr.String() != tt.want {
 				t.Errorf("runFailed(%v) = %d, stderr\n %q\nwant %d, stderr\n %q", tt.err, code, stderr.String(), tt.wantCode, tt.want)
 			}
@@ -496,7 +499,7 @@ func TestRunTimeoutFlag(t *testing.T) {
 	if took := time.Since(start); took > 200*time.Millisecond+promptly {
 		t.Errorf("run --timeout 200ms took %v", took)
 	}
-	want := withID(t, srv, "agent-sudo: no answer to request %ID% within --timeout 200ms; it may still be approved and run\n")
+	want := withID(t, srv, "agent-sudo: no answer to request %ID% within --timeout 200ms: agent-sudod had not said yet whether it waited for approval: if it did, it is withdrawn and will not run; if a rule or a session grant allowed it, it runs to its end (agent-sudo audit show %ID% has its records)\n")
 	if got.code != 124 || got.stdout != "" || got.stderr != want {
 		t.Errorf("run = %d, stdout %q, stderr\n %q\nwant 124, no stdout, stderr\n %q", got.code, got.stdout, got.stderr, want)
 	}
@@ -523,7 +526,7 @@ func TestRunInterrupted(t *testing.T) {
 	cancel()
 	select {
 	case got := <-done:
-		want := "agent-sudo: interrupted while waiting for agent-sudod; request " + req.ID + " may still be approved and run\n"
+		want := "agent-sudo: interrupted while waiting for agent-sudod to answer request " + req.ID + ": agent-sudod had not said yet whether it waited for approval: if it did, it is withdrawn and will not run; if a rule or a session grant allowed it, it runs to its end (agent-sudo audit show " + req.ID + " has its records)\n"
 		if got.code != 130 || got.stdout != "" || got.stderr != want {
 			t.Errorf("run = %d, stdout %q, stderr\n %q\nwant 130, no stdout, stderr\n %q", got.code, got.stdout, got.stderr, want)
 		}
@@ -576,5 +579,79 @@ func TestRunSaysBusyOnce(t *testing.T) {
 	const say = "agent-sudo: agent-sudod is busy, nothing ran; retrying: busy: 64 connections"
 	if strings.Count(got.stderr, say) != 1 {
 		t.Errorf("stderr %q, want %q once", got.stderr, say)
+	}
+}
+
+// hangAfter is a fake daemon that reads the request, writes the progress
+// lines progress makes for it, and then never answers, until the client
+// closes the connection.
+func hangAfter(progress func(req *proto.Request) []proto.Progress) clienttest.Handler {
+	return func(c *clienttest.Conn) {
+		req, err := c.ReadRequest()
+		if err != nil {
+			return
+		}
+		if req.Progress {
+			for _, p := range progress(req) {
+				proto.WriteProgress(c, p)
+			}
+		}
+		io.Copy(io.Discard, c)
+	}
+}
+
+// TestRunSaysWhatBecameOfTheRequest: when run stops waiting (--timeout),
+// it says what became of the request from what the daemon last said of
+// it: withdrawn while it waited for a human, running to its end once
+// allowed. Before, it said "it may still be approved and run" even of a
+// request the daemon had withdrawn.
+func TestRunSaysWhatBecameOfTheRequest(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		progress string
+		want     string
+	}{
+		{"waiting", proto.ProgressWaiting, "it was still waiting for approval, so it is withdrawn and will not run"},
+		{"running", proto.ProgressRunning, "its command had started, and runs to its end without you"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := clienttest.NewServer(t, hangAfter(func(req *proto.Request) []proto.Progress {
+				return []proto.Progress{{Progress: tt.progress, ID: req.ID, Consoles: 1, Deadline: time.Now().Add(time.Minute)}}
+			}))
+			got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--timeout", "300ms", "true")
+			want := withID(t, srv, "agent-sudo: no answer to request %ID% within --timeout 300ms: "+tt.want+" (agent-sudo audit show %ID% has its records)\n")
+			if got.code != 124 || got.stderr != want {
+				t.Errorf("run = %d, stderr\n %q\nwant 124, stderr\n %q", got.code, got.stderr, want)
+			}
+			if reqs := srv.Requests(); len(reqs) != 1 || !reqs[0].Progress {
+				t.Errorf("run did not ask for progress lines: %+v", reqs)
+			}
+		})
+	}
+}
+
+// TestRunSaysNoConsoleIsConnected: a request that waits for a human while
+// no approver console is connected is told so, with the time it has left
+// and what to run, instead of waiting approval_timeout in silence.
+func TestRunSaysNoConsoleIsConnected(t *testing.T) {
+	for _, tt := range []struct {
+		consoles int
+		want     string
+	}{
+		{0, "waits for a human's approval, and no approver console is connected; it times out in "},
+		{2, "waits for a human's approval at the approver console (2 connected); it times out in "},
+	} {
+		srv := clienttest.NewServer(t, hangAfter(func(req *proto.Request) []proto.Progress {
+			return []proto.Progress{{Progress: proto.ProgressWaiting, ID: req.ID, Consoles: tt.consoles, Deadline: time.Now().Add(5 * time.Minute)}}
+		}))
+		// Past waitNoticeDelay, when the notice is written.
+		got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--timeout", (waitNoticeDelay + time.Second).String(), "true")
+		lines := strings.Split(strings.TrimSpace(got.stderr), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[0], tt.want) || !strings.Contains(lines[1], "withdrawn and will not run") {
+			t.Errorf("%d consoles: stderr\n%s\nwant a notice containing %q, then the withdrawal", tt.consoles, got.stderr, tt.want)
+		}
+		if tt.consoles == 0 && !strings.Contains(lines[0], "unless someone runs 'sudo agent-sudo approve'") {
+			t.Errorf("no console: the notice does not say what to run: %s", lines[0])
+		}
 	}
 }

@@ -204,7 +204,10 @@ func TestSudoRequests(t *testing.T) {
 				t.Fatalf("%d requests", len(reqs))
 			}
 			r := *reqs[0]
-			r.ID, r.Time, r.Host, r.Action = "", tt.want.Time, "", ""
+			if !r.Progress {
+				t.Errorf("sudo %q did not ask for progress lines", tt.args)
+			}
+			r.ID, r.Time, r.Host, r.Action, r.Progress = "", tt.want.Time, "", "", false
 			if !reflect.DeepEqual(r, tt.want) {
 				t.Errorf("sudo %q sent\n %+v\nwant\n %+v", tt.args, r, tt.want)
 			}
