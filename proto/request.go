@@ -420,9 +420,9 @@ func (d *requestDecoder) time(opts DecodeOptions) time.Time {
 		d.fail("time", "must not be empty: send the current time as an RFC 3339 timestamp, e.g. %q", "2026-02-13T14:30:00Z")
 		return time.Time{}
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := parseRFC3339(s)
 	if err != nil {
-		d.fail("time", "%q is not an RFC 3339 timestamp with a time zone (e.g. %q or %q)", s, "2026-02-13T14:30:00Z", "2026-02-13T15:30:00.25+01:00")
+		d.fail("time", "%q is not an RFC 3339 timestamp (e.g. %q or %q): %v", s, "2026-02-13T14:30:00Z", "2026-02-13T15:30:00.25+01:00", err)
 		return time.Time{}
 	}
 	now := time.Now
@@ -433,13 +433,26 @@ func (d *requestDecoder) time(opts DecodeOptions) time.Time {
 	if skew <= 0 {
 		skew = DefaultMaxClockSkew
 	}
-	switch age := now().Sub(t); {
-	case age > skew:
-		d.fail("time", "%s is %s older than the daemon's clock; at most %s of clock skew is allowed, so send the current time", s, age.Round(time.Millisecond), skew)
-	case -age > skew:
-		d.fail("time", "%s is %s ahead of the daemon's clock; at most %s of clock skew is allowed, so send the current time", s, (-age).Round(time.Millisecond), skew)
+	// Compared as instants, never through now.Sub(t): a time.Duration
+	// saturates about 292 years away, and a saturated difference must not
+	// pass for a small one.
+	n := now()
+	switch {
+	case t.Before(n.Add(-skew)):
+		d.fail("time", "%s is %s older than the daemon's clock; at most %s of clock skew is allowed, so send the current time", s, distance(n, t), skew)
+	case t.After(n.Add(skew)):
+		d.fail("time", "%s is %s ahead of the daemon's clock; at most %s of clock skew is allowed, so send the current time", s, distance(t, n), skew)
 	}
 	return t
+}
+
+// distance says how far later is after earlier, rounded to the
+// millisecond, or that it is more than a time.Duration can hold.
+func distance(later, earlier time.Time) string {
+	if later.After(earlier.Add(time.Duration(1<<63 - 1))) {
+		return "more than 292 years"
+	}
+	return later.Sub(earlier).Round(time.Millisecond).String()
 }
 
 func (d *requestDecoder) env() map[string]string {
