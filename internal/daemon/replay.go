@@ -1,58 +1,88 @@
 package daemon
 
 import (
+	"fmt"
 	"sync"
 	"time"
-
-	"github.com/agent-sudo/agent-sudo/internal/config"
 )
 
-// replayWindow is how long a request id is remembered: approval_timeout
-// plus twice max_clock_skew. A request whose time is at the edge of the skew
-// can wait for approval for approval_timeout, so an id remembered for only
-// 2×max_clock_skew could be used again, with a fresh time, while its first
-// request still waits.
-func replayWindow(cfg *config.Config) time.Duration {
-	return cfg.ApprovalTimeout.Duration + 2*cfg.MaxClockSkew.Duration
-}
-
-// replayCache remembers request ids for the replay window (replayWindow):
-// as long as a request with that id could still pass the freshness check or
-// still wait for approval, so a captured request cannot be sent again and an
-// id cannot be reused while its first request is pending. Past that window
-// the freshness check refuses a replay instead, so entries can go. A reload
-// can change the window; the cache keeps the widest it has been given, so an
-// id is remembered as long as any policy since the start needs.
+// replayCache remembers the ids of accepted requests so that a captured
+// request cannot be sent again (docs/security.md, "The wire decoder and the
+// audit log"). An id is kept until no request dated as its own request was
+// can pass the freshness check any more (request time + max_clock_skew, on
+// the daemon's clock), and at least until approval_timeout + 2 ×
+// max_clock_skew after its receipt, so that an id cannot be reused with a
+// fresh time while its first request still waits for approval.
+//
+// A reload can widen max_clock_skew, which could make fresh again a request
+// whose id was already forgotten. The cache therefore keeps a floor: every
+// id it forgot belonged to a request dated at or before the floor, and it
+// refuses any request dated at or before the floor. Under an unchanged skew
+// such a request is refused by the freshness check first, so the floor only
+// decides for the requests that a widened skew would otherwise let through,
+// and for a request whose freshness was checked just before a sweep dropped
+// its id. All times are compared with Before and After, never through a
+// time.Duration, which saturates about 292 years away.
+//
+// The cache lives in memory: a restart forgets it (docs/security.md says
+// what that allows).
 type replayCache struct {
-	mu     sync.Mutex
-	window time.Duration
-	seen   map[string]time.Time // id -> when it was first used
+	mu   sync.Mutex
+	seen map[string]replayEntry
+	// floor: every id forgotten so far belonged to a request dated at or
+	// before it.
+	floor time.Time
 	// swept is when expired ids were last dropped; sweeping at most once a
 	// second keeps each request's cost constant however many ids are kept.
 	swept time.Time
 }
 
-func newReplayCache(window time.Duration) *replayCache {
-	return &replayCache{window: window, seen: make(map[string]time.Time)}
+type replayEntry struct {
+	at    time.Time // the request's own time
+	until time.Time // kept at least until then
 }
 
-// firstUse records id and reports whether it had not been seen within the
-// window, widened to window if that is wider.
-func (c *replayCache) firstUse(id string, now time.Time, window time.Duration) bool {
+func newReplayCache() *replayCache {
+	return &replayCache{seen: make(map[string]replayEntry)}
+}
+
+// firstUse records the id of a request dated at, received at now under a
+// policy with the given max_clock_skew and approval_timeout, and returns ""
+// if the request may go on, or why it is refused as a possible replay. now
+// must be the instant the request's freshness was checked against.
+func (c *replayCache) firstUse(id string, at, now time.Time, skew, approvalTimeout time.Duration) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.window = max(c.window, window)
-	if now.Sub(c.swept) >= time.Second {
-		for k, first := range c.seen {
-			if now.Sub(first) > c.window {
-				delete(c.seen, k)
+	if now.Sub(c.swept) >= time.Second || now.Before(c.swept) {
+		for k, e := range c.seen {
+			if now.After(e.until) {
+				c.forget(k, e)
 			}
 		}
 		c.swept = now
 	}
-	if first, ok := c.seen[id]; ok && now.Sub(first) <= c.window {
-		return false
+	if e, ok := c.seen[id]; ok && now.After(e.until) {
+		c.forget(id, e)
 	}
-	c.seen[id] = now
-	return true
+	if _, ok := c.seen[id]; ok {
+		return fmt.Sprintf("request id %q was already used by a request that can still be fresh; refusing it as a replay (send a fresh id, or omit it)", id)
+	}
+	if !at.After(c.floor) {
+		return fmt.Sprintf("request %q is dated %s, not after %s: the daemon may have forgotten the ids of requests dated then (max_clock_skew was widened by a reload), so it cannot tell this one from a replay; send the current time",
+			id, at.Format(time.RFC3339Nano), c.floor.Format(time.RFC3339Nano))
+	}
+	until := at.Add(skew)
+	if held := now.Add(approvalTimeout).Add(skew).Add(skew); held.After(until) {
+		until = held
+	}
+	c.seen[id] = replayEntry{at: at, until: until}
+	return ""
+}
+
+// forget drops id, whose entry is e, and raises the floor to its time.
+func (c *replayCache) forget(id string, e replayEntry) {
+	if e.at.After(c.floor) {
+		c.floor = e.at
+	}
+	delete(c.seen, id)
 }

@@ -200,7 +200,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s := &Server{
 		approver: opts.Approver, audit: auditOf{opts.Audit}, exec: opts.Exec,
 		log: opts.Logger, now: opts.Now, sshAuthSock: opts.SSHAuthSock, running: opts.Running,
-		replay: newReplayCache(replayWindow(cfg)),
+		replay: newReplayCache(),
 		limits: newConnLimits(cfg.MaxConnections, cfg.RootConnections, cfg.MaxConnectionsPerUser),
 		rates:  newRateLimits(cfg.MaxRequestsPerMinute),
 		logs:   newLogLimiter(logEvery),
@@ -528,8 +528,11 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 			log: log, limit: "idle", msg: "closed idle connection", args: []any{"reason", msg}}
 	}
 	var req *proto.Request
+	// One instant for the freshness check and the replay cache
+	// (replayCache.firstUse).
+	checked := s.now()
 	if err == nil {
-		req, err = proto.DecodeRequest(raw, proto.DecodeOptions{Now: s.now, MaxClockSkew: pol.cfg.MaxClockSkew.Duration})
+		req, err = proto.DecodeRequest(raw, proto.DecodeOptions{Now: func() time.Time { return checked }, MaxClockSkew: pol.cfg.MaxClockSkew.Duration})
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -555,9 +558,8 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	if req.Action == proto.ActionStop {
 		return refuseRequest(`action "stop" is refused: agent-sudod is a system service shared by every user of this machine and is not stopped by its clients; an administrator stops it (systemctl stop agent-sudo)`)
 	}
-	if !s.replay.firstUse(req.ID, s.now(), replayWindow(pol.cfg)) {
-		return refuseRequest(fmt.Sprintf("request id %q was already used within the last %s; refusing it as a replay (send a fresh id, or omit it)",
-			req.ID, replayWindow(pol.cfg)))
+	if why := s.replay.firstUse(req.ID, req.Time, checked, pol.cfg.MaxClockSkew.Duration, pol.cfg.ApprovalTimeout.Duration); why != "" {
+		return refuseRequest(why)
 	}
 	p, err := s.plan(pol, req, peer)
 	if err != nil {

@@ -1,0 +1,72 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+)
+
+// TestE2EFarTimesAndHugeSkew: a time centuries away is refused whatever
+// the distance (a saturated time.Duration once passed the check, and such
+// a request ran again forever), and a max_clock_skew at the edge of
+// time.Duration's range still remembers ids (approval_timeout + 2 ×
+// max_clock_skew once overflowed to a negative window that forgot every id
+// at once). Issue 21.
+func TestE2EFarTimesAndHugeSkew(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
+	for _, tm := range []string{"9999-12-31T23:59:59Z", "0000-01-01T00:00:00Z", time.Now().AddDate(300, 0, 0).UTC().Format(time.RFC3339)} {
+		l := line(map[string]any{"id": "far", "time": tm, "pipeline": [][]string{{"true"}}})
+		if got := d.Send(l); !contains(got, `"status":"error"`, `field \"time\": `+tm+` is more than 292 years`) {
+			t.Errorf("time %s: %s", tm, got)
+		}
+	}
+
+	huge := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, Extra: `max_clock_skew = "2000000h"`})
+	l := line(map[string]any{"id": "huge-skew", "pipeline": [][]string{{"true"}}})
+	if first := huge.Send(l); !strings.Contains(first, `"status":"ok"`) {
+		t.Fatalf("first use: %s", first)
+	}
+	if second := huge.Send(l); !contains(second, `"status":"error"`, `request id \"huge-skew\" was already used`) {
+		t.Fatalf("replay under max_clock_skew = 2000000h: %s", second)
+	}
+}
+
+// TestE2ETimeTheAuditLogCannotWrite: a time time.Parse accepts but RFC 3339
+// does not (offset hour 24, a one-digit hour, a ',' before the fraction) is
+// refused as a bad "time" and the refusal is audited. With offset +24:00
+// the audit log once failed to write the record, the agent was told the
+// audit log was unavailable, and nothing was recorded, for a request, a
+// refusal or a stop (issue 21).
+func TestE2ETimeTheAuditLogCannotWrite(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
+	now := time.Now().UTC()
+	tests := []struct {
+		id, time, action, want string
+	}{
+		{"h24", now.Add(24*time.Hour).Format("2006-01-02T15:04:05") + "+24:00", "", "the offset hour is 24"},
+		{"h24-stop", now.Add(24*time.Hour).Format("2006-01-02T15:04:05") + "+24:00", "stop", "the offset hour is 24"},
+		{"onedigit", now.Format("2006-01-02T") + "9" + now.Format(":04:05Z"), "", "want 2 digits for the hour"},
+		{"comma", now.Format("2006-01-02T15:04:05") + ",5Z", "", "a fraction of a second follows a '.', not a ','"},
+	}
+	for _, tt := range tests {
+		fields := map[string]any{"id": tt.id, "time": tt.time, "pipeline": [][]string{{"true"}}}
+		if tt.action != "" {
+			fields["action"], fields["pipeline"] = tt.action, [][]string{}
+		}
+		got := d.Send(line(fields))
+		if !contains(got, `"status":"error"`, `field \"time\"`, tt.want) || strings.Contains(got, "audit log unavailable") {
+			t.Errorf("%s: %s", tt.time, got)
+			continue
+		}
+		recs := d.AuditRecords(tt.id)
+		b, _ := json.Marshal(recs)
+		if len(recs) != 1 || !strings.Contains(string(b), tt.want) {
+			t.Errorf("%s: audit records %s, want one refusal saying %q", tt.time, b, tt.want)
+		}
+	}
+}
