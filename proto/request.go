@@ -371,6 +371,12 @@ func (d *requestDecoder) stdin() []byte {
 		d.fail("stdin", "must be a base64 string, got %s", rawKind(raw))
 		return nil
 	}
+	// Go's base64 decoder skips '\r' and '\n' even in strict mode; JSON
+	// forbids them raw in a string, but an escape ("\n") unquotes to them.
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		d.fail("stdin", "is not standard padded base64: character %d of the decoded string is %q (sent escaped); base64 has no line breaks here", i, s[i])
+		return nil
+	}
 	// Decoding before the size check allocates at most three quarters of
 	// what the line already holds, and one check of the decoded length is
 	// exact whatever MaxStdinBytes is.

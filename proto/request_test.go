@@ -202,6 +202,8 @@ func TestDecodeRequestRejects(t *testing.T) {
 		{"stdin not a string", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":[1]}`, ErrInvalid, `invalid request: field "stdin": must be a base64 string, got an array`, "x"},
 		{"stdin not base64", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":"aGk"}`, ErrInvalid, `invalid request: field "stdin": is not standard padded base64: illegal base64 data at input byte 0`, "x"},
 		{"stdin url alphabet", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":"-_8="}`, ErrInvalid, `invalid request: field "stdin": is not standard padded base64: illegal base64 data at input byte 0`, "x"},
+		{"stdin with an escaped LF", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":"aG\nk="}`, ErrInvalid, `invalid request: field "stdin": is not standard padded base64: character 2 of the decoded string is '\n' (sent escaped); base64 has no line breaks here`, "x"},
+		{"stdin with an escaped CR", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":"\u000daGk="}`, ErrInvalid, `invalid request: field "stdin": is not standard padded base64: character 0 of the decoded string is '\r' (sent escaped); base64 has no line breaks here`, "x"},
 		{"stdin over the limit", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"stdin":"` + strings.Repeat("AAAA", MaxStdinBytes/3+1) + `"}`, ErrInvalid, `invalid request: field "stdin": decodes to more than 737280 bytes, the most a request can carry`, "x"},
 
 		{"env not object", `{"id":"x",` + okTime + `,"pipeline":[["a"]],"env":["A=b"]}`, ErrInvalid, `invalid request: field "env": must be an object of string values, got an array`, "x"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	simdbase64 "github.com/segmentio/asm/base64"
 )
@@ -172,10 +173,17 @@ func (s *respScanner) base64() ([]byte, error) {
 	}
 	if escaped {
 		// Only "\/" and \u escapes of base64 characters are plausible;
-		// let encoding/json unquote, then decode.
+		// let encoding/json unquote, then decode. An escaped CR or LF
+		// unquotes to one, which the base64 decoder would skip: refused
+		// here, after unescaping.
+		start := s.i - len(raw) - 1
 		var str string
 		if err := json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &str); err != nil {
 			return nil, s.errorf("%v", err)
+		}
+		if i := strings.IndexAny(str, "\r\n"); i >= 0 {
+			s.i = start
+			return nil, s.errorf("escaped control character 0x%02x at character %d of a base64 string", str[i], i)
 		}
 		raw = []byte(str)
 	}

@@ -112,6 +112,8 @@ func TestDecodeResponseViolations(t *testing.T) {
 		{`{"id":"x","id":"y","status":"ok"}`, `protocol violation: response is not a valid JSON object: at byte offset 14: key "id" appears more than once`},
 		{`{"id":"x","status":"ok"} x`, "protocol violation: response is not a valid JSON object: at byte offset 25: unexpected data after the JSON object"},
 		{`{"id":"x","status":"ok","stages":[{"exit_code":1.5,"stderr":""}],"stdout":""}`, `protocol violation: response is not a valid JSON object: at byte offset 47: "1.5" is not an integer`},
+		{`{"id":"x","status":"ok","stages":[],"stdout":"aG\nk="}`, "protocol violation: response is not a valid JSON object: at byte offset 46: escaped control character 0x0a at character 2 of a base64 string"},
+		{`{"id":"x","status":"ok","stages":[{"exit_code":0,"stderr":"\u000daGk="}],"stdout":""}`, "protocol violation: response is not a valid JSON object: at byte offset 59: escaped control character 0x0d at character 0 of a base64 string"},
 		{`{"status":"ok"}`, "protocol violation: response has no id"},
 		{`{"id":"x"}`, "protocol violation: response has no status"},
 		{`{"id":"x","status":"maybe"}`, `protocol violation: unknown status "maybe"`},
