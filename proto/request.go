@@ -9,9 +9,10 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
 // Sentinel kinds of request errors. Every error from [ReadRequest] and
@@ -135,6 +136,13 @@ func DecodeRequest(line []byte, opts DecodeOptions) (*Request, error) {
 	}
 	d := requestDecoder{fields: fields}
 	req := d.decode(opts)
+	if d.err == nil {
+		// The fields the daemon reads were checked one by one, naming
+		// the field; this catches keys and the fields it ignores.
+		if off, esc := strictjson.LoneSurrogate(line); off >= 0 {
+			d.err = &RequestError{Kind: ErrInvalid, Detail: strictjson.Describe(esc, off, "the request line")}
+		}
+	}
 	if d.err != nil {
 		d.err.ID = req.ID
 		return nil, d.err
@@ -143,83 +151,24 @@ func DecodeRequest(line []byte, opts DecodeOptions) (*Request, error) {
 }
 
 // splitObject checks that line is exactly one JSON object with no repeated
-// key and returns its members undecoded.
+// key and returns its members undecoded (strictjson.Object, which the
+// approver channel shares).
 func splitObject(line []byte) (map[string]json.RawMessage, error) {
-	if !utf8.Valid(line) {
-		off := 0
-		for off < len(line) {
-			r, size := utf8.DecodeRune(line[off:])
-			if r == utf8.RuneError && size <= 1 {
-				break
-			}
-			off += size
-		}
-		return nil, &RequestError{Kind: ErrSyntax, Detail: fmt.Sprintf("the request is not valid UTF-8 (first bad byte at offset %d)", off)}
+	fields, e := strictjson.Object(line)
+	if e == nil {
+		return fields, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			return nil, &RequestError{Kind: ErrSyntax, Detail: "the request line is empty; send one JSON object"}
-		}
-		return nil, syntaxError(err, dec)
+	switch e.Kind {
+	case strictjson.Duplicate:
+		return nil, &RequestError{Kind: ErrInvalid, Field: e.Key, Detail: e.Detail}
+	case strictjson.NotObject:
+		return nil, &RequestError{Kind: ErrInvalid, Detail: "the request " + e.Detail}
+	case strictjson.Empty:
+		return nil, &RequestError{Kind: ErrSyntax, Detail: "the request line " + e.Detail}
+	case strictjson.BadUTF8:
+		return nil, &RequestError{Kind: ErrSyntax, Detail: "the request " + e.Detail}
 	}
-	if tok != json.Delim('{') {
-		return nil, &RequestError{Kind: ErrInvalid, Detail: fmt.Sprintf("the request must be a JSON object, got %s", tokenKind(tok))}
-	}
-	fields := make(map[string]json.RawMessage)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, syntaxError(err, dec)
-		}
-		key := tok.(string) // inside an object the decoder only yields string keys
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, syntaxError(err, dec)
-		}
-		if _, dup := fields[key]; dup {
-			return nil, &RequestError{Kind: ErrInvalid, Field: key, Detail: "appears more than once; each key may appear only once"}
-		}
-		fields[key] = raw
-	}
-	if _, err := dec.Token(); err != nil { // the closing '}'
-		return nil, syntaxError(err, dec)
-	}
-	if rest := bytes.TrimLeft(line[dec.InputOffset():], " \t\r"); len(rest) > 0 {
-		return nil, &RequestError{Kind: ErrSyntax, Detail: fmt.Sprintf("unexpected data after the JSON object at offset %d; send exactly one object per line", dec.InputOffset())}
-	}
-	return fields, nil
-}
-
-func syntaxError(err error, dec *json.Decoder) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return &RequestError{Kind: ErrSyntax, Detail: fmt.Sprintf("at byte offset %d: %s", se.Offset, se.Error())}
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return &RequestError{Kind: ErrSyntax, Detail: fmt.Sprintf("unexpected end of input at byte offset %d: the JSON object is not complete", dec.InputOffset())}
-	}
-	return &RequestError{Kind: ErrSyntax, Detail: err.Error()}
-}
-
-func tokenKind(tok json.Token) string {
-	switch tok.(type) {
-	case json.Delim:
-		if tok == json.Delim('[') {
-			return "an array"
-		}
-		return "a delimiter"
-	case string:
-		return "a string"
-	case float64, json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%T", tok)
+	return nil, &RequestError{Kind: ErrSyntax, Detail: e.Detail}
 }
 
 // rawKind names the JSON type of a raw value for error messages.
@@ -269,9 +218,23 @@ func (d *requestDecoder) raw(name string) (json.RawMessage, bool) {
 	return raw, true
 }
 
+// character fails field when raw, its JSON text, holds an escape that is
+// not a character (a lone UTF-16 surrogate), which encoding/json would
+// silently turn into U+FFFD.
+func (d *requestDecoder) character(field string, raw json.RawMessage) bool {
+	if off, esc := strictjson.LoneSurrogate(raw); off >= 0 {
+		d.fail(field, "%s", strictjson.Describe(esc, off, "its JSON text"))
+		return false
+	}
+	return true
+}
+
 func (d *requestDecoder) str(name string, maxLen int) string {
 	raw, ok := d.raw(name)
 	if !ok || d.err != nil {
+		return ""
+	}
+	if !d.character(name, raw) {
 		return ""
 	}
 	var s string
@@ -364,6 +327,9 @@ func (d *requestDecoder) decode(opts DecodeOptions) *Request {
 func (d *requestDecoder) stdin() []byte {
 	raw, ok := d.raw("stdin")
 	if !ok || d.err != nil {
+		return nil
+	}
+	if !d.character("stdin", raw) {
 		return nil
 	}
 	var s string
@@ -474,9 +440,14 @@ func (d *requestDecoder) env() map[string]string {
 	env := map[string]string{}
 	total := 0
 	for dec.More() {
+		before := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			d.fail("env", "malformed object: %v", err)
+			return nil
+		}
+		if off, esc := strictjson.LoneSurrogate(raw[before:dec.InputOffset()]); off >= 0 {
+			d.fail("env", "a variable name: %s", strictjson.Describe(esc, int(before)+off, "its JSON text"))
 			return nil
 		}
 		key := tok.(string)
@@ -500,6 +471,9 @@ func (d *requestDecoder) env() map[string]string {
 		}
 		if !ValidEnvName(key) {
 			d.fail("env", "%q is not a valid variable name: names match [A-Za-z_][A-Za-z0-9_]*", key)
+			return nil
+		}
+		if !d.character(field, v) {
 			return nil
 		}
 		var s string
@@ -573,6 +547,9 @@ func (d *requestDecoder) pipeline() [][]string {
 		argv := make([]string, len(args))
 		for j, rawArg := range args {
 			field := fmt.Sprintf("pipeline[%d][%d]", i, j)
+			if !d.character(field, rawArg) {
+				return nil
+			}
 			if isNull(rawArg) || json.Unmarshal(rawArg, &argv[j]) != nil {
 				d.fail(field, "must be a string, got %s", rawKind(rawArg))
 				return nil
