@@ -2,16 +2,19 @@ package approval
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
+	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
 // maxConsoleLine bounds one line a console sends; decisions are small.
@@ -177,16 +180,26 @@ func writeMessage(conn net.Conn, m Message) error {
 // watching.
 func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watching *atomic.Bool) error {
 	by := who.By
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 0, 64<<10), maxConsoleLine)
-	for sc.Scan() {
-		var m Message
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			send(Message{Type: MsgResult, Error: "invalid message: " + err.Error()})
+	br := bufio.NewReaderSize(conn, 64<<10)
+	for {
+		line, long, err := readConsoleLine(br)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read console line: %w", err)
+		}
+		if long > 0 {
+			send(Message{Type: MsgResult, Error: fmt.Sprintf(
+				"invalid message: the line is %d bytes long; a console's line may be at most %d bytes, newline included; it was ignored", long, maxConsoleLine)})
+			continue
+		}
+		m, derr := decodeConsoleLine(line)
+		if derr != nil {
+			send(Message{Type: MsgResult, Error: "invalid message: " + derr.Error()})
 			continue
 		}
 		reply := Message{Type: MsgResult, ID: m.ID}
-		var err error
 		switch m.Type {
 		case MsgDetail:
 			var s *Shown
@@ -236,8 +249,52 @@ func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watc
 		}
 		send(reply)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read console line: %w", err)
+}
+
+// readConsoleLine reads one line, without its newline, of at most
+// maxConsoleLine bytes (newline included). A longer line is read to its
+// end without being kept, and its length returned as long, so that it can
+// be answered like any other bad line. A last line without a newline is
+// taken as a line; io.EOF means the console hung up between lines.
+func readConsoleLine(br *bufio.Reader) (line []byte, long int64, err error) {
+	var n int64
+	for {
+		chunk, err := br.ReadSlice('\n')
+		n += int64(len(chunk))
+		if n <= maxConsoleLine {
+			line = append(line, chunk...)
+		} else {
+			line = nil
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && n > 0:
+			err = nil
+		case err != nil:
+			return nil, 0, err
+		}
+		if n > maxConsoleLine {
+			return nil, n, nil
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), 0, nil
 	}
-	return nil
+}
+
+// decodeConsoleLine decodes a console's line as the agent socket reads a
+// request (strictjson): one object, no key given twice (else a front end,
+// proxy or log reading the first "decision" would see another one than the
+// daemon acts on), and no escape that is not a character.
+func decodeConsoleLine(line []byte) (Message, error) {
+	var m Message
+	if _, e := strictjson.Object(line); e != nil {
+		return m, e
+	}
+	if off, esc := strictjson.LoneSurrogate(line); off >= 0 {
+		return m, errors.New(strictjson.Describe(esc, off, "the line"))
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		return m, err
+	}
+	return m, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -108,7 +109,8 @@ func TestChannelGreetingThenDecide(t *testing.T) {
 }
 
 // TestChannelAnswersBadLines: a line that is not a message, an unknown type,
-// a decision on another hash and an unknown grant each get an error result
+// a decision on another hash, an unknown grant, a repeated key, a lone
+// surrogate escape and a line over the limit each get an error result
 // saying what was wrong, and the channel stays open.
 func TestChannelAnswersBadLines(t *testing.T) {
 	b := NewBroker(time.Hour, nil)
@@ -128,6 +130,14 @@ func TestChannelAnswersBadLines(t *testing.T) {
 		{`{"type":"decide","id":"c2","hash":"00","decision":"allow_once"}`, "hash mismatch"},
 		{`{"type":"revoke","grant":"g404"}`, "g404"},
 		{`{"type":"detail","id":"nope","hash":"00"}`, "no longer waiting"},
+		// A repeated key is refused as the agent socket refuses it: a
+		// reader that takes the first "decision" would record a deny.
+		{`{"type":"decide","id":"c2","hash":"` + p.Hash + `","decision":"deny","decision":"allow_once"}`, `invalid message: key "decision" appears more than once`},
+		{`{"type":"decide","id":"c2","hash":"` + p.Hash + `","decision":"deny","note":"x\ud800"}`, `invalid message: the escape \ud800 at byte 128 of the line is half of a UTF-16 surrogate pair`},
+		{`{"type":"decide"} {}`, "invalid message: unexpected data after the JSON object at offset 17"},
+		{``, "invalid message: the line is empty"},
+		// A line over the limit is answered too, not taken for a crash.
+		{`{"type":"detail","note":"` + strings.Repeat("a", maxConsoleLine) + `"}`, fmt.Sprintf("invalid message: the line is %d bytes long; a console's line may be at most %d bytes", maxConsoleLine+28, maxConsoleLine)},
 	} {
 		c.send(tt.line)
 		m := c.read()
