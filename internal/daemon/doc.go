@@ -88,9 +88,10 @@
 // requests (the sockets, the audit log, the connection limits, the way
 // commands run) is listed in restartKeys: a reload keeps those values and
 // logs that they need a restart. The approval broker, and with it the
-// session grants and the consoles, is not replaced. The replay cache keeps
-// the widest window any policy has needed, so a reload that widens the
-// freshness check cannot let a remembered id be forgotten too early.
+// session grants and the consoles, is not replaced. The replay cache is kept
+// too, and refuses requests dated at or before any id it has forgotten, so a
+// reload that widens the freshness check cannot make a forgotten id usable
+// again (replayCache).
 //
 // # Shutdown
 //
