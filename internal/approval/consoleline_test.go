@@ -1,7 +1,10 @@
 package approval
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/internal/strictjson"
@@ -39,4 +42,26 @@ func FuzzDecodeConsoleLine(f *testing.F) {
 			t.Fatalf("decoded %q as %+v, encoding/json as %+v", line, m, want)
 		}
 	})
+}
+
+// TestReadConsoleLine: a line of exactly maxConsoleLine bytes, newline
+// included, is read; one byte more is reported as too long, read to its
+// end, and the next line is read whole; a last line without a newline is a
+// line.
+func TestReadConsoleLine(t *testing.T) {
+	fits := strings.Repeat("a", maxConsoleLine-1)
+	over := strings.Repeat("b", maxConsoleLine)
+	br := bufio.NewReaderSize(strings.NewReader(fits+"\n"+over+"\n"+"next\n"+"last"), 64<<10)
+	for i, want := range []struct {
+		line string
+		long int64
+	}{{fits, 0}, {"", maxConsoleLine + 1}, {"next", 0}, {"last", 0}} {
+		line, long, err := readConsoleLine(br)
+		if err != nil || string(line) != want.line || long != want.long {
+			t.Fatalf("line %d: %d bytes, long %d, err %v; want %d bytes, long %d", i, len(line), long, err, len(want.line), want.long)
+		}
+	}
+	if _, _, err := readConsoleLine(br); err != io.EOF {
+		t.Fatalf("after the last line: %v, want io.EOF", err)
+	}
 }
