@@ -1,13 +1,16 @@
 package daemon_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"net"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -110,5 +113,48 @@ func TestE2EReplayAfterReloadWidensSkew(t *testing.T) {
 	}
 	if resp := d.Run(&proto.Request{ID: "after", Pipeline: [][]string{{"true"}}, Privileged: true}); resp.Status != proto.StatusOK {
 		t.Fatalf("a fresh request after the reload: %s %q", resp.Status, resp.Message)
+	}
+}
+
+// TestE2EApproverDuplicateKey: over the real daemon, a console's decision
+// with "decision" given twice (deny, then allow_once) is answered with an
+// error and decides nothing; the request waits until a well-formed decision
+// (issue 21: the last key won and the command ran, while a reader of the
+// first key recorded a deny).
+func TestE2EApproverDuplicateKey(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s"})
+	console := daemontest.Dial(t, d.ApproverSocket)
+	raw, err := net.Dial("unix", d.ApproverSocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	answer := make(chan string, 1)
+	go func() { answer <- d.Send(line(map[string]any{"id": "dup-1", "pipeline": [][]string{{"true"}}})) }()
+	p := console.Pending("dup-1")
+	bad := `{"type":"decide","id":"dup-1","hash":"` + p.Hash + `","decision":"deny","decision":"allow_once"}` + "\n"
+	if _, err := raw.Write([]byte(bad)); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(raw)
+	sc.Buffer(nil, approval.MaxLine)
+	_ = raw.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var result approval.Message
+	for result.Type != approval.MsgResult {
+		if !sc.Scan() {
+			t.Fatalf("approver channel closed before the result: %v", sc.Err())
+		}
+		result = approval.Message{}
+		if err := json.Unmarshal(sc.Bytes(), &result); err != nil {
+			t.Fatalf("bad line %q: %v", sc.Bytes(), err)
+		}
+	}
+	if result.OK || !strings.Contains(result.Error, `invalid message: key "decision" appears more than once`) {
+		t.Fatalf("answered %+v, want an error naming the repeated key", result)
+	}
+	console.Send(approval.Message{Type: approval.MsgDecide, ID: "dup-1", Hash: p.Hash, Decision: approval.DenyOnce})
+	if got := <-answer; !strings.Contains(got, `"status":"denied"`) {
+		t.Fatalf("the agent's answer: %s, want denied by the well-formed decision", got)
 	}
 }
