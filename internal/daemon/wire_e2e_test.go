@@ -158,3 +158,22 @@ func TestE2EApproverDuplicateKey(t *testing.T) {
 		t.Fatalf("the agent's answer: %s, want denied by the well-formed decision", got)
 	}
 }
+
+// TestE2EEscapesThatChangeMeaning: over the real daemon, an escape that
+// would be decoded into something else than was sent is refused, naming the
+// field: a lone surrogate in an argument (it ran as U+FFFD) and an escaped
+// line break in stdin (Go's base64 decoder skipped it, so "aG\nk=" ran as
+// "hi"). Issue 21.
+func TestE2EEscapesThatChangeMeaning(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
+	now := time.Now().UTC().Format(time.RFC3339)
+	for _, tt := range []struct{ line, want string }{
+		{`{"id":"sur","time":"` + now + `","pipeline":[["echo","a\ud800b"]]}`, `field \"pipeline[0][1]\": the escape \\ud800 at byte 2 of its JSON text is half of a UTF-16 surrogate pair`},
+		{`{"id":"b64","time":"` + now + `","pipeline":[["cat"]],"stdin":"aG\nk="}`, `field \"stdin\": is not standard padded base64: character 2 of the decoded string is '\\n' (sent escaped)`},
+	} {
+		if got := d.Send(tt.line); !contains(got, `"status":"error"`, tt.want) {
+			t.Errorf("%s: %s", tt.line, got)
+		}
+	}
+}
