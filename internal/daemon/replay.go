@@ -68,7 +68,7 @@ func (c *replayCache) firstUse(id string, at, now time.Time, skew, approvalTimeo
 		return fmt.Sprintf("request id %q was already used by a request that can still be fresh; refusing it as a replay (send a fresh id, or omit it)", id)
 	}
 	if !at.After(c.floor) {
-		return fmt.Sprintf("request %q is dated %s, not after %s: the daemon may have forgotten the ids of requests dated then (max_clock_skew was widened by a reload), so it cannot tell this one from a replay; send the current time",
+		return fmt.Sprintf("request %q is dated %s, not after %s: the daemon may have forgotten the ids of requests dated then (a reload may have widened max_clock_skew since), so it cannot tell this one from a replay; send the current time",
 			id, at.Format(time.RFC3339Nano), c.floor.Format(time.RFC3339Nano))
 	}
 	until := at.Add(skew)
