@@ -19,6 +19,7 @@ require (
 	github.com/segmentio/asm v1.1.3
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.23.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (
