@@ -1,0 +1,80 @@
+package audit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRecentRequests: the request records written since a time are read
+// back from the end of the log, newest first, across chunk boundaries and
+// into the rotated predecessor, skipping what is not a request record.
+func TestRecentRequests(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	line := func(typ string, sec int, id string) string {
+		at := t0.Add(time.Duration(sec) * time.Second).Format(time.RFC3339Nano)
+		if typ == "request" {
+			// A long reason makes the records cross the reader's chunks.
+			return fmt.Sprintf(`{"type":"request","time":%q,"id":%q,"request":{"reason":%q,"request_time":%q}}`, at, id, strings.Repeat("r", 9000), at)
+		}
+		return fmt.Sprintf(`{"type":%q,"time":%q,"id":%q}`, typ, at, id)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	var rotated, current []string
+	for i := range 20 {
+		rotated = append(rotated, line("request", i, fmt.Sprintf("old%d", i)))
+	}
+	for i := 20; i < 40; i++ {
+		current = append(current, line("request", i, fmt.Sprintf("new%d", i)), line("decision", i, fmt.Sprintf("new%d", i)), "not json")
+	}
+	write := func(name string, lines []string, torn string) {
+		if err := os.WriteFile(name, []byte(strings.Join(lines, "\n")+"\n"+torn), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(path+".1", rotated, "")
+	write(path, current, `{"type":"request","time":"2026-11-27T12:59:00Z","id":"torn"`)
+
+	ids := func(since int) []string {
+		t.Helper()
+		got, err := RecentRequests(path, t0.Add(time.Duration(since)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range got {
+			if r.RequestTime.IsZero() {
+				t.Errorf("%s has no request time", r.ID)
+			}
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	want := func(from, to int) []string {
+		var w []string
+		for i := to; i >= from; i-- {
+			if i < 20 {
+				w = append(w, fmt.Sprintf("old%d", i))
+			} else {
+				w = append(w, fmt.Sprintf("new%d", i))
+			}
+		}
+		return w
+	}
+	for _, since := range []int{39, 30, 20, 15, 0, -5} {
+		if got, w := ids(since), want(max(since, 0), 39); !slices.Equal(got, w) {
+			t.Errorf("since +%ds: %v\nwant %v", since, got, w)
+		}
+	}
+	if got := ids(40); len(got) != 0 {
+		t.Errorf("since after the last record: %v, want none", got)
+	}
+	if got, err := RecentRequests(filepath.Join(dir, "missing.jsonl"), t0); err != nil || got != nil {
+		t.Errorf("a missing log: %v, %v; want no records and no error", got, err)
+	}
+}
