@@ -29,7 +29,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: go-version help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest man agents-test remote-test
+.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest man agents-test remote-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -97,6 +97,14 @@ norace: go-version ## the NORACE_TESTS, at full size, without -race
 
 mcp-inspector: go-version ## run the MCP Inspector (fetched with npm on first use) against agent-sudo mcp; needs root and node >= 20
 	$(GO) test -tags inspector -count=1 -run '^TestMCPInspector$$' -v ./cmd/agent-sudo/cli
+
+# The model of the approval core (internal/daemon: TestApprovalModel, a
+# rapid state machine): make test runs 100 random sequences of about 30
+# steps; this runs MODEL_CHECKS sequences of about MODEL_STEPS.
+MODEL_CHECKS ?= 2000
+MODEL_STEPS  ?= 100
+model: go-version ## the approval core's model, longer than in make test (MODEL_CHECKS sequences of MODEL_STEPS steps, -race)
+	$(GO) test -race -count=1 -run '^TestApprovalModel$$' -timeout 60m ./internal/daemon -rapid.checks=$(MODEL_CHECKS) -rapid.steps=$(MODEL_STEPS)
 
 fuzz: go-version ## run every fuzz target for FUZZTIME (default 10s) each
 	@set -e; for pkg in $$($(GO) list ./...); do \

@@ -16,8 +16,10 @@ import (
 type Recent struct {
 	ID string
 	// RequestTime is the request's own time (its `time` field), zero for a
-	// record that has none (a line that was not a request).
+	// record that has none.
 	RequestTime time.Time
+	// Received is the record's time: when the daemon received the request.
+	Received time.Time
 }
 
 // RecentRequests returns the request records of the log at path written at
@@ -114,7 +116,7 @@ func recentLine(line []byte, since time.Time, out *[]Recent) (older bool) {
 		return true
 	}
 	if r.Type == TypeRequest && r.ID != "" && r.Request != nil {
-		*out = append(*out, Recent{ID: r.ID, RequestTime: r.Request.RequestTime})
+		*out = append(*out, Recent{ID: r.ID, RequestTime: r.Request.RequestTime, Received: r.Time})
 	}
 	return false
 }

@@ -342,6 +342,23 @@ func TestE2EReplay(t *testing.T) {
 	}
 }
 
+// TestE2EReplayAfterRestart: a restart does not forget the ids of requests
+// that can still be fresh: the new daemon reads them back from the end of
+// the audit log, so the same line is refused after a restart as before it.
+func TestE2EReplayAfterRestart(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
+	l := line(map[string]any{"id": "replay-across-restart", "pipeline": [][]string{{"true"}}})
+	if first := d.Send(l); !strings.Contains(first, `"status":"ok"`) {
+		t.Fatalf("first use: %s", first)
+	}
+	d.Restart()
+	second := d.Send(l)
+	if !contains(second, `"id":"replay-across-restart"`, `"status":"error"`, `request id \"replay-across-restart\" was already used by a request that can still be fresh; refusing it as a replay`) {
+		t.Fatalf("replay after a restart: %s", second)
+	}
+}
+
 // TestE2EReplayWhilePending: an id cannot be used again while its first
 // request still waits for approval, even after 2 × max_clock_skew has
 // passed and the second copy carries a fresh time (issue 10, L6).

@@ -209,7 +209,7 @@ match = ["echo", "a"]
 // over the same audit log, with two consoles connected.
 func (m *approvalModel) start(rt *rapid.T) {
 	cfg := m.config(rt)
-	alog, err := audit.Open(cfg.AuditLog, audit.Options{})
+	alog, err := audit.Open(cfg.AuditLog, audit.Options{Now: m.now})
 	if err != nil {
 		rt.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/audit"
 )
 
 // replayCache remembers the ids of accepted requests so that a captured
@@ -24,8 +26,9 @@ import (
 // its id. All times are compared with Before and After, never through a
 // time.Duration, which saturates about 292 years away.
 //
-// The cache lives in memory: a restart forgets it (docs/security.md says
-// what that allows).
+// The cache lives in memory, and a new daemon fills it from the end of the
+// audit log (remember), so that a restart does not forget the ids of
+// requests that can still be fresh.
 type replayCache struct {
 	mu   sync.Mutex
 	seen map[string]replayEntry
@@ -85,4 +88,40 @@ func (c *replayCache) forget(id string, e replayEntry) {
 		c.floor = e.at
 	}
 	delete(c.seen, id)
+}
+
+// rememberMargin widens what remember reads back, for the records' own
+// order: concurrent requests' records are written a few milliseconds out of
+// the order of their times.
+const rememberMargin = time.Minute
+
+// remember fills the cache, at the start of a daemon at now, with the ids of
+// the request records in the audit log at path (and its rotated
+// predecessor) that the previous daemon could still have had to refuse as
+// replays: those received since approval_timeout + 2 × max_clock_skew
+// before now, the longest the cache keeps an id after its receipt. Each is
+// kept as if it had been received then, under this policy. A log that
+// cannot be read fails the start: the daemon cannot tell a replay from a
+// request then.
+func (c *replayCache) remember(path string, now time.Time, skew, approvalTimeout time.Duration) error {
+	since := now.Add(-approvalTimeout).Add(-skew).Add(-skew).Add(-rememberMargin)
+	recent, err := audit.RecentRequests(path, since)
+	if err != nil {
+		return fmt.Errorf("read the request ids of the audit log's last %s, to refuse replays of them: %w", now.Sub(since), err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range recent {
+		if r.RequestTime.IsZero() {
+			continue
+		}
+		until := r.RequestTime.Add(skew)
+		if held := r.Received.Add(approvalTimeout).Add(skew).Add(skew); held.After(until) {
+			until = held
+		}
+		if e, ok := c.seen[r.ID]; !ok || until.After(e.until) {
+			c.seen[r.ID] = replayEntry{at: r.RequestTime, until: until}
+		}
+	}
+	return nil
 }

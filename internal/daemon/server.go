@@ -222,6 +222,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if s.exec == nil {
 		s.exec = runner.Run
 	}
+	if err := s.replay.remember(opts.Audit.Path(), s.now(), cfg.MaxClockSkew.Duration, cfg.ApprovalTimeout.Duration); err != nil {
+		return nil, err
+	}
 	cg, err := runner.OpenCgroups()
 	switch {
 	case err == nil:
