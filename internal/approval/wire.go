@@ -145,7 +145,7 @@ func (p PeerInfo) valid() PeerInfo {
 	v := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 	out := PeerInfo{UID: p.UID, User: v(p.User), PID: p.PID, Exe: v(p.Exe)}
 	if a := p.Ancestry; a != nil {
-		c := &procinfo.Ancestry{End: v(a.End)}
+		c := &procinfo.Ancestry{End: v(a.End), Changed: v(a.Changed)}
 		for _, h := range a.Hops {
 			hop := procinfo.Hop{PID: h.PID, Exe: v(h.Exe), Comm: v(h.Comm), ArgvCut: h.ArgvCut}
 			for _, arg := range h.Argv {

@@ -27,14 +27,34 @@ func requesterLines(l *lines, s *approval.Shown, note func(bool)) {
 	x := escapers{note}
 	es, ea := x.strict, x.ascii
 	p := s.Peer
-	peer := uidText(p, es) + fmt.Sprintf(" · pid %d · exe %s · kernel-verified", p.PID, ea(p.Exe))
-	l.field("requester", peer, nil)
+	if changed := changedOf(p); changed != "" {
+		l.field("warning", changedText(changed, es), &l.st.warn)
+		l.field("requester", uidText(p, es)+fmt.Sprintf(" · pid %d · exe %s when it connected · not verified since", p.PID, ea(p.Exe)), nil)
+	} else {
+		l.field("requester", uidText(p, es)+fmt.Sprintf(" · pid %d · exe %s · kernel-verified", p.PID, ea(p.Exe)), nil)
+	}
 	if a := p.Ancestry; a != nil {
 		l.field("asked by", ancestryText(a, es, ea), nil)
 	}
 	if c := p.Container; c != nil {
 		l.field("container", containerText(c, es), &l.st.warn)
 	}
+}
+
+// changedOf is what changed of the requester between its connection and
+// the walk of its ancestry (procinfo.Ancestry.Changed), "" when nothing did
+// or no ancestry was read.
+func changedOf(p approval.PeerInfo) string {
+	if p.Ancestry == nil {
+		return ""
+	}
+	return p.Ancestry.Changed
+}
+
+// changedText is the warning shown when the requester is not the process
+// that connected: what changed, and that the ancestry is not who asked.
+func changedText(changed string, es func(string) string) string {
+	return es(changed) + "; the processes shown were read later and are not verified to be who asked"
 }
 
 // uidText is the requester's uid as the daemon's kernel maps it, its user
@@ -81,6 +101,9 @@ func (x escapers) program(s string) string { return x.use(termtext.QuoteProgram(
 const (
 	briefAskedLines     = 3
 	briefContainerLines = 1
+	// briefChangedLines bounds the warning that the requester exec'd or
+	// exited after connecting (procinfo.Ancestry.Changed).
+	briefChangedLines = 2
 )
 
 // requesterBrief adds who asked for s on the first screen, in at most
@@ -89,18 +112,36 @@ const (
 // itself; when that does not fit, long executable paths are shortened,
 // then the oldest hops elided, and more is told only if even that does not
 // fit. Without an ancestry it is the requester line of requesterLines.
+// A requester that exec'd or exited after connecting is warned about first,
+// and neither its ancestry nor its exe is called kernel-verified.
 func requesterBrief(l *lines, s *approval.Shown, note func(bool), more func(string)) {
 	x := escapers{note}
 	es, ea := x.strict, x.ascii
 	p := s.Peer
 	who := uidText(p, es)
 	a := p.Ancestry
-	if a == nil || len(a.Hops) == 0 {
+	changed := changedOf(p)
+	if changed != "" {
+		// Before who asked: it says the rest is not the kernel's word.
+		if l.fieldMax("warning", changedText(changed, es), &l.st.warn, briefChangedLines, false) {
+			more("of who asked")
+		}
+	}
+	switch {
+	case changed != "" && (a == nil || len(a.Hops) == 0):
+		if l.fieldMax("requester", who+fmt.Sprintf(" · pid %d · exe %s when it connected", p.PID, ea(p.Exe)), nil, briefAskedLines, false) {
+			more("of who asked")
+		}
+	case a == nil || len(a.Hops) == 0:
 		if l.fieldMax("requester", who+fmt.Sprintf(" · pid %d · exe %s · kernel-verified", p.PID, ea(p.Exe)), nil, briefAskedLines, false) {
 			more("of who asked")
 		}
-	} else {
-		who += ", kernel-verified: "
+	default:
+		if changed != "" {
+			who += ", read later, NOT verified: "
+		} else {
+			who += ", kernel-verified: "
+		}
 		fits := func(text string) bool { return len(termtext.Wrap(text, l.valueWidth())) <= briefAskedLines }
 		text := who + ancestryText(a, es, ea)
 		parts := ancestryParts(a, es, ea, true)

@@ -133,3 +133,37 @@ func TestContainerShown(t *testing.T) {
 	h.wantView("uid 1000 (alice) = uid 0 inside its container",
 		"container  other namespaces than the daemon's: user:[4026532000] pid:[4026532001] mnt:[4026532002] · pid 2 inside · its init is pid 5000 · cgroup 0::/system.slice/docker-abc.scope")
 }
+
+// TestRequesterChangedNotVerified: a requester that exec'd another program
+// or exited between connecting and the walk of its ancestry
+// (procinfo.Ancestry.Changed) is warned about on the first screen and in
+// the details, and neither its ancestry nor its exe is called
+// kernel-verified.
+func TestRequesterChangedNotVerified(t *testing.T) {
+	for _, tt := range []struct {
+		name, changed string
+		hops          int
+	}{
+		{"exec", procinfo.ChangedExec + " (pid 4242): was /usr/bin/agent-sudo, now /usr/bin/sleep", 3},
+		{"exited", procinfo.ChangedExited + " (pid 4242, was /usr/bin/agent-sudo)", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			h.update(tea.WindowSizeMsg{Width: 200, Height: 60})
+			s := withAncestry("r1")
+			s.Peer.Ancestry.Hops = s.Peer.Ancestry.Hops[:tt.hops]
+			if tt.hops == 0 {
+				s.Peer.Ancestry.End = procinfo.EndExited + " (pid 4242)"
+			}
+			s.Peer.Ancestry.Changed = tt.changed
+			h.pending(s)
+			warning := "warning    " + tt.changed + "; the processes shown were read later and are not verified to be who asked"
+			h.wantView(warning)
+			h.wantFull(warning, "requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/agent-sudo when it connected · not verified since")
+			h.notView("kernel-verified")
+			if v := h.fullView(); strings.Contains(v, "kernel-verified") {
+				t.Errorf("details screen says kernel-verified:\n%s", v)
+			}
+		})
+	}
+}

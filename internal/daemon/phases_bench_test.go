@@ -16,6 +16,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -143,13 +144,22 @@ env = ["*"]
 			}
 		}
 	})
+	b.Run("pin-peer", func(b *testing.B) {
+		// The peer pinned at accept: pidfd, start time, exe.
+		for b.Loop() {
+			procinfo.PinPeer(sc, peer.PID).Close()
+		}
+	})
 	b.Run("describe-peer", func(b *testing.B) {
 		// The peer's ancestry and container identity from /proc, for the
-		// console and the audit record (the peer is this process).
+		// console and the audit record (the peer is this process), and
+		// the comparison with its pin.
 		walks := make(chan struct{}, maxWalks)
+		pin := procinfo.PinPeer(sc, peer.PID)
+		defer pin.Close()
 		for b.Loop() {
 			p := peer
-			describePeer(ctx, s.proc, &p, walks)
+			describePeer(ctx, s.proc, &p, pin, walks)
 		}
 	})
 	b.Run("decode", func(b *testing.B) {

@@ -327,15 +327,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.refuseConn(conn, uid, "busy", msg)
 			continue
 		}
+		// The requester is pinned now, before it can exec or pass the
+		// socket on; describePeer compares (see procinfo's package doc).
+		var pin *procinfo.Pin
+		if perr == nil {
+			pin = procinfo.PinPeer(conn, peer.PID)
+		}
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
+			defer pin.Close()
 			if verdict == mustWait && !s.limits.wait(ctx, w, busyWait) {
 				s.refuseConn(conn, uid, "busy", s.limits.busyMessage(uid))
 				return
 			}
 			defer s.limits.release(uid)
-			s.handle(ctx, execCtx, conn, peer, perr)
+			s.handle(ctx, execCtx, conn, peer, pin, perr)
 		}()
 	}
 	_ = ln.Close()
@@ -422,12 +429,12 @@ func (s *Server) warnLimited(log *slog.Logger, kind string, uid uint32, msg stri
 //
 // serveRequest decides how the request ends; finish alone answers it,
 // writes its last record and logs how it ended.
-func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer peercred.Creds, perr error) {
+func (s *Server) handle(ctx, execCtx context.Context, conn *net.UnixConn, peer peercred.Creds, pin *procinfo.Pin, perr error) {
 	defer conn.Close()
 	// The request keeps the policy in force when it was accepted, whatever
 	// a reload does meanwhile.
 	pol := s.policy()
-	e := s.serveRequest(ctx, execCtx, pol, conn, peer, perr)
+	e := s.serveRequest(ctx, execCtx, pol, conn, peer, pin, perr)
 	s.finish(execCtx, pol, conn, peer.UID, e)
 }
 
@@ -448,10 +455,13 @@ const maxWalks = 64
 
 // describePeer reads the peer's ancestry and container identity from /proc
 // into peer, in the connection's goroutine (never the accept loop, which a
-// slow read would stall), bounded by walks (nil: unbounded). What cannot be
-// read is marked, never an error: the request goes on.
-func describePeer(ctx context.Context, proc procinfo.Proc, peer *peercred.Creds, walks chan struct{}) {
+// slow read would stall), bounded by walks (nil: unbounded), then compares
+// the peer with pin, taken at accept: an ancestry whose first hop is no
+// longer the process that connected says so (Ancestry.Changed). What cannot
+// be read is marked, never an error: the request goes on.
+func describePeer(ctx context.Context, proc procinfo.Proc, peer *peercred.Creds, pin *procinfo.Pin, walks chan struct{}) {
 	a := proc.WalkAncestry(ctx, peer.PID, walks)
+	a.Changed = pin.Check()
 	peer.Ancestry = &a
 	ctx, cancel := context.WithTimeout(ctx, procinfo.WalkTimeout)
 	defer cancel()
@@ -502,9 +512,10 @@ func auditFailed(log *slog.Logger, id string, trail auditTrail, err error) endin
 }
 
 // serveRequest reads, plans, decides and runs the request on conn from
-// peer (whose credentials could not be read when perr is set) under pol,
+// peer (whose credentials could not be read when perr is set; pinned at
+// accept by pin, nil then) under pol,
 // and returns how it ends. It writes nothing to conn.
-func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *net.UnixConn, peer peercred.Creds, perr error) ending {
+func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *net.UnixConn, peer peercred.Creds, pin *procinfo.Pin, perr error) ending {
 	accepted := time.Now()
 	if perr != nil {
 		msg := "cannot read the peer's credentials; refusing the connection"
@@ -515,7 +526,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	// Every record that names the peer carries its ancestry and container
 	// (describePeer); a ping and a connection that sends nothing are not
 	// recorded, so they do not pay for the walk.
-	describe := func() { describePeer(ctx, s.proc, &peer, s.walks) }
+	describe := func() { describePeer(ctx, s.proc, &peer, pin, s.walks) }
 	why, allowed := pol.auth.check(peer)
 	if !allowed {
 		describe()

@@ -494,7 +494,7 @@ func TestServerUnreadablePeer(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ts.srv.handle(context.Background(), context.Background(), a, peercred.Creds{}, errors.New("getsockopt SO_PEERCRED: bad file descriptor"))
+		ts.srv.handle(context.Background(), context.Background(), a, peercred.Creds{}, nil, errors.New("getsockopt SO_PEERCRED: bad file descriptor"))
 	}()
 	resp := ts.read(b)
 	<-done

@@ -33,9 +33,20 @@
 //
 // A pid read here may already belong to another process: the daemon reads
 // the ancestry once it has read the request, while the requesting client
-// waits for its answer (so its own pid cannot be reused), and the
-// ancestry is for the human's judgement and the record, never for an
-// authorisation decision.
+// waits for its answer, and the ancestry is for the human's judgement and
+// the record, never for an authorisation decision.
+//
+// # The requester is pinned at accept
+//
+// The client that connected need not be the process at its pid when the
+// ancestry is read: it can exec another program before the end of its
+// request line, or hand the socket on and exit (its pid then free for
+// reuse). [PinPeer] takes, at accept, a pidfd of the peer (SO_PEERPIDFD,
+// which names the process that connected; pidfd_open of the pid on older
+// kernels), its start time and its exe's path, device and inode, from the
+// kernel's /proc; [Pin.Check], after the walk, reads them again and
+// checks the pidfd last: the process still alive means the reads were of
+// it. What changed goes in Ancestry.Changed.
 //
 // # Cost
 //
