@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "agent-sudod: approving on this terminal; logs in %s\n", *logFile)
 		opts.Foreground = func(ctx context.Context, sock string) error {
-			return console.DialAndRun(ctx, sock, os.Stdin, os.Stdout, console.Options{StopsDaemon: true, Desktop: desktop})
+			return hungUp(console.DialAndRun(ctx, sock, os.Stdin, os.Stdout, console.Options{StopsDaemon: true, Desktop: desktop}))
 		}
 	}
 	if err := daemon.Run(ctx, cfg, opts); err != nil {
@@ -125,6 +125,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// hungUp is the foreground console's error err, wrapping
+// daemon.ErrTerminalHungUp as well when it says the terminal hung up: its
+// input ended, or reading it failed with EIO.
+func hungUp(err error) error {
+	if errors.Is(err, console.ErrHungUp) || errors.Is(err, syscall.EIO) {
+		return fmt.Errorf("%w: %w", daemon.ErrTerminalHungUp, err)
+	}
+	return err
 }
 
 // source is where the daemon's configuration comes from: the file, and the
@@ -205,7 +215,9 @@ signals:
                    that arrive after it; an invalid file is refused and logged
                    and the configuration in force stays; keys that need a
                    restart are logged. Also reopens the audit log
-                   (logrotate's postrotate sends it).
+                   (logrotate's postrotate sends it). With --tty it means
+                   the terminal hung up, and stops the daemon, as SIGTERM
+                   does; so does the end of the terminal's input.
 
 exit status:
   0  stopped by a signal; or --help, --version, or --check-config with a

@@ -65,7 +65,9 @@ type Options struct {
 	Desktop DesktopNotify
 	// StopsDaemon says that quitting the console stops agent-sudod (it
 	// runs on the daemon's own terminal, agent-sudod --tty): the keys say
-	// so, and quitting while requests wait asks for a confirmation.
+	// so, and quitting while requests wait asks for a confirmation. The
+	// end of its input (EOF: the terminal hung up) ends it with an error
+	// wrapping ErrHungUp; any console ends on an error reading its input.
 	StopsDaemon bool
 }
 
@@ -121,6 +123,11 @@ func Run(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, opts O
 	}}
 	return run(ctx, []Daemon{d}, []*opened{o}, []error{nil}, false, in, out, opts)
 }
+
+// ErrHungUp is the error Run returns, wrapped, when the input of a console
+// with Options.StopsDaemon ends: its terminal hung up (a hung-up terminal
+// reads as end of file).
+var ErrHungUp = errors.New("the terminal's input ended: it hung up")
 
 // ErrUnreachable is the error RunDaemons returns, wrapped, when none of the
 // daemons could be reached at start.
@@ -212,7 +219,7 @@ func run(ctx context.Context, daemons []Daemon, firsts []*opened, errs []error, 
 	reads := newReadLog(opts.Now)
 	var input io.Reader
 	if in != nil {
-		input = reads.wrap(in)
+		input = reads.wrap(in, opts.StopsDaemon)
 	}
 	links := make([]*link, len(daemons))
 	names := make([]string, len(daemons))

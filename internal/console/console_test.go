@@ -345,3 +345,26 @@ func TestRunAcceptsTheLargestPending(t *testing.T) {
 	d.conn.Close()
 	waitDone(t, done)
 }
+
+// TestRunOnDaemonTerminalEndsWhenInputEnds: the console of agent-sudod
+// --tty (Options.StopsDaemon) ends with ErrHungUp when its terminal's input
+// ends, as a hung-up terminal reads: agent-sudod then stops instead of
+// serving on with nobody at the console (bubbletea alone would stop
+// reading and run on).
+func TestRunOnDaemonTerminalEndsWhenInputEnds(t *testing.T) {
+	cc, dc := net.Pipe()
+	keysR, keys := io.Pipe()
+	scr := &screen{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), cc, keysR, scr, Options{Guard: 50 * time.Millisecond, Proc: fstest.MapFS{}, Getenv: noEnv, StopsDaemon: true})
+	}()
+	t.Cleanup(func() { dc.Close() })
+	d := newFakeDaemon(t, dc)
+	d.send(approval.Message{Type: approval.MsgHello, Version: "1"})
+	scr.waitFor(t, "q stop agent-sudod")
+	keys.Close() // EOF
+	if err := waitDone(t, done); !errors.Is(err, ErrHungUp) {
+		t.Errorf("Run after its input ended = %v, want ErrHungUp", err)
+	}
+}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -344,22 +345,29 @@ func (l *readLog) alone(got, until time.Time, size int, quiet time.Duration) boo
 // wrap returns in with every read recorded in l. A terminal stays a file
 // (bubbletea switches it to raw mode and cancels reads through its
 // descriptor); closing the wrapper does not close it.
-func (l *readLog) wrap(in io.Reader) io.Reader {
+func (l *readLog) wrap(in io.Reader, eofHangsUp bool) io.Reader {
 	if f, ok := in.(*os.File); ok {
-		return &loggedFile{loggedReader: loggedReader{r: f, log: l}, f: f}
+		return &loggedFile{loggedReader: loggedReader{r: f, log: l, eofHangsUp: eofHangsUp}, f: f}
 	}
-	return &loggedReader{r: in, log: l}
+	return &loggedReader{r: in, log: l, eofHangsUp: eofHangsUp}
 }
 
+// loggedReader records each read in log; with eofHangsUp, the end of the
+// input is the error ErrHungUp, which ends the console (bubbletea stops
+// reading at EOF and runs on).
 type loggedReader struct {
-	r   io.Reader
-	log *readLog
+	r          io.Reader
+	log        *readLog
+	eofHangsUp bool
 }
 
 func (r *loggedReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	if n > 0 {
 		r.log.record(n)
+	}
+	if r.eofHangsUp && errors.Is(err, io.EOF) {
+		err = ErrHungUp
 	}
 	return n, err
 }

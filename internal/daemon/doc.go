@@ -78,7 +78,9 @@
 //
 // # Reloading
 //
-// SIGHUP reloads the configuration (Server.Reload). Everything a request is
+// SIGHUP reloads the configuration (Server.Reload); with a console on the
+// daemon's terminal (agent-sudod --tty) it means that terminal hung up, and
+// stops the daemon (ErrTerminalHungUp). Everything a request is
 // decided and run under (the configuration, the rule engine, the
 // environment policy, the access lists) is one immutable policy behind an
 // atomic pointer: a reload builds a whole new policy, or nothing if any part

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,7 +24,10 @@ import (
 
 // Run is the whole daemon: it listens (or takes systemd's socket), tells
 // systemd it is ready, keeps the watchdog fed, serves until ctx is
-// cancelled, and shuts down as Server.Serve describes.
+// cancelled, and shuts down as Server.Serve describes. SIGHUP reloads,
+// except with opts.Foreground (agent-sudod --tty): there it means the
+// console's terminal hung up, and stops the daemon (ErrTerminalHungUp), as
+// does a Foreground that returns an error wrapping ErrTerminalHungUp.
 func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	log := opts.Logger
 	if log == nil {
@@ -109,6 +113,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
+				if opts.Foreground != nil {
+					// agent-sudod --tty: the console's terminal hung up
+					// (docs/security.md, "Approving at a console").
+					log.Warn("SIGHUP: " + ErrTerminalHungUp.Error())
+					stopCause(ErrTerminalHungUp)
+					return
+				}
 				onHangup(ctx, log, ownAudit, srv, broker, opts.Reload, st)
 			}
 		}
@@ -131,6 +142,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 				log.Error("foreground approver stopped", "err", err)
 			}
 			// The requests still waiting are told who stopped the daemon.
+			if errors.Is(err, ErrTerminalHungUp) {
+				stopCause(ErrTerminalHungUp)
+			}
 			stopCause(ErrStoppedAtTerminal)
 		}()
 	}
@@ -148,7 +162,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 			<-foregroundDone
 		}
 	}
-	log.Info("stopped")
+	// Why, when it was not a plain cancellation (SIGTERM): the console on
+	// the terminal was quit, or the terminal hung up.
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		log.Info("stopped", "why", cause.Error())
+	} else {
+		log.Info("stopped")
+	}
 	return err
 }
 

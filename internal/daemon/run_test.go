@@ -1,14 +1,18 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
@@ -19,34 +23,7 @@ import (
 // having restored the terminal, so the shell never gets a terminal in raw
 // mode back. Not parallel: it clears systemd's variables.
 func TestRunWaitsForTheConsole(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("Run makes the approver socket root's, which needs root")
-	}
-	for _, k := range []string{"NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "WATCHDOG_USEC"} {
-		t.Setenv(k, "")
-	}
-	dir, err := os.MkdirTemp("", "asr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	cfg, err := config.Parse(fmt.Appendf(nil, `
-socket = %q
-approver_socket = %q
-audit_log = %q
-socket_group = "root"
-exec = "direct"
-cgroup = "best-effort"
-`, filepath.Join(dir, "run", "agent.sock"), filepath.Join(dir, "run", "approver.sock"), filepath.Join(dir, "audit.jsonl")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	alog, err := audit.Open(cfg.AuditLog, audit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer alog.Close()
-
+	cfg, alog := runSetup(t)
 	logs := &watchWriter{want: `msg="waiting for the console on this terminal to end"`, seen: make(chan struct{})}
 	started, restoring, restored := make(chan string, 1), make(chan struct{}), make(chan struct{})
 	opts := Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Audit: alog,
@@ -87,6 +64,41 @@ cgroup = "best-effort"
 	}
 }
 
+// runSetup skips the test unless it runs as root (Run makes the approver
+// socket root's), clears systemd's variables, and returns a configuration
+// in a directory of its own and its audit log, opened.
+func runSetup(t *testing.T) (*config.Config, *audit.Log) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("Run makes the approver socket root's, which needs root")
+	}
+	for _, k := range []string{"NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "WATCHDOG_USEC"} {
+		t.Setenv(k, "")
+	}
+	dir, err := os.MkdirTemp("", "asr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+socket = %q
+approver_socket = %q
+audit_log = %q
+socket_group = "root"
+exec = "direct"
+cgroup = "best-effort"
+`, filepath.Join(dir, "run", "agent.sock"), filepath.Join(dir, "run", "approver.sock"), filepath.Join(dir, "audit.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alog, err := audit.Open(cfg.AuditLog, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { alog.Close() })
+	return cfg, alog
+}
+
 // watchWriter closes seen the first time a write contains want.
 type watchWriter struct {
 	want string
@@ -99,4 +111,131 @@ func (w *watchWriter) Write(p []byte) (int, error) {
 		w.once.Do(func() { close(w.seen) })
 	}
 	return len(p), nil
+}
+
+// TestRunTTYHangupStops: with a console on the daemon's terminal
+// (Options.Foreground, agent-sudod --tty), SIGHUP means that terminal hung
+// up, and so does a console that ends with ErrTerminalHungUp (its input
+// ended): Run stops, as on SIGTERM, and logs why, instead of serving on
+// with nobody at the console. Without a foreground console SIGHUP still
+// reloads and the daemon serves on. Not parallel: it sends SIGHUP to the
+// test process (Run catches it) and clears systemd's variables.
+func TestRunTTYHangupStops(t *testing.T) {
+	const why = `msg=stopped why="the terminal of agent-sudod --tty hung up, which stops the daemon"`
+	hup := func() {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		// console is the foreground console; it is told when Run started
+		// it, and Run stops when it returns.
+		console func(ctx context.Context, started chan<- struct{}) error
+		// then is done once the console started.
+		then func()
+	}{
+		{"SIGHUP", func(ctx context.Context, started chan<- struct{}) error {
+			close(started)
+			<-ctx.Done()
+			return nil
+		}, hup},
+		{"input ended", func(ctx context.Context, started chan<- struct{}) error {
+			close(started)
+			return fmt.Errorf("console: error reading input: %w", ErrTerminalHungUp)
+		}, func() {}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, alog := runSetup(t)
+			var logs lockedBuffer
+			started, reloaded := make(chan struct{}), make(chan struct{}, 1)
+			opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Audit: alog,
+				Reload: func() (*config.Config, error) {
+					reloaded <- struct{}{}
+					return nil, fmt.Errorf("not reloaded in this test")
+				},
+				Foreground: func(ctx context.Context, _ string) error { return tt.console(ctx, started) }}
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan error, 1)
+			go func() { ran <- Run(ctx, cfg, opts) }()
+			defer func() { cancel(); <-ran }()
+			select {
+			case <-started:
+			case err := <-ran:
+				ran <- err
+				t.Fatalf("Run returned %v before starting the console", err)
+			}
+			tt.then()
+			select {
+			case err := <-ran:
+				ran <- err
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-reloaded:
+				t.Fatal("SIGHUP reloaded the configuration of a daemon with a console on its terminal, which serves on")
+			}
+			if !strings.Contains(logs.String(), why) {
+				t.Errorf("the log does not say why the daemon stopped (%s):\n%s", why, logs.String())
+			}
+		})
+	}
+
+	t.Run("no console: SIGHUP reloads", func(t *testing.T) {
+		cfg, alog := runSetup(t)
+		var logs lockedBuffer
+		reloaded := make(chan struct{}, 1)
+		opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Audit: alog,
+			Reload: func() (*config.Config, error) {
+				reloaded <- struct{}{}
+				next := *cfg // Reload adjusts what it is given
+				return &next, nil
+			}}
+		sock := cfg.Socket
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ran := make(chan error, 1)
+		go func() { ran <- Run(ctx, cfg, opts) }()
+		// SIGHUP is acted on once the daemon is ready: it then answers a
+		// connection on its socket.
+		for range 6000 {
+			if c, err := net.Dial("unix", sock); err == nil {
+				c.Close()
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		hup()
+		select {
+		case <-reloaded:
+		case err := <-ran:
+			t.Fatalf("Run returned %v on SIGHUP without a console on its terminal; want a reload", err)
+		}
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		if strings.Contains(logs.String(), "hung up") {
+			t.Errorf("a daemon without a console on its terminal says it hung up:\n%s", logs.String())
+		}
+	})
+}
+
+// lockedBuffer is a bytes.Buffer that Run's goroutines may write to while
+// the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

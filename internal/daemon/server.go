@@ -909,13 +909,20 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 // daemon's terminal quit it.
 var ErrStoppedAtTerminal = errors.New("the console on agent-sudod's terminal (agent-sudod --tty) was quit, which stops the daemon")
 
+// ErrTerminalHungUp is the cause with which Run stops the daemon when the
+// terminal of its foreground console (agent-sudod --tty) hangs up: SIGHUP,
+// or the end of the terminal's input. Nobody is left to approve, and rules
+// and session grants must not go on running commands unwatched.
+var ErrTerminalHungUp = errors.New("the terminal of agent-sudod --tty hung up, which stops the daemon")
+
 // shutdownMessage tells the agent whose request was still waiting for a
 // human that the daemon stopped, and why when it is known: it is not a
 // fault of the request, and it may be sent again once the daemon is back.
 func shutdownMessage(ctx context.Context) string {
 	why := "agent-sudod is shutting down (it was stopped or restarted)"
-	if errors.Is(context.Cause(ctx), ErrStoppedAtTerminal) {
-		why = "agent-sudod stopped: " + ErrStoppedAtTerminal.Error()
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrStoppedAtTerminal), errors.Is(cause, ErrTerminalHungUp):
+		why = "agent-sudod stopped: " + cause.Error()
 	}
 	return why + "; the request was not run. Nothing is wrong with it: send it again once agent-sudod runs again"
 }
