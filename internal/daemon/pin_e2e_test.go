@@ -135,5 +135,11 @@ func TestE2ERequesterPinnedAtAccept(t *testing.T) {
 		if len(recs) == 0 || recs[0].Peer == nil || recs[0].Peer.Ancestry == nil || recs[0].Peer.Ancestry.Changed != want {
 			t.Errorf("%s: request record's peer %+v, want the ancestry marked %q", tt.mode, recs, want)
 		}
+		if code, shown, _ := auditCLI("audit", "show", "--log", d.AuditLog, id); code != 0 || !strings.Contains(shown, "NOT VERIFIED:   "+want+"; the processes above were read later") {
+			t.Errorf("%s: audit show (%d) does not say %q:\n%s", tt.mode, code, want, shown)
+		}
+	}
+	if code, v, _ := auditCLI("audit", "verify", "--log", d.AuditLog); code != 0 {
+		t.Errorf("audit verify (%d):\n%s", code, v)
 	}
 }

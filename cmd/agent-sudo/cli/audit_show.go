@@ -318,7 +318,8 @@ func stdinRows(data []byte) (string, []string) {
 }
 
 // peerFacts writes the peer's ancestry (one process per line, the peer
-// first, each with its pid, exe and the start of its argv) and container
+// first, each with its pid, exe and the start of its argv, then what
+// changed of the requester after it connected, if anything) and container
 // identity, when the record has them, every value escaped.
 func peerFacts(b *strings.Builder, p *audit.Peer) {
 	row := func(label, value string) {
@@ -341,6 +342,9 @@ func peerFacts(b *strings.Builder, p *audit.Peer) {
 			label = "ancestry:"
 		}
 		row(label, "(walk ended: "+termtext.Esc(a.End)+")")
+		if a.Changed != "" {
+			row("NOT VERIFIED:", termtext.Esc(a.Changed)+"; the processes above were read later, not who asked")
+		}
 	}
 	if c := p.Container; c != nil {
 		var ns []string
