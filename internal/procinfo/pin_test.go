@@ -1,6 +1,7 @@
 package procinfo
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"strconv"
@@ -112,4 +113,22 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// FuzzParseStartTime: any bytes from /proc/PID/stat are parsed without a
+// panic, and a start time is only ever a whole field after the last ")".
+func FuzzParseStartTime(f *testing.F) {
+	f.Add([]byte("42 (sleep) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 777 19 20"))
+	f.Add([]byte("42 (a) b) S (c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 99999999999999999999"))
+	f.Add([]byte(")("))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := parseStartTime(b)
+		if err != nil {
+			return
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if n, perr := strconv.ParseUint(f[19], 10, 64); perr != nil || n != v {
+			t.Fatalf("parseStartTime(%q) = %d, but field 22 is %q", b, v, f[19])
+		}
+	})
 }
