@@ -41,6 +41,7 @@ const (
 	ChangedExited   = "requester exited after connecting"
 	ChangedExec     = "requester exec'd another program after connecting"
 	ChangedUnpinned = "requester could not be identified when it connected"
+	ChangedUnread   = "requester could not be read again after connecting"
 )
 
 // PinPeer pins pid, the peer of the socket conn as SO_PEERCRED named it:
@@ -119,7 +120,9 @@ func (pin *Pin) alive() bool {
 // starts with ChangedExited ("… (pid 812, was /usr/bin/python3)"),
 // ChangedExec ("…: was /usr/bin/python3, now /usr/bin/sleep") or, when
 // it could not be pinned at all, ChangedUnpinned or ChangedExited with
-// "before its connection was accepted". The ancestry read before Check
+// "before its connection was accepted"; ChangedUnread when /proc could not
+// be read now for another reason than the process being gone. The same file
+// removed meanwhile (" (deleted)") is no change. The ancestry read before Check
 // returned "" is the requester's; an exec of the same file again is not
 // told apart (its argv is its own claim anyway). A nil pin is "".
 func (pin *Pin) Check() string {
@@ -135,7 +138,7 @@ func (pin *Pin) Check() string {
 		if gone(err) {
 			return exited
 		}
-		return fmt.Sprintf("%s (pid %d): %s", ChangedUnpinned, pin.pid, why(err))
+		return fmt.Sprintf("%s (pid %d): %s", ChangedUnread, pin.pid, why(err))
 	}
 	exe, id, err := exeID(pin.pid)
 	// The reads above were of the pinned process only if it is still
@@ -144,13 +147,19 @@ func (pin *Pin) Check() string {
 		return exited
 	}
 	if err != nil {
-		return fmt.Sprintf("%s (pid %d): %s", ChangedUnpinned, pin.pid, why(err))
+		return fmt.Sprintf("%s (pid %d): %s", ChangedUnread, pin.pid, why(err))
 	}
-	if exe != pin.exe || id != pin.id {
+	// The file it runs may have been removed meanwhile (a package
+	// upgrade): the kernel then adds " (deleted)" to the same file's path.
+	if id != pin.id || strings.TrimSuffix(exe, deleted) != strings.TrimSuffix(pin.exe, deleted) {
 		return fmt.Sprintf("%s (pid %d): was %s, now %s", ChangedExec, pin.pid, pin.exe, exe)
 	}
 	return ""
 }
+
+// deleted is what the kernel appends to /proc/PID/exe when the file was
+// removed.
+const deleted = " (deleted)"
 
 // startTime reads field 22 of the kernel's /proc/PID/stat (a pin reads the
 // kernel's /proc whatever Proc walks the ancestry: the pidfd is the

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // TestParseStartTime: field 22 of /proc/PID/stat is read after the last
@@ -131,4 +134,36 @@ func FuzzParseStartTime(f *testing.F) {
 			t.Fatalf("parseStartTime(%q) = %d, but field 22 is %q", b, v, f[19])
 		}
 	})
+}
+
+// TestPinCheckDeletedExe: a requester whose program file is removed while
+// it runs (a package upgrade) still runs the file it was pinned with: the
+// kernel's " (deleted)" after the path is no change.
+func TestPinCheckDeletedExe(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "sleep")
+	testenv.CopyExecutable(t, "/bin/sleep", prog)
+	cmd := exec.Command(prog, "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := int32(cmd.Process.Pid)
+	var p Proc
+	waitFor(t, "the child to run "+prog, func() bool { return p.Exe(pid) == prog })
+	r, _, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	pin := PinPeer(r, pid)
+	defer pin.Close()
+	if err := os.Remove(prog); err != nil {
+		t.Fatal(err)
+	}
+	if exe := p.Exe(pid); exe != prog+" (deleted)" {
+		t.Fatalf("exe after removing the file = %q, want %q", exe, prog+" (deleted)")
+	}
+	if got := pin.Check(); got != "" {
+		t.Errorf("Check after the program file was removed = %q, want \"\"", got)
+	}
 }
