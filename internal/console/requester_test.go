@@ -143,9 +143,14 @@ func TestRequesterChangedNotVerified(t *testing.T) {
 	for _, tt := range []struct {
 		name, changed string
 		hops          int
+		// shown is the start of the warning when it is not changed as it is.
+		shown string
 	}{
-		{"exec", procinfo.ChangedExec + " (pid 4242): was /usr/bin/agent-sudo, now /usr/bin/sleep", 3},
-		{"exited", procinfo.ChangedExited + " (pid 4242, was /usr/bin/agent-sudo)", 0},
+		{"exec", procinfo.ChangedExec + " (pid 4242): was /usr/bin/agent-sudo, now /usr/bin/sleep", 3, ""},
+		{"exited", procinfo.ChangedExited + " (pid 4242, was /usr/bin/agent-sudo)", 0, ""},
+		// A file name is anyone's: escaped (view fails on a raw escape).
+		{"hostile path", procinfo.ChangedExec + " (pid 4242): was /usr/bin/agent-sudo, now /tmp/\x1b[2J\u202e", 3,
+			procinfo.ChangedExec + ` (pid 4242): was /usr/bin/agent-sudo, now /tmp/\x1b[2J\u202e;`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, "")
@@ -158,6 +163,9 @@ func TestRequesterChangedNotVerified(t *testing.T) {
 			s.Peer.Ancestry.Changed = tt.changed
 			h.pending(s)
 			warning := "warning    " + tt.changed + "; the processes shown were read later and are not verified to be who asked"
+			if tt.shown != "" {
+				warning = "warning    " + tt.shown
+			}
 			h.wantView(warning)
 			h.wantFull(warning, "requester  uid 1000 (alice) · pid 4242 · exe /usr/bin/agent-sudo when it connected · not verified since")
 			h.notView("kernel-verified")
