@@ -67,6 +67,9 @@ func uidText(p approval.PeerInfo, es func(string) string) string {
 	if c := p.Container; c != nil && c.InnerUID != nil {
 		t += fmt.Sprintf(" = uid %d inside its container", *c.InnerUID)
 	}
+	if c := p.Container; c != nil && c.Controller != nil {
+		t += fmt.Sprintf(", counted as uid %d (its user namespace's owner)", *c.Controller)
+	}
 	return t
 }
 

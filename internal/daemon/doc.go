@@ -45,8 +45,9 @@
 // # Connection limits
 //
 // Every connection holds a slot from accept until its answer is written.
-// Non-root peers share max_connections slots, one uid holding at most
-// max_connections_per_user of them (waiting connections count too), so one
+// Non-root peers share max_connections slots, one user holding at most
+// max_connections_per_user of them (waiting connections count too; a user
+// is every uid it controls, peercred.Creds.Controller), so one
 // user's idle or slow connections cannot take them all; root has
 // root_connections slots of its own, so the administrator and `agent-sudo
 // status` are never locked out by other users. A connection that finds no

@@ -73,6 +73,9 @@ func TestMain(m *testing.M) {
 	if n := os.Getenv(holdEnv); n != "" {
 		os.Exit(holdConnections(os.Getenv("AGENT_SUDO_E2E_SOCKET"), n))
 	}
+	if steps := os.Getenv(subuidsEnv); steps != "" {
+		os.Exit(actAsSubordinateUIDs(steps))
+	}
 	daemontest.Main(m)
 }
 

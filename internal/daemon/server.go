@@ -306,10 +306,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			continue
 		}
 		// The peer's credentials are read once, here: the limits below
-		// are per uid. A peer whose credentials cannot be read is handled
-		// (and refused) as an unknown non-root uid.
+		// are per user, counting every uid of the user namespaces a user
+		// owns as that user (peercred.Creds.Controller). A peer whose
+		// credentials cannot be read is handled (and refused) as an
+		// unknown non-root uid.
 		peer, perr := peercred.Get(conn)
-		uid := peer.UID
+		uid := peer.Controller
 		if perr != nil {
 			uid = unknownUID
 		}
@@ -466,6 +468,15 @@ func describePeer(ctx context.Context, proc procinfo.Proc, peer *peercred.Creds,
 	ctx, cancel := context.WithTimeout(ctx, procinfo.WalkTimeout)
 	defer cancel()
 	peer.Container = proc.Container(ctx, peer.PID, peer.UID)
+	if peer.Controller != peer.UID {
+		// Shown and recorded with the container: a peer counted as
+		// another uid is always in a user namespace of its own.
+		if peer.Container == nil {
+			peer.Container = &procinfo.Container{NS: map[string]uint64{}}
+		}
+		owner := peer.Controller
+		peer.Container.Controller = &owner
+	}
 }
 
 // ending is how a request ends: the one answer its client gets, the audit

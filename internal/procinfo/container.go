@@ -37,6 +37,12 @@ type Container struct {
 	// unified hierarchy's path ("0::/...") when there is one, else the
 	// first line of /proc/PID/cgroup.
 	Cgroup string `json:"cgroup,omitempty"`
+	// Controller is the uid the daemon counts the peer as for its per-user
+	// limits when that is not the peer's own uid: the owner of the
+	// outermost user namespace a non-root user created around it
+	// (peercred.Creds.Controller; docs/config.md, "Who counts as one
+	// user"). Nil when it is the peer's uid.
+	Controller *uint32 `json:"controller_uid,omitempty"`
 }
 
 // nsInode reads /proc/PID/ns/KIND ("pid:[4026531836]").

@@ -364,6 +364,9 @@ func peerFacts(b *strings.Builder, p *audit.Peer) {
 		if c.Cgroup != "" {
 			v += ", cgroup " + termtext.Esc(c.Cgroup)
 		}
+		if c.Controller != nil {
+			v += fmt.Sprintf(", counted as uid %d", *c.Controller)
+		}
 		row("container:", v)
 	}
 }
