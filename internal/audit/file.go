@@ -276,7 +276,10 @@ func logGroup() (int, bool) {
 }
 
 // prepareDir creates dir if it does not exist and checks that only root
-// can change what is in it.
+// (or the daemon's user) can change what is in it, or any directory or
+// symbolic link on the way to it ([fsperm.SecureDir]): a link an agent
+// owns, or a directory it can write, above the log would let it move the
+// log where it likes.
 func prepareDir(dir string) error {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -298,7 +301,10 @@ func prepareDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("directory: %w", err)
 	}
-	return fsperm.Dir("directory "+dir, fi, "whoever can write it can replace or remove the log")
+	if err := fsperm.Dir("directory "+dir, fi, "whoever can write it can replace or remove the log"); err != nil {
+		return err
+	}
+	return fsperm.SecureDir(dir, "audit log directory")
 }
 
 // openLogFile opens path for appending and reading, creating it 0640

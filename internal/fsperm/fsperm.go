@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -91,4 +92,81 @@ func check(what string, fi fs.FileInfo, why string, rootOK bool) (*syscall.Stat_
 		return nil, fmt.Errorf("%s is writable by group or others (mode %04o): %s; run chmod go-w on it", what, perm, why)
 	}
 	return st, nil
+}
+
+// SecureDir checks that only the daemon's user (and root) can change
+// what is in dir: dir must be owned by the daemon's user and writable by
+// nobody else, sticky bit or not (a sticky directory such as /tmp still
+// lets anyone create names in it), and every directory above it must be
+// owned by root or the daemon's user and either writable by nobody else
+// or sticky (then nobody else can rename or remove the root-owned entry
+// below it). Symbolic links on the way (such as /var/run -> /run) must be
+// owned by root or the daemon's user; the directories they lead to are
+// checked the same way. what names dir in errors, e.g. "socket directory".
+func SecureDir(dir, what string) error {
+	dir = filepath.Clean(dir)
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("%s %s: not an absolute path", what, dir)
+	}
+	if err := checkChain(dir, what, dir); err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	if real != dir {
+		return checkChain(real, what, dir)
+	}
+	return nil
+}
+
+// checkChain checks path and every directory above it, as SecureDir
+// describes; shown is the path named in errors.
+func checkChain(path, what, shown string) error {
+	self := uint32(os.Geteuid())
+	for d, last := path, true; ; d, last = filepath.Dir(d), false {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", what, shown, err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("%s %s: no ownership information for %s", what, shown, d)
+		}
+		link := fi.Mode()&fs.ModeSymlink != 0
+		switch {
+		case st.Uid != self && st.Uid != 0:
+			return fmt.Errorf("%s %s: %s is owned by uid %d, not by root or the daemon's uid %d; whoever owns it can replace what the daemon puts there",
+				what, shown, d, st.Uid, self)
+		case link:
+			// Checked where it leads, by the caller.
+		case !fi.IsDir():
+			return fmt.Errorf("%s %s: %s is not a directory", what, shown, d)
+		case last && st.Uid != self:
+			return fmt.Errorf("%s %s is owned by uid %d, not by the daemon's uid %d", what, shown, st.Uid, self)
+		case last && fi.Mode().Perm()&0o022 != 0:
+			sticky := ""
+			if fi.Mode()&fs.ModeSticky != 0 {
+				sticky = " (sticky, like /tmp: others can still create names in it)"
+			}
+			return fmt.Errorf("%s %s has mode %04o%s: others could plant or replace files there; use a directory of its own with mode 0755, e.g. /run/agent-sudo",
+				what, shown, octal(fi.Mode()), sticky)
+		case !last && fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0:
+			return fmt.Errorf("%s %s: %s has mode %04o and is not sticky: others could rename what is in it and put their own in its place",
+				what, shown, d, octal(fi.Mode()))
+		}
+		if d == "/" {
+			return nil
+		}
+	}
+}
+
+// octal is a mode as chmod writes it: the permission bits and the sticky bit.
+func octal(m fs.FileMode) uint32 {
+	o := uint32(m.Perm())
+	if m&fs.ModeSticky != 0 {
+		o |= 0o1000
+	}
+	return o
 }
