@@ -18,6 +18,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/fsperm"
+	"github.com/agent-sudo/agent-sudo/internal/glob"
 	"github.com/agent-sudo/agent-sudo/internal/notify"
 	"github.com/agent-sudo/agent-sudo/internal/rules"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
@@ -221,6 +222,7 @@ func (c *Config) TrustedDirs() []string {
 func (c *Config) Lint() []rules.Warning {
 	ws := rules.Lint(c.Rules, c.TrustedDirs())
 	ws = append(ws, c.lintNotifyUser()...)
+	ws = append(ws, c.lintNotRootOnly()...)
 	if c.UnprivilegedUser != "" {
 		return ws
 	}
@@ -276,6 +278,50 @@ func (c *Config) lintNotifyUser() []rules.Warning {
 	return []rules.Warning{{Rule: NotifyUserWarning, Message: fmt.Sprintf("%q %s, so it may use the agent socket: an agent running as %s can trace its notifiers "+
 		"and make a notification show or send anything (even that a request was approved); notifications only inform, decide at a console, "+
 		"and run notifiers as a user no agent runs as where you can (see docs/config.md, \"Notifiers\")", c.NotifyUser, why, c.NotifyUser)}}
+}
+
+// lintNotRootOnly warns, in direct mode, about each allow rule whose
+// program someone other than root can change, as the daemon would flag it
+// NOT ROOT-ONLY on the console (runner.Resolved.Untrusted): a program
+// named exactly (a path, or a name found on secure_path) that resolves
+// through such a directory or is such a file, or a program pattern whose
+// directory ("/opt/tools/*") is such a directory. Whoever can write there
+// can make the rule run their own code as root without a human. (In sudo
+// mode such programs are refused at request time.) A program that does
+// not exist when the configuration is read is not judged.
+func (c *Config) lintNotRootOnly() []rules.Warning {
+	if c.Exec == ExecSudo {
+		return nil
+	}
+	var ws []rules.Warning
+	for i, r := range c.Rules {
+		if r.Action != rules.Allow || len(r.Match) == 0 {
+			continue
+		}
+		prog := r.Match[0]
+		pg, err := glob.Compile(prog)
+		if err != nil {
+			continue
+		}
+		var res runner.Resolved
+		pre := pg.Prefix()
+		switch slash := strings.LastIndexByte(pre, '/'); {
+		case pg.Literal():
+			res, err = runner.Resolve(pre, c.SecurePath)
+		case strings.HasPrefix(pre, "/") && slash > 0:
+			res, err = runner.ResolveDir(pre[:slash])
+		default:
+			continue
+		}
+		if err != nil || len(res.Untrusted) == 0 {
+			continue
+		}
+		w := res.Untrusted[0]
+		ws = append(ws, rules.Warning{Rule: ruleLabel(i, r.Name), Message: fmt.Sprintf(
+			"the program %q is NOT ROOT-ONLY: %s can be changed by someone other than root (%s), who can then make this allow rule run their own code as root without a human; install it in a root-owned directory, or let a human decide (action = \"ask\")",
+			prog, w.Path, w.Why)})
+	}
+	return ws
 }
 
 // Engine compiles the rules into an engine whose trusted directories are
