@@ -152,20 +152,9 @@ func userNSOwners(fd int, pid int32) ([]uint32, error) {
 		}
 	}
 	defer unix.Close(pidfd)
-	ns, err := unix.IoctlRetInt(pidfd, pidfdGetUserNamespace)
+	ns, err := userNSOf(pidfd, pid, false)
 	if err != nil {
-		if !errors.Is(err, unix.ENOTTY) && !errors.Is(err, unix.EINVAL) {
-			return nil, fmt.Errorf("ioctl PIDFD_GET_USER_NAMESPACE: %w", err)
-		}
-		if ns, err = unix.Open(fmt.Sprintf("/proc/%d/ns/user", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
-			return nil, fmt.Errorf("open /proc/%d/ns/user: %w", pid, err)
-		}
-		// The namespace read is the pidfd's process's only if that
-		// process still holds its PID.
-		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
-			unix.Close(ns)
-			return nil, fmt.Errorf("the peer exited: %w", err)
-		}
+		return nil, err
 	}
 	var own unix.Stat_t
 	if err := unix.Stat("/proc/self/ns/user", &own); err != nil {
@@ -173,6 +162,33 @@ func userNSOwners(fd int, pid int32) ([]uint32, error) {
 		return nil, fmt.Errorf("stat the daemon's own user namespace: %w", err)
 	}
 	return walkUserNS(ns, own)
+}
+
+// userNSOf opens the user namespace of the process pidfd refers to,
+// whose pid is pid: with PIDFD_GET_USER_NAMESPACE, or, when the kernel
+// lacks it (or viaProc is set, for the tests of that path), through
+// /proc/PID/ns/user while the pidfd shows that process still alive.
+func userNSOf(pidfd int, pid int32, viaProc bool) (int, error) {
+	if !viaProc {
+		ns, err := unix.IoctlRetInt(pidfd, pidfdGetUserNamespace)
+		if err == nil {
+			return ns, nil
+		}
+		if !errors.Is(err, unix.ENOTTY) && !errors.Is(err, unix.EINVAL) {
+			return -1, fmt.Errorf("ioctl PIDFD_GET_USER_NAMESPACE: %w", err)
+		}
+	}
+	ns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open /proc/%d/ns/user: %w", pid, err)
+	}
+	// The namespace read is the pidfd's process's only if that process
+	// still holds its PID.
+	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+		unix.Close(ns)
+		return -1, fmt.Errorf("the peer exited: %w", err)
+	}
+	return ns, nil
 }
 
 // walkUserNS walks from the user namespace ns (a descriptor it closes) up

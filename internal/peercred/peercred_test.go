@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
@@ -162,5 +164,32 @@ func TestGetInRootsUserNamespace(t *testing.T) {
 	}
 	if c.UID != 200000 || c.Controller != 200000 || !slices.Equal(c.UserNSOwners, []uint32{0}) {
 		t.Errorf("Get = uid %d, controller %d, namespace owners %v; want 200000, 200000, [0]", c.UID, c.Controller, c.UserNSOwners)
+	}
+	// The path for kernels without PIDFD_GET_USER_NAMESPACE (before 6.11)
+	// finds the same namespace, and refuses a process that has exited.
+	pidfd, err := unix.PidfdOpen(int(c.PID), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	for _, viaProc := range []bool{false, true} {
+		ns, err := userNSOf(pidfd, c.PID, viaProc)
+		if err != nil {
+			t.Fatalf("userNSOf(viaProc %v): %v", viaProc, err)
+		}
+		var own unix.Stat_t
+		if err := unix.Stat("/proc/self/ns/user", &own); err != nil {
+			t.Fatal(err)
+		}
+		if owners, err := walkUserNS(ns, own); err != nil || !slices.Equal(owners, []uint32{0}) {
+			t.Errorf("viaProc %v: owners %v, %v; want [0]", viaProc, owners, err)
+		}
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	exited <- nil // for the deferred receive
+	if ns, err := userNSOf(pidfd, c.PID, true); err == nil {
+		unix.Close(ns)
+		t.Errorf("userNSOf(viaProc) of a process that has exited succeeded")
 	}
 }
