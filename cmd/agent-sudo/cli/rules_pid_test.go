@@ -103,3 +103,21 @@ func TestParseStatusCreds(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseStatusCreds: any text is parsed without a panic, and what is
+// accepted has a Uid, a Gid and a Groups line, the gid first among the
+// groups.
+func FuzzParseStatusCreds(f *testing.F) {
+	f.Add("Name:\tsleep\nUid:\t1000\t1001\t1000\t1001\nGid:\t100\t101\t100\t101\nGroups:\t27 1000 \n")
+	f.Add("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\t\n")
+	f.Add("Uid:\t1\nGid:\nGroups:x")
+	f.Fuzz(func(t *testing.T, status string) {
+		p, err := parseStatusCreds(status)
+		if err != nil {
+			return
+		}
+		if len(p.GIDs) == 0 || !strings.Contains(status, "Uid:") || !strings.Contains(status, "Gid:") || !strings.Contains(status, "Groups:") {
+			t.Errorf("accepted %q as %+v", status, p)
+		}
+	})
+}
