@@ -11,7 +11,8 @@ import (
 
 // connLimits shares the connection slots between peers (see doc.go,
 // "Connection limits"): non-root peers share max_connections slots, each
-// uid holding at most perUID of them (counting connections that wait for a
+// user (the uid the accept loop passes: peercred.Creds.Controller) holding
+// at most perUID of them (counting connections that wait for a
 // slot); root has rootMax slots of its own, which no other user can take,
 // and when those are taken it may use the shared ones too. Connections
 // that find no slot they may take wait in one queue, in the order admit
