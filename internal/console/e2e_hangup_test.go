@@ -1,17 +1,14 @@
 package console_test
 
 import (
-	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
-	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -24,18 +21,8 @@ import (
 func TestE2EForegroundTTYHangup(t *testing.T) {
 	t.Parallel()
 	needE2E(t)
-	daemonBin, _ := daemontest.Binaries(t)
 	d := daemontest.Configure(t, daemonConfig)
-	logPath := filepath.Join(d.Dir, "agent-sudod.log")
-	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath)})
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := os.ReadFile(logPath)
-			t.Logf("agent-sudod's log:\n%s", logs)
-		}
-	})
-	tm.WaitFor("waiting for requests…")
-	d.WaitReady()
+	tm := d.Foreground(t)
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "left waiting"}}, Session: "hangup"})
 	tm.WaitFor("command    echo 'left waiting'")
 
@@ -44,8 +31,8 @@ func TestE2EForegroundTTYHangup(t *testing.T) {
 	if resp := r.Wait(); resp.Status != proto.StatusError || !strings.Contains(resp.Message, why) {
 		t.Errorf("the waiting request was answered %q %q; want an error saying %q", resp.Status, resp.Message, why)
 	}
-	waitFileHas(t, logPath, "msg=stopped")
-	if logs, _ := os.ReadFile(logPath); !strings.Contains(string(logs), `msg=stopped why="the terminal of agent-sudod --tty hung up`) {
+	waitFileHas(t, d.ForegroundLog(), "msg=stopped")
+	if logs, _ := os.ReadFile(d.ForegroundLog()); !strings.Contains(string(logs), `msg=stopped why="the terminal of agent-sudod --tty hung up`) {
 		t.Errorf("the daemon's log does not say the terminal hung up:\n%s", logs)
 	}
 	recs := d.AuditRecords("")

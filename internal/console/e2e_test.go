@@ -232,18 +232,8 @@ func TestE2EApproveInTmux(t *testing.T) {
 func TestE2EForegroundTTY(t *testing.T) {
 	t.Parallel()
 	needE2E(t)
-	daemonBin, _ := daemontest.Binaries(t)
 	d := daemontest.Configure(t, daemonConfig)
-	logPath := filepath.Join(d.Dir, "agent-sudod.log")
-	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath)})
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := os.ReadFile(logPath)
-			t.Logf("agent-sudod's log:\n%s", logs)
-		}
-	})
-	tm.WaitFor("waiting for requests…")
-	d.WaitReady()
+	tm := d.Foreground(t)
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"echo", "approved in the foreground"}}, Session: "e2e"})
 	tm.WaitFor("command    echo 'approved in the foreground'")
 	consoletest.Press(t, tm, "a", "request "+r.ID+" was allowed by console uid=0 tty=/dev/pts/")

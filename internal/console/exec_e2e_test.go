@@ -10,7 +10,6 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
-	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -81,14 +80,10 @@ func foregroundChildFDs(t *testing.T, mode string) {
 		nums = append(nums, strconv.Itoa(n))
 	}
 	script := "for n in " + strings.Join(nums, " ") + "; do [ -e /proc/$$/fd/$n ] && printf '%s ' $n; done; true"
-	daemonBin, _ := daemontest.Binaries(t)
 	cfg := daemonConfig
 	cfg.Exec = mode
 	d := daemontest.Configure(t, cfg)
-	logPath := filepath.Join(d.Dir, "agent-sudod.log")
-	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath)})
-	tm.WaitFor("waiting for requests…")
-	d.WaitReady()
+	tm := d.Foreground(t)
 	r := ask(t, d, &proto.Request{Pipeline: [][]string{{"bash", "-c", script}}, Session: "fds"})
 	tm.WaitFor("command    bash -c")
 	consoletest.Press(t, tm, "a", "request "+r.ID+" was allowed by")

@@ -11,7 +11,6 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
-	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -89,19 +88,9 @@ func TestE2ENotifierCannotReachTheConsole(t *testing.T) {
 	probe := filepath.Join(dir, "probe")
 	testenv.WriteExecutable(t, probe, []byte(ttyProbe))
 
-	daemonBin, _ := daemontest.Binaries(t)
 	d := daemontest.Configure(t, daemontest.Config{ApprovalTimeout: "60s",
 		Extra: fmt.Sprintf("notify = [[%q, %q]]\nnotify_user = \"nobody\"\nnotify_timeout = \"2m\"\n", probe, out)})
-	logPath := filepath.Join(d.Dir, "agent-sudod.log")
-	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s --tty --config %s --log-file %s", daemonBin, d.ConfigPath, logPath)})
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := os.ReadFile(logPath)
-			t.Logf("agent-sudod's log:\n%s", logs)
-		}
-	})
-	tm.WaitFor("waiting for requests…")
-	d.WaitReady()
+	tm := d.Foreground(t)
 	r := d.Ask(t, &proto.Request{Pipeline: [][]string{{"echo", "not allowed by a notifier"}}, Session: "tiocsti", Host: "e2e-host", Privileged: true})
 	tm.WaitFor("command    echo 'not allowed by a notifier'")
 
