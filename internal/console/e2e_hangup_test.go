@@ -5,10 +5,10 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -31,7 +31,7 @@ func TestE2EForegroundTTYHangup(t *testing.T) {
 	if resp := r.Wait(); resp.Status != proto.StatusError || !strings.Contains(resp.Message, why) {
 		t.Errorf("the waiting request was answered %q %q; want an error saying %q", resp.Status, resp.Message, why)
 	}
-	waitFileHas(t, d.ForegroundLog(), "msg=stopped")
+	testenv.WaitForFile(t, d.ForegroundLog(), "msg=stopped")
 	if logs, _ := os.ReadFile(d.ForegroundLog()); !strings.Contains(string(logs), `msg=stopped why="the terminal of agent-sudod --tty hung up`) {
 		t.Errorf("the daemon's log does not say the terminal hung up:\n%s", logs)
 	}
@@ -50,18 +50,4 @@ func TestE2EForegroundTTYHangup(t *testing.T) {
 	if n := len(d.AuditRecords("")); n != len(recs) {
 		t.Errorf("the audit log grew from %d to %d records after the daemon stopped", len(recs), n)
 	}
-}
-
-// waitFileHas waits until the file at path contains want. The daemon in
-// tmux is not this test's child, so its end is seen in its log: looked at
-// every 10 ms, for at most a minute.
-func waitFileHas(t *testing.T, path, want string) {
-	t.Helper()
-	for range 6000 {
-		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), want) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%s does not say %q after a minute", path, want)
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
@@ -53,19 +52,6 @@ for f in uid env argv; do mv "$out/$id.$f.tmp" "$out/$id.$f"; done
 	// hang says it runs, then never ends.
 	hang = write("hang", `id="${2#??}"; echo $$ > "$1/$id.hang.tmp"; mv "$1/$id.hang.tmp" "$1/$id.hang"; exec sleep 1000`)
 	return record, hang, out
-}
-
-// waitForFile waits up to a minute for p to appear and returns its content.
-func waitForFile(t *testing.T, p string) string {
-	t.Helper()
-	for range 1200 {
-		if b, err := os.ReadFile(p); err == nil {
-			return string(b)
-		}
-		time.Sleep(50 * time.Millisecond) // polling for a file another process writes
-	}
-	t.Fatalf("%s was never written", p)
-	return ""
 }
 
 // processExited waits up to a minute for pid to exit and reports whether
@@ -142,7 +128,7 @@ match = ["false"]
 	done := runAsync(d, hostile)
 	p := c.Pending(hostile.ID)
 	// The hanging notifier runs: the request is still decided at once.
-	hangPid, _ := strconv.Atoi(strings.TrimSpace(waitForFile(t, filepath.Join(out, "hostile-1.hang"))))
+	hangPid, _ := strconv.Atoi(strings.TrimSpace(testenv.WaitForFile(t, filepath.Join(out, "hostile-1.hang"), "")))
 	c.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.DenyOnce})
 	if r := c.Result(p.ID); !r.OK {
 		t.Fatalf("decision refused: %+v", r)
@@ -155,7 +141,7 @@ match = ["false"]
 	}
 
 	// What the recording notifier got.
-	waitForFile(t, filepath.Join(out, "hostile-1.argv"))
+	testenv.WaitForFile(t, filepath.Join(out, "hostile-1.argv"), "")
 	raw, _ := os.ReadFile(filepath.Join(out, "hostile-1.argv"))
 	argv := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 	if len(argv) != 5 {
@@ -187,10 +173,10 @@ match = ["false"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if uid := strings.TrimSpace(waitForFile(t, filepath.Join(out, "hostile-1.uid"))); uid != nobody.Uid {
+	if uid := strings.TrimSpace(testenv.WaitForFile(t, filepath.Join(out, "hostile-1.uid"), "")); uid != nobody.Uid {
 		t.Errorf("the notifier ran as uid %s, want nobody's, %s", uid, nobody.Uid)
 	}
-	env := strings.Split(strings.TrimSpace(waitForFile(t, filepath.Join(out, "hostile-1.env"))), "\n")
+	env := strings.Split(strings.TrimSpace(testenv.WaitForFile(t, filepath.Join(out, "hostile-1.env"), "")), "\n")
 	env = slices.DeleteFunc(env, func(l string) bool { // set by sh itself
 		return strings.HasPrefix(l, "PWD=") || strings.HasPrefix(l, "SHLVL=") || strings.HasPrefix(l, "OLDPWD=") || strings.HasPrefix(l, "_=")
 	})
@@ -220,7 +206,7 @@ match = ["false"]
 	d.WaitLog("msg=reloaded")
 	done = runAsync(d, &proto.Request{ID: "after-reload", Pipeline: [][]string{{"id"}}, Privileged: true})
 	p = c.Pending("after-reload")
-	pid, _ := strconv.Atoi(strings.TrimSpace(waitForFile(t, filepath.Join(out, "after-reload.hang"))))
+	pid, _ := strconv.Atoi(strings.TrimSpace(testenv.WaitForFile(t, filepath.Join(out, "after-reload.hang"), "")))
 	d.WaitLog(`msg="notifier timed out: its process group was killed" notifier=0 program=` + hang + ` id=after-reload notify_timeout=1s`)
 	if !processExited(pid) {
 		t.Errorf("the notifier that timed out (pid %d) still runs", pid)

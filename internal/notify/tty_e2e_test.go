@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
@@ -94,7 +93,7 @@ func TestE2ENotifierCannotReachTheConsole(t *testing.T) {
 	r := d.Ask(t, &proto.Request{Pipeline: [][]string{{"echo", "not allowed by a notifier"}}, Session: "tiocsti", Host: "e2e-host", Privileged: true})
 	tm.WaitFor("command    echo 'not allowed by a notifier'")
 
-	got := strings.Split(strings.TrimSuffix(waitForFile(t, filepath.Join(out, "probe")), "\n"), "\n")
+	got := strings.Split(strings.TrimSuffix(testenv.WaitForFile(t, filepath.Join(out, "probe"), ""), "\n"), "\n")
 	if len(got) != 6 {
 		t.Fatalf("probe = %q, want 6 lines", got)
 	}
@@ -116,7 +115,7 @@ func TestE2ENotifierCannotReachTheConsole(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sti := strings.Fields(strings.ReplaceAll(waitForFile(t, filepath.Join(out, "sti")), "\n", " "))
+	sti := strings.Fields(strings.ReplaceAll(testenv.WaitForFile(t, filepath.Join(out, "sti"), ""), "\n", " "))
 	if len(sti) == 0 {
 		t.Fatalf("the probe tried no descriptor")
 	}
@@ -136,18 +135,4 @@ func TestE2ENotifierCannotReachTheConsole(t *testing.T) {
 		t.Errorf("the request was answered %q %q; want denied by the human", resp.Status, resp.Message)
 	}
 	consoletest.Press(t, tm, "q", "exited with status 0")
-}
-
-// waitForFile waits up to a minute for p to appear (written by rename) and
-// returns its content.
-func waitForFile(t *testing.T, p string) string {
-	t.Helper()
-	for range 1200 {
-		if b, err := os.ReadFile(p); err == nil {
-			return string(b)
-		}
-		time.Sleep(50 * time.Millisecond) // polling for a file another process writes
-	}
-	t.Fatalf("%s was never written", p)
-	return ""
 }

@@ -3,8 +3,10 @@ package testenv
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // WriteExecutable writes data to path as a program (mode 0755 when it
@@ -52,4 +54,19 @@ func PublicCopy(t testing.TB, parent, src, name string) string {
 	path := filepath.Join(dir, name)
 	CopyExecutable(t, src, path)
 	return path
+}
+
+// WaitForFile waits up to a minute for the file at path, which another
+// process writes (whole, by rename), to exist and hold want (any content
+// when want is ""), and returns its content; it fails the test after that.
+func WaitForFile(t testing.TB, path, want string) string {
+	t.Helper()
+	for range 1200 {
+		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), want) {
+			return string(b)
+		}
+		time.Sleep(50 * time.Millisecond) // polling for a file another process writes
+	}
+	t.Fatalf("%s does not exist or does not hold %q after a minute", path, want)
+	return ""
 }
