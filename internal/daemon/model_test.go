@@ -151,6 +151,14 @@ func newApprovalModel(t *testing.T, rt *rapid.T) *approvalModel {
 	}
 	m := &approvalModel{t: t, dir: dir, clock: time.Now().UTC().Truncate(time.Second),
 		ran: map[string]int{}, usedIDs: map[string]bool{}, expected: map[string]int{}}
+	// One audit log for every daemon of the model: a restart reads it back
+	// as a new process would. It is not closed and opened again: its lock
+	// could still be held, for an instant, by a process another test of
+	// this package forked and that has not exec'd yet.
+	m.log, err = audit.Open(filepath.Join(dir, "audit.jsonl"), audit.Options{Now: m.now})
+	if err != nil {
+		rt.Fatal(err)
+	}
 	m.start(rt)
 	return m
 }
@@ -209,15 +217,11 @@ match = ["echo", "a"]
 // over the same audit log, with two consoles connected.
 func (m *approvalModel) start(rt *rapid.T) {
 	cfg := m.config(rt)
-	alog, err := audit.Open(cfg.AuditLog, audit.Options{Now: m.now})
-	if err != nil {
-		rt.Fatal(err)
-	}
-	m.log = alog
 	m.logs = &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(m.logs, nil))
 	broker := approval.NewBroker(modelGrantTTL, m.now)
-	m.srv, err = New(cfg, Options{Logger: logger, Audit: alog, Now: m.now, Approver: broker, Exec: m.exec})
+	var err error
+	m.srv, err = New(cfg, Options{Logger: logger, Audit: m.log, Now: m.now, Approver: broker, Exec: m.exec})
 	if err != nil {
 		rt.Fatal(err)
 	}
@@ -237,24 +241,28 @@ func (m *approvalModel) start(rt *rapid.T) {
 // stop shuts the daemon down and waits until every request has ended.
 func (m *approvalModel) stop(rt *rapid.T) {
 	m.cancel()
-	if err := <-m.served; err != nil {
+	err := <-m.served
+	m.served = nil
+	if err != nil {
 		rt.Errorf("Serve: %v", err)
 	}
 	for _, c := range m.consoles {
 		c.close()
 	}
-	if err := m.log.Close(); err != nil {
-		rt.Errorf("closing the audit log: %v", err)
-	}
 }
 
+// close ends the model: the daemon, if one serves, and the audit log.
 func (m *approvalModel) close() {
-	m.cancel()
-	<-m.served
-	for _, c := range m.consoles {
-		c.close()
+	if m.served != nil {
+		m.cancel()
+		<-m.served
+		for _, c := range m.consoles {
+			c.close()
+		}
 	}
-	m.log.Close()
+	if m.log != nil {
+		m.log.Close()
+	}
 	for _, r := range m.reqs {
 		if r.conn != nil {
 			r.conn.Close()

@@ -757,21 +757,20 @@ match = ["false"]
 	for _, tt := range []struct {
 		name  string
 		setup serverSetup
-		lines []string
-		want  proto.Status
+		// line makes the request line when the subtest runs: a
+		// parallel subtest may start minutes after the table is made.
+		line func() string
+		want proto.Status
 	}{
-		{"ok", serverSetup{toml: allowTrue}, []string{request(nil)}, proto.StatusOK},
-		{"denied", serverSetup{toml: denyFalse}, []string{request(map[string]any{"pipeline": [][]string{{"false"}}})}, proto.StatusDenied},
-		{"timeout", serverSetup{toml: `approval_timeout = "100ms"`}, []string{request(nil)}, proto.StatusTimeout},
-		{"error", serverSetup{}, []string{"{nope"}, proto.StatusError},
+		{"ok", serverSetup{toml: allowTrue}, func() string { return request(nil) }, proto.StatusOK},
+		{"denied", serverSetup{toml: denyFalse}, func() string { return request(map[string]any{"pipeline": [][]string{{"false"}}}) }, proto.StatusDenied},
+		{"timeout", serverSetup{toml: `approval_timeout = "100ms"`}, func() string { return request(nil) }, proto.StatusTimeout},
+		{"error", serverSetup{}, func() string { return "{nope" }, proto.StatusError},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ts := startServer(t, tt.setup)
-			var resp *proto.Response
-			for _, line := range tt.lines {
-				resp = ts.send(line)
-			}
+			resp := ts.send(tt.line())
 			if resp.Status != tt.want || resp.Version == "" || resp.Version != Version() {
 				t.Errorf("answer %s %q with version %q, want %s with version %q", resp.Status, resp.Message, resp.Version, tt.want, Version())
 			}
