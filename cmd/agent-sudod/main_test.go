@@ -58,6 +58,14 @@ func TestCheckConfig(t *testing.T) {
 			`rule 1: env is only meaningful on an allow rule`, true},
 		{"unknown user in a rule", "[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuser = \"no-such-user-asudo\"\n", 1, nil,
 			`rule 1: user "no-such-user-asudo"`, true},
+		// Issue 22: values no one means are refused, each naming its key,
+		// its value and its range (config.Ranges).
+		{"values out of range", "max_clock_skew = \"2562047h\"\nmax_connections = 99999999999\nsession_grant_ttl = \"1000000h\"\nkill_grace = \"1ns\"\n", 1, nil,
+			`max_clock_skew: "2562047h" is out of range: it must be from 1s to 1h
+kill_grace: "1ns" is out of range: it must be from 100ms to 10m
+session_grant_ttl: "1000000h" is out of range: it must be from 1m to 168h
+max_connections: 99999999999 is out of range: it must be from 1 to 65536
+`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

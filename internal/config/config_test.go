@@ -218,22 +218,27 @@ func TestInvalidValues(t *testing.T) {
 		want    string
 	}{
 		// Durations.
-		{`approval_timeout = "0s"`, `approval_timeout: "0s" must be greater than zero`},
-		{`command_timeout = "-1m"`, `command_timeout: "-1m0s" must be greater than zero`},
-		{`max_clock_skew = "0"`, `max_clock_skew: "0s" must be greater than zero`},
+		{`approval_timeout = "0s"`, `approval_timeout: "0s" is out of range: it must be from 100ms to 24h`},
+		{`command_timeout = "-1m"`, `command_timeout: "-1m" is out of range: it must be from 1s to 168h`},
+		{`max_clock_skew = "0"`, `max_clock_skew: "0s" is out of range: it must be from 1s to 1h`},
 		{`read_timeout = "10"`, `invalid duration "10"`},
 		{`shutdown_timeout = ""`, `invalid duration ""`},
 		{`kill_grace = "5q"`, `invalid duration "5q"`},
 		// exec and connections.
 		{`exec = "su"`, `exec: "su" is not valid; it must be "sudo" or "direct"`},
 		{`exec = ""`, `exec: "" is not valid`},
-		{`max_connections = 0`, `max_connections: 0 must be greater than zero`},
-		{`max_connections = -5`, `max_connections: -5 must be greater than zero`},
-		{`max_connections_per_user = 0`, `max_connections_per_user: 0 must be greater than zero`},
-		{`root_connections = -1`, `root_connections: -1 must be greater than zero`},
-		{`max_requests_per_minute = 0`, `max_requests_per_minute: 0 must be greater than zero`},
-		{`first_byte_timeout = "0s"`, `first_byte_timeout: "0s" must be greater than zero`},
+		{`max_connections = 0`, `max_connections: 0 is out of range: it must be from 1 to 65536`},
+		{`max_connections = -5`, `max_connections: -5 is out of range: it must be from 1 to 65536`},
+		{`max_connections_per_user = 0`, `max_connections_per_user: 0 is out of range: it must be from 1 to 65536`},
+		{`root_connections = -1`, `root_connections: -1 is out of range: it must be from 1 to 1024`},
+		{`max_requests_per_minute = 0`, `max_requests_per_minute: 0 is out of range: it must be from 1 to 60000`},
+		{`first_byte_timeout = "0s"`, `first_byte_timeout: "0s" is out of range: it must be from 10ms to 10m`},
 		{`first_byte_timeout = 2`, `a duration must be a string with a unit`},
+		// Issue 22: values no one means, above the ranges.
+		{`max_clock_skew = "2562047h"`, `max_clock_skew: "2562047h" is out of range: it must be from 1s to 1h`},
+		{`max_connections = 99999999999`, `max_connections: 99999999999 is out of range: it must be from 1 to 65536`},
+		{`session_grant_ttl = "1000000h"`, `session_grant_ttl: "1000000h" is out of range: it must be from 1m to 168h`},
+		{`kill_grace = "1ns"`, `kill_grace: "1ns" is out of range: it must be from 100ms to 10m`},
 		// Rule keys added for issue 10.
 		{"[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuid = -1", `rule 1: uid: -1 is not a valid uid (0 to 4294967294)`},
 		{"[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuid = 4294967295", `rule 1: uid: 4294967295 is not a valid uid`},

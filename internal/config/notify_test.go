@@ -59,7 +59,7 @@ func TestNotifyKeys(t *testing.T) {
 		{"root uid", `notify_user = "0"`, `notify_user: "0" is root`},
 		{"empty user", `notify_user = ""`, `notify_user: must not be empty`},
 		{"bad user", `notify_user = "a b"`, `notify_user: "a b" is not a valid user name`},
-		{"zero timeout", `notify_timeout = "0s"`, `notify_timeout: "0s" must be greater than zero`},
+		{"zero timeout", `notify_timeout = "0s"`, `notify_timeout: "0s" is out of range: it must be from 100ms to 10m`},
 		{"bare timeout", `notify_timeout = 10`, `a duration must be a string with a unit`},
 	}
 	for _, tt := range refused {
