@@ -39,14 +39,17 @@ func auditShowUsage() *usage {
 		name:     "audit show",
 		synopsis: []string{"agent-sudo audit show [flags] ID"},
 		text: `Print every record of the request with id ID (all of them, if a client
-reused the id), oldest first, every value escaped. With --json, print the
+reused the id), oldest first, every value escaped. ID may be the start of
+an id, as the listing shows it, when no other request's id starts the same
+way; an id that is a record's whole id is that request, even when it also
+starts longer ids. With --json, print the
 records as the log has them, each as one line of ASCII JSON. With --log
 given more than once, the logs are searched one after the other, in the
 order given; each record names its file and line.
 `,
 		exits: []exitDoc{
 			{"0", "the request's records were printed"},
-			{"1", "no request has that id"},
+			{"1", "no request has that id, or several ids start with it"},
 			{"2", "usage error: a bad flag or flag value, or not exactly one ID"},
 			{"65", "a line of the log is corrupt"},
 			{"66", "the log cannot be read"},
@@ -75,6 +78,9 @@ func auditShowMain(ctx context.Context, inv *invocation, args []string) int {
 	if len(pos) != 1 {
 		return inv.fail(exitUsage, "audit show: want exactly one request id, got %d arguments; see 'agent-sudo help audit show'", len(pos))
 	}
+	if pos[0] == "" {
+		return inv.fail(exitUsage, "audit show: the request id is empty; give the id, or its start, as the listing shows it")
+	}
 	paths, err := o.paths()
 	if err != nil {
 		return inv.fail(exitConfig, "audit show: %v; pass --log FILE to read a log directly", err)
@@ -94,6 +100,10 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []str
 			return inv.unreadable("audit show", err)
 		}
 		files = append(files, f...)
+	}
+	id, code, ok := resolveID(ctx, inv, files, id)
+	if !ok {
+		return code
 	}
 	found, bad := 0, false
 	for e, err := range audit.Read(ctx, files...) {
@@ -130,6 +140,56 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []str
 		return exitDataErr
 	}
 	return 0
+}
+
+// maxAmbiguous is how many of the ids an ambiguous prefix matches are
+// named in the message.
+const maxAmbiguous = 5
+
+// resolveID returns the id of the request arg names in files: arg itself
+// when a record has that id, else the one id that starts with arg. When
+// several ids start with arg, or a file cannot be read, it reports why and
+// returns the status (ok false). A prefix that matches nothing is returned
+// as it is, for the caller's "no request" message. Corrupt lines are left
+// for the caller's reading to report.
+func resolveID(ctx context.Context, inv *invocation, files []string, arg string) (id string, code int, ok bool) {
+	var matches []string // distinct, in the order first seen
+	seen := map[string]bool{}
+	for e, err := range audit.Read(ctx, files...) {
+		var le *audit.LineError
+		switch {
+		case errors.As(err, &le):
+			continue
+		case ctx.Err() != nil:
+			return "", inv.fail(exitInterrupted, "audit show: interrupted"), false
+		case err != nil:
+			return "", inv.unreadable("audit show", err), false
+		}
+		rid := e.Record.ID
+		if rid == arg {
+			return arg, 0, true
+		}
+		if strings.HasPrefix(rid, arg) && !seen[rid] {
+			seen[rid] = true
+			matches = append(matches, rid)
+		}
+	}
+	if len(matches) <= 1 {
+		if len(matches) == 1 {
+			return matches[0], 0, true
+		}
+		return arg, 0, true
+	}
+	named := make([]string, 0, maxAmbiguous)
+	for _, m := range matches[:min(len(matches), maxAmbiguous)] {
+		named = append(named, termtext.Esc(m))
+	}
+	more := ""
+	if len(matches) > maxAmbiguous {
+		more = ", ..."
+	}
+	return "", inv.fail(exitNotFound, "audit show: %s is the start of %d request ids (%s%s); give more of the id",
+		termtext.Esc(arg), len(matches), strings.Join(named, ", "), more), false
 }
 
 // prettyRecord renders one record for "audit show", every value escaped.

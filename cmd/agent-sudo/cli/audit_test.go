@@ -239,16 +239,48 @@ func jsonEqual(a, b any) bool {
 	return bytes.Equal(x, y)
 }
 
+// TestAuditTable: the table fits 80 columns, cutting long cells with an
+// ellipsis; --wide prints every column in full.
 func TestAuditTable(t *testing.T) {
 	path := writeAuditLog(t)
 	got := runAuditCLI(context.Background(), "--log", path, "--session", "alpha-*")
-	want := `TIME                 ID        UID   SESSION  HOST        STATUS  DECIDED BY                           EXIT  DURATION  COMMAND
+	want := `TIME         ID        SESSION  STATUS  DECIDED BY  EXIT  COMMAND
+11-20 09:00  r-ok      alpha-1  ok      apt and...  0     apt-get install -y ...
+11-20 10:00  r-denied  alpha-2  denied  console...  -     rm -rf /var/lib/apt
+11-21 09:00  r-fail    alpha-1  ok      apt and...  0,1   dpkg -l | grep nginx
+`
+	if got.code != 0 || got.stdout != want || got.stderr != "" {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", got.code, got.stderr, got.stdout, want)
+	}
+	got = runAuditCLI(context.Background(), "--log", path, "--session", "alpha-*", "--wide")
+	want = `TIME                 ID        UID   SESSION  HOST        STATUS  DECIDED BY                           EXIT  DURATION  COMMAND
 2026-11-20 09:00:00  r-ok      1000  alpha-1  build-1     ok      apt and dpkg                         0     1.5s      apt-get install -y nginx
 2026-11-20 10:00:00  r-denied  1000  alpha-2  build-2     denied  console uid=0 tty=/dev/pts/3 pid=99  -     -         rm -rf /var/lib/apt
 2026-11-21 09:00:00  r-fail    1000  alpha-1  ci.example  ok      apt and dpkg                         0,1   1.5s      dpkg -l | grep nginx
 `
 	if got.code != 0 || got.stdout != want || got.stderr != "" {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", got.code, got.stderr, got.stdout, want)
+	}
+	// Long ids: the shortest prefix of at least 8 characters that tells
+	// them apart; a long command is cut to what is left of 80 columns.
+	long := []auditFixture{
+		{"7d3c2a9e-0b1f-4c55-9a41-5e2f8c7b6d10", "s", "h", auditT0.Add(40 * time.Hour), [][]string{{"echo", strings.Repeat("x", 200)}}, "ok"},
+		{"7d3c2a9e-1b1f-4c55-9a41-000000000000", "s", "h", auditT0.Add(41 * time.Hour), [][]string{{"id"}}, "denied"},
+		{"0a1b2c3d-0000-4000-8000-000000000000", "s", "h", auditT0.Add(42 * time.Hour), [][]string{{"id"}}, "denied"},
+	}
+	got = runAuditCLI(context.Background(), "--log", writeAuditLog(t, long...), "--session", "s")
+	want = `TIME         ID          SESSION  STATUS  DECIDED BY  EXIT  COMMAND
+11-22 01:00  7d3c2a9e-0  s        ok      apt and...  0     echo xxxxxxxxxxxx...
+11-22 02:00  7d3c2a9e-1  s        denied  console...  -     id
+11-22 03:00  0a1b2c3d-0  s        denied  console...  -     id
+`
+	if got.code != 0 || got.stdout != want {
+		t.Errorf("long ids: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", got.code, got.stderr, got.stdout, want)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(got.stdout, "\n"), "\n") {
+		if w := termtext.Width(l); w > tableWidth {
+			t.Errorf("line %d columns wide: %q", w, l)
+		}
 	}
 	got = runAuditCLI(context.Background(), "--log", path, "--session", "nobody")
 	if got.code != 0 || got.stdout != "" || !strings.Contains(got.stderr, "no request in "+path+" matches") {
@@ -267,6 +299,7 @@ func TestAuditEscaping(t *testing.T) {
 	raw := regexp.MustCompile("[\x00-\x08\x0b-\x1f\x7f\u0080-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 	for _, args := range [][]string{
 		{"--log", path},
+		{"--log", path, "--wide"},
 		{"--log", path, "show", "r-evil"},
 		{"--log", path, "--json"},
 		{"--log", path, "show", "--json", "r-evil"},
@@ -286,7 +319,7 @@ func TestAuditEscaping(t *testing.T) {
 			}
 		}
 	}
-	table := runAuditCLI(context.Background(), "--log", path, "--session", "evil*").stdout
+	table := runAuditCLI(context.Background(), "--log", path, "--session", "evil*", "--wide").stdout
 	for _, want := range []string{`evil\x1b[2J\rok`, `h\u202eexe.txt`, `rm -rf $'/\x1b]0;pwned\x07' $'\u200bx' | $'\u65e5\u672c\u8a9e'`} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %s:\n%s", want, table)
@@ -339,6 +372,44 @@ func TestAuditShow(t *testing.T) {
 	got = runAuditCLI(context.Background(), "--log", path, "show", "nope\x1b")
 	if got.code != exitNotFound || !strings.Contains(got.stderr, `no request nope\x1b in `) {
 		t.Errorf("show of a missing id: exit %d, stderr %q", got.code, got.stderr)
+	}
+}
+
+// TestAuditShowPrefix: show takes the start of an id when it names one
+// request; an id that is whole wins over the longer ids it starts; an
+// ambiguous start is refused, saying how many ids it starts and naming a
+// few of them.
+func TestAuditShowPrefix(t *testing.T) {
+	path := writeAuditLog(t, auditFixture{"r-ok2", "alpha-9", "build-9", auditT0.Add(30 * time.Hour), [][]string{{"true"}}, "ok"})
+	ids := func(out string) []string {
+		var got []string
+		for _, l := range strings.Split(out, "\n") {
+			if id, ok := strings.CutPrefix(l, "  id:             "); ok && !slices.Contains(got, id) {
+				got = append(got, id)
+			}
+		}
+		return got
+	}
+	for _, tt := range []struct {
+		arg  string
+		code int
+		ids  []string // the requests whose records are shown
+		err  string
+	}{
+		{"r-withd", 0, []string{"r-withdrawn"}, ""},
+		{"r-withdrawn", 0, []string{"r-withdrawn"}, ""},
+		{"r-ok", 0, []string{"r-ok"}, ""},
+		{"r-ok2", 0, []string{"r-ok2"}, ""},
+		{"r-o", exitNotFound, nil, "agent-sudo: audit show: r-o is the start of 2 request ids (r-ok, r-ok2); give more of the id\n"},
+		{"r-", exitNotFound, nil, "agent-sudo: audit show: r- is the start of 8 request ids (r-ok, r-denied, r-timeout, r-refused, r-fail, ...); give more of the id\n"},
+		{"x-", exitNotFound, nil, "agent-sudo: audit show: no request x- in " + path + "\n"},
+		{"", exitUsage, nil, "agent-sudo: audit show: the request id is empty; give the id, or its start, as the listing shows it\n"},
+	} {
+		got := runAuditCLI(context.Background(), "--log", path, "show", tt.arg)
+		if got.code != tt.code || !slices.Equal(ids(got.stdout), tt.ids) || got.stderr != tt.err {
+			t.Errorf("show %q: exit %d, requests %q, stderr %q; want exit %d, requests %q, stderr %q",
+				tt.arg, got.code, ids(got.stdout), got.stderr, tt.code, tt.ids, tt.err)
+		}
 	}
 }
 
