@@ -98,7 +98,9 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
-// TestJournal checks the journal entries of each record kind.
+// TestJournal checks the journal entries of each record kind: the
+// structured fields, and a message that reads on its own (who, what, the
+// decision, the exit).
 func TestJournal(t *testing.T) {
 	j := &fakeJournal{}
 	path := logPath(t)
@@ -141,17 +143,17 @@ func TestJournal(t *testing.T) {
 		msg    string
 		fields map[string]string
 	}{
-		{journal.PriInfo, "audit: log " + path + " opened at record 0", map[string]string{"AGENT_SUDO_AUDIT_TYPE": "opened", "AGENT_SUDO_RECORD_HASH": Genesis}},
-		{journal.PriInfo, "audit: request r1 allowed by apt installs", with(common("r1", "s-r1"), "AGENT_SUDO_AUDIT_TYPE", "decision",
+		{journal.PriInfo, "audit: log " + path + " opened at record 0 (hash " + Genesis + ")", map[string]string{"AGENT_SUDO_AUDIT_TYPE": "opened", "AGENT_SUDO_RECORD_HASH": Genesis}},
+		{journal.PriInfo, "audit: request r1 by uid 1000 (session s-r1) allowed by apt installs: apt-get install -y nginx | tee /tmp/out", with(common("r1", "s-r1"), "AGENT_SUDO_AUDIT_TYPE", "decision",
 			"AGENT_SUDO_VERDICT", "allowed", "AGENT_SUDO_DECIDED_BY", "apt installs", "AGENT_SUDO_RECORD_HASH", hashes[1], "AGENT_SUDO_RECORD_SEQ", "2")},
-		{journal.PriInfo, "audit: request r1 finished: ok, exit codes [0 0]", with(common("r1", "s-r1"), "AGENT_SUDO_AUDIT_TYPE", "result",
+		{journal.PriInfo, "audit: request r1 by uid 1000 (session s-r1) finished ok (exit 0,0 after 2.5s, allowed by apt installs): apt-get install -y nginx | tee /tmp/out", with(common("r1", "s-r1"), "AGENT_SUDO_AUDIT_TYPE", "result",
 			"AGENT_SUDO_STATUS", "ok", "AGENT_SUDO_EXIT_CODES", "0,0", "AGENT_SUDO_DECIDED_BY", "apt installs",
 			"AGENT_SUDO_RECORD_HASH", hashes[3], "AGENT_SUDO_DURATION_NS", "2500000000")},
-		{journal.PriNotice, "audit: request r2 timeout by approval_timeout", with(common("r2", "s-r2"),
+		{journal.PriNotice, "audit: request r2 by uid 1000 (session s-r2) timeout by approval_timeout: apt-get install -y nginx | tee /tmp/out", with(common("r2", "s-r2"),
 			"AGENT_SUDO_VERDICT", "timeout", "AGENT_SUDO_RECORD_HASH", hashes[5])},
-		{journal.PriNotice, "audit: request r3 refused: replay", map[string]string{"AGENT_SUDO_ID": "r3", "AGENT_SUDO_STATUS": "error",
+		{journal.PriNotice, "audit: request r3 by uid 1000 refused (replay): (no request decoded)", map[string]string{"AGENT_SUDO_ID": "r3", "AGENT_SUDO_STATUS": "error",
 			"AGENT_SUDO_REASON": "replay", "AGENT_SUDO_AUDIT_TYPE": "request", "AGENT_SUDO_RECORD_HASH": hashes[6]}},
-		{journal.PriInfo, "audit: log " + path + " closed at record 7", map[string]string{"AGENT_SUDO_AUDIT_TYPE": "closed",
+		{journal.PriInfo, "audit: log " + path + " closed at record 7 (hash " + hashes[6] + ")", map[string]string{"AGENT_SUDO_AUDIT_TYPE": "closed",
 			"AGENT_SUDO_RECORD_HASH": hashes[6], "AGENT_SUDO_RECORD_SEQ": "7"}},
 	}
 	got := j.sent()
@@ -160,8 +162,8 @@ func TestJournal(t *testing.T) {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.pri != w.pri || !strings.HasPrefix(g.msg, w.msg) {
-			t.Errorf("entry %d: %d %q, want %d %q...", i, g.pri, g.msg, w.pri, w.msg)
+		if g.pri != w.pri || g.msg != w.msg {
+			t.Errorf("entry %d: %d %q, want %d %q", i, g.pri, g.msg, w.pri, w.msg)
 		}
 		for k, v := range w.fields {
 			if g.fields[k] != v {

@@ -1,12 +1,14 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/coreos/go-systemd/v22/journal"
@@ -14,6 +16,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/approval"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -32,6 +35,9 @@ type Trail struct {
 	epoch uint64
 	// stoppedBy is the console that stopped the pipeline (Stopped).
 	stoppedBy string
+	// who and what begin and end the journal messages: the request, its
+	// requester and its command (journalWho, journalWhat).
+	who, what string
 }
 
 // Stopped records that the console by stopped the pipeline before it
@@ -125,7 +131,15 @@ func (l *Log) Refused(ctx context.Context, r Refusal) error {
 		"AGENT_SUDO_STATUS": string(proto.StatusError),
 		"AGENT_SUDO_REASON": reason,
 	}
-	l.journal(rec, rcpt, err, journal.PriNotice, fmt.Sprintf("audit: request %s refused: %s", rec.ID, reason), fields)
+	what := "(no request decoded)"
+	switch {
+	case long:
+		what = fmt.Sprintf("(a request line of %d bytes)", len(r.Raw))
+	case r.Request != nil:
+		what = journalWhat(r.Request.Pipeline)
+	}
+	l.journal(rec, rcpt, err, journal.PriNotice, fmt.Sprintf("%s refused (%s): %s",
+		journalWho(rec), journalText(reason, maxJournalReason), what), fields)
 	return err
 }
 
@@ -142,7 +156,7 @@ func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Cr
 	rcpt, epoch, err := l.write(ctx, rec, true, false, 0)
 	if err != nil {
 		// Not in the log, and not run: the journal is the only record.
-		l.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("audit: request %s received", rec.ID),
+		l.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("%s received: %s", journalWho(rec), journalWhat(req.Pipeline)),
 			map[string]string{"AGENT_SUDO_STATUS": string(proto.StatusError)})
 		return nil, err
 	}
@@ -150,7 +164,7 @@ func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Cr
 	// the request record holds them once.
 	hdr := Record{ID: rec.ID, Ref: rcpt.Hash, Session: rec.Session, Host: rec.Host,
 		Peer: &Peer{UID: rec.Peer.UID, PID: rec.Peer.PID, Exe: rec.Peer.Exe}}
-	return &Trail{log: l, hdr: hdr, epoch: epoch}, nil
+	return &Trail{log: l, hdr: hdr, epoch: epoch, who: journalWho(rec), what: journalWhat(req.Pipeline)}, nil
 }
 
 // Decided writes the decision record and sends a journal entry. Like
@@ -170,7 +184,7 @@ func (t *Trail) Decided(ctx context.Context, d approval.Decision) error {
 	if d.Verdict != approval.Allow {
 		pri = journal.PriNotice
 	}
-	t.log.journal(rec, rcpt, err, pri, fmt.Sprintf("audit: request %s %s by %s", rec.ID, d.Verdict, d.By), fields)
+	t.log.journal(rec, rcpt, err, pri, fmt.Sprintf("%s %s by %s: %s", t.who, d.Verdict, journalText(d.By, maxJournalBy), t.what), fields)
 	return err
 }
 
@@ -215,7 +229,7 @@ func (t *Trail) Started(ctx context.Context, spec runner.Spec) error {
 	rec.Exec = x
 	rcpt, _, err := t.log.write(ctx, rec, false, true, t.epoch)
 	if err != nil {
-		t.log.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("audit: request %s about to run", rec.ID),
+		t.log.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("%s about to run: %s", t.who, t.what),
 			map[string]string{"AGENT_SUDO_STATUS": string(proto.StatusError), "AGENT_SUDO_DECIDED_BY": t.decidedBy})
 	}
 	return err
@@ -291,9 +305,66 @@ func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.
 	if resp.Status != proto.StatusOK {
 		pri = journal.PriWarning
 	}
-	t.log.journal(rec, rcpt, err, pri, fmt.Sprintf("audit: request %s finished: %s, exit codes [%s]",
-		rec.ID, resp.Status, JoinExitCodes(r.ExitCodes, " ")), fields)
+	outcome := "exit " + JoinExitCodes(r.ExitCodes, ",")
+	if len(r.ExitCodes) == 0 {
+		outcome = "nothing ran"
+	}
+	if r.DurationNS > 0 {
+		outcome += " after " + time.Duration(r.DurationNS).Round(time.Millisecond).String()
+	}
+	if r.StoppedBy != "" {
+		outcome += ", stopped by " + journalText(r.StoppedBy, maxJournalBy)
+	}
+	if t.decidedBy != "" {
+		outcome += ", allowed by " + journalText(t.decidedBy, maxJournalBy)
+	}
+	t.log.journal(rec, rcpt, err, pri, fmt.Sprintf("%s finished %s (%s): %s",
+		t.who, journalText(string(resp.Status), maxJournalBy), outcome, t.what), fields)
 	return err
+}
+
+// Bounds on the untrusted parts of a journal message, in bytes of their
+// escaped form, so that the message stays one readable line: the fields
+// beside it keep the values whole (bounded as the record is).
+const (
+	maxJournalCommand = 240
+	maxJournalReason  = 240
+	maxJournalBy      = 120
+	maxJournalLabel   = 64
+)
+
+// journalText returns s escaped for a terminal (journalctl prints the
+// message as it is) and bounded to max bytes.
+func journalText(s string, max int) string {
+	return Bound(termtext.Esc(s), max)
+}
+
+// journalWho begins a journal message: the request, who sent it (the
+// kernel's uid) and the session it claimed. See docs/audit.md, "The
+// journal".
+func journalWho(rec *Record) string {
+	var b strings.Builder
+	b.WriteString("audit: request ")
+	b.WriteString(journalText(cmp.Or(rec.ID, "-"), maxJournalLabel))
+	if rec.Peer != nil {
+		fmt.Fprintf(&b, " by uid %d", rec.Peer.UID)
+	} else {
+		b.WriteString(" by an unknown peer")
+	}
+	if rec.Session != "" {
+		fmt.Fprintf(&b, " (session %s)", journalText(rec.Session, maxJournalLabel))
+	}
+	return b.String()
+}
+
+// journalWhat ends a journal message: the command, as a shell line,
+// escaped and bounded.
+func journalWhat(pipeline [][]string) string {
+	if len(pipeline) == 0 {
+		return "(no command)"
+	}
+	line, _ := termtext.CommandLine(pipeline)
+	return Bound(line, maxJournalCommand)
 }
 
 // record returns a new record of type typ with the trail's header.
