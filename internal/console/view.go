@@ -25,11 +25,28 @@ const (
 	idleText   = "waiting for requests…"
 	// writableWarning starts the line under a stage whose program someone
 	// other than root can change, and under a writable working directory.
-	writableWarning  = "⚠ NOT ROOT-ONLY:"
-	writableMeans    = "someone other than root can replace or rewrite this program; the daemon runs the file it opened and hashed, but check what it is"
-	cwdWritableMeans = "someone other than root can change what the command finds in its working directory"
+	writableWarning = "⚠ NOT ROOT-ONLY:"
+	writableMeans   = "someone other than root can replace or rewrite this program; the daemon runs the file it opened and hashed, but check what it is"
+	// cwdWritableMeans says, on the warning's one line of 80 columns under
+	// a working directory someone other than root can write, that they can
+	// change what the command finds there.
+	cwdWritableMeans = "non-root can change it"
 	sshWarning       = "⚠ SSH AGENT FORWARDED: the command gets the SSH agent of the daemon's operator and can use those keys while it runs"
 )
+
+// cwdWarning is the one line under the working directory when someone
+// other than root can write w: what that means, then why, as the daemon
+// said it without the "the directory is" the line does not need. The path
+// is left out when it is the working directory shown right above, as it
+// nearly always is. q and es escape a path and free text.
+func cwdWarning(cwd string, w approval.Writable, q, es func(string) string) string {
+	why := strings.TrimPrefix(w.Why, "the directory is ")
+	where := ""
+	if w.Path != cwd {
+		where = q(w.Path) + " "
+	}
+	return fmt.Sprintf("%s %s%s (%s)", writableWarning, where, cwdWritableMeans, es(why))
+}
 
 // View renders the screen: a fixed top (header, warnings, notices), a body
 // that scrolls when it does not fit, and a fixed bottom (the prompt and the
@@ -483,7 +500,7 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 	}
 	l.field("cwd", cwd, nil)
 	for _, w := range s.CwdWritable {
-		l.field("", fmt.Sprintf("%s %s %s: %s", writableWarning, q(w.Path), es(w.Why), cwdWritableMeans), &st.warn)
+		l.field("", cwdWarning(s.Cwd, w, q, es), &st.warn)
 	}
 	if s.Stdin != nil {
 		n := briefStdinLines
