@@ -158,6 +158,44 @@ func (o *approveOpts) daemons(deps approveDeps) []console.Daemon {
 	return ds
 }
 
+// approveKeys is the keys section of approve's help: every key of every
+// screen of the console, from console.Keys (which a console test binds to
+// the screens), in 80 columns.
+func approveKeys() string {
+	const width = 80
+	groups := console.Keys()
+	col := 0
+	for _, g := range groups {
+		for _, k := range g.Keys {
+			col = max(col, len(k.Keys))
+		}
+	}
+	var b strings.Builder
+	for i, g := range groups {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "keys %s:\n", g.Screen)
+		for _, k := range g.Keys {
+			line := fmt.Sprintf("  %-*s  ", col, k.Keys)
+			indent := len(line)
+			for j, word := range strings.Fields(k.Does) {
+				if j > 0 && len(line)+1+len(word) > width-1 {
+					b.WriteString(line + "\n")
+					line = strings.Repeat(" ", indent) + word
+					continue
+				}
+				if j > 0 {
+					line += " "
+				}
+				line += word
+			}
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
 func approveUsage() *usage {
 	return &usage{
 		name: "approve",
@@ -182,15 +220,7 @@ Requests are shown one at a time, oldest first, with the command as a shell
 line and each stage's real program. Everything the agent wrote is escaped.
 Keys are ignored for 0.5s after a request appears; Deny is preselected.
 
-keys:
-  a          allow once
-  s          allow for this session (same request, session and user)
-  d          deny, with an optional note for the agent
-  up/down    move between the choices; enter chooses
-  PgUp/PgDn  scroll a request that does not fit
-  g          list the session grants; r revokes one, esc goes back
-  q, ctrl+c  quit; a request nobody decides times out
-
+` + approveKeys() + `
 A new request rings the bell and, with --desktop-notify, asks the terminal
 for a desktop notification: osc9 (iTerm2), osc777 (foot, WezTerm,
 Ghostty), off, or auto (the default), which picks by TERM_PROGRAM and TERM

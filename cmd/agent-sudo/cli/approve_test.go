@@ -9,10 +9,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/internal/console"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
@@ -144,11 +146,29 @@ func TestApproveHelp(t *testing.T) {
 		"usage: sudo agent-sudo approve [--approver-socket PATH]... [--desktop-notify MODE]\n",
 		"  --approver-socket path\n",
 		"  --ssh destination\n",
-		"  a          allow once\n",
 		"  77   not run as root\n",
 	} {
 		if !strings.Contains(got.stdout, want) {
 			t.Errorf("help approve:\n%s\nwant it to contain %q", got.stdout, want)
+		}
+	}
+	// Every key of every screen, as console.Keys lists them (a console
+	// test binds that list to what the screens act on), on one line with
+	// the start of what it does; and no line of them wider than 79 columns.
+	for _, g := range console.Keys() {
+		if !strings.Contains(got.stdout, "\nkeys "+g.Screen+":\n") {
+			t.Errorf("help approve has no keys section %q:\n%s", g.Screen, got.stdout)
+		}
+		for _, k := range g.Keys {
+			first := strings.Fields(k.Does)[0]
+			if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(k.Keys) + ` +` + regexp.QuoteMeta(first) + ` `).MatchString(got.stdout) {
+				t.Errorf("help approve does not list %q (%s) %s", k.Keys, k.Does, g.Screen)
+			}
+		}
+	}
+	for _, l := range strings.Split(approveKeys(), "\n") {
+		if termtext.Width(l) > 79 {
+			t.Errorf("help approve: a line of the keys is wider than 79 columns: %q", l)
 		}
 	}
 	if got := runCLI(context.Background(), nil, "approve", "-h"); got.code != 0 || !strings.Contains(got.stdout, "usage: sudo agent-sudo approve") {
