@@ -1,7 +1,12 @@
 // Command mangen writes agent-sudo's man pages from the texts users already
 // read, so that there is one source for each: agent-sudo(1) from
 // "agent-sudo help" and "agent-sudo help COMMAND", agent-sudod(8) from
-// "agent-sudod --help", and agent-sudo.toml(5) from docs/config.md.
+// "agent-sudod --help", and agent-sudo.toml(5) from docs/config.md. Each
+// page has the sections of a man page (NAME, SYNOPSIS, DESCRIPTION, OPTIONS,
+// FILES, EXIT STATUS, EXAMPLES, SEE ALSO): a help's usage lines make the
+// SYNOPSIS, its text the DESCRIPTION, its flags the OPTIONS and its exit
+// statuses the EXIT STATUS (help.go reads them); the FILES and EXAMPLES
+// are written here.
 //
 //	go run ./packaging/mangen -agent-sudo bin/agent-sudo -agent-sudod bin/agent-sudod \
 //	    -config-doc docs/config.md -version V -date YYYY-MM-DD -out dist/man
@@ -21,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -123,8 +129,59 @@ var (
 	reSubcommand = regexp.MustCompile(`^    ([a-z][a-z-]*) +(.+)$`)
 )
 
-// clientPage is agent-sudo(1): the main help, then one subsection per
-// command and subcommand with its full help.
+// example is a command line in a page's EXAMPLES, with what it does.
+type example struct{ what, cmd string }
+
+// examplesRoff renders examples: what each does, then the command.
+func examplesRoff(examples []example) string {
+	var b strings.Builder
+	for _, e := range examples {
+		b.WriteString(".PP\n" + escape(e.what) + "\n.PP\n.RS 4\n" + preformatted(e.cmd) + ".RE\n")
+	}
+	return b.String()
+}
+
+// clientExamples are agent-sudo(1)'s EXAMPLES; TestPages checks that each
+// runs a command agent-sudo help lists.
+var clientExamples = []example{
+	{"Ask for a command to run as root, saying why to the human who approves it:",
+		"agent-sudo run --reason 'install the web server' -- apt-get install -y nginx"},
+	{"A pipeline: each stage is a command of its own, and no shell runs it:",
+		"agent-sudo run -- dpkg -l '|' grep nginx"},
+	{"Check that agent-sudod is up and serves you:", "agent-sudo status"},
+	{"Approve or deny the waiting requests, as root, on a terminal:", "sudo agent-sudo approve"},
+	{"List the requests of the last day in 80 columns, then show one by the start of its id:",
+		"sudo agent-sudo audit --since 1d\nsudo agent-sudo audit show 2e2d6e8e"},
+	{"Check the audit log's hash chain:", "sudo agent-sudo audit verify"},
+	{"Try what a configuration's rules decide for a command before deploying it:",
+		"agent-sudo rules test --config ./config.toml -- systemctl restart nginx"},
+	{"Give an agent a sudo that asks agent-sudod; it prints the line that puts the directory first in PATH:",
+		"agent-sudo shim install ~/.local/share/agent-sudo/bin"},
+}
+
+// files is the FILES section of agent-sudo(1) and agent-sudod(8): the
+// paths of the default configuration.
+const files = `.SH FILES
+.TP
+.I /etc/agent-sudo/config.toml
+the configuration, see
+.BR agent-sudo.toml (5)
+.TP
+.I /run/agent-sudo/agent-sudo.sock
+the socket agents send requests on
+.TP
+.I /run/agent-sudo/approver.sock
+the root-only socket consoles approve on
+.TP
+.I /var/log/agent-sudo/audit.jsonl
+the hash-chained audit log, read with
+.B agent-sudo audit
+`
+
+// clientPage is agent-sudo(1), from "agent-sudo help" and the help of each
+// command and subcommand it lists: their usage lines make the SYNOPSIS,
+// their text the DESCRIPTION (a subsection per command), their flags the
+// OPTIONS and their exit statuses the EXIT STATUS, a subsection each.
 func clientPage(ctx context.Context, bin string, p page) (string, error) {
 	main, err := output(ctx, bin, "help")
 	if err != nil {
@@ -133,12 +190,13 @@ func clientPage(ctx context.Context, bin string, p page) (string, error) {
 	// The first paragraph of the help, as one line, is the summary.
 	first, _, _ := strings.Cut(main, "\n\n")
 	summary := strings.TrimSuffix(strings.TrimPrefix(strings.Join(strings.Fields(first), " "), "agent-sudo "), ".")
-	var b strings.Builder
-	b.WriteString(p.header("agent-sudo", "1", "User Commands", summary, false))
-	b.WriteString(".SH SYNOPSIS\n.B agent-sudo\n.I command\n.RI [ arguments ]\n")
-	b.WriteString(".SH DESCRIPTION\n" + preformatted(main))
-	b.WriteString(".SH COMMANDS\n")
-	inList, n, parent := false, 0, ""
+	type command struct {
+		name []string
+		what string
+		doc  helpDoc
+	}
+	var cmds []command
+	inList, parent := false, ""
 	for l := range strings.SplitSeq(main, "\n") {
 		if l == "commands:" {
 			inList = true
@@ -148,51 +206,173 @@ func clientPage(ctx context.Context, bin string, p page) (string, error) {
 			continue
 		}
 		// A command at two spaces, its subcommands at four under it.
-		name := []string{}
+		var c command
 		if m := reCommand.FindStringSubmatch(l); m != nil {
 			parent = m[1]
-			name = append(name, m[1])
+			c = command{name: []string{m[1]}, what: m[2]}
 		} else if m := reSubcommand.FindStringSubmatch(l); m != nil && parent != "" {
-			name = append(name, parent, m[1])
+			c = command{name: []string{parent, m[1]}, what: m[2]}
 		} else {
 			continue
 		}
-		help, err := output(ctx, bin, append([]string{"help"}, name...)...)
+		help, err := output(ctx, bin, append([]string{"help"}, c.name...)...)
 		if err != nil {
 			return "", err
 		}
-		b.WriteString(".SS " + escape(strings.Join(name, " ")) + "\n" + preformatted(help))
-		n++
+		c.doc = parseHelp(help)
+		cmds = append(cmds, c)
 	}
-	if n == 0 {
+	if len(cmds) == 0 {
 		return "", errors.New("agent-sudo help lists no commands under \"commands:\"")
 	}
+	title := func(c command) string { return ".SS " + escape("agent-sudo "+strings.Join(c.name, " ")) + "\n" }
+
+	var b strings.Builder
+	b.WriteString(p.header("agent-sudo", "1", "User Commands", summary, false))
+	b.WriteString(".SH SYNOPSIS\n")
+	// Each usage line once; audit's lists its subcommands with what they
+	// do, which the DESCRIPTION says.
+	var usage []string
+	for _, c := range cmds {
+		for _, u := range c.doc.usage {
+			u, _, _ = strings.Cut(u, "  ")
+			if !slices.Contains(usage, u) {
+				usage = append(usage, u)
+			}
+		}
+	}
+	b.WriteString(synopsisRoff(usage))
+	b.WriteString(".SH DESCRIPTION\n.PP\n" + escape(strings.Join(strings.Fields(first), " ")) + "\n.PP\nThe commands:\n")
+	var list []item
+	for _, c := range cmds {
+		list = append(list, item{strings.Join(c.name, " "), c.what})
+	}
+	b.WriteString(itemsRoff(list, false))
+	for _, c := range cmds {
+		b.WriteString(title(c) + textRoff(c.doc.text))
+		for _, s := range c.doc.other {
+			b.WriteString(".PP\n" + escape(s.title) + ":\n" + itemsRoff(s.items, false))
+		}
+	}
+	b.WriteString(".SH OPTIONS\n.PP\nEach command takes the flags below, written --flag or -flag, with a value as --flag value or --flag=value.\n")
+	for _, c := range cmds {
+		if len(c.doc.flags) > 0 {
+			b.WriteString(title(c) + itemsRoff(c.doc.flags, true))
+		}
+	}
+	b.WriteString(files)
+	b.WriteString(".SH EXIT STATUS\n")
+	for _, c := range cmds {
+		if len(c.doc.exits) > 0 {
+			b.WriteString(title(c) + itemsRoff(c.doc.exits, false))
+		}
+	}
+	b.WriteString(".SH EXAMPLES\n" + examplesRoff(clientExamples))
 	b.WriteString(".SH SEE ALSO\n.BR agent-sudod (8),\n.BR agent-sudo.toml (5)\n")
 	return b.String(), nil
 }
 
-// daemonPage is agent-sudod(8): its --help.
+// daemonExamples are agent-sudod(8)'s EXAMPLES.
+var daemonExamples = []example{
+	{"Check a configuration file before installing it (exit status 1 and every error if it is invalid):",
+		"agent-sudod --check-config --config ./config.toml"},
+	{"Apply an edited configuration to the running daemon:", "systemctl reload agent-sudo"},
+	{"Run in the foreground and approve on this terminal, without systemd:", "sudo agent-sudod --tty"},
+}
+
+// daemonPage is agent-sudod(8), from its --help: the usage line makes the
+// SYNOPSIS, the text the DESCRIPTION, the flags the OPTIONS, the signals a
+// SIGNALS section and the exit statuses the EXIT STATUS.
 func daemonPage(ctx context.Context, bin string, p page) (string, error) {
 	help, err := output(ctx, bin, "--help")
 	if err != nil {
 		return "", err
 	}
+	d := parseHelp(help)
+	if len(d.usage) == 0 || len(d.flags) == 0 || len(d.exits) == 0 {
+		return "", fmt.Errorf("%s --help has no usage, flags or exit statuses: %q", bin, help)
+	}
 	var b strings.Builder
 	b.WriteString(p.header("agent-sudod", "8", "System Administration", "the agent-sudo root daemon", false))
-	b.WriteString(".SH SYNOPSIS\n.B agent-sudod\n.RI [ flags ]\n")
-	b.WriteString(".SH DESCRIPTION\n" + preformatted(help))
-	b.WriteString(".SH FILES\n.TP\n.I /etc/agent-sudo/config.toml\nthe configuration, see\n.BR agent-sudo.toml (5)\n")
-	b.WriteString(".TP\n.I /var/log/agent-sudo/audit.jsonl\nthe audit log, read with\n.B agent-sudo audit\n")
-	b.WriteString(".SH SEE ALSO\n.BR agent-sudo (1),\n.BR agent-sudo.toml (5)\n")
+	b.WriteString(".SH SYNOPSIS\n" + synopsisRoff(d.usage))
+	b.WriteString(".SH DESCRIPTION\n" + textRoff(d.text))
+	b.WriteString(".SH OPTIONS\n" + itemsRoff(d.flags, true))
+	for _, s := range d.other {
+		b.WriteString(".SH " + escape(strings.ToUpper(s.title)) + "\n" + itemsRoff(s.items, false))
+	}
+	b.WriteString(files)
+	b.WriteString(".SH EXIT STATUS\n" + itemsRoff(d.exits, false))
+	b.WriteString(".SH EXAMPLES\n" + examplesRoff(daemonExamples))
+	b.WriteString(".SH SEE ALSO\n.BR agent-sudo (1),\n.BR agent-sudo.toml (5),\n.BR systemd.socket (5)\n")
 	return b.String(), nil
 }
 
-// configPage is agent-sudo.toml(5): docs/config.md.
+// configExample is agent-sudo.toml(5)'s EXAMPLES; TestPages loads it.
+const configExample = `approval_timeout = "10m"
+session_grant_ttl = "4h"
+
+[[rule]]
+name = "read the journal"
+action = "allow"
+match = ["journalctl", "**"]
+
+[[rule]]
+name = "never rm -rf"
+action = "deny"
+match = ["rm", "-rf", "**"]`
+
+// configPage is agent-sudo.toml(5), from docs/config.md: its introduction,
+// Loading and Reloading make the DESCRIPTION, Keys and Rules the OPTIONS
+// (the keys of the file), and Installation files the FILES, each of its
+// sections a subsection.
 func configPage(md string, p page) string {
+	intro, sections := mdSections(md)
+	part := func(titles ...string) string {
+		var b strings.Builder
+		for _, t := range titles {
+			if body, ok := sections[t]; ok {
+				b.WriteString(markdown("### " + t + "\n" + demote(body)))
+			}
+		}
+		return b.String()
+	}
 	var b strings.Builder
 	b.WriteString(p.header("agent-sudo.toml", "5", "File Formats", "the agent-sudod configuration file", strings.Contains(md, "\n|")))
 	b.WriteString(".SH SYNOPSIS\n.I /etc/agent-sudo/config.toml\n")
-	b.WriteString(markdown(md))
+	b.WriteString(".SH DESCRIPTION\n" + markdown(intro) + part("Loading", "Reloading"))
+	b.WriteString(".SH OPTIONS\n.PP\nThe keys of the file, and of each [[rule]] table.\n" + part("Keys", "Rules"))
+	b.WriteString(".SH FILES\n.TP\n.I /etc/agent-sudo/config.toml\nthe configuration agent-sudod reads, unless --config names another\n" + part("Installation files"))
+	b.WriteString(".SH EXIT STATUS\n.PP\n\\fBagent-sudod --check-config\\fR exits 0 when the file is valid (printing the rule linter's warnings) and 1, with every error, when it is not; \\fBagent-sudod\\fR does not start with an invalid file (exit status 1).\n")
+	b.WriteString(".SH EXAMPLES\n.PP\nA configuration that gives a human ten minutes to decide, lets agents read the journal without asking and never runs rm -rf:\n.PP\n.RS 4\n" + preformatted(configExample) + ".RE\n")
 	b.WriteString(".SH SEE ALSO\n.BR agent-sudod (8),\n.BR agent-sudo (1)\n")
 	return b.String()
+}
+
+// mdSections splits a Markdown page into what comes before its first "##"
+// heading and the body of each "##" section, by title.
+func mdSections(md string) (intro string, sections map[string]string) {
+	sections = map[string]string{}
+	parts := strings.Split("\n"+md, "\n## ")
+	intro = strings.TrimPrefix(parts[0], "\n")
+	for _, s := range parts[1:] {
+		t, body, _ := strings.Cut(s, "\n")
+		sections[strings.TrimSpace(t)] = body
+	}
+	return intro, sections
+}
+
+// demote makes the "###" headings of a section bold paragraphs, so that
+// the section can be a subsection.
+func demote(body string) string {
+	lines := strings.Split(body, "\n")
+	inCode := false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inCode = !inCode
+		}
+		if !inCode && strings.HasPrefix(l, "###") {
+			lines[i] = "**" + strings.TrimSpace(strings.TrimLeft(l, "#")) + "**"
+		}
+	}
+	return strings.Join(lines, "\n")
 }
