@@ -580,7 +580,7 @@ func Ranges() []Range {
 		dur("command_timeout", time.Second, 7*day, func(c *Config) *Duration { return &c.CommandTimeout }),
 		dur("kill_grace", 100*time.Millisecond, 10*time.Minute, func(c *Config) *Duration { return &c.KillGrace }),
 		dur("read_timeout", 100*time.Millisecond, 10*time.Minute, func(c *Config) *Duration { return &c.ReadTimeout }),
-		dur("shutdown_timeout", 10*time.Millisecond, time.Hour, func(c *Config) *Duration { return &c.ShutdownTimeout }),
+		dur("shutdown_timeout", 10*time.Millisecond, day, func(c *Config) *Duration { return &c.ShutdownTimeout }),
 		dur("session_grant_ttl", time.Minute, 7*day, func(c *Config) *Duration { return &c.SessionGrantTTL }),
 		num("max_connections", 1, 65536, func(c *Config) *int { return &c.MaxConnections }),
 		num("max_connections_per_user", 1, 65536, func(c *Config) *int { return &c.MaxConnectionsPerUser }),
