@@ -17,10 +17,12 @@ import (
 
 // TestE2EFarTimesAndHugeSkew: a time centuries away is refused whatever
 // the distance (a saturated time.Duration once passed the check, and such
-// a request ran again forever), and a max_clock_skew at the edge of
-// time.Duration's range still remembers ids (approval_timeout + 2 ×
+// a request ran again forever), and the largest max_clock_skew the
+// configuration accepts still remembers ids (approval_timeout + 2 ×
 // max_clock_skew once overflowed to a negative window that forgot every id
-// at once). Issue 21.
+// at once; the configuration now refuses a skew over an hour, and
+// TestReplayCacheKeepsUntilTimePlusSkew keeps the cache right at the edge of
+// time.Duration's range). Issue 21.
 func TestE2EFarTimesAndHugeSkew(t *testing.T) {
 	t.Parallel()
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
@@ -31,13 +33,13 @@ func TestE2EFarTimesAndHugeSkew(t *testing.T) {
 		}
 	}
 
-	huge := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, Extra: `max_clock_skew = "2000000h"`})
+	huge := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, Extra: `max_clock_skew = "1h"`})
 	l := line(map[string]any{"id": "huge-skew", "pipeline": [][]string{{"true"}}})
 	if first := huge.Send(l); !strings.Contains(first, `"status":"ok"`) {
 		t.Fatalf("first use: %s", first)
 	}
 	if second := huge.Send(l); !contains(second, `"status":"error"`, `request id \"huge-skew\" was already used`) {
-		t.Fatalf("replay under max_clock_skew = 2000000h: %s", second)
+		t.Fatalf("replay under max_clock_skew = 1h: %s", second)
 	}
 }
 
