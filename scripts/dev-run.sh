@@ -2,12 +2,17 @@
 # Starts bin/agent-sudod in the foreground with a development configuration
 # in a fresh temporary directory (socket, audit log, log file and config all
 # live there; the user who ran `make run` may connect) and approves requests
-# on this terminal (--tty). Used by `make run`.
+# on this terminal (--tty). bin/dev.sock links to the socket, so that the
+# agent side is always `bin/agent-sudo run --socket bin/dev.sock ...`
+# (README.md). When the daemon stops, the directory and the link are
+# removed. Used by `make run`; AGENT_SUDO_DEV_BIN names another directory of
+# built binaries (the tests').
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bin=${AGENT_SUDO_DEV_BIN:-bin}
 
 if [ "$(id -u)" -ne 0 ]; then
-  exec sudo --preserve-env=SSH_AUTH_SOCK -- "$0" "$@"
+  exec sudo --preserve-env=SSH_AUTH_SOCK,AGENT_SUDO_DEV_BIN -- "$0" "$@"
 fi
 
 # The user who asked, when we came through sudo; root otherwise.
@@ -16,6 +21,14 @@ dev_group=$(id -gn "$dev_user")
 
 dir=$(mktemp -d /tmp/agent-sudo-dev.XXXXXX)
 chmod 0755 "$dir"
+link=$bin/dev.sock
+cleanup() {
+  # The link only if it is still ours: another make run may have taken it.
+  [ "$(readlink "$link" 2>/dev/null)" = "$dir/agent-sudo.sock" ] && rm -f "$link"
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+ln -sfn "$dir/agent-sudo.sock" "$link"
 cat > "$dir/config.toml" <<CONF
 # Development configuration written by scripts/dev-run.sh.
 socket = "$dir/agent-sudo.sock"
@@ -40,14 +53,17 @@ match = ["uname", "**"]
 CONF
 
 cat <<MSG
-agent-sudod (development) in $dir
-  socket:  $dir/agent-sudo.sock   (group $dev_group, user $dev_user allowed)
+agent-sudod (development) in $dir, removed when it stops
+  socket:  $link -> $dir/agent-sudo.sock   (group $dev_group, user $dev_user allowed)
   config:  $dir/config.toml
   log:     $dir/agent-sudod.log
-Send a request from another terminal, then approve it here:
-  bin/agent-sudo run --socket $dir/agent-sudo.sock --reason "try it" -- touch /tmp/agent-sudo-was-here
-  bin/agent-sudo run --socket $dir/agent-sudo.sock -- id        (allowed by a rule, no prompt)
+Send a request from another terminal, then approve it here (README.md, "Try it"):
+  $bin/agent-sudo run --socket $link --reason "try it" -- touch /tmp/agent-sudo-was-here
+  $bin/agent-sudo run --socket $link -- id        (allowed by a rule, no prompt)
 Quit the approver with q (the daemon stops with it).
 MSG
 sleep 2
-exec bin/agent-sudod --config "$dir/config.toml" --tty "$@"
+# Not exec: the directory and the link are removed when the daemon stops.
+status=0
+"$bin/agent-sudod" --config "$dir/config.toml" --tty "$@" || status=$?
+exit $status
