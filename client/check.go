@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -76,4 +77,22 @@ func checkResponse(req *proto.Request, resp *proto.Response) error {
 		}
 	}
 	return nil
+}
+
+// RelativeArg returns the first argument of pipeline (a program's argv[0]
+// excepted) that is a path relative to the working directory by its look:
+// ".", "..", or one starting with "./" or "../"; ok is false when there is
+// none. Such an argument means what it says only with a cwd: a request
+// without one runs in "/". agent-sudo run and the MCP tool refuse it
+// without a cwd rather than send their own working directory, which may
+// not exist where the daemon is (another host, outside a container).
+func RelativeArg(pipeline [][]string) (stage int, arg string, ok bool) {
+	for i, argv := range pipeline {
+		for _, a := range argv[min(1, len(argv)):] {
+			if a == "." || a == ".." || strings.HasPrefix(a, "./") || strings.HasPrefix(a, "../") {
+				return i, a, true
+			}
+		}
+	}
+	return 0, "", false
 }

@@ -612,3 +612,25 @@ func TestPing(t *testing.T) {
 		})
 	}
 }
+
+func TestRelativeArg(t *testing.T) {
+	for _, tt := range []struct {
+		pipeline [][]string
+		stage    int
+		arg      string
+		ok       bool
+	}{
+		{[][]string{{"touch", "./f"}}, 0, "./f", true},
+		{[][]string{{"ls", "-l", "."}}, 0, ".", true},
+		{[][]string{{"true"}, {"cp", "a", "../b"}}, 1, "../b", true},
+		{[][]string{{"cat", ".."}}, 0, "..", true},
+		{[][]string{{"./script", "x"}}, 0, "", false}, // a program's name is the daemon's to resolve
+		{[][]string{{"touch", "/tmp/f"}}, 0, "", false},
+		{[][]string{{"echo", ".hidden", "a./b", "..."}}, 0, "", false},
+	} {
+		stage, arg, ok := client.RelativeArg(tt.pipeline)
+		if stage != tt.stage || arg != tt.arg || ok != tt.ok {
+			t.Errorf("RelativeArg(%q) = %d, %q, %v; want %d, %q, %v", tt.pipeline, stage, arg, ok, tt.stage, tt.arg, tt.ok)
+		}
+	}
+}

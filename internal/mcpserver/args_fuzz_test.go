@@ -312,3 +312,17 @@ func TestArgvShellSyntax(t *testing.T) {
 		t.Errorf("argv %q: %+v, %v", argv, r, err)
 	}
 }
+
+// TestArgsRelativePathNeedsCwd: an argument that is a relative path by its
+// look ("./f") is refused without cwd, which the command would otherwise
+// run in (/), and accepted with it.
+func TestArgsRelativePathNeedsCwd(t *testing.T) {
+	raw, _ := json.Marshal(map[string]any{"argv": []string{"touch", "./f"}, "reason": "r"})
+	if r, err := parseArgs(raw); err == nil || !strings.Contains(err.Error(), `"./f" (stage 1) is a relative path, and without cwd the command runs in /`) {
+		t.Errorf("touch ./f without cwd: %+v, %v; want it refused", r, err)
+	}
+	raw, _ = json.Marshal(map[string]any{"argv": []string{"touch", "./f"}, "reason": "r", "cwd": "/srv"})
+	if r, err := parseArgs(raw); err != nil || r.cwd != "/srv" {
+		t.Errorf("touch ./f with cwd /srv: %+v, %v; want it accepted", r, err)
+	}
+}

@@ -55,7 +55,7 @@ func runFlags(inv *invocation) (*flag.FlagSet, *runOptions) {
 	fset.Var(&o.env, "env", "set `NAME=VALUE` in the command's environment; repeatable")
 	fset.BoolVar(&o.unprivileged, "unprivileged", false, "run the command without root privileges")
 	fset.BoolVar(&o.forwardAgent, "forward-agent", false, "give the command the approver's SSH agent; needs --unprivileged")
-	fset.StringVar(&o.cwd, "cwd", "", "working `directory` of the command, an absolute path (default: /)")
+	fset.StringVar(&o.cwd, "cwd", "", "working `directory` of the command, an absolute path (default: /; an argument that is a relative path, ./f, is refused without it)")
 	fset.StringVar(&o.stdin, "stdin", "", "feed the first stage this `file`'s content, or agent-sudo's stdin with '-' (default: stdin when it is not a terminal)")
 	fset.BoolVar(&o.noStdin, "no-stdin", false, "never forward stdin: the first stage reads /dev/null")
 	fset.BoolVar(&o.pipefail, "pipefail", false, "exit with the status of the first stage that failed, not the last stage's")
@@ -129,6 +129,13 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 		return inv.fail(exitUsage, "run: --forward-agent needs --unprivileged: the SSH agent is never given to privileged commands")
 	case o.cwd != "" && !filepath.IsAbs(o.cwd):
 		return inv.fail(exitUsage, "run: --cwd %q is not an absolute path", o.cwd)
+	}
+	if stage, arg, rel := client.RelativeArg(pipeline); rel && o.cwd == "" {
+		return inv.fail(exitUsage, "run: %q (stage %d) is a relative path, and without --cwd the command runs in /, not here "+
+			"(run does not send this directory: the daemon may be on another machine or outside this container); "+
+			"give --cwd \"$PWD\" or an absolute path; nothing was sent", arg, stage+1)
+	}
+	switch {
 	case o.timeout < 0:
 		return inv.fail(exitUsage, "run: --timeout %v is negative", o.timeout)
 	}

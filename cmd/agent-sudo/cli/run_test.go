@@ -655,3 +655,24 @@ func TestRunSaysNoConsoleIsConnected(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRefusesRelativePathsWithoutCwd: "run -- touch ./f" would make /f
+// (a request without cwd runs in /); run refuses it, saying why and what to
+// give, and sends nothing. With --cwd it is sent.
+func TestRunRefusesRelativePathsWithoutCwd(t *testing.T) {
+	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{}}})))
+	got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--", "touch", "./f")
+	want := "agent-sudo: run: \"./f\" (stage 1) is a relative path, and without --cwd the command runs in /, not here (run does not send this directory: the daemon may be on another machine or outside this container); give --cwd \"$PWD\" or an absolute path; nothing was sent\n"
+	if got.code != exitUsage || got.stderr != want {
+		t.Errorf("run -- touch ./f = %d, stderr\n %q\nwant %d, stderr\n %q", got.code, got.stderr, exitUsage, want)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests sent, want none", n)
+	}
+	if got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--cwd", "/tmp", "--", "touch", "./f"); got.code != 0 {
+		t.Errorf("run --cwd /tmp -- touch ./f = %d, %q", got.code, got.stderr)
+	}
+	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Cwd != "/tmp" {
+		t.Errorf("requests %+v, want one with cwd /tmp", reqs)
+	}
+}
