@@ -3,9 +3,11 @@ package packaging_test
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +49,11 @@ esac
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command("make", "--no-print-directory", "-C", "..", tc.target, "GO="+tc.goBin)
+			// A make of its own, not a sub-make of the one running the
+			// tests (make test), whose jobserver flags would add lines.
+			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+				return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
+			})
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

@@ -185,7 +185,7 @@ max_clock_skew = %q
 session_grant_ttl = %q
 max_connections = 64
 max_connections_per_user = 32
-max_requests_per_minute = 100000
+max_requests_per_minute = 60000
 
 [[rule]]
 name = "allow true"

@@ -99,7 +99,7 @@ func TestE2ENotify(t *testing.T) {
 	}
 	recordArgv := []string{record, out, "i={id}", "s={session}", "c={command}", "r={reason}", "h={host}", "u={user} {uid} {run_as}"}
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "60s",
-		Extra: notifyKeys("1h", recordArgv, []string{hang, out, "i={id}"}),
+		Extra: notifyKeys("10m", recordArgv, []string{hang, out, "i={id}"}),
 		Rules: `
 [[rule]]
 name = "true"
@@ -196,7 +196,7 @@ match = ["false"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	text = []byte(strings.Replace(string(text), notifyKeys("1h", recordArgv, []string{hang, out, "i={id}"}), notifyKeys("1s", []string{hang, out, "i={id}"}), 1))
+	text = []byte(strings.Replace(string(text), notifyKeys("10m", recordArgv, []string{hang, out, "i={id}"}), notifyKeys("1s", []string{hang, out, "i={id}"}), 1))
 	if err := os.WriteFile(d.ConfigPath, text, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ match = ["false"]
 	if _, err := os.Stat(filepath.Join(out, "after-reload.argv")); err == nil {
 		t.Errorf("the recording notifier ran after a reload that removed it")
 	}
-	// The first hanging notifier (timeout 1h) ends with the daemon.
+	// The first hanging notifier (timeout 10m, the longest allowed) ends with the daemon.
 	d.Stop()
 	if !processExited(hangPid) {
 		t.Errorf("the hanging notifier (pid %d) outlived the daemon", hangPid)
