@@ -394,11 +394,21 @@ func TestMCPE2E(t *testing.T) {
 			done <- res
 		}()
 		p := console.NextOf(approval.MsgPending)
-		for range 3 {
+		// What the daemon said of the request: it waits, at the one
+		// console this test connected. A notification sent before the
+		// daemon's progress line reached the server says only that it
+		// waits; every one after says what the daemon said.
+		said := "request " + p.ID + " waits for a human's approval at the approver console (1 connected); it times out in "
+		saidIt := func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(progress) > 0 && strings.HasPrefix(progress[len(progress)-1].Message, said)
+		}
+		for n := 0; n < 3 || !saidIt(); n++ {
 			select {
 			case <-got:
 			case <-time.After(30 * time.Second):
-				t.Fatal("fewer than 3 progress notifications in 30s")
+				t.Fatalf("%d progress notifications in 30s, the last not saying what the daemon said", n)
 			}
 		}
 		console.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce})
@@ -411,11 +421,15 @@ func TestMCPE2E(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		informed := false
 		for _, n := range progress {
-			// What the daemon said of the request: it waits, at the one
-			// console this test connected.
-			if n.ProgressToken != "e2e-token" || !strings.HasPrefix(n.Message, "request "+p.ID+" waits for a human's approval at the approver console (1 connected); it times out in ") {
-				t.Errorf("progress notification %+v", n)
+			switch {
+			case n.ProgressToken != "e2e-token":
+				t.Errorf("progress notification %+v: another token", n)
+			case strings.HasPrefix(n.Message, said):
+				informed = true
+			case informed || !strings.HasPrefix(n.Message, "waiting for approval, or for the command to finish ("):
+				t.Errorf("progress notification %+v, want what the daemon said (%q...) once it said it", n, said)
 			}
 		}
 	})
