@@ -196,9 +196,10 @@ $(MANGZ) &:
 install: $(BIN)/agent-sudod $(BIN)/agent-sudo $(DIST)/config.toml $(MANGZ) ## install what `make build man` made into DESTDIR with PREFIX (default /usr/local); the config only if absent
 	install -D -m 0755 $(BIN)/agent-sudod $(DESTDIR)$(PREFIX)/bin/agent-sudod
 	install -D -m 0755 $(BIN)/agent-sudo $(DESTDIR)$(PREFIX)/bin/agent-sudo
-	sed 's#^ExecStart=/usr/bin/agent-sudod#ExecStart=$(PREFIX)/bin/agent-sudod#' packaging/systemd/agent-sudo.service > $(BIN)/agent-sudo.service
+	sed 's#^\(Exec[A-Za-z]*=\)/usr/bin/agent-sudod#\1$(PREFIX)/bin/agent-sudod#' packaging/systemd/agent-sudo.service > $(BIN)/agent-sudo.service
 	install -D -m 0644 $(BIN)/agent-sudo.service $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.service
 	install -D -m 0644 packaging/systemd/agent-sudo.socket $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.socket
+	install -D -m 0644 packaging/systemd/agent-sudo-approver.socket $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo-approver.socket
 	install -D -m 0644 packaging/sysusers.d/agent-sudo.conf $(DESTDIR)$(SYSUSERSDIR)/agent-sudo.conf
 	install -D -m 0644 packaging/tmpfiles.d/agent-sudo.conf $(DESTDIR)$(TMPFILESDIR)/agent-sudo.conf
 	install -D -m 0644 packaging/logrotate.d/agent-sudo $(DESTDIR)/etc/logrotate.d/agent-sudo
@@ -219,6 +220,7 @@ install: $(BIN)/agent-sudod $(BIN)/agent-sudo $(DIST)/config.toml $(MANGZ) ## in
 uninstall: ## remove what make install installed, except /etc/agent-sudo and /var/log/agent-sudo
 	rm -f $(DESTDIR)$(PREFIX)/bin/agent-sudod $(DESTDIR)$(PREFIX)/bin/agent-sudo \
 	  $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.service $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.socket \
+	  $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo-approver.socket \
 	  $(DESTDIR)$(SYSUSERSDIR)/agent-sudo.conf $(DESTDIR)$(TMPFILESDIR)/agent-sudo.conf \
 	  $(DESTDIR)/etc/logrotate.d/agent-sudo
 	rm -rf $(DESTDIR)$(DOCDIR)

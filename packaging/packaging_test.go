@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 
 const (
 	socketUnit   = "systemd/agent-sudo.socket"
+	approverUnit = "systemd/agent-sudo-approver.socket"
 	serviceUnit  = "systemd/agent-sudo.service"
 	sysusersConf = "sysusers.d/agent-sudo.conf"
 	tmpfilesConf = "tmpfiles.d/agent-sudo.conf"
@@ -77,6 +79,7 @@ func (u unitFile) get(section, key string) string {
 func TestUnitsMatchDaemon(t *testing.T) {
 	def := config.Default()
 	sock := parseUnit(t, socketUnit)
+	appr := parseUnit(t, approverUnit)
 	svc := parseUnit(t, serviceUnit)
 	tests := []struct {
 		file          string
@@ -92,6 +95,20 @@ func TestUnitsMatchDaemon(t *testing.T) {
 		{socketUnit, sock, "Socket", "SocketMode", "0660", "owner and group only", false},
 		{socketUnit, sock, "Socket", "DirectoryMode", "0755", "only root may write /run/agent-sudo", false},
 		{socketUnit, sock, "Socket", "Accept", "no", "one daemon serves all connections", false},
+		{socketUnit, sock, "Socket", "FileDescriptorName", "agent", "the daemon takes its sockets by name", false},
+		{approverUnit, appr, "Socket", "ListenStream", def.ApproverSocket, "the daemon's default approver_socket", false},
+		{approverUnit, appr, "Socket", "FileDescriptorName", "approver", "the daemon takes its sockets by name", false},
+		{approverUnit, appr, "Socket", "Service", "agent-sudo.service", "a console opened first starts the daemon", false},
+		{approverUnit, appr, "Socket", "SocketUser", "root", "only root may approve", false},
+		{approverUnit, appr, "Socket", "SocketGroup", "root", "only root may approve", false},
+		{approverUnit, appr, "Socket", "SocketMode", "0600", "only root may approve (the daemon refuses any other mode)", false},
+		{approverUnit, appr, "Socket", "DirectoryMode", "0755", "only root may write /run/agent-sudo", false},
+		{approverUnit, appr, "Socket", "Accept", "no", "one daemon serves all connections", false},
+		{approverUnit, appr, "Socket", "RemoveOnStop", "yes", "a console finds no socket, rather than a dead one, when the daemon failed", false},
+		{socketUnit, sock, "Socket", "RemoveOnStop", "yes", "an agent finds no socket, rather than a dead one, when the daemon failed", false},
+		{serviceUnit, svc, "Service", "RestartPreventExitStatus", "78", "agent-sudod exits 78 (EX_CONFIG) on an invalid configuration, which a restart cannot fix", false},
+		{serviceUnit, svc, "Unit", "StartLimitBurst", "5", "a daemon that cannot start fails for good, and its sockets stop", false},
+		{serviceUnit, svc, "Unit", "StartLimitIntervalSec", "30s", "a daemon that cannot start fails for good, and its sockets stop", false},
 		{serviceUnit, svc, "Service", "Type", "notify", "the daemon reports readiness", false},
 		{serviceUnit, svc, "Service", "NotifyAccess", "main", "commands must not speak for the daemon", false},
 		{serviceUnit, svc, "Service", "ExecStart", "/usr/bin/agent-sudod", "the installed daemon", false},
@@ -103,7 +120,8 @@ func TestUnitsMatchDaemon(t *testing.T) {
 		{serviceUnit, svc, "Service", "NoNewPrivileges", "yes|true|on|1", "sudo is set-user-id", true},
 		{serviceUnit, svc, "Service", "ProtectSystem", "yes|true|on|1|full|strict", "approved commands write /usr, /etc and /boot", true},
 		{serviceUnit, svc, "Service", "PrivateTmp", "yes|true|on|1", "agents hand files over in /tmp", true},
-		{serviceUnit, svc, "Unit", "Requires", "agent-sudo.socket", "the daemon serves the socket systemd passes it", false},
+		{serviceUnit, svc, "Unit", "Requires", "agent-sudo.socket agent-sudo-approver.socket", "the daemon serves the sockets systemd passes it", false},
+		{serviceUnit, svc, "Install", "Also", "agent-sudo.socket agent-sudo-approver.socket", "enabling the service enables both sockets", false},
 	}
 	for _, tt := range tests {
 		got := tt.unit.get(tt.section, tt.key)
@@ -118,6 +136,12 @@ func TestUnitsMatchDaemon(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s: [%s] %s = %q, want %q (%s)", tt.file, tt.section, tt.key, got, tt.want, tt.why)
 		}
+	}
+
+	// systemctl reload checks the file first, so that an invalid one fails
+	// the reload (non-zero, the error in the journal), then signals.
+	if got, want := svc["Service"]["ExecReload"], []string{"/usr/bin/agent-sudod --check-config", "/bin/kill -HUP $MAINPID"}; !slices.Equal(got, want) {
+		t.Errorf("%s: ExecReload = %q, want %q: an invalid file must fail the reload", serviceUnit, got, want)
 	}
 
 	stop, err := time.ParseDuration(svc.get("Service", "TimeoutStopSec"))
@@ -199,7 +223,7 @@ func lookTool(t *testing.T, name string) string {
 func stageUnits(t *testing.T, edit func(service string) string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, f := range []string{socketUnit, serviceUnit} {
+	for _, f := range []string{socketUnit, approverUnit, serviceUnit} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -210,6 +234,7 @@ func stageUnits(t *testing.T, edit func(service string) string) string {
 				t.Fatalf("%s: want exactly one line %q", f, installedExec)
 			}
 			text = strings.Replace(text, installedExec+"\n", "ExecStart=/bin/true\n", 1)
+			text = strings.Replace(text, "ExecReload=/usr/bin/agent-sudod --check-config\n", "ExecReload=/bin/true\n", 1)
 			text = edit(text)
 		}
 		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), []byte(text), 0o644); err != nil {
@@ -225,7 +250,7 @@ func stageUnits(t *testing.T, edit func(service string) string) string {
 func verifyProblems(t *testing.T, tool, dir string) []string {
 	t.Helper()
 	out, err := run(t, dir, tool, "verify", "--man=no",
-		filepath.Join(dir, "agent-sudo.socket"), filepath.Join(dir, "agent-sudo.service"))
+		filepath.Join(dir, "agent-sudo.socket"), filepath.Join(dir, "agent-sudo-approver.socket"), filepath.Join(dir, "agent-sudo.service"))
 	var problems []string
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("exit status: %v", err))

@@ -77,7 +77,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := src.load(explicit)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
-		return 1
+		if *checkConfig {
+			return 1
+		}
+		return exitConfig
 	}
 	if *checkConfig {
 		warnings, err := daemon.CheckConfig(cfg)
@@ -94,6 +97,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "configuration OK (%s): %d rules, %d warnings\n", from, len(cfg.Rules), len(warnings))
 		return 0
+	}
+	// A configuration the daemon cannot build its policy from stops it
+	// here, with the status that tells systemd not to restart it.
+	if _, err := daemon.CheckConfig(cfg); err != nil {
+		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
+		return exitConfig
 	}
 	if *tty && *logFile == "" {
 		// The console owns the terminal, so logs must go elsewhere.
@@ -126,6 +135,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// exitConfig is the daemon's exit status when its configuration is invalid:
+// EX_CONFIG of sysexits.h. agent-sudo.service names it in
+// RestartPreventExitStatus, so that systemd does not start the daemon again
+// and again on a file only a human can fix (docs/install.md, "When the
+// daemon does not start"). --check-config keeps exiting 1.
+const exitConfig = 78
 
 // hungUp is the foreground console's error err, wrapping
 // daemon.ErrTerminalHungUp as well when it says the terminal hung up: its
@@ -222,7 +238,10 @@ signals:
 exit status:
   0  stopped by a signal; or --help, --version, or --check-config with a
      valid configuration
-  1  the configuration is invalid, or the daemon could not start or failed
+  1  the daemon could not start or failed; or --check-config found the
+     configuration invalid
+  78 the configuration is invalid (EX_CONFIG); agent-sudo.service does not
+     restart the daemon on it
   2  usage error: a bad flag or argument, --tty without a terminal, or
      --desktop-notify without --tty;
      nothing was started

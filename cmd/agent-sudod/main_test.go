@@ -37,7 +37,8 @@ func checkConfigFile(t *testing.T, extra string) string {
 
 // TestCheckConfig is "agent-sudod --check-config" (issue 13): exit 0 with the
 // linter's warnings for a valid configuration; for an invalid one, exit 1
-// with exactly the error the daemon stops on at start.
+// with exactly the error the daemon stops on at start, where it exits 78
+// (EX_CONFIG), which agent-sudo.service does not restart.
 func TestCheckConfig(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -90,8 +91,8 @@ max_connections: 99999999999 is out of range: it must be from 1 to 65536
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var startOut, startErr bytes.Buffer
-			if code := run(ctx, []string{"--config", p}, &startOut, &startErr); code != 1 {
-				t.Fatalf("start: exit %d, want 1; stderr %q", code, startErr.String())
+			if code := run(ctx, []string{"--config", p}, &startOut, &startErr); code != exitConfig {
+				t.Fatalf("start: exit %d, want %d (EX_CONFIG, which agent-sudo.service does not restart); stderr %q", code, exitConfig, startErr.String())
 			}
 			if startErr.String() != stderr.String() {
 				t.Errorf("--check-config said\n%q\nbut the daemon stops at start with\n%q", stderr.String(), startErr.String())

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -16,33 +15,132 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/fsperm"
 )
 
-// Listen returns the listener for the agent socket at path: the one systemd
-// passed (socket activation, LISTEN_FDS) when there is one, else a socket of
-// our own with owner root, group gid and mode.
+// Names of the sockets systemd passes the daemon (FileDescriptorName= in
+// packaging/systemd's socket units; LISTEN_FDNAMES). A socket unit without
+// the setting passes its unit's name, which is taken as the agent socket.
+const (
+	agentFDName    = "agent"
+	approverFDName = "approver"
+	agentUnitName  = "agent-sudo.socket"
+)
+
+// Sockets are the daemon's two listeners, and whether systemd passed each.
+type Sockets struct {
+	Agent, Approver                   net.Listener
+	AgentActivated, ApproverActivated bool
+}
+
+// Close closes both listeners, those that are set.
+func (s *Sockets) Close() {
+	for _, ln := range []net.Listener{s.Agent, s.Approver} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// ListenBoth returns the listeners of the agent socket (at agentPath,
+// owner root, group gid, mode agentMode) and of the approver socket (at
+// approverPath, root's only): for each, the one systemd passed by name
+// (socket activation, LISTEN_FDS and LISTEN_FDNAMES) when there is one,
+// else a socket of its own.
 //
 // A socket file left by a daemon that died is removed, but only after a dial
 // shows that nothing answers on it: two daemons on one socket would split
-// the requests between two approvers and two audit logs.
-func Listen(ctx context.Context, path string, gid int, mode fs.FileMode) (net.Listener, bool, error) {
-	lns, err := activation.Listeners()
+// the requests between two approvers and two audit logs. An approver socket that
+// systemd passed is refused unless its file is the daemon's user's and
+// nobody else may connect to it: the approver channel decides requests.
+func ListenBoth(ctx context.Context, agentPath string, gid int, agentMode fs.FileMode, approverPath string) (*Sockets, error) {
+	named, err := activation.ListenersWithNames()
 	if err != nil {
-		return nil, false, fmt.Errorf("socket activation: %w", err)
+		return nil, fmt.Errorf("socket activation: %w", err)
 	}
-	for _, ln := range lns {
-		if ln != nil && ln.Addr().Network() == "unix" {
-			for _, other := range lns {
-				if other != nil && other != ln {
-					_ = other.Close()
-				}
-			}
-			return ln, true, nil
+	s, err := pickActivated(named)
+	if err != nil {
+		return nil, err
+	}
+	if s.Approver != nil {
+		if err := checkApproverSocket(s.Approver); err != nil {
+			s.Close()
+			return nil, err
+		}
+	} else {
+		// The approver socket comes first: a request must never wait on
+		// a channel no human can reach.
+		if s.Approver, err = listenOwn(ctx, approverPath, 0, 0o600); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("approver socket: %w", err)
 		}
 	}
-	if len(lns) > 0 {
-		return nil, false, errors.New("socket activation: systemd passed no Unix stream socket")
+	if s.Agent == nil {
+		if s.Agent, err = listenOwn(ctx, agentPath, gid, agentMode); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
-	ln, err := listenOwn(ctx, path, gid, mode)
-	return ln, false, err
+	return s, nil
+}
+
+// pickActivated sorts the listeners systemd passed, by name, into the
+// agent's and the approver's. Anything else (a second socket of a name, a
+// name the daemon does not know, a socket that is not a Unix stream) is
+// refused: the units and the daemon disagree, and guessing could hand the
+// approver channel to agents.
+func pickActivated(named map[string][]net.Listener) (*Sockets, error) {
+	s := &Sockets{}
+	var bad error
+	for name, lns := range named {
+		for _, ln := range lns {
+			switch {
+			case bad != nil:
+			case ln.Addr().Network() != "unix":
+				bad = fmt.Errorf("socket activation: systemd passed socket %q of type %s at %s; the daemon takes Unix stream sockets only",
+					name, ln.Addr().Network(), ln.Addr())
+			case name == approverFDName && s.Approver == nil:
+				s.Approver, s.ApproverActivated = ln, true
+				continue
+			case (name == agentFDName || name == agentUnitName) && s.Agent == nil:
+				s.Agent, s.AgentActivated = ln, true
+				continue
+			case name == approverFDName || name == agentFDName || name == agentUnitName:
+				bad = fmt.Errorf("socket activation: systemd passed more than one socket for %q (another is at %s)", name, ln.Addr())
+			default:
+				bad = fmt.Errorf("socket activation: systemd passed a socket named %q (at %s); the daemon knows only %q (FileDescriptorName=%s in agent-sudo.socket) and %q (in agent-sudo-approver.socket)",
+					name, ln.Addr(), agentFDName, agentFDName, approverFDName)
+			}
+			_ = ln.Close()
+		}
+	}
+	if bad != nil {
+		s.Close()
+		return nil, bad
+	}
+	return s, nil
+}
+
+// checkApproverSocket refuses an approver socket systemd passed whose file
+// someone other than the daemon's user owns, or whose group or others have
+// any permission on it: agent-sudo-approver.socket says SocketUser=root,
+// SocketMode=0600, and an override that loosened it would let others reach
+// the channel that approves (the channel checks each peer's uid as well).
+func checkApproverSocket(ln net.Listener) error {
+	path := ln.Addr().String()
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("approver socket from systemd: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+		return fmt.Errorf("approver socket from systemd: %s: no owner information", path)
+	case fi.Mode().Type() != fs.ModeSocket:
+		return fmt.Errorf("approver socket from systemd: %s is not a socket (mode %v)", path, fi.Mode())
+	case int(st.Uid) != os.Getuid():
+		return fmt.Errorf("approver socket from systemd: %s belongs to uid %d, not to the daemon's uid %d: set SocketUser=root in agent-sudo-approver.socket", path, st.Uid, os.Getuid())
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("approver socket from systemd: %s has mode %04o: its group and others may connect; set SocketMode=0600 in agent-sudo-approver.socket", path, fi.Mode().Perm())
+	}
+	return checkDir(filepath.Dir(path))
 }
 
 func listenOwn(ctx context.Context, path string, gid int, mode fs.FileMode) (net.Listener, error) {

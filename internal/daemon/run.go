@@ -73,12 +73,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("socket_group: %w", err)
 	}
-	// The approver socket comes first: a request must never wait on a
-	// channel no human can reach.
-	aln, err := listenOwn(ctx, cfg.ApproverSocket, 0, 0o600)
+	// Both sockets from systemd (agent-sudo.socket and
+	// agent-sudo-approver.socket), or of our own.
+	socks, err := ListenBoth(ctx, cfg.Socket, int(gid), 0o660, cfg.ApproverSocket)
 	if err != nil {
-		return fmt.Errorf("approver socket: %w", err)
+		return err
 	}
+	aln := socks.Approver
 	ctx, stopCause := context.WithCancelCause(ctx)
 	stop := func() { stopCause(nil) }
 	defer stop()
@@ -94,11 +95,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	}()
 	defer func() { stop(); <-approversDone }()
 
-	ln, activated, err := Listen(ctx, cfg.Socket, int(gid), 0o660)
-	if err != nil {
-		return err
-	}
-	log.Info("listening", "socket", ln.Addr().String(), "socket_activated", activated, "exec", cfg.Exec, "version", Version(),
+	ln, activated := socks.Agent, socks.AgentActivated
+	log.Info("listening", "socket", ln.Addr().String(), "socket_activated", activated,
+		"approver_socket", aln.Addr().String(), "approver_socket_activated", socks.ApproverActivated, "exec", cfg.Exec, "version", Version(),
 		"host", host, "instance", instance)
 
 	st := &status{socket: ln.Addr().String()}
