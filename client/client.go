@@ -18,6 +18,8 @@
 //
 //   - the daemon could not be reached: errors.Is(err, [ErrUnreachable]), and
 //     errors.As gives an [*UnreachableError] naming the socket;
+//   - the connection was reset before any answer: errors.Is(err,
+//     [ErrNoAnswer]); under systemd, the daemon failed to start;
 //   - ctx ended first: errors.Is(err, context.Canceled) or
 //     errors.Is(err, context.DeadlineExceeded); the connection has been
 //     closed, but the daemon may already have acted on the request;
@@ -60,6 +62,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -165,6 +168,9 @@ func (c *Client) exchange(ctx context.Context, r *proto.Request, keepRaw bool) (
 		if resp, raw, rerr := c.readResponse(ctx, conn, r, keepRaw); rerr == nil {
 			return resp, raw, nil
 		}
+		if errors.Is(werr, syscall.ECONNRESET) {
+			return nil, nil, fmt.Errorf("%w: send request: %w", ErrNoAnswer, werr)
+		}
 		return nil, nil, fmt.Errorf("send request: %w", werr)
 	}
 	return c.readResponse(ctx, conn, r, keepRaw)
@@ -202,7 +208,10 @@ func encodeRequest(r *proto.Request) ([]byte, error) {
 // progress lines before it to c.Progress when req asked for them. With
 // keepRaw it also returns the response line as read.
 func (c *Client) readResponse(ctx context.Context, conn net.Conn, req *proto.Request, keepRaw bool) (*proto.Response, []byte, error) {
-	var src io.Reader = conn
+	// reset records a reset of the connection even when a buffered reader
+	// reports it once and the next read says only EOF.
+	rec := &resetRecorder{r: conn}
+	var src io.Reader = rec
 	var raw bytes.Buffer
 	if keepRaw {
 		src = io.TeeReader(conn, &raw)
@@ -234,6 +243,9 @@ func (c *Client) readResponse(ctx context.Context, conn net.Conn, req *proto.Req
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("read response: %w", ctx.Err())
 		}
+		if rec.reset != nil {
+			return nil, nil, fmt.Errorf("%w: read response: %w", ErrNoAnswer, rec.reset)
+		}
 		if errors.Is(err, proto.ErrProtocol) {
 			return nil, nil, fmt.Errorf("read response: %w", err)
 		}
@@ -248,4 +260,19 @@ func (c *Client) readResponse(ctx context.Context, conn net.Conn, req *proto.Req
 	line := raw.Bytes()[skip:]
 	// The first '\n' ends the line: JSON escapes any newline inside a string.
 	return resp, line[:bytes.IndexByte(line, '\n')+1], nil
+}
+
+// resetRecorder is a reader that remembers a connection reset (ECONNRESET)
+// its reads got.
+type resetRecorder struct {
+	r     io.Reader
+	reset error
+}
+
+func (rr *resetRecorder) Read(p []byte) (int, error) {
+	n, err := rr.r.Read(p)
+	if err != nil && rr.reset == nil && errors.Is(err, syscall.ECONNRESET) {
+		rr.reset = err
+	}
+	return n, err
 }

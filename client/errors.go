@@ -12,6 +12,13 @@ import (
 // Errors that test true for it are of type [*UnreachableError].
 var ErrUnreachable = errors.New("agent-sudod unreachable")
 
+// ErrNoAnswer reports that the connection to the daemon was opened but
+// reset before the answer came. With systemd's socket this is what a
+// client sees when agent-sudod fails to start: the connection waited in the
+// socket's queue until systemd gave up starting the daemon and closed the
+// socket. The request may or may not have been seen.
+var ErrNoAnswer = errors.New("agent-sudod reset the connection without answering")
+
 // UnreachableError is the error for a failed connection to the daemon.
 type UnreachableError struct {
 	// Socket is the path that was dialled.

@@ -265,12 +265,15 @@ func approve(ctx context.Context, inv *invocation, args []string, deps approveDe
 	if !deps.terminal(inv.stdin, inv.stdout) {
 		return inv.fail(exitUsage, "approve needs a terminal on stdin and stdout: run it in an interactive shell, not in a pipe or a script")
 	}
-	err = deps.run(ctx, opts.daemons(deps), inv.stdin, inv.stdout, console.Options{Desktop: desktop})
+	daemons := opts.daemons(deps)
+	err = deps.run(ctx, daemons, inv.stdin, inv.stdout, console.Options{Desktop: desktop})
 	switch {
 	case err == nil:
 		return 0
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return inv.fail(exitInterrupted, "approve: interrupted; nothing was decided by quitting")
+	case errors.Is(err, console.ErrUnreachable) && len(daemons) == 1 && daemonDown(err):
+		return inv.fail(exitUnavailable, "approve: agent-sudod is not running: %v; %s; once it is fixed, start it: sudo systemctl start agent-sudo", err, notRunning)
 	case errors.Is(err, console.ErrUnreachable):
 		return inv.fail(exitUnavailable, "approve: %v; is the daemon running? (systemctl status agent-sudo)", err)
 	case errors.Is(err, console.ErrDisconnected):

@@ -428,9 +428,9 @@ func TestRunUnreachable(t *testing.T) {
 		wantStderr string
 	}{
 		{"missing socket", map[string]string{envSocket: missing}, []string{"true"},
-			"agent-sudo: cannot reach agent-sudod at " + missing + ": no such file or directory; is the daemon running? (systemctl status agent-sudo)\n"},
+			"agent-sudo: agent-sudod is not running: cannot reach agent-sudod at " + missing + ": no such file or directory; " + notRunning + "\n"},
 		{"refused", nil, []string{"--socket", refused, "true"},
-			"agent-sudo: cannot reach agent-sudod at " + refused + ": connection refused; is the daemon running? (systemctl status agent-sudo)\n"},
+			"agent-sudo: agent-sudod is not running: cannot reach agent-sudod at " + refused + ": connection refused; " + notRunning + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
@@ -49,6 +50,24 @@ func statusHelp(inv *invocation, w io.Writer) error {
 	return statusUsage().write(w, fset)
 }
 
+// statusTimeout bounds agent-sudo status's wait for the daemon's answer.
+const statusTimeout = 10 * time.Second
+
+// notRunning is what the CLI says after the socket's path when agent-sudod
+// is not there to answer: nothing listens on the socket, or the connection
+// was reset before an answer, which is how systemd's socket ends the
+// connections that waited for a daemon that failed to start
+// (docs/install.md, "When the daemon does not start").
+const notRunning = "it may have failed to start: journalctl -u agent-sudo says why, systemctl status agent-sudo whether it failed"
+
+// daemonDown reports whether err means that no daemon is there to answer:
+// the socket is missing (ENOENT), nothing listens on it (ECONNREFUSED), or
+// the connection was reset unanswered ([client.ErrNoAnswer], ECONNRESET).
+func daemonDown(err error) bool {
+	return errors.Is(err, client.ErrNoAnswer) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
 // statusMain is "agent-sudo status": is the daemon up, and may I use it?
 func statusMain(ctx context.Context, inv *invocation, args []string) int {
 	fset, sock := statusFlags(inv)
@@ -56,7 +75,7 @@ func statusMain(ctx context.Context, inv *invocation, args []string) int {
 		return code
 	}
 	socket := *sock
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	// A busy daemon is an answer here: it is up, and says nothing yet
 	// about access. Retrying would only make the human wait.
@@ -66,8 +85,14 @@ func statusMain(ctx context.Context, inv *invocation, args []string) int {
 	switch {
 	case errors.Is(err, client.ErrUnreachable) && errors.Is(err, fs.ErrPermission):
 		return inv.fail(exitUnavailable, "agent-sudod's socket %s exists but your user may not open it; ask an administrator to add you to its group (ls -l %s)", socket, socket)
+	case errors.Is(err, client.ErrNoAnswer):
+		return inv.fail(exitUnavailable, "agent-sudod is not running: the connection to %s was reset before it answered; %s", socket, notRunning)
+	case daemonDown(err):
+		return inv.fail(exitUnavailable, "agent-sudod is not running: nothing answers at %s (%v); %s", socket, errors.Unwrap(err), notRunning)
 	case errors.Is(err, client.ErrUnreachable):
 		return inv.fail(exitUnavailable, "agent-sudod is not reachable at %s: %v; is it running? (systemctl status agent-sudo)", socket, errors.Unwrap(err))
+	case errors.Is(err, context.DeadlineExceeded):
+		return inv.fail(exitUnavailable, "agent-sudod took the connection at %s but did not answer within %v: it may be starting, stuck, or failing to start; journalctl -u agent-sudo says why", socket, statusTimeout)
 	case err != nil:
 		return inv.fail(exitSoftware, "status: %v", err)
 	}

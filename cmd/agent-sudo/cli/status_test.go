@@ -65,7 +65,7 @@ func TestStatus(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		sock := t.TempDir() + "/none.sock"
 		got := runCLI(context.Background(), map[string]string{envSocket: sock}, "status")
-		if got.code != 69 || !strings.Contains(got.stderr, "agent-sudod is not reachable at "+sock) {
+		if got.code != 69 || !strings.Contains(got.stderr, "agent-sudod is not running: nothing answers at "+sock) {
 			t.Errorf("status = %d %q", got.code, got.stderr)
 		}
 	})
