@@ -205,15 +205,30 @@ func TestLinkSendsOnlyOnItsConnection(t *testing.T) {
 	}
 }
 
+// TestRetryDelayGrowsToItsBound: a console retries every half second for
+// the first minute a daemon is gone, so that it picks up a restarted daemon
+// within a second (issue 22: after a restart it showed a new request only
+// after 11s), then backs off to every 30s.
 func TestRetryDelayGrowsToItsBound(t *testing.T) {
-	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
+	var waited time.Duration
+	for n := 1; n <= fastRetries; n++ {
+		got := retryDelay(n)
+		if got > time.Second {
+			t.Fatalf("retryDelay(%d) = %v after %v down: a console would pick up a restarted daemon only after more than a second", n, got, waited)
+		}
+		waited += got
+	}
+	if waited < 50*time.Second {
+		t.Errorf("the fast retries end after %v, want about a minute: a restart with commands running takes up to 45s", waited)
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
 	for i, w := range want {
-		if got := retryDelay(i + 1); got != w {
-			t.Errorf("retryDelay(%d) = %v, want %v", i+1, got, w)
+		if got := retryDelay(fastRetries + 1 + i); got != w {
+			t.Errorf("retryDelay(%d) = %v, want %v", fastRetries+1+i, got, w)
 		}
 	}
-	if got := retryDelay(100); got != maxRetry {
-		t.Errorf("retryDelay(100) = %v, want %v", got, maxRetry)
+	if got := retryDelay(fastRetries + 100); got != maxRetry {
+		t.Errorf("retryDelay(%d) = %v, want %v", fastRetries+100, got, maxRetry)
 	}
 }
 

@@ -27,17 +27,22 @@ type Daemon struct {
 	Dial func(ctx context.Context) (net.Conn, error)
 }
 
-// Backoff of reconnection attempts: the first retry waits firstRetry, each
-// further one twice as long, up to maxRetry.
+// Backoff of reconnection attempts: the first fastRetries retries wait
+// firstRetry each, so that a console picks up a restarted daemon within a
+// second (a restart, an upgrade or a reload of the units takes seconds, a
+// stop with commands running up to TimeoutStopSec, 45s); after that each
+// one waits twice as long as the one before, up to maxRetry, for a daemon
+// that is gone for longer (stopped, its host down).
 const (
-	firstRetry = 500 * time.Millisecond
-	maxRetry   = 30 * time.Second
+	firstRetry  = 500 * time.Millisecond
+	fastRetries = 120 // a minute at firstRetry
+	maxRetry    = 30 * time.Second
 )
 
 // retryDelay is how long to wait before reconnection attempt n (1, 2, ...).
 func retryDelay(n int) time.Duration {
 	d := firstRetry
-	for i := 1; i < n && d < maxRetry; i++ {
+	for i := fastRetries; i < n && d < maxRetry; i++ {
 		d *= 2
 	}
 	return min(d, maxRetry)
