@@ -195,16 +195,27 @@ ok "/etc/agent-sudo/config.toml is 0644 root:root"
 [ "$(c stat -c '%a %U %G' /run/agent-sudo)" = "755 root agent-sudo" ] || die "install: /run/agent-sudo is $(c stat -c '%a %U %G' /run/agent-sudo)"
 [ "$(c stat -c '%a %U %G' /run/agent-sudo/agent-sudo.sock)" = "660 root agent-sudo" ] || die "install: the socket is $(c stat -c '%a %U %G' /run/agent-sudo/agent-sudo.sock)"
 ok "/run/agent-sudo is 0755 root:agent-sudo and the socket 0660 root:agent-sudo"
+[ "$(c stat -c '%a %U %G' /run/agent-sudo/approver.sock)" = "600 root root" ] || die "install: the approver socket is $(c stat -c '%a %U %G' /run/agent-sudo/approver.sock)"
+ok "the approver socket is 0600 root:root"
 [ "$(c systemctl is-active agent-sudo.socket)" = active ] || die "socket: agent-sudo.socket is not active"
+[ "$(c systemctl is-active agent-sudo-approver.socket)" = active ] || die "socket: agent-sudo-approver.socket is not active"
 svc=$(c systemctl is-active agent-sudo.service || true)
 [ "$svc" = inactive ] || die "socket: the service is $svc before any request, want inactive"
-ok "the socket is listening and the service is not running before the first request"
+ok "both sockets are listening and the service is not running before the first connection"
 
 # A short watchdog period, so that the checks below span many periods in
 # seconds; the daemon pings at whatever period systemd gives it.
 c mkdir -p /etc/systemd/system/agent-sudo.service.d
 c sh -c 'printf "[Service]\nWatchdogSec=4s\n" >/etc/systemd/system/agent-sudo.service.d/systemtest.conf'
 c systemctl daemon-reload
+
+# --- the console opened first (guide: approve) -------------------------------
+# Right after install, before any agent: the human's console starts the
+# daemon through its own socket (agent-sudo-approver.socket).
+tmux new-session -d -s "$tsess" -x 160 -y 50 "nsenter -t $pid -a sh -c '$(guide approve)'"
+wait_screen "waiting for requests"
+[ "$(c systemctl is-active agent-sudo.service)" = active ] || die "console first: the console is up but the service is $(c systemctl is-active agent-sudo.service || true)"
+ok "guide: $(guide approve) opened first, before any agent, started the daemon (socket activation of the approver socket)"
 
 # --- let users ask (guide: add-user, status) ----------------------------------
 as_root add-user || die "add-user: $(guide add-user) failed"
@@ -216,7 +227,7 @@ echo "$show" | sed 's/^/  /'
 echo "$show" | grep -x 'ActiveState=active' >/dev/null || die "activation: the service is not active after the first request"
 echo "$show" | grep -x 'NRestarts=0' >/dev/null || die "activation: the service restarted"
 echo "$show" | grep '^StatusText=listening on /run/agent-sudo/agent-sudo.sock' >/dev/null || die "activation: StatusText does not say it listens"
-ok "the first request started the service (socket activation); Type=notify and active means READY=1 was sent"
+ok "the service runs as the console started it, never restarted; Type=notify and active means READY=1 was sent"
 mainpid=$(echo "$show" | sed -n 's/^MainPID=//p')
 set +e
 out=$(c runuser -u bob -- agent-sudo run --session sys-b --reason "system test" -- id -u 2>&1)
@@ -225,8 +236,8 @@ set -e
 [ $rc = 69 ] || die "non-member: agent-sudo run exited $rc, want 69: $out"
 ok "a request from a non-member (bob) is refused with 69: $out"
 
-# --- the first approval (guide: approve, first-request, audit) ----------------
-tmux new-session -d -s "$tsess" -x 160 -y 50 "nsenter -t $pid -a sh -c '$(guide approve)'"
+# --- the first approval (guide: first-request, audit) ----------------
+# The console opened first above is still up.
 wait_screen "waiting for requests"
 as_alice first-request >"$work/first.out" 2>"$work/first.err" &
 client=$!
@@ -368,6 +379,66 @@ c runuser -u alice -- agent-sudo run --session sys-r2 --reason "system test" -- 
 c agent-sudo audit verify >"$work/verify" 2>&1 || die "restart: agent-sudo audit verify: $(cat "$work/verify")"
 ok "systemctl restart continues the hash chain: $(tail -1 "$work/verify")"
 
+# --- a config that does not load (guide: recover) ----------------------------
+# issue 22: a typo and a restart once left systemd restarting the daemon
+# every 2s without end and every client waiting.
+c cp -p /etc/agent-sudo/config.toml /root/config.good
+c sh -c 'cat >>/etc/agent-sudo/config.toml' <<'TOML'
+
+[[rule]]
+name = "systemtest typo"
+actoin = "deny"
+match = ["id", "-n", "-u"]
+TOML
+mainpid=$(c systemctl show -p MainPID --value agent-sudo.service)
+set +e
+out=$(c systemctl reload agent-sudo.service 2>&1)
+rc=$?
+set -e
+[ $rc != 0 ] || die "bad reload: systemctl reload of a file with actoin exited 0"
+c journalctl -q -u agent-sudo.service -o cat | grep -F 'unknown key "actoin"' >/dev/null ||
+	die "bad reload: the journal does not carry the error: $(c journalctl -q -u agent-sudo.service -n 5 -o cat | tr '\n' ' ')"
+same_daemon "bad reload"
+ok "systemctl reload of a file with actoin exits $rc, the journal has the error ($(c journalctl -q -u agent-sudo.service -o cat | grep -F 'unknown key "actoin"' | tail -1)), the daemon stays"
+set +e
+c systemctl restart agent-sudo.service >/dev/null 2>&1
+rc=$?
+set -e
+[ $rc != 0 ] || die "typo: systemctl restart with actoin in a rule exited 0"
+svc=$(c systemctl is-active agent-sudo.service || true)
+[ "$svc" = failed ] || die "typo: after systemctl restart the service is $svc, want failed"
+[ "$(c systemctl show -p NRestarts --value agent-sudo.service)" = 0 ] || die "typo: systemd restarted the daemon: $(c systemctl show -p NRestarts agent-sudo.service)"
+c journalctl -q -u agent-sudo.service -o cat | grep -F 'status=78' >/dev/null || die "typo: the journal does not say the daemon exited 78"
+ok "systemctl restart with actoin in a rule exits $rc; the service is failed at once (status 78), not restarted"
+# Each client says at once (timeout's 124 would mean it waited) that the
+# daemon is not running and where to look.
+for cmd in "agent-sudo status" "agent-sudo run --session sys-typo --reason system-test -- id -u"; do
+	set +e
+	out=$(c runuser -u alice -- timeout 5 $cmd 2>&1)
+	rc=$?
+	set -e
+	[ $rc = 69 ] || die "typo: alice's $cmd exited $rc, want 69 at once: $out"
+	case $out in *"agent-sudod is not running"*"journalctl -u agent-sudo"*) ;; *) die "typo: alice's $cmd said: $out" ;; esac
+	ok "typo: alice's $cmd exits 69 at once: $out"
+done
+for u in agent-sudo.socket agent-sudo-approver.socket; do
+	[ "$(c systemctl is-active $u || true)" = failed ] || die "typo: $u is $(c systemctl is-active $u || true), want failed (the service's start limit stops it)"
+done
+ok "the start limit stopped both sockets: clients are refused instead of queued"
+tmux new-session -d -s "$tsess" -x 160 -y 50 "nsenter -t $pid -a sh -c '$(guide approve); echo approve exited \$?; sleep 600'"
+wait_screen "approve exited 69"
+screen | tr -d '\n' | grep -F "agent-sudod is not running" >/dev/null || die "typo: the console said: $(screen | tr -s ' \n' ' ')"
+screen | tr -d '\n' | grep -F "reset-failed agent-sudo" >/dev/null || die "typo: the console does not say how to start the daemon again: $(screen | tr -s ' \n' ' ')"
+ok "typo: $(guide approve) exits 69 saying the daemon is not running, where to look and how to start it again"
+tmux kill-session -t "$tsess"
+c cp -p /root/config.good /etc/agent-sudo/config.toml
+as_root recover >"$work/recover.out" 2>&1 || die "recover: $(guide recover | tr '\n' ';') failed: $(tail -5 "$work/recover.out")"
+for u in agent-sudo.service agent-sudo.socket agent-sudo-approver.socket; do
+	[ "$(c systemctl is-active $u || true)" = active ] || die "recover: $u is $(c systemctl is-active $u || true) after $(guide recover | tr '\n' ';')"
+done
+out=$(c runuser -u alice -- agent-sudo run --session sys-recover --reason "system test" -- id -u) || die "recover: alice's id -u failed: $out"
+ok "guide: with the file fixed, $(guide recover | tr '\n' ';') starts the daemon and both sockets again: alice's id -u printed $out"
+
 # --- upgrade (guide: upgrade) ---------------------------------------------------
 cp "$NEWDEB" "$root/root/dist/"
 ln -sfn "$(basename "$NEWDEB")" "$root/root/dist/agent-sudo.deb"
@@ -384,6 +455,7 @@ set -e
 [ "$(c dpkg-query -W -f '${Version}' agent-sudo)" = "$newversion" ] || die "upgrade: the installed version is not $newversion"
 c grep -q 'systemtest reload' /etc/agent-sudo/config.toml || die "upgrade: the changed config was not kept"
 [ "$(c systemctl is-enabled agent-sudo.socket)" = enabled ] || die "upgrade: the socket is not enabled"
+[ "$(c systemctl is-enabled agent-sudo-approver.socket)" = enabled ] || die "upgrade: the approver socket is not enabled"
 out=$(c runuser -u alice -- agent-sudo status) || die "upgrade: status failed: $out"
 want=$(c agent-sudod --version)
 case $out in "$want is up"*) ;; *) die "upgrade: the daemon says '$out', the new binary '$want'" ;; esac
@@ -399,15 +471,18 @@ purge=$(guide uninstall | sed -n 2p)
 for f in /etc/agent-sudo/config.toml /etc/logrotate.d/agent-sudo /var/log/agent-sudo/audit.jsonl; do
 	c test -e $f || die "remove: $f is gone, docs/install.md says it stays"
 done
-for f in /usr/bin/agent-sudod /usr/bin/agent-sudo /lib/systemd/system/agent-sudo.socket /etc/systemd/system/sockets.target.wants/agent-sudo.socket; do
+for f in /usr/bin/agent-sudod /usr/bin/agent-sudo /lib/systemd/system/agent-sudo.socket /etc/systemd/system/sockets.target.wants/agent-sudo.socket \
+	/lib/systemd/system/agent-sudo-approver.socket /etc/systemd/system/sockets.target.wants/agent-sudo-approver.socket; do
 	c test ! -e $f || die "remove: $f is still there"
 done
 c systemctl is-active --quiet agent-sudo.socket && die "remove: the socket is still active"
+c systemctl is-active --quiet agent-sudo-approver.socket && die "remove: the approver socket is still active"
 ok "guide: $remove: binaries and units gone, socket stopped; config, logrotate file and audit log kept"
 # docs/install.md: installing the package again after remove enables the socket again.
 c env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "/root/dist/$(basename "$NEWDEB")" >"$work/apt.log" 2>&1 ||
 	die "reinstall: $(tail -5 "$work/apt.log" | tr "\n" " ")"
-[ "$(c systemctl is-enabled agent-sudo.socket)" = enabled ] && [ "$(c systemctl is-active agent-sudo.socket)" = active ] ||
+[ "$(c systemctl is-enabled agent-sudo.socket)" = enabled ] && [ "$(c systemctl is-active agent-sudo.socket)" = active ] &&
+	[ "$(c systemctl is-enabled agent-sudo-approver.socket)" = enabled ] && [ "$(c systemctl is-active agent-sudo-approver.socket)" = active ] ||
 	die "reinstall: after remove and install again, the socket is $(c systemctl is-enabled agent-sudo.socket) and $(c systemctl is-active agent-sudo.socket)"
 ok "installing the package again after remove enables and starts the socket again"
 { yes || true; } | c sh -euc "$remove" >"$work/apt.log" 2>&1 || die "remove again: $(tail -5 "$work/apt.log" | tr "\n" " ")"
@@ -426,12 +501,14 @@ c sh -euc "cd /root/src; export PATH=/usr/local/go/bin:\$PATH GOPROXY=off GOFLAG
 	die "make install: $(tail -5 "$work/make.log")"
 c test -x /usr/local/bin/agent-sudod || die "make install: no /usr/local/bin/agent-sudod"
 c grep -qx 'ExecStart=/usr/local/bin/agent-sudod' /lib/systemd/system/agent-sudo.service || die "make install: the unit does not start /usr/local/bin/agent-sudod"
+c grep -qx 'ExecReload=/usr/local/bin/agent-sudod --check-config' /lib/systemd/system/agent-sudo.service || die "make install: the unit's reload does not check the config with /usr/local/bin/agent-sudod"
 [ "$(c systemctl is-active agent-sudo.socket)" = active ] || die "make install: agent-sudo.socket is not active"
+[ "$(c systemctl is-active agent-sudo-approver.socket)" = active ] || die "make install: agent-sudo-approver.socket is not active"
 out=$(as_alice status 2>&1) || die "make install: alice's status failed: $out"
 [ "$(c systemctl is-active agent-sudo.service)" = active ] || die "make install: the first request did not start the service"
 ok "guide: $(guide make-install | tr '\n' ';'): the socket listens and alice's status starts the daemon: $out"
 c sh -euc "cd /root/src; $(guide make-uninstall)" >"$work/make.log" 2>&1 || die "make uninstall: $(tail -5 "$work/make.log")"
-for f in /usr/local/bin/agent-sudod /usr/local/bin/agent-sudo /lib/systemd/system/agent-sudo.socket /lib/systemd/system/agent-sudo.service /usr/local/share/doc/agent-sudo; do
+for f in /usr/local/bin/agent-sudod /usr/local/bin/agent-sudo /lib/systemd/system/agent-sudo.socket /lib/systemd/system/agent-sudo-approver.socket /lib/systemd/system/agent-sudo.service /usr/local/share/doc/agent-sudo; do
 	c test ! -e $f || die "make uninstall: $f is still there"
 done
 c test -e /etc/agent-sudo/config.toml || die "make uninstall: /etc/agent-sudo/config.toml is gone, docs/install.md says it stays"

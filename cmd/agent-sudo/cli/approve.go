@@ -273,7 +273,7 @@ func approve(ctx context.Context, inv *invocation, args []string, deps approveDe
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return inv.fail(exitInterrupted, "approve: interrupted; nothing was decided by quitting")
 	case errors.Is(err, console.ErrUnreachable) && len(daemons) == 1 && daemonDown(err):
-		return inv.fail(exitUnavailable, "approve: agent-sudod is not running: %v; %s; once it is fixed, start it: sudo systemctl start agent-sudo", err, notRunning)
+		return inv.fail(exitUnavailable, "approve: agent-sudod is not running: %v; %s; once it is fixed, start it: %s", err, notRunning, startAgain)
 	case errors.Is(err, console.ErrUnreachable):
 		return inv.fail(exitUnavailable, "approve: %v; is the daemon running? (systemctl status agent-sudo)", err)
 	case errors.Is(err, console.ErrDisconnected):

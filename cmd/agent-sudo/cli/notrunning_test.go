@@ -97,7 +97,7 @@ func TestApproveSaysDaemonNotRunning(t *testing.T) {
 		t.Run(errno.Error(), func(t *testing.T) {
 			f := &fakeApprove{euid: 0, terminal: true, dialErr: fmt.Errorf("connect to the approver socket %s: %w", sock, &net.OpError{Op: "dial", Net: "unix", Err: errno})}
 			got := runApprove(context.Background(), f, nil)
-			for _, want := range []string{"agent-sudod is not running", errno.Error(), "journalctl -u agent-sudo", "sudo systemctl start agent-sudo"} {
+			for _, want := range []string{"agent-sudod is not running", errno.Error(), "journalctl -u agent-sudo", "sudo systemctl reset-failed agent-sudo; sudo systemctl restart agent-sudo"} {
 				if !strings.Contains(got.stderr, want) {
 					t.Errorf("stderr %q does not contain %q", got.stderr, want)
 				}

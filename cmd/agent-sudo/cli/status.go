@@ -60,6 +60,11 @@ const statusTimeout = 10 * time.Second
 // (docs/install.md, "When the daemon does not start").
 const notRunning = "it may have failed to start: journalctl -u agent-sudo says why, systemctl status agent-sudo whether it failed"
 
+// startAgain is how an administrator starts the daemon and its sockets
+// again: after a failed start systemd refuses a start for a while (the
+// unit's start limit) unless reset-failed comes first.
+const startAgain = "sudo systemctl reset-failed agent-sudo; sudo systemctl restart agent-sudo"
+
 // daemonDown reports whether err means that no daemon is there to answer:
 // the socket is missing (ENOENT), nothing listens on it (ECONNREFUSED), or
 // the connection was reset unanswered ([client.ErrNoAnswer], ECONNRESET).
