@@ -205,8 +205,9 @@ requests from agents (agent-sudo run, the sudo shim, the MCP server), asks a
 human on the approver socket unless a rule decides, runs what was approved as
 argv arrays with sudo (never through a shell), and records every request,
 decision and result in a hash-chained audit log. systemd normally starts it
-through agent-sudo.socket; with --tty it runs in the foreground and the human
-approves on this terminal.
+through agent-sudo.socket or agent-sudo-approver.socket, on the first
+connection of an agent or a console; with --tty it runs in the foreground
+and the human approves on this terminal.
 
 flags:
 `)

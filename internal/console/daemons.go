@@ -1,9 +1,11 @@
 package console
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -145,6 +147,9 @@ func (m *model) linkDown(msg linkDownMsg) tea.Cmd {
 	d.err = ""
 	if msg.err != nil {
 		d.err = msg.err.Error()
+		if notRunning(msg.err) {
+			d.err += "; agent-sudod is not running: it may have failed to start (journalctl -u agent-sudo says why)"
+		}
 	}
 	hidden := slices.ContainsFunc(m.queue, func(r *request) bool { return r.link == msg.link })
 	cmd := m.forget(msg.link)
@@ -241,4 +246,13 @@ func (m *model) daemonLines() []string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// notRunning reports whether err, a failed dial or a broken connection,
+// means that no daemon is there: its socket is gone (ENOENT), nothing
+// listens (ECONNREFUSED), or the connection was reset before the greeting
+// (ECONNRESET), which is how systemd ends the connections waiting for a
+// daemon that fails to start.
+func notRunning(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"reflect"
+	"syscall"
 	"testing"
 	"time"
 
@@ -282,4 +284,27 @@ func TestSeveralDaemonsRefuseRunningList(t *testing.T) {
 	if len(out) != 0 {
 		t.Fatalf("w with two daemons sent %+v, want nothing", out)
 	}
+}
+
+// TestReconnectingSaysDaemonNotRunning: a daemon whose socket is gone, or
+// that refuses or resets the connection, is shown as not running, with
+// where to look (issue 22: the console only said "no such file or
+// directory"); another reason is shown as it is.
+func TestReconnectingSaysDaemonNotRunning(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.ENOENT, syscall.ECONNREFUSED, syscall.ECONNRESET} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			var out []routed
+			h := newDaemonsHarness(t, &out, "/run/a.sock")
+			h.up(0, 0, "host-a", "ia")
+			h.update(linkDownMsg{link: 0, epoch: 1, err: &net.OpError{Op: "dial", Net: "unix", Err: errno}, attempt: 3, retry: h.now.Add(time.Second)})
+			h.wantView("RECONNECTING (attempt 3 in 1s): dial unix: "+errno.Error()+"; agent-sudod is not running: it may have failed to start",
+				"journalctl -u")
+		})
+	}
+	var out []routed
+	h := newDaemonsHarness(t, &out, "/run/a.sock")
+	h.up(0, 0, "host-a", "ia")
+	h.update(linkDownMsg{link: 0, epoch: 1, err: &net.OpError{Op: "dial", Net: "unix", Err: syscall.EACCES}, attempt: 3, retry: h.now.Add(time.Second)})
+	h.wantView("RECONNECTING (attempt 3 in 1s): dial unix: permission denied")
+	h.notView("is not running")
 }
