@@ -179,13 +179,16 @@ func TestApproverChannelFloodAndHugeGrants(t *testing.T) {
 func TestApproverChannelDuplicateID(t *testing.T) {
 	t.Parallel()
 	daemontest.RequireRoot(t)
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Extra: `max_clock_skew = "1s"`})
+	// A skew of a few seconds: the client sends whole seconds, so a
+	// request is up to a second old when it leaves, and more on a loaded
+	// machine.
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Extra: `max_clock_skew = "3s"`})
 	c := daemontest.Dial(t, d.ApproverSocket)
 	first := runAsync(d, &proto.Request{ID: "dup", Pipeline: [][]string{{"echo", "first"}}, Privileged: true})
 	p := c.Pending("dup")
-	// The replay window is twice max_clock_skew; past it the id is free
-	// in the replay cache but still waiting in the broker.
-	time.Sleep(2*time.Second + 100*time.Millisecond)
+	// The replay cache keeps the id at least approval_timeout + 2 ×
+	// max_clock_skew after its receipt, so it refuses the second copy
+	// before the broker, which would too, sees it.
 	second := runAsync(d, &proto.Request{ID: "dup", Pipeline: [][]string{{"echo", "second"}}, Privileged: true})
 	// Refused either by the broker (the id waits) or, with a replay window
 	// that covers approval_timeout, by the replay cache.

@@ -209,7 +209,7 @@ type Config struct {
 	Env []string
 	// Activate, when set, is called with the socket path and returns a
 	// listening socket that is passed to the daemon as systemd would
-	// (fd 3, LISTEN_FDS=1, LISTEN_PID of the daemon).
+	// (fd 3, LISTEN_FDS=1, LISTEN_FDNAMES=agent, LISTEN_PID of the daemon).
 	Activate func(socket string) *os.File
 	// Hostname, when set, runs the daemon in a UTS namespace of its own
 	// with this host name (unshare --uts), so that daemons on one machine
@@ -397,7 +397,8 @@ func (d *Daemon) launch() {
 		// LISTEN_PID must be the daemon's own pid, which is known only
 		// once it runs: a shell sets it to its pid and execs the daemon
 		// in place (a test harness, not something the product does).
-		d.Cmd = exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"`, bin, "--config", d.ConfigPath)
+		// The socket is named as agent-sudo.socket names it.
+		d.Cmd = exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=agent exec "$0" "$@"`, bin, "--config", d.ConfigPath)
 		d.Cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "SSH_AUTH_SOCK=")
 		d.Cmd.ExtraFiles = []*os.File{d.activate(d.Socket)}
 	}
