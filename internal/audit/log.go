@@ -370,9 +370,12 @@ func (l *Log) journal(rec *Record, rcpt Receipt, appendErr error, pri journal.Pr
 	fields["SYSLOG_IDENTIFIER"] = "agent-sudod"
 	fields["AGENT_SUDO_AUDIT_TYPE"] = string(rec.Type)
 	fields["AGENT_SUDO_AUDIT_LOG"] = l.path
-	fields["AGENT_SUDO_ID"] = rec.ID
-	fields["AGENT_SUDO_SESSION"] = rec.Session
-	fields["AGENT_SUDO_HOST"] = rec.Host
+	if rec.Type != TypeDaemon {
+		// A daemon record belongs to no request.
+		fields["AGENT_SUDO_ID"] = rec.ID
+		fields["AGENT_SUDO_SESSION"] = rec.Session
+		fields["AGENT_SUDO_HOST"] = rec.Host
+	}
 	if rec.Peer != nil {
 		fields["AGENT_SUDO_PEER_UID"] = strconv.FormatUint(uint64(rec.Peer.UID), 10)
 		fields["AGENT_SUDO_PEER_PID"] = strconv.FormatInt(int64(rec.Peer.PID), 10)

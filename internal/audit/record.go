@@ -22,7 +22,8 @@ type Type string
 
 // The record types. Each request produces, in this order, one request
 // record, at most one decision record, at most one exec record and at most
-// one result record.
+// one result record. The daemon itself writes a daemon record when it
+// starts serving and when it stops.
 const (
 	// TypeRequest: the daemon received the request. A request it refused
 	// before asking anyone has Request.Refused set and no later record.
@@ -35,12 +36,15 @@ const (
 	// TypeResult: what came out of a pipeline that was started, or why
 	// starting it failed.
 	TypeResult Type = "result"
+	// TypeDaemon: the daemon started serving, or stopped, and why. It
+	// belongs to no request: its id, session and host are empty.
+	TypeDaemon Type = "daemon"
 )
 
-// Valid reports whether t is one of the four record types.
+// Valid reports whether t is one of the five record types.
 func (t Type) Valid() bool {
 	switch t {
-	case TypeRequest, TypeDecision, TypeExec, TypeResult:
+	case TypeRequest, TypeDecision, TypeExec, TypeResult, TypeDaemon:
 		return true
 	}
 	return false
@@ -82,6 +86,7 @@ type Record struct {
 	Decision *DecisionSection `json:"decision,omitempty"`
 	Exec     *ExecSection     `json:"exec,omitempty"`
 	Result   *ResultSection   `json:"result,omitempty"`
+	Daemon   *DaemonSection   `json:"daemon,omitempty"`
 
 	// Seq numbers the records of the chain from 1, across rotated files.
 	Seq uint64 `json:"seq,omitempty"`
@@ -287,6 +292,42 @@ type ResultStage struct {
 	StderrSHA256    string `json:"stderr_sha256"`
 }
 
+// The events of a daemon record.
+const (
+	// DaemonStarted: the daemon is listening and about to serve.
+	DaemonStarted = "started"
+	// DaemonStopped: the daemon stopped serving; it answers no more
+	// requests.
+	DaemonStopped = "stopped"
+)
+
+// MaxDaemonReasonBytes bounds the reason a daemon record keeps.
+const MaxDaemonReasonBytes = 2048
+
+// DaemonSection is a start or a stop of the daemon, so that the log shows
+// each run of the daemon and why it ended.
+type DaemonSection struct {
+	// Event is DaemonStarted or DaemonStopped.
+	Event string `json:"event"`
+	// Reason says why the daemon stopped (on DaemonStopped only): the
+	// signal that stopped it ("terminated signal received" for SIGTERM,
+	// "interrupt signal received" for SIGINT), the console of
+	// agent-sudod --tty quit, its terminal hung up, or the error that
+	// ended it. At most MaxDaemonReasonBytes.
+	Reason string `json:"reason,omitempty"`
+	// Version is the daemon's version.
+	Version string `json:"version"`
+	// PID is the daemon's process id.
+	PID int `json:"pid"`
+	// Config is the configuration file the daemon loaded; empty when it
+	// runs on the built-in defaults.
+	Config string `json:"config,omitempty"`
+	// Instance names this run of the daemon, as consoles are told it
+	// (the approver protocol's hello); the start and the stop of one run
+	// carry the same.
+	Instance string `json:"instance,omitempty"`
+}
+
 // check reports what is wrong with a record about to be appended.
 func (r *Record) check() error {
 	if !r.Type.Valid() {
@@ -294,7 +335,7 @@ func (r *Record) check() error {
 	}
 	sections := map[Type]bool{
 		TypeRequest: r.Request != nil, TypeDecision: r.Decision != nil,
-		TypeExec: r.Exec != nil, TypeResult: r.Result != nil,
+		TypeExec: r.Exec != nil, TypeResult: r.Result != nil, TypeDaemon: r.Daemon != nil,
 	}
 	for t, set := range sections {
 		if set != (t == r.Type) {
@@ -306,6 +347,18 @@ func (r *Record) check() error {
 	}
 	if r.Seq != 0 || r.Prev != "" {
 		return errors.New("seq and prev are assigned by Append and must be empty")
+	}
+	if d := r.Daemon; d != nil {
+		switch {
+		case d.Event != DaemonStarted && d.Event != DaemonStopped:
+			return fmt.Errorf("daemon record: event %q is neither %q nor %q", d.Event, DaemonStarted, DaemonStopped)
+		case d.Event == DaemonStopped && d.Reason == "":
+			return errors.New("daemon record: a stop has no reason")
+		case d.Event == DaemonStarted && d.Reason != "":
+			return errors.New("daemon record: a start has a reason")
+		case r.ID != "" || r.Ref != "" || r.Session != "" || r.Host != "" || r.Peer != nil:
+			return errors.New("daemon record: has a request's id, ref, session, host or peer")
+		}
 	}
 	return nil
 }

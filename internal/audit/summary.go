@@ -56,7 +56,9 @@ type Summary struct {
 // Joiner joins records into one Summary per request. Records are matched
 // by ref, the hash of their request record, so that two requests that
 // reuse an id stay apart; a record without a known ref goes to the latest
-// open request with its id. The zero Joiner is not usable; use NewJoiner.
+// open request with its id. Daemon records, and records of a type this
+// version does not know, are no request's and are skipped. The zero Joiner
+// is not usable; use NewJoiner.
 type Joiner struct {
 	open   map[string]*Summary // requests without an outcome, by ref
 	latest map[string]*Summary // the latest open request of each id
@@ -69,10 +71,13 @@ func NewJoiner() *Joiner {
 
 // Add folds one entry into its request's Summary and returns it, whether it
 // is a new request, and whether the request has ended with this record. A
-// corrupt entry (Record nil) returns nil.
+// corrupt entry (Record nil), a daemon record and a record of an unknown
+// type return nil.
 func (j *Joiner) Add(e Entry) (s *Summary, created, done bool) {
 	r := e.Record
-	if r == nil {
+	if r == nil || r.Type == TypeDaemon || !r.Type.Valid() {
+		// A daemon record belongs to no request; a record of a type a
+		// later version added is not this version's to join.
 		return nil, false, false
 	}
 	if r.Type == TypeRequest {
