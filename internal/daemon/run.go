@@ -28,7 +28,12 @@ import (
 // except with opts.Foreground (agent-sudod --tty): there it means the
 // console's terminal hung up, and stops the daemon (ErrTerminalHungUp), as
 // does a Foreground that returns an error wrapping ErrTerminalHungUp.
-func Run(ctx context.Context, cfg *config.Config, opts Options) error {
+//
+// The audit log shows each run: a daemon record when the daemon starts
+// serving, and one when Run returns after the log was opened, with the
+// reason it stopped (see stopReason); a record that cannot be written is
+// logged, and does not change what Run returns.
+func Run(ctx context.Context, cfg *config.Config, opts Options) (err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -54,6 +59,15 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 		defer alog.Close()
 		opts.Audit, ownAudit = alog, alog
 	}
+	// instance names this run of the daemon to consoles, which never send
+	// a decision to another instance than the one that showed the request,
+	// and in its daemon records.
+	instance := rand.Text()
+	run := audit.DaemonSection{Version: Version(), PID: os.Getpid(), Config: cfg.Source, Instance: instance}
+	// Registered after the log's Close, so it runs before it, and after
+	// everything below has ended: the stop is the run's last record. ctx
+	// is by then the daemon's own context, below, with its cause.
+	defer func() { recordStop(ctx, log, opts.Audit, run, err) }()
 	broker := approval.NewBroker(cfg.SessionGrantTTL.Duration, opts.Now)
 	if opts.Approver == nil {
 		opts.Approver = broker
@@ -83,9 +97,6 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	ctx, stopCause := context.WithCancelCause(ctx)
 	stop := func() { stopCause(nil) }
 	defer stop()
-	// instance names this run of the daemon to consoles, which never send
-	// a decision to another instance than the one that showed the request.
-	instance := rand.Text()
 	approvers := &approverServer{channel: &approval.Channel{Broker: broker, Version: Version(), Host: host, Instance: instance, Log: log}, log: log}
 	broker.SetWaitingHook(func(sh *approval.Shown) { srv.notifyWaiting(ctx, notifiers, sh) })
 	approversDone := make(chan struct{})
@@ -99,6 +110,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 	log.Info("listening", "socket", ln.Addr().String(), "socket_activated", activated,
 		"approver_socket", aln.Addr().String(), "approver_socket_activated", socks.ApproverActivated, "exec", cfg.Exec, "version", Version(),
 		"host", host, "instance", instance)
+	started := run
+	started.Event = audit.DaemonStarted
+	if _, err := opts.Audit.Daemon(ctx, started); err != nil {
+		// Every request's own records still have to be written, and fail
+		// closed when they cannot.
+		log.Error("audit log: the daemon's start is not recorded", "err", err)
+	}
 
 	st := &status{socket: ln.Addr().String()}
 	if _, err := sd.SdNotify(false, sd.SdNotifyReady+"\nSTATUS="+st.text(srv.Rules())); err != nil {
@@ -161,14 +179,44 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) error {
 			<-foregroundDone
 		}
 	}
-	// Why, when it was not a plain cancellation (SIGTERM): the console on
-	// the terminal was quit, or the terminal hung up.
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		log.Info("stopped", "why", cause.Error())
-	} else {
-		log.Info("stopped")
-	}
+	// Why: the signal, the console on the terminal was quit, the terminal
+	// hung up, or the error.
+	log.Info("stopped", "why", stopReason(ctx, err))
 	return err
+}
+
+// stopRecordTimeout bounds the write of the daemon's stop record: the
+// shutdown must not wait on a log that cannot be written.
+const stopRecordTimeout = 5 * time.Second
+
+// recordStop writes the daemon record of a stop of run to alog, saying why
+// (stopReason of runErr and ctx), within stopRecordTimeout. A record that
+// cannot be written is logged: the daemon stops all the same.
+func recordStop(ctx context.Context, log *slog.Logger, alog *audit.Log, run audit.DaemonSection, runErr error) {
+	run.Event, run.Reason = audit.DaemonStopped, stopReason(ctx, runErr)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopRecordTimeout)
+	defer cancel()
+	if _, err := alog.Daemon(wctx, run); err != nil {
+		log.Error("audit log: the daemon's stop is not recorded", "why", run.Reason, "err", err)
+	}
+}
+
+// stopReason says why the daemon stopped: the error Run returns, else the
+// cause with which its context ended: the signal (signal.NotifyContext:
+// "terminated signal received" for SIGTERM), ErrStoppedAtTerminal or
+// ErrTerminalHungUp; "stopped by its caller" when it was cancelled without
+// a cause.
+func stopReason(ctx context.Context, runErr error) string {
+	if runErr != nil {
+		return "error: " + runErr.Error()
+	}
+	// Not errors.Is: signal.NotifyContext's cause is context.Canceled to
+	// errors.Is, and says which signal.
+	cause := context.Cause(ctx)
+	if cause == nil || cause == context.Canceled {
+		return "stopped by its caller"
+	}
+	return cause.Error()
 }
 
 // feedWatchdog pings systemd's watchdog at half its interval while the

@@ -117,9 +117,10 @@ func (w *watchWriter) Write(p []byte) (int, error) {
 // (Options.Foreground, agent-sudod --tty), SIGHUP means that terminal hung
 // up, and so does a console that ends with ErrTerminalHungUp (its input
 // ended): Run stops, as on SIGTERM, and logs why, instead of serving on
-// with nobody at the console. Without a foreground console SIGHUP still
-// reloads and the daemon serves on. Not parallel: it sends SIGHUP to the
-// test process (Run catches it) and clears systemd's variables.
+// with nobody at the console; the audit log's last record is the daemon's
+// stop, saying the terminal hung up. Without a foreground console SIGHUP
+// still reloads and the daemon serves on. Not parallel: it sends SIGHUP to
+// the test process (Run catches it) and clears systemd's variables.
 func TestRunTTYHangupStops(t *testing.T) {
 	const why = `msg=stopped why="the terminal of agent-sudod --tty hung up, which stops the daemon"`
 	hup := func() {
@@ -178,6 +179,7 @@ func TestRunTTYHangupStops(t *testing.T) {
 			if !strings.Contains(logs.String(), why) {
 				t.Errorf("the log does not say why the daemon stopped (%s):\n%s", why, logs.String())
 			}
+			wantRun(t, cfg.AuditLog, ErrTerminalHungUp.Error())
 		})
 	}
 
@@ -218,7 +220,44 @@ func TestRunTTYHangupStops(t *testing.T) {
 		if strings.Contains(logs.String(), "hung up") {
 			t.Errorf("a daemon without a console on its terminal says it hung up:\n%s", logs.String())
 		}
+		wantRun(t, cfg.AuditLog, "stopped by its caller")
 	})
+}
+
+// wantRun checks that the audit log at path holds one run of the daemon:
+// its start first, its stop last saying why, both this process's, with the
+// same instance, and no other daemon record.
+func wantRun(t *testing.T, path, why string) {
+	t.Helper()
+	var recs []*audit.Record
+	for e, err := range audit.Read(context.Background(), path) {
+		if err != nil {
+			t.Fatalf("read the audit log: %v", err)
+		}
+		recs = append(recs, e.Record)
+	}
+	daemons := 0
+	for _, r := range recs {
+		if r.Type == audit.TypeDaemon {
+			daemons++
+		}
+	}
+	if len(recs) < 2 || daemons != 2 || recs[0].Daemon == nil || recs[len(recs)-1].Daemon == nil {
+		for _, r := range recs {
+			t.Logf("%s record %+v", r.Type, r.Daemon)
+		}
+		t.Fatalf("the audit log has %d records, %d of the daemon; want the daemon's start first and its stop last", len(recs), daemons)
+	}
+	start, stop := recs[0].Daemon, recs[len(recs)-1].Daemon
+	if start.Event != audit.DaemonStarted || start.PID != os.Getpid() || start.Version != Version() || start.Instance == "" {
+		t.Errorf("the first record is %+v; want the start of this process's daemon", *start)
+	}
+	if stop.Event != audit.DaemonStopped || stop.Reason != why || stop.Instance != start.Instance || stop.PID != start.PID {
+		t.Errorf("the last record is %+v; want the stop of the run %s, saying %q", *stop, start.Instance, why)
+	}
+	if _, err := audit.Verify(context.Background(), path); err != nil {
+		t.Errorf("the audit log does not verify: %v", err)
+	}
 }
 
 // lockedBuffer is a bytes.Buffer that Run's goroutines may write to while
