@@ -24,6 +24,8 @@ import (
 type auditShowOptions struct {
 	auditSource
 	json bool
+	// daemon prints the daemon's records instead of a request's.
+	daemon bool
 }
 
 func auditShowFlags(_ *invocation) (*flag.FlagSet, *auditShowOptions) {
@@ -31,13 +33,14 @@ func auditShowFlags(_ *invocation) (*flag.FlagSet, *auditShowOptions) {
 	fset := auditShowUsage().newFlagSet()
 	o.addFlags(fset)
 	fset.BoolVar(&o.json, "json", false, "print the records themselves, one JSON line each, in ASCII")
+	fset.BoolVar(&o.daemon, "daemon", false, "print the daemon's records, each start and stop of the daemon, instead of a request's")
 	return fset, o
 }
 
 func auditShowUsage() *usage {
 	return &usage{
 		name:     "audit show",
-		synopsis: []string{"agent-sudo audit show [flags] ID"},
+		synopsis: []string{"agent-sudo audit show [flags] ID", "agent-sudo audit show --daemon [flags]"},
 		text: `Print every record of the request with id ID (all of them, if a client
 reused the id), oldest first, every value escaped. ID may be the start of
 an id, as the listing shows it, when no other request's id starts the same
@@ -45,12 +48,14 @@ way; an id that is a record's whole id is that request, even when it also
 starts longer ids. With --json, print the
 records as the log has them, each as one line of ASCII JSON. With --log
 given more than once, the logs are searched one after the other, in the
-order given; each record names its file and line.
+order given; each record names its file and line. With --daemon, print
+instead the daemon's own records: each time it started serving, and each
+time it stopped, with why.
 `,
 		exits: []exitDoc{
 			{"0", "the request's records were printed"},
-			{"1", "no request has that id, or several ids start with it"},
-			{"2", "usage error: a bad flag or flag value, or not exactly one ID"},
+			{"1", "no request has that id, or several ids start with it (with --daemon: the log has no daemon record)"},
+			{"2", "usage error: a bad flag or flag value, or not exactly one ID (none with --daemon)"},
 			{"65", "a line of the log is corrupt"},
 			{"66", "the log cannot be read"},
 			{"74", "the output could not be written"},
@@ -75,24 +80,32 @@ func auditShowMain(ctx context.Context, inv *invocation, args []string) int {
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
+	if o.daemon && len(pos) != 0 {
+		return inv.fail(exitUsage, "audit show: --daemon takes no request id, got %d arguments; see 'agent-sudo help audit show'", len(pos))
+	}
+	if !o.daemon && len(pos) != 1 {
 		return inv.fail(exitUsage, "audit show: want exactly one request id, got %d arguments; see 'agent-sudo help audit show'", len(pos))
 	}
-	if pos[0] == "" {
-		return inv.fail(exitUsage, "audit show: the request id is empty; give the id, or its start, as the listing shows it")
+	id := ""
+	if !o.daemon {
+		if pos[0] == "" {
+			return inv.fail(exitUsage, "audit show: the request id is empty; give the id, or its start, as the listing shows it")
+		}
+		id = pos[0]
 	}
 	paths, err := o.paths()
 	if err != nil {
 		return inv.fail(exitConfig, "audit show: %v; pass --log FILE to read a log directly", err)
 	}
 	return inv.withOutput("audit show", func(out *errWriter) int {
-		return auditShow(ctx, inv, out, paths, pos[0], o.json)
+		return auditShow(ctx, inv, out, paths, id, o.json, o.daemon)
 	})
 }
 
-// auditShow prints the records of request id from the logs at paths and
-// their rotated files, log by log, in the order given.
-func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []string, id string, asJSON bool) int {
+// auditShow prints the records of request id, or with daemon the daemon
+// records, from the logs at paths and their rotated files, log by log, in
+// the order given.
+func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []string, id string, asJSON, daemon bool) int {
 	var files []string
 	for _, path := range paths {
 		f, err := audit.Files(path)
@@ -101,9 +114,12 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []str
 		}
 		files = append(files, f...)
 	}
-	id, code, ok := resolveID(ctx, inv, files, id)
-	if !ok {
-		return code
+	if !daemon {
+		full, code, ok := resolveID(ctx, inv, files, id)
+		if !ok {
+			return code
+		}
+		id = full
 	}
 	found, bad := 0, false
 	for e, err := range audit.Read(ctx, files...) {
@@ -118,7 +134,7 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []str
 		case err != nil:
 			return inv.unreadable("audit show", err)
 		}
-		if e.Record.ID != id {
+		if daemon != (e.Record.Type == audit.TypeDaemon) || !daemon && e.Record.ID != id {
 			continue
 		}
 		found++
@@ -132,6 +148,10 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []str
 		}
 	}
 	switch {
+	case found == 0 && daemon && bad:
+		return inv.fail(exitDataErr, "audit show: no daemon record found, and the log has corrupt lines")
+	case found == 0 && daemon:
+		return inv.fail(exitNotFound, "audit show: no daemon record in %s (a log written before daemon records existed)", termtext.Esc(strings.Join(files, ", ")))
 	case found == 0 && bad:
 		return inv.fail(exitDataErr, "audit show: no request %s found, and the log has corrupt lines", termtext.Esc(id))
 	case found == 0:
@@ -200,6 +220,21 @@ func prettyRecord(e audit.Entry) string {
 		fmt.Fprintf(&b, "  %-15s %s\n", name+":", value)
 	}
 	fmt.Fprintf(&b, "%s %s  (%s, seq %d)\n", termtext.Esc(string(r.Type)), r.Time.UTC().Format(time.RFC3339Nano), termtext.Esc(e.Location()), r.Seq)
+	if d := r.Daemon; d != nil {
+		// No request's: no id, session, host or peer.
+		field("event", termtext.Esc(d.Event))
+		if d.Reason != "" {
+			field("reason", termtext.Esc(d.Reason))
+		}
+		field("version", termtext.Esc(d.Version))
+		field("pid", strconv.Itoa(d.PID))
+		field("config", orDash(termtext.Esc(d.Config)))
+		field("instance", termtext.Esc(d.Instance))
+		if r.DaemonHost != "" {
+			field("daemon host", termtext.Esc(r.DaemonHost))
+		}
+		return b.String()
+	}
 	field("id", orDash(termtext.Esc(r.ID)))
 	field("session", termtext.Esc(r.Session))
 	field("host", termtext.Esc(r.Host))
