@@ -34,6 +34,12 @@
 //     that were captured, truncation flags, and the SHA-256 of stdout and of
 //     each stage's stderr.
 //
+// The daemon itself writes a daemon record ([Log.Daemon]) when it starts
+// serving and when it stops, with why: event (started, stopped), reason,
+// version, pid, config and instance. It belongs to no request (empty id,
+// session and host); the [Joiner] skips it, and verify checks it as any
+// other line of the chain.
+//
 // The records after the request record carry ref, the hash of their
 // request record, so a request's records can be joined even when a client
 // reuses an id ([Joiner]). A status is derived from the result record,

@@ -100,6 +100,7 @@
 //
 // On cancellation (SIGTERM) the daemon stops accepting, ends waiting
 // requests with an error (they never run), lets running commands finish for
-// up to shutdown_timeout before killing them, answers every connection, and
-// exits.
+// up to shutdown_timeout before killing them, answers every connection,
+// writes its stop, with the reason, to the audit log (a daemon record; its
+// start was one too), and exits.
 package daemon

@@ -278,3 +278,25 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestRunStopRecordNotWritten: a stop record that cannot be written (here
+// the log is closed under the daemon) does not change how the daemon
+// stops: Run returns as it would, and its log says the stop is not
+// recorded and why the daemon stopped. Not parallel: it clears systemd's
+// variables.
+func TestRunStopRecordNotWritten(t *testing.T) {
+	cfg, alog := runSetup(t)
+	var logs lockedBuffer
+	opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Audit: alog,
+		Foreground: func(ctx context.Context, _ string) error {
+			// The human quits the console, and the log is gone.
+			return alog.Close()
+		}}
+	if err := Run(context.Background(), cfg, opts); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	const want = `level=ERROR msg="audit log: the daemon's stop is not recorded" why="the console on agent-sudod's terminal (agent-sudod --tty) was quit, which stops the daemon" err="audit log is closed"`
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("the daemon's log does not say the stop is not recorded (%s):\n%s", want, logs.String())
+	}
+}
