@@ -19,7 +19,13 @@ func FuzzLogFile(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	if _, err := l.Daemon(context.Background(), daemonEvent(DaemonStarted, "")); err != nil {
+		f.Fatal(err)
+	}
 	fullRequest(f, l, "seed")
+	if _, err := l.Daemon(context.Background(), daemonEvent(DaemonStopped, "terminated signal received")); err != nil {
+		f.Fatal(err)
+	}
 	if err := l.Close(); err != nil {
 		f.Fatal(err)
 	}
@@ -31,6 +37,7 @@ func FuzzLogFile(f *testing.F) {
 	f.Add(data[:len(data)-7])
 	f.Add(bytes.ReplaceAll(data, []byte(`"seq":2`), []byte(`"seq":-2`)))
 	f.Add([]byte("{}\n{\"type\":\"result\",\"seq\":1,\"prev\":\"" + Genesis + "\",\"result\":null}\n"))
+	f.Add([]byte("{\"type\":\"daemon\",\"seq\":1,\"prev\":\"" + Genesis + "\",\"daemon\":null}\n"))
 	f.Add([]byte("\x1f\x8b\x08\x00garbage"))
 	f.Add([]byte("\n\n\n"))
 	f.Fuzz(func(t *testing.T, content []byte) {
