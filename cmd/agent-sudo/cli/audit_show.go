@@ -50,12 +50,13 @@ records as the log has them, each as one line of ASCII JSON. With --log
 given more than once, the logs are searched one after the other, in the
 order given; each record names its file and line. With --daemon, print
 instead the daemon's own records: each time it started serving, and each
-time it stopped, with why.
+time it stopped, with why; it takes no ID, and exits 1 when the log has no
+daemon record.
 `,
 		exits: []exitDoc{
 			{"0", "the request's records were printed"},
-			{"1", "no request has that id, or several ids start with it (with --daemon: the log has no daemon record)"},
-			{"2", "usage error: a bad flag or flag value, or not exactly one ID (none with --daemon)"},
+			{"1", "no request has that id, or several ids start with it"},
+			{"2", "usage error: a bad flag or flag value, or not exactly one ID"},
 			{"65", "a line of the log is corrupt"},
 			{"66", "the log cannot be read"},
 			{"74", "the output could not be written"},
