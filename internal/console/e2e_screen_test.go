@@ -83,7 +83,10 @@ env = ["LANG", "LC_ALL"]
 		"runs       as root",
 		"why        no rule applies to stage 2 of 2: /usr/bin/tee",
 		"asked by   uid 0 (root), kernel-verified: ",
-		" → sh (pid ",
+		// The agent (here the test binary, which started the shell)
+		// and the client always stay; the shell between them stays
+		// when the line has room (TestFirstScreenKeepsTheAgent).
+		"console.test (pid",
 		"agent-sudo run (pid ",
 		"agent      session e2e-screen · host e2e-host (≠ ",
 		"reason     note the log rotation",
@@ -95,6 +98,9 @@ env = ["LANG", "LC_ALL"]
 		if !strings.Contains(screen, want) {
 			t.Errorf("the first screen lacks %q:\n%s", want, screen)
 		}
+	}
+	if !strings.Contains(screen, " → sh (pid ") && !strings.Contains(screen, "→ … 1 shell (v)") {
+		t.Errorf("the first screen has neither the shell between the agent and agent-sudo run nor its count:\n%s", screen)
 	}
 	if n := strings.Count(screen, " was withdrawn by the client"); n != 3 {
 		t.Errorf("%d notices on screen, want 3, one line each:\n%s", n, screen)

@@ -949,3 +949,62 @@ func TestPgDnMovesAPage(t *testing.T) {
 		t.Errorf("PgUp scrolled to line %d, want 0", h.m.scroll)
 	}
 }
+
+// TestFirstScreenKeepsTheAgent: at 80×24 with the multiplexer warning and
+// three notices, a request an agent sent through shells and agent-sudo run
+// names the agent on the first screen: the oldest hops are elided, and when
+// that is not enough the shells between the agent and the client become one
+// "… N shells", never the agent (before, "… 5 older (v) → sh → bash → bash
+// → agent-sudo run" kept the shells and the client, and dropped the agent).
+func TestFirstScreenKeepsTheAgent(t *testing.T) {
+	h := newHarness(t, "tmux")
+	h.update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	for i := range 4 {
+		id := fmt.Sprintf("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f%d", i)
+		h.pending(shown(id))
+		h.resolved(id, approval.Withdrawn, approval.ByClient)
+	}
+	s := shown("r1")
+	s.Peer.Exe = "/usr/local/bin/agent-sudo"
+	s.Peer.Ancestry = &procinfo.Ancestry{Hops: []procinfo.Hop{
+		{PID: 4242, Exe: "/usr/local/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "run", "--reason", "x", "--", "apt-get", "update"}},
+		// Shells from a store of their own: their paths are long, so that
+		// with them the agent no longer fits.
+		{PID: 4240, Exe: "/nix/store/9k3q-bash-interactive-5.2p37/bin/bash", Comm: "bash", Argv: []string{"/bin/bash", "-c", "agent-sudo run ..."}},
+		{PID: 4238, Exe: "/nix/store/9k3q-bash-interactive-5.2p37/bin/bash", Comm: "bash", Argv: []string{"bash", "-c", "source ~/.bashrc; eval ..."}},
+		{PID: 4236, Exe: "/nix/store/7x1d-dash-0.5.12/bin/dash", Comm: "sh", Argv: []string{"sh", "-c", "..."}},
+		{PID: 812, Exe: "/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude", Comm: "claude", Argv: []string{"claude"}},
+		{PID: 806, Exe: "/usr/bin/make", Comm: "make", Argv: []string{"make", "agent"}},
+		{PID: 802, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
+		{PID: 800, Exe: "/usr/bin/tmux", Comm: "tmux", Argv: []string{"tmux"}},
+		{PID: 790, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
+		{PID: 760, Exe: "/usr/bin/sudo", Comm: "sudo", Argv: []string{"sudo", "-u", "alice", "-i"}},
+		{PID: 750, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"-bash"}},
+	}, End: procinfo.EndLoginShell}
+	h.pending(s)
+	v := h.view()
+	if lines := strings.Split(v, "\n"); len(lines) > 24 {
+		t.Errorf("%d lines on a screen of 24:\n%s", len(lines), v)
+	}
+	// The asked-by field, its continuation lines joined.
+	i := strings.Index(v, "asked by   ")
+	if i < 0 {
+		t.Fatalf("no asked-by line:\n%s", v)
+	}
+	var asked []string
+	for n, l := range strings.Split(v[i:], "\n") {
+		if n > 0 && !strings.HasPrefix(strings.TrimSpace(l), "↳") {
+			break
+		}
+		asked = append(asked, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "↳")))
+	}
+	text := strings.Join(asked, " ")
+	for _, want := range []string{"claude (pid 812", "→ … 3 shells (v) → agent-sudo run (pid 4242"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("asked by %q; want it to contain %q\n%s", text, want, v)
+		}
+	}
+	if strings.Contains(text, "make agent") && strings.Contains(text, "sudo (pid 760") {
+		t.Errorf("asked by %q: nothing older was elided, yet it fits three lines only with elision\n%s", text, v)
+	}
+}

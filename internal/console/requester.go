@@ -151,11 +151,11 @@ func requesterBrief(l *lines, s *approval.Shown, note func(bool), more func(stri
 		if !fits(text) {
 			text = who + strings.Join(parts, " → ")
 		}
-		// Elide the oldest hops until it fits: the newest, the agent
-		// and the program that asked for it, matter most.
-		for keep := len(parts) - 1; keep >= 1 && !fits(text); keep-- {
-			older := fmt.Sprintf("… %d older (%c)", len(parts)-keep, detailsKey)
-			text = who + strings.Join(append([]string{older}, parts[len(parts)-keep:]...), " → ")
+		// Elide until it fits. The requester and the agent behind it (the
+		// nearest ancestor that is neither our client nor a shell) matter
+		// most: first the shells between them go, then the oldest hops.
+		if !fits(text) {
+			text = who + strings.Join(elideAncestry(a, parts, fits, who), " → ")
 		}
 		if l.fieldMax("asked by", text, nil, briefAskedLines, false) {
 			more("of who asked")
@@ -307,4 +307,65 @@ func containerText(c *procinfo.Container, es func(string) string) string {
 		b.WriteString(" · cgroup " + es(c.Cgroup))
 	}
 	return b.String()
+}
+
+// elideAncestry shortens parts, the ancestry oldest first (ancestryParts,
+// the requester last), until who followed by them fits. The requester and
+// the agent behind it, the nearest ancestor that is neither agent-sudo nor a
+// shell, always stay: first the oldest hops before the agent are elided, one
+// at a time; if that is not enough, the shells between the agent and the
+// requester become one "… N shells" too. Without such an agent only the
+// oldest hops are elided, down to the requester.
+func elideAncestry(a *procinfo.Ancestry, parts []string, fits func(string) bool, who string) []string {
+	join := func(p []string) bool { return fits(who + strings.Join(p, " → ")) }
+	older := func(n int) []string {
+		if n == 0 {
+			return nil
+		}
+		return []string{fmt.Sprintf("… %d older (%c)", n, detailsKey)}
+	}
+	last := len(parts) - 1
+	agent := -1
+	for i := 1; i < len(a.Hops); i++ {
+		if !isShellOrClient(a.Hops[i]) {
+			agent = last - i // hop 0, the requester, is parts[last]
+			break
+		}
+	}
+	keep := last // the first part that must stay
+	if agent >= 0 {
+		keep = agent
+	}
+	for cut := 1; cut <= keep; cut++ {
+		if p := append(older(cut), parts[cut:]...); join(p) {
+			return p
+		}
+	}
+	if between := last - agent - 1; agent >= 0 && between > 0 {
+		tail := []string{parts[agent], fmt.Sprintf("… %d %s (%c)", between, plural(between, "shell"), detailsKey), parts[last]}
+		for cut := 0; cut <= agent; cut++ {
+			if p := append(append(older(cut), parts[cut:agent]...), tail...); join(p) || cut == agent {
+				return p
+			}
+		}
+	}
+	return append(older(keep), parts[keep:]...)
+}
+
+// isShellOrClient reports whether h runs a shell or agent-sudo itself (run,
+// the sudo shim, mcp): the hops between an agent and its request.
+func isShellOrClient(h procinfo.Hop) bool {
+	switch path.Base(h.Exe) {
+	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "tcsh", "csh", "busybox", "agent-sudo":
+		return true
+	}
+	return false
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
