@@ -163,7 +163,10 @@ func TestE2EAuditFailClosed(t *testing.T) {
 	_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4k").Run()
 
 	marker := filepath.Join(d.Dir, "ran-while-full")
-	resp := d.Run(&proto.Request{Pipeline: [][]string{{"touch", marker}}, Privileged: true})
+	// tmpfs gives files whole pages: the log's last page may still have
+	// room for a small record when the disk is full. A second stage with
+	// an argument of two pages makes the request record need new ones.
+	resp := d.Run(&proto.Request{Pipeline: [][]string{{"touch", marker}, {"true", strings.Repeat("x", 8192)}}, Privileged: true})
 	if resp.Status != proto.StatusError || !strings.Contains(resp.Message, "audit log unavailable") {
 		t.Fatalf("with a full disk: %s %q", resp.Status, resp.Message)
 	}
