@@ -618,9 +618,12 @@ func TestRunSaysWhatBecameOfTheRequest(t *testing.T) {
 			srv := clienttest.NewServer(t, hangAfter(func(req *proto.Request) []proto.Progress {
 				return []proto.Progress{{Progress: tt.progress, ID: req.ID, Consoles: 1, Deadline: time.Now().Add(time.Minute)}}
 			}))
-			got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--timeout", "300ms", "true")
-			want := withID(t, srv, "agent-sudo: no answer to request %ID% within --timeout 300ms: "+tt.want+" (agent-sudo audit show %ID% has its records)\n")
-			if got.code != 124 || got.stderr != want {
+			// Time enough for the progress line, written at once, to be
+			// read on a loaded machine before run stops waiting.
+			got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--timeout", "2s", "true")
+			want := withID(t, srv, "agent-sudo: no answer to request %ID% within --timeout 2s: "+tt.want+" (agent-sudo audit show %ID% has its records)\n")
+			// After the wait notice (TestRunSaysNoConsoleIsConnected).
+			if got.code != 124 || !strings.HasSuffix(got.stderr, "\n"+want) {
 				t.Errorf("run = %d, stderr\n %q\nwant 124, stderr\n %q", got.code, got.stderr, want)
 			}
 			if reqs := srv.Requests(); len(reqs) != 1 || !reqs[0].Progress {
@@ -645,7 +648,7 @@ func TestRunSaysNoConsoleIsConnected(t *testing.T) {
 			return []proto.Progress{{Progress: proto.ProgressWaiting, ID: req.ID, Consoles: tt.consoles, Deadline: time.Now().Add(5 * time.Minute)}}
 		}))
 		// Past waitNoticeDelay, when the notice is written.
-		got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--timeout", (waitNoticeDelay + time.Second).String(), "true")
+		got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--timeout", (waitNoticeDelay + 2*time.Second).String(), "true")
 		// The notice (after a generic one, on a machine so loaded that
 		// the progress line came after waitNoticeDelay), then the
 		// withdrawal.
