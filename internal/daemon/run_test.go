@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -148,7 +147,7 @@ func TestRunTTYHangupStops(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, alog := runSetup(t)
-			var logs lockedBuffer
+			var logs syncBuffer
 			started, reloaded := make(chan struct{}), make(chan struct{}, 1)
 			opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Audit: alog,
 				Reload: func() (*config.Config, error) {
@@ -185,7 +184,7 @@ func TestRunTTYHangupStops(t *testing.T) {
 
 	t.Run("no console: SIGHUP reloads", func(t *testing.T) {
 		cfg, alog := runSetup(t)
-		var logs lockedBuffer
+		var logs syncBuffer
 		reloaded := make(chan struct{}, 1)
 		opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Audit: alog,
 			Reload: func() (*config.Config, error) {
@@ -260,25 +259,6 @@ func wantRun(t *testing.T, path, why string) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer that Run's goroutines may write to while
-// the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestRunStopRecordNotWritten: a stop record that cannot be written (here
 // the log is closed under the daemon) does not change how the daemon
 // stops: Run returns as it would, and its log says the stop is not
@@ -286,7 +266,7 @@ func (l *lockedBuffer) String() string {
 // variables.
 func TestRunStopRecordNotWritten(t *testing.T) {
 	cfg, alog := runSetup(t)
-	var logs lockedBuffer
+	var logs syncBuffer
 	opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Audit: alog,
 		Foreground: func(ctx context.Context, _ string) error {
 			// The human quits the console, and the log is gone.
