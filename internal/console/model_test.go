@@ -839,11 +839,11 @@ func TestRequestShowsWhy(t *testing.T) {
 	h.wantView(`why        rule "x" asks for stage 1 of 1: /tmp/\x1b[2Jp\u0430th`, escapedNotice)
 }
 
-// TestFirstScreenAt80x24: on an 80×24 terminal inside tmux, with three
-// notices, a typical request (two stages, environment, a two-line reason)
-// shows everything needed to judge it without scrolling, each notice and
-// the multiplexer warning on one line; the details are one key away.
-func TestFirstScreenAt80x24(t *testing.T) {
+// harness80x24 is a console in tmux on an 80×24 terminal with three
+// notices on screen (the newest of four withdrawn requests): the setting in
+// which the first screen must hold everything needed to judge.
+func harness80x24(t *testing.T) *harness {
+	t.Helper()
 	h := newHarness(t, "tmux")
 	h.update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	for i := range 4 {
@@ -851,6 +851,15 @@ func TestFirstScreenAt80x24(t *testing.T) {
 		h.pending(shown(id))
 		h.resolved(id, approval.Withdrawn, approval.ByClient)
 	}
+	return h
+}
+
+// TestFirstScreenAt80x24: on an 80×24 terminal inside tmux, with three
+// notices, a typical request (two stages, environment, a two-line reason)
+// shows everything needed to judge it without scrolling, each notice and
+// the multiplexer warning on one line; the details are one key away.
+func TestFirstScreenAt80x24(t *testing.T) {
+	h := harness80x24(t)
 	s := shown("r1")
 	s.Why = "no rule applies to stage 2 of 2: /usr/bin/tee"
 	s.Env["LC_ALL"] = "C"
@@ -957,13 +966,7 @@ func TestPgDnMovesAPage(t *testing.T) {
 // "… N shells", never the agent (before, "… 5 older (v) → sh → bash → bash
 // → agent-sudo run" kept the shells and the client, and dropped the agent).
 func TestFirstScreenKeepsTheAgent(t *testing.T) {
-	h := newHarness(t, "tmux")
-	h.update(tea.WindowSizeMsg{Width: 80, Height: 24})
-	for i := range 4 {
-		id := fmt.Sprintf("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f%d", i)
-		h.pending(shown(id))
-		h.resolved(id, approval.Withdrawn, approval.ByClient)
-	}
+	h := harness80x24(t)
 	s := shown("r1")
 	s.Peer.Exe = "/usr/local/bin/agent-sudo"
 	s.Peer.Ancestry = &procinfo.Ancestry{Hops: []procinfo.Hop{
