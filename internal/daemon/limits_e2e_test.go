@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -40,20 +41,9 @@ func hold(t *testing.T, d *daemontest.Daemon, u *daemontest.User, n int) *holder
 	t.Helper()
 	cmd := u.Command(publicTestBinary(t, d))
 	cmd.Env = daemontest.RaceEnv([]string{holdEnv + "=" + strconv.Itoa(n), "AGENT_SUDO_E2E_SOCKET=" + d.Socket})
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, out := startPiped(t, cmd)
 	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
-	h := &holder{stdin: stdin, out: bufio.NewReader(stdout)}
+	h := &holder{stdin: stdin, out: out}
 	first, err := h.out.ReadString('\n')
 	if first != "open "+strconv.Itoa(n)+"\n" {
 		t.Fatalf("holder: %q %v", first, err)
@@ -218,4 +208,23 @@ func TestE2ESlowReaderGetsWholeResponse(t *testing.T) {
 	if resp.Status != proto.StatusOK || len(resp.Stdout) != size {
 		t.Fatalf("status %s, %d bytes of stdout, want ok and %d", resp.Status, len(resp.Stdout), size)
 	}
+}
+
+// startPiped starts cmd with pipes to its stdin and from its stdout, and its
+// stderr on the test's; the caller waits for it.
+func startPiped(t *testing.T, cmd *exec.Cmd) (io.WriteCloser, *bufio.Reader) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stdin, bufio.NewReader(stdout)
 }

@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"os"
@@ -94,19 +93,7 @@ func TestE2ERequesterPinnedAtAccept(t *testing.T) {
 		id := "pin-" + tt.mode
 		req := line(map[string]any{"id": id, "pipeline": [][]string{{"true"}}, "privileged": true, "reason": "pin", "session": "s", "host": "h"})
 		cmd := exec.Command(python, "-c", pinClientPy, tt.mode, d.Socket, req)
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		out := bufio.NewReader(stdout)
+		stdin, out := startPiped(t, cmd)
 		l, err := out.ReadString('\n')
 		exe, ok := strings.CutPrefix(strings.TrimSuffix(l, "\n"), "connected ")
 		if !ok {
