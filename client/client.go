@@ -214,7 +214,7 @@ func (c *Client) readResponse(ctx context.Context, conn net.Conn, req *proto.Req
 	var src io.Reader = rec
 	var raw bytes.Buffer
 	if keepRaw {
-		src = io.TeeReader(conn, &raw)
+		src = io.TeeReader(rec, &raw)
 	}
 	var resp *proto.Response
 	var err error

@@ -70,8 +70,8 @@ var notRunningSockets = []notRunningSocket{
 // run say at once that it is not running and where to look, with exit 69.
 func TestClientsSayDaemonNotRunning(t *testing.T) {
 	for _, s := range notRunningSockets {
-		for _, args := range [][]string{{"status"}, {"run", "--reason", "test", "--", "id", "-u"}} {
-			t.Run(s.name+"/"+args[0], func(t *testing.T) {
+		for _, args := range [][]string{{"status"}, {"run", "--reason", "test", "--", "id", "-u"}, {"run", "--json", "--reason", "test", "--", "id", "-u"}} {
+			t.Run(s.name+"/"+strings.Join(args[:min(2, len(args))], " "), func(t *testing.T) {
 				sock := s.make(t)
 				got := runCLI(context.Background(), map[string]string{envSocket: sock}, args...)
 				for _, want := range []string{"agent-sudod is not running", sock, s.want, "journalctl -u agent-sudo"} {
