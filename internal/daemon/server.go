@@ -329,15 +329,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.refuseConn(conn, uid, "busy", msg)
 			continue
 		}
-		// The requester is pinned now, before it can exec or pass the
-		// socket on; describePeer compares (see procinfo's package doc).
-		var pin *procinfo.Pin
-		if perr == nil {
-			pin = procinfo.PinPeer(conn, peer.PID)
-		}
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
+			// The requester is pinned first thing, before it can
+			// likely exec or pass the socket on; describePeer compares
+			// (see procinfo's package doc). Not in the accept loop:
+			// pinning stats the peer's program file, which a FUSE
+			// mount of the agent's could hold up forever.
+			var pin *procinfo.Pin
+			if perr == nil {
+				pin = procinfo.PinPeer(conn, peer.PID)
+			}
 			defer pin.Close()
 			if verdict == mustWait && !s.limits.wait(ctx, w, busyWait) {
 				s.refuseConn(conn, uid, "busy", s.limits.busyMessage(uid))
