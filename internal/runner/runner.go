@@ -786,7 +786,7 @@ func sameFile(path string, f *File) error {
 func (p *pipeline) watchExits() <-chan struct{} {
 	var wg sync.WaitGroup
 	for _, proc := range p.procs {
-		wg.Go(func() { waitExitNoReap(proc.Pid) })
+		wg.Go(func() { spawn.WaitExitNoReap(proc.Pid) })
 	}
 	done := make(chan struct{})
 	go func() {
@@ -794,19 +794,6 @@ func (p *pipeline) watchExits() <-chan struct{} {
 		close(done)
 	}()
 	return done
-}
-
-// waitExitNoReap blocks until the child pid has exited, leaving it a zombie.
-func waitExitNoReap(pid int) {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			// nil, or ECHILD if the child is somehow gone already; either way
-			// there is nothing left to wait for.
-			return
-		}
-	}
 }
 
 // signal sends sig to every process group of the pipeline.

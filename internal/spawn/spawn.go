@@ -67,16 +67,40 @@ const Home = "/"
 
 // Run starts c under the policy, waits for it to end and returns
 // exec.Cmd.Run's error (an *exec.ExitError for an exit status). When ctx
-// ends first, the child's process group is killed with SIGKILL. A Cmd the
-// policy refuses (a relative path, no arguments, UID 0, HOME in Env) is
-// not started, and the error says why.
+// ends first, the child's process group is killed with SIGKILL; when the
+// child exits, whatever it left in its group (a "cmd &" of a script) is
+// killed too. A Cmd the policy refuses (a relative path, no arguments, uid
+// or a group 0, HOME in Env) is not started, and the error says why.
 func Run(ctx context.Context, c Cmd) error {
 	cmd, err := command(ctx, c)
 	if err != nil {
 		return err
 	}
 	MarkCloseOnExec()
-	return cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	// The leader is left unreaped until its group has been killed, so that
+	// the group id cannot have been reused by then.
+	pid := cmd.Process.Pid
+	WaitExitNoReap(pid)
+	_ = syscall.Kill(-pid, syscall.SIGKILL) // ESRCH: nothing was left
+	return cmd.Wait()
+}
+
+// WaitExitNoReap blocks until the child pid has exited, leaving it a
+// zombie, so that its pid and process group id stay reserved until the
+// caller reaps it.
+func WaitExitNoReap(pid int) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			// nil, or ECHILD if the child is somehow gone already; either
+			// way there is nothing left to wait for.
+			return
+		}
+	}
 }
 
 // command builds the exec.Cmd of c, or says why the policy refuses it.
@@ -88,6 +112,8 @@ func command(ctx context.Context, c Cmd) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("spawn: %s: no argument vector (argv[0] is missing)", c.Path)
 	case c.UID == 0:
 		return nil, fmt.Errorf("spawn: %s: refusing to run a helper as root", c.Path)
+	case c.GID == 0 || slices.Contains(c.Groups, 0):
+		return nil, fmt.Errorf("spawn: %s: refusing to run a helper with root's group (gid 0)", c.Path)
 	}
 	for i, kv := range c.Env {
 		if strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "PWD=") {

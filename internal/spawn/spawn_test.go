@@ -3,11 +3,15 @@ package spawn
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
@@ -23,6 +27,8 @@ func TestRefused(t *testing.T) {
 		{"relative path", func(c *Cmd) { c.Path = "true" }, `spawn: program "true" is not an absolute path`},
 		{"no argv", func(c *Cmd) { c.Args = nil }, "spawn: /bin/true: no argument vector (argv[0] is missing)"},
 		{"root", func(c *Cmd) { c.UID = 0 }, "spawn: /bin/true: refusing to run a helper as root"},
+		{"root's group", func(c *Cmd) { c.GID = 0 }, "spawn: /bin/true: refusing to run a helper with root's group (gid 0)"},
+		{"root's group among the others", func(c *Cmd) { c.Groups = []uint32{100, 0} }, "spawn: /bin/true: refusing to run a helper with root's group (gid 0)"},
 		{"HOME", func(c *Cmd) { c.Env = []string{"PATH=/bin", "HOME=/home/alice"} }, "spawn: /bin/true: Env[1] sets HOME, which the policy sets"},
 		{"PWD", func(c *Cmd) { c.Env = []string{"PWD=/tmp"} }, "spawn: /bin/true: Env[0] sets PWD, which the policy sets"},
 	}
@@ -117,4 +123,47 @@ func TestOnlyPolicyInTheDaemon(t *testing.T) {
 	if seen < 10 {
 		t.Fatalf("go list named %d of the module's packages in agent-sudod's dependencies: %q", seen, out)
 	}
+}
+
+// TestLeftoversKilled: what a child leaves running in its process group
+// when it exits (a script's "cmd &") is killed then, not left to run as the
+// notify user past notify_timeout.
+func TestLeftoversKilled(t *testing.T) {
+	testenv.NeedsRoot(t)
+	// A directory the child (nobody) can write: t.TempDir's parent is
+	// root's alone.
+	dir, err := os.MkdirTemp("", "spawn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(dir, "pid")
+	err = Run(context.Background(), Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", `sleep 60 >/dev/null 2>&1 & echo $! > "$0"`, pidFile}, UID: 65534, GID: 65534})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Killed before Run returned; it may linger as a zombie of init for
+	// an instant, which /proc/PID/stat shows as state Z.
+	for range 100 {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // the kill is delivered; the exit is asynchronous
+	}
+	t.Errorf("the background sleep (pid %d) still runs after its parent's Run returned", pid)
 }
