@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -24,27 +25,64 @@ type Recent struct {
 
 // RecentRequests returns the request records of the log at path written at
 // or after since, newest first, read backwards from the end of the file
-// and, when the file starts after since, of its rotated predecessor path.1.
-// It stops at the first record older than since: records are appended in
-// the order they are written, and a caller that asks for a margin more than
-// the few milliseconds by which concurrent records can be out of order sees
-// them all. A missing log is no records. Lines that are not records (a
-// torn last line, a corrupt one) are skipped: audit.Verify reports them.
+// and, when the file starts after since (or is missing), from its rotated
+// predecessor: path.1, or path.1.gz, read whole since gzip cannot be read
+// backwards. It stops at the first record older than since: records are
+// appended in the order they are written, and a caller that asks for a
+// margin more than the few milliseconds by which concurrent records can be
+// out of order sees them all. No log at all is no records. Lines that are
+// not records (a torn last line, a corrupt one) are skipped: audit.Verify
+// reports them.
 //
 // The daemon reads these at start to remember the request ids that could
 // still be replayed (docs/security.md, "Replaying a captured request").
 func RecentRequests(path string, since time.Time) ([]Recent, error) {
 	var out []Recent
-	for _, name := range []string{path, path + ".1"} {
-		done, err := recentInFile(name, since, &out)
-		if errors.Is(err, fs.ErrNotExist) {
-			return out, nil
+	done, err := recentInFile(path, since, &out)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) || done {
+		return out, err
+	}
+	done, err = recentInFile(path+".1", since, &out)
+	if !errors.Is(err, fs.ErrNotExist) || done {
+		return out, err
+	}
+	err = recentInGzip(path+".1.gz", since, &out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	return out, err
+}
+
+// recentInGzip appends the request records of the gzip file name written at
+// or after since to out, newest first, reading it from its start.
+func recentInGzip(name string, since time.Time, out *[]Recent) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := decompressed(f)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	var found []Recent
+	for {
+		line, complete, err := readLine(br)
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		if err != nil || done {
-			return out, err
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			return fmt.Errorf("read %s: %w", name, err)
+		}
+		if complete {
+			recentLine(line, since, &found)
 		}
 	}
-	return out, nil
+	for i := len(found) - 1; i >= 0; i-- {
+		*out = append(*out, found[i])
+	}
+	return nil
 }
 
 // recentInFile appends the request records of the file name written at or

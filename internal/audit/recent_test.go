@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,5 +78,30 @@ func TestRecentRequests(t *testing.T) {
 	}
 	if got, err := RecentRequests(filepath.Join(dir, "missing.jsonl"), t0); err != nil || got != nil {
 		t.Errorf("a missing log: %v, %v; want no records and no error", got, err)
+	}
+
+	// A predecessor compressed by logrotate is read too.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(strings.Join(rotated, "\n") + "\n"))
+	zw.Close()
+	if err := os.Remove(path + ".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".1.gz", gz.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, since := range []int{15, 0} {
+		if got, w := ids(since), want(since, 39); !slices.Equal(got, w) {
+			t.Errorf("with path.1.gz, since +%ds: %v\nwant %v", since, got, w)
+		}
+	}
+	// So is a predecessor when the current file is missing (rotated, not
+	// yet created again).
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, w := ids(15), want(15, 19); !slices.Equal(got, w) {
+		t.Errorf("without the current file, since +15s: %v\nwant %v", got, w)
 	}
 }
