@@ -971,11 +971,15 @@ func TestFirstScreenKeepsTheAgent(t *testing.T) {
 	s.Peer.Exe = "/usr/local/bin/agent-sudo"
 	s.Peer.Ancestry = &procinfo.Ancestry{Hops: []procinfo.Hop{
 		{PID: 4242, Exe: "/usr/local/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "run", "--reason", "x", "--", "apt-get", "update"}},
-		// Shells from a store of their own: their paths are long, so that
-		// with them the agent no longer fits.
-		{PID: 4240, Exe: "/nix/store/9k3q-bash-interactive-5.2p37/bin/bash", Comm: "bash", Argv: []string{"/bin/bash", "-c", "agent-sudo run ..."}},
-		{PID: 4238, Exe: "/nix/store/9k3q-bash-interactive-5.2p37/bin/bash", Comm: "bash", Argv: []string{"bash", "-c", "source ~/.bashrc; eval ..."}},
-		{PID: 4236, Exe: "/nix/store/7x1d-dash-0.5.12/bin/dash", Comm: "sh", Argv: []string{"sh", "-c", "..."}},
+		// Enough shells that with them the agent no longer fits.
+		{PID: 4240, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"/bin/bash", "-c", "agent-sudo run ..."}},
+		{PID: 4239, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
+		{PID: 4238, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash", "-c", "source ~/.bashrc; eval ..."}},
+		{PID: 4237, Exe: "/usr/bin/dash", Comm: "sh", Argv: []string{"sh"}},
+		{PID: 4236, Exe: "/usr/bin/dash", Comm: "sh", Argv: []string{"sh", "-c", "..."}},
+		{PID: 4235, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
+		{PID: 4234, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
+		{PID: 4233, Exe: "/usr/bin/dash", Comm: "sh", Argv: []string{"sh"}},
 		{PID: 812, Exe: "/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude", Comm: "claude", Argv: []string{"claude"}},
 		{PID: 806, Exe: "/usr/bin/make", Comm: "make", Argv: []string{"make", "agent"}},
 		{PID: 802, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
@@ -1002,7 +1006,7 @@ func TestFirstScreenKeepsTheAgent(t *testing.T) {
 		asked = append(asked, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "↳")))
 	}
 	text := strings.Join(asked, " ")
-	for _, want := range []string{"claude (pid 812", "→ … 3 shells (v) → agent-sudo run (pid 4242"} {
+	for _, want := range []string{"claude (pid 812", "→ … 8 shells (v) → agent-sudo run (pid 4242"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("asked by %q; want it to contain %q\n%s", text, want, v)
 		}

@@ -153,7 +153,7 @@ func requesterBrief(l *lines, s *approval.Shown, note func(bool), more func(stri
 		}
 		// Elide until it fits. The requester and the agent behind it (the
 		// nearest ancestor that is neither our client nor a shell) matter
-		// most: first the shells between them go, then the oldest hops.
+		// most and always stay (elideAncestry).
 		if !fits(text) {
 			text = who + strings.Join(elideAncestry(a, parts, fits, who), " → ")
 		}
@@ -353,9 +353,15 @@ func elideAncestry(a *procinfo.Ancestry, parts []string, fits func(string) bool,
 }
 
 // isShellOrClient reports whether h runs a shell or agent-sudo itself (run,
-// the sudo shim, mcp): the hops between an agent and its request.
+// the sudo shim, mcp): the hops between an agent and its request. Only a
+// program in a system directory counts: anyone can name a file "bash", and
+// the agent must not hide behind that name on the first screen.
 func isShellOrClient(h procinfo.Hop) bool {
-	switch path.Base(h.Exe) {
+	dir, base := path.Split(h.Exe)
+	if !isSystemDir(path.Clean(dir)) {
+		return false
+	}
+	switch base {
 	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "tcsh", "csh", "busybox", "agent-sudo":
 		return true
 	}

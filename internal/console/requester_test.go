@@ -175,3 +175,21 @@ func TestRequesterChangedNotVerified(t *testing.T) {
 		})
 	}
 }
+
+// TestShellOrClientOnlyFromSystemDirs: only a shell or agent-sudo in a
+// system directory is folded into "… N shells" on the first screen; a
+// program anyone named "bash" is shown, since it may be the agent hiding.
+func TestShellOrClientOnlyFromSystemDirs(t *testing.T) {
+	for exe, want := range map[string]bool{
+		"/usr/bin/bash":             true,
+		"/bin/sh":                   true,
+		"/usr/local/bin/agent-sudo": true,
+		"/tmp/x/bash":               false,
+		"/home/alice/bin/sh":        false,
+		"/usr/bin/python3":          false,
+	} {
+		if got := isShellOrClient(procinfo.Hop{Exe: exe}); got != want {
+			t.Errorf("isShellOrClient(%s) = %v, want %v", exe, got, want)
+		}
+	}
+}
