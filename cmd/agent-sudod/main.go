@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -99,9 +100,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	// A configuration the daemon cannot build its policy from stops it
-	// here, with the status that tells systemd not to restart it.
+	// here, with the status that tells systemd not to restart it; but a
+	// user or group the user database does not know may be there once a
+	// directory service (sssd, LDAP) is up at boot, so that one exits 1 and
+	// systemd retries, up to the unit's start limit.
 	if _, err := daemon.CheckConfig(cfg); err != nil {
 		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
+		var noUser user.UnknownUserError
+		var noGroup user.UnknownGroupError
+		if errors.As(err, &noUser) || errors.As(err, &noGroup) {
+			return 1
+		}
 		return exitConfig
 	}
 	if *tty && *logFile == "" {
