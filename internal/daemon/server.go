@@ -574,13 +574,13 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	log = log.With("id", req.ID, "session", req.Session, "host", req.Host)
 
 	if req.Action == proto.ActionPing { // nothing runs, so nothing is audited
-		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusOK, Version: Version(), Message: proto.PingMessage,
+		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusOK, Message: proto.PingMessage,
 			Access: fmt.Sprintf("user %s (uid %d) may use it: %s", peer.User(), peer.UID, why)}}
 	}
 	describe()
 	refuseRequest := func(msg string) ending {
 		return refuse(log, "refused", audit.Refusal{ID: req.ID, Request: req, Peer: &peer, Reason: msg, Raw: raw},
-			&proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg, Version: Version()},
+			&proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg},
 			"refused request", "err", audit.Bound(msg, audit.MaxRefusedReasonBytes))
 	}
 	if req.Action == proto.ActionStop {
@@ -1055,8 +1055,12 @@ func Version() string {
 	if version != "" {
 		return version
 	}
-	return buildVersion()
+	return moduleVersion()
 }
+
+// moduleVersion is buildVersion, read once: every answer carries the
+// version, and the build information is parsed anew at each read.
+var moduleVersion = sync.OnceValue(buildVersion)
 
 // version is set with -ldflags "-X .../internal/daemon.version=..." by `make build`.
 var version string
