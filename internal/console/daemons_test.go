@@ -234,6 +234,16 @@ func TestRetryDelayGrowsToItsBound(t *testing.T) {
 	}
 }
 
+// TestRemoteBacksOffFromTheFirst: a daemon reached through ssh is retried
+// with a growing delay from the first attempt: each attempt is a login.
+func TestRemoteBacksOffFromTheFirst(t *testing.T) {
+	for n, want := range []time.Duration{firstRetry, 2 * firstRetry, 4 * firstRetry, 8 * firstRetry} {
+		if got := backoff(n+1, 1); got != want {
+			t.Errorf("backoff(%d, 1) = %v, want %v", n+1, got, want)
+		}
+	}
+}
+
 // TestDialCommandSaysHowTheCommandEnded: a connection through a command
 // reads what the command writes, and when it ends the read error gives its
 // exit status and the last line of its stderr.

@@ -25,6 +25,10 @@ type Daemon struct {
 	// Dial opens a new connection to the daemon's approver channel. It is
 	// called again for each reconnection.
 	Dial func(ctx context.Context) (net.Conn, error)
+	// Remote is set when each Dial logs in somewhere (ssh): its retries
+	// back off from the first, rather than every firstRetry for a minute,
+	// which would be 120 logins a minute on a host that is down.
+	Remote bool
 }
 
 // Backoff of reconnection attempts: the first fastRetries retries wait
@@ -39,10 +43,15 @@ const (
 	maxRetry    = 30 * time.Second
 )
 
-// retryDelay is how long to wait before reconnection attempt n (1, 2, ...).
-func retryDelay(n int) time.Duration {
+// retryDelay is how long to wait before reconnection attempt n (1, 2, ...)
+// to a local daemon: fast retries first, then a growing delay.
+func retryDelay(n int) time.Duration { return backoff(n, fastRetries) }
+
+// backoff is the delay before attempt n: firstRetry for the first fast
+// attempts, then twice the one before, up to maxRetry.
+func backoff(n, fast int) time.Duration {
 	d := firstRetry
-	for i := fastRetries; i < n && d < maxRetry; i++ {
+	for i := fast; i < n && d < maxRetry; i++ {
 		d *= 2
 	}
 	return min(d, maxRetry)
@@ -225,6 +234,9 @@ func (l *link) run(ctx context.Context, first *opened, firstErr error) {
 		}
 		attempt++
 		delay := retryDelay(attempt)
+		if l.d.Remote {
+			delay = backoff(attempt, 1)
+		}
 		l.deliver(linkDownMsg{link: l.idx, epoch: epoch, err: err, attempt: attempt, retry: l.now().Add(delay)})
 		t := time.NewTimer(delay)
 		select {

@@ -151,7 +151,7 @@ func (o *approveOpts) daemons(deps approveDeps) []console.Daemon {
 	}
 	for _, dest := range o.ssh {
 		argv := sshArgv(o.sshProgram, o.sshOptions, dest)
-		ds = append(ds, console.Daemon{Name: "ssh " + dest, Dial: func(ctx context.Context) (net.Conn, error) {
+		ds = append(ds, console.Daemon{Name: "ssh " + dest, Remote: true, Dial: func(ctx context.Context) (net.Conn, error) {
 			return deps.dialCommand(ctx, argv)
 		}})
 	}
