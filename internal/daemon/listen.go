@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -99,7 +100,7 @@ func pickActivated(named map[string][]net.Listener) (*Sockets, error) {
 			case name == approverFDName && s.Approver == nil:
 				s.Approver, s.ApproverActivated = ln, true
 				continue
-			case (name == agentFDName || name == agentUnitName) && s.Agent == nil:
+			case (name == agentFDName || name == agentUnitName || unnamed(name) && len(named) == 1 && len(lns) == 1) && s.Agent == nil:
 				s.Agent, s.AgentActivated = ln, true
 				continue
 			case name == approverFDName || name == agentFDName || name == agentUnitName:
@@ -117,6 +118,13 @@ func pickActivated(named map[string][]net.Listener) (*Sockets, error) {
 	}
 	return s, nil
 }
+
+// unnamed reports whether name is what go-systemd calls a socket passed
+// without LISTEN_FDNAMES (systemd before 227, systemd-socket-activate
+// without --fdname, other supervisors). One such socket alone is taken as
+// the agent socket, as before sockets had names: the agent's protocol
+// decides nothing, so the guess gives no one the approver channel.
+func unnamed(name string) bool { return strings.HasPrefix(name, "LISTEN_FD_") }
 
 // checkApproverSocket refuses an approver socket systemd passed whose file
 // someone other than the daemon's user owns, or whose group or others have
