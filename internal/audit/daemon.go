@@ -27,7 +27,7 @@ func (l *Log) Daemon(ctx context.Context, d DaemonSection) (Receipt, error) {
 	msg := fmt.Sprintf("audit: daemon %s (version %s, pid %d)", d.Event, d.Version, d.PID)
 	if d.Reason != "" {
 		fields["AGENT_SUDO_REASON"] = d.Reason
-		msg += ": " + d.Reason
+		msg += ": " + journalText(d.Reason, maxJournalReason)
 	}
 	if d.Config != "" {
 		fields["AGENT_SUDO_CONFIG"] = d.Config

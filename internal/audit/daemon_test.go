@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/coreos/go-systemd/v22/journal"
 )
 
 // testRun is a daemon run as agent-sudod describes it in its records.
@@ -177,6 +179,27 @@ func TestDaemonRecordReasonBounded(t *testing.T) {
 	}
 	if r := rec.Daemon.Reason; len(r) > MaxDaemonReasonBytes+64 || !strings.HasSuffix(r, "(cut: 100007 bytes in all)") {
 		t.Errorf("the reason kept is %d bytes, ending %q; want at most about %d, saying it was cut", len(r), r[max(0, len(r)-40):], MaxDaemonReasonBytes)
+	}
+}
+
+// TestDaemonJournalMessageEscaped: a stop's reason (an error, which can
+// quote a path an agent chose) is escaped and bounded in the journal's
+// message, as every record's message is; the field keeps it whole.
+func TestDaemonJournalMessageEscaped(t *testing.T) {
+	var msg, field string
+	l := openLog(t, logPath(t), Options{Journal: JournalFunc(func(m string, _ journal.Priority, f map[string]string) error {
+		msg, field = m, f["AGENT_SUDO_REASON"]
+		return nil
+	})})
+	reason := "error: listen /tmp/\x1b[2Jx: " + strings.Repeat("y", 1000)
+	if _, err := l.Daemon(context.Background(), daemonEvent(DaemonStopped, reason)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(msg, 0x1b) || len(msg) > 400 {
+		t.Errorf("journal message %q: want the reason escaped and bounded", msg)
+	}
+	if field != reason {
+		t.Errorf("AGENT_SUDO_REASON = %q, want the reason whole", field)
 	}
 }
 
