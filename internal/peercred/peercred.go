@@ -19,6 +19,7 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -156,13 +157,21 @@ func userNSOwners(fd int, pid int32) ([]uint32, error) {
 	if err != nil {
 		return nil, err
 	}
-	var own unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/user", &own); err != nil {
+	own, err := ownUserNS()
+	if err != nil {
 		unix.Close(ns)
 		return nil, fmt.Errorf("stat the daemon's own user namespace: %w", err)
 	}
 	return walkUserNS(ns, own)
 }
+
+// ownUserNS is the process's own user namespace, read once: a process
+// never changes it once it has threads, and Get runs for every connection.
+var ownUserNS = sync.OnceValues(func() (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Stat("/proc/self/ns/user", &st)
+	return st, err
+})
 
 // userNSOf opens the user namespace of the process pidfd refers to,
 // whose pid is pid: with PIDFD_GET_USER_NAMESPACE, or, when the kernel
