@@ -53,3 +53,13 @@ func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachab
 
 // Unwrap returns the dial error.
 func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// DaemonDown reports whether err, from Run or a dial of the daemon's
+// socket, means that no daemon is there to answer: the socket is missing
+// (ENOENT), nothing listens on it (ECONNREFUSED), or the connection was
+// reset unanswered ([ErrNoAnswer], ECONNRESET), as when the daemon failed
+// to start and systemd stopped its sockets. Nothing ran then.
+func DaemonDown(err error) bool {
+	return errors.Is(err, ErrNoAnswer) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}

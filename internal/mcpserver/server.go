@@ -238,6 +238,10 @@ func (h *handler) describeFailure(err error, id string, last *proto.Progress) st
 	switch {
 	case errors.Is(err, client.ErrUnreachable):
 		return fmt.Sprintf("agent-sudo is not available: %v. Nothing was sent. Tell the user: the agent-sudo daemon must be running (systemctl status agent-sudo) and this user must be allowed to open its socket.", err)
+	case client.DaemonDown(err):
+		// Connected, then reset unanswered: what a daemon that fails to
+		// start does to the connections systemd queued for it.
+		return fmt.Sprintf("agent-sudod is not running: %v. Nothing ran. Tell the user: it may have failed to start; journalctl -u agent-sudo says why, systemctl status agent-sudo whether it failed.", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("the call was cancelled before agent-sudod answered request %s: %s.", id, proto.Abandoned(last))
 	case errors.As(err, &reqErr):

@@ -407,6 +407,17 @@ func TestExecuteUnreachable(t *testing.T) {
 	}
 }
 
+// TestExecuteDaemonNotRunning: a connection reset before any answer (a
+// daemon that failed to start) is told as a daemon not running, where
+// nothing ran, not as a lost connection after which it may have run.
+func TestExecuteDaemonNotRunning(t *testing.T) {
+	cs, _ := connect(t, Config{Socket: clienttest.ResettingSocket(t)}, nil, nil)
+	text, isError := call(t, cs, map[string]any{"argv": []string{"true"}, "reason": "r"})
+	if !isError || !strings.Contains(text, "agent-sudod is not running: ") || !strings.Contains(text, "Nothing ran.") || !strings.Contains(text, "journalctl -u agent-sudo") {
+		t.Errorf("result (isError %v): %s", isError, text)
+	}
+}
+
 func TestExecuteProtocolViolation(t *testing.T) {
 	cs, _ := connect(t, Config{}, clienttest.Reply(func(*proto.Request) string { return "{\"id\":\"other\",\"status\":\"ok\"}\n" }), nil)
 	text, isError := call(t, cs, map[string]any{"argv": []string{"true"}, "reason": "r"})

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/console"
 )
 
@@ -272,7 +273,7 @@ func approve(ctx context.Context, inv *invocation, args []string, deps approveDe
 		return 0
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return inv.fail(exitInterrupted, "approve: interrupted; nothing was decided by quitting")
-	case errors.Is(err, console.ErrUnreachable) && len(daemons) == 1 && daemonDown(err):
+	case errors.Is(err, console.ErrUnreachable) && len(daemons) == 1 && client.DaemonDown(err):
 		return inv.fail(exitUnavailable, "approve: agent-sudod is not running: %v; %s; once it is fixed, start it: %s", err, notRunning, startAgain)
 	case errors.Is(err, console.ErrUnreachable):
 		return inv.fail(exitUnavailable, "approve: %v; is the daemon running? (systemctl status agent-sudo)", err)

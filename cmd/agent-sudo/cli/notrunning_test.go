@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/agent-sudo/agent-sudo/internal/clienttest"
 )
 
 // notRunningSocket makes a socket path in each of the ways a client finds
@@ -40,27 +40,7 @@ var notRunningSockets = []notRunningSocket{
 		return p
 	}, "connection refused"},
 	{"a connection reset unanswered (systemd closed the socket: the daemon failed to start)", func(t *testing.T) string {
-		p := filepath.Join(t.TempDir(), "agent-sudo.sock")
-		ln, err := net.Listen("unix", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ln.Close() })
-		// The peer closes with the request unread in its queue, once it
-		// has arrived: that resets the connection (ECONNRESET), as
-		// systemd's closing of its socket with the connection still
-		// queued does.
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				waitReadable(t, c)
-				_ = c.Close()
-			}
-		}()
-		return p
+		return clienttest.ResettingSocket(t)
 	}, "reset before it answered"},
 }
 
@@ -112,20 +92,4 @@ func TestApproveSaysDaemonNotRunning(t *testing.T) {
 	if got := runApprove(context.Background(), f, nil); strings.Contains(got.stderr, "is not running") {
 		t.Errorf("a refused dial is reported as a daemon not running: %q", got.stderr)
 	}
-}
-
-// waitReadable waits (up to 10s) until c has data to read, without reading
-// it.
-func waitReadable(t *testing.T, c net.Conn) {
-	rc, err := c.(*net.UnixConn).SyscallConn()
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	_ = rc.Control(func(fd uintptr) {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, 10_000); err != nil {
-			t.Errorf("poll: %v", err)
-		}
-	})
 }

@@ -239,7 +239,7 @@ func (inv *invocation) runFailed(err error, o *runOptions, id string, last *prot
 		if errors.Is(err, fs.ErrPermission) {
 			return inv.fail(exitUnavailable, "%v; check that your user may open the socket (ls -l %s)", err, o.socket)
 		}
-		if daemonDown(err) {
+		if client.DaemonDown(err) {
 			return inv.fail(exitUnavailable, "agent-sudod is not running: %v; %s", err, notRunning)
 		}
 		return inv.fail(exitUnavailable, "%v; is the daemon running? (systemctl status agent-sudo)", err)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
@@ -65,14 +64,6 @@ const notRunning = "it may have failed to start: journalctl -u agent-sudo says w
 // unit's start limit) unless reset-failed comes first.
 const startAgain = "sudo systemctl reset-failed agent-sudo; sudo systemctl restart agent-sudo"
 
-// daemonDown reports whether err means that no daemon is there to answer:
-// the socket is missing (ENOENT), nothing listens on it (ECONNREFUSED), or
-// the connection was reset unanswered ([client.ErrNoAnswer], ECONNRESET).
-func daemonDown(err error) bool {
-	return errors.Is(err, client.ErrNoAnswer) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
-}
-
 // statusMain is "agent-sudo status": is the daemon up, and may I use it?
 func statusMain(ctx context.Context, inv *invocation, args []string) int {
 	fset, sock := statusFlags(inv)
@@ -92,7 +83,7 @@ func statusMain(ctx context.Context, inv *invocation, args []string) int {
 		return inv.fail(exitUnavailable, "agent-sudod's socket %s exists but your user may not open it; ask an administrator to add you to its group (ls -l %s)", socket, socket)
 	case errors.Is(err, client.ErrNoAnswer):
 		return inv.fail(exitUnavailable, "agent-sudod is not running: the connection to %s was reset before it answered; %s", socket, notRunning)
-	case daemonDown(err):
+	case client.DaemonDown(err):
 		return inv.fail(exitUnavailable, "agent-sudod is not running: nothing answers at %s (%v); %s", socket, errors.Unwrap(err), notRunning)
 	case errors.Is(err, client.ErrUnreachable):
 		return inv.fail(exitUnavailable, "agent-sudod is not reachable at %s: %v; is it running? (systemctl status agent-sudo)", socket, errors.Unwrap(err))
