@@ -124,11 +124,11 @@ func parseArgs(raw json.RawMessage) (*request, error) {
 		return nil, fmt.Errorf("reason is %d bytes; at most %d are allowed: shorten it", len(a.Reason), proto.MaxReasonLen)
 	case a.Cwd != "" && !filepath.IsAbs(a.Cwd):
 		return nil, fmt.Errorf("cwd %q is not an absolute path: give the full path of the directory", a.Cwd)
-	case a.Cwd == "" && relative(r.pipeline):
-		stage, arg, _ := client.RelativeArg(r.pipeline)
-		return nil, fmt.Errorf("%q (stage %d) is a relative path, and without cwd the command runs in /: give cwd, the absolute directory it is relative to, or an absolute path", arg, stage+1)
 	case a.ForwardAgent && r.privileged:
 		return nil, errors.New("forward_agent needs privileged false: the SSH agent is never given to a command that runs as root")
+	}
+	if stage, arg, rel := client.RelativeArg(r.pipeline); rel && a.Cwd == "" {
+		return nil, fmt.Errorf("%q (stage %d) is a relative path, and without cwd the command runs in /: give cwd, the absolute directory it is relative to, or an absolute path", arg, stage+1)
 	}
 	for name := range a.Env {
 		if !proto.ValidEnvName(name) {
@@ -290,11 +290,4 @@ func jsonType(t reflect.Type) string {
 		return "an object whose values are strings"
 	}
 	return "another type"
-}
-
-// relative reports whether pipeline has an argument that is a relative
-// path by its look (client.RelativeArg).
-func relative(pipeline [][]string) bool {
-	_, _, ok := client.RelativeArg(pipeline)
-	return ok
 }

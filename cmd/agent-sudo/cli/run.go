@@ -129,15 +129,13 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 		return inv.fail(exitUsage, "run: --forward-agent needs --unprivileged: the SSH agent is never given to privileged commands")
 	case o.cwd != "" && !filepath.IsAbs(o.cwd):
 		return inv.fail(exitUsage, "run: --cwd %q is not an absolute path", o.cwd)
+	case o.timeout < 0:
+		return inv.fail(exitUsage, "run: --timeout %v is negative", o.timeout)
 	}
 	if stage, arg, rel := client.RelativeArg(pipeline); rel && o.cwd == "" {
 		return inv.fail(exitUsage, "run: %q (stage %d) is a relative path, and without --cwd the command runs in /, not here "+
 			"(run does not send this directory: the daemon may be on another machine or outside this container); "+
 			"give --cwd \"$PWD\" or an absolute path; nothing was sent", arg, stage+1)
-	}
-	switch {
-	case o.timeout < 0:
-		return inv.fail(exitUsage, "run: --timeout %v is negative", o.timeout)
 	}
 	if o.noStdin && o.stdin != "" {
 		return inv.fail(exitUsage, "run: --stdin and --no-stdin contradict each other; give one")
