@@ -120,7 +120,7 @@ type Ancestry struct {
 	// Changed is set when the process that connected is not, or no
 	// longer, the first hop's: it exec'd another program or exited between
 	// connecting and the walk, or could not be pinned when it connected
-	// ([Proc.Check] says which, starting with a Changed constant). The hops
+	// ([Pin.Check] says which, starting with a Changed constant). The hops
 	// are then what /proc held later, not who asked; nothing shows them as
 	// verified. Absent in records written before it existed.
 	Changed string `json:"requester_changed,omitempty"`
