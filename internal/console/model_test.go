@@ -839,6 +839,19 @@ func TestRequestShowsWhy(t *testing.T) {
 	h.wantView(`why        rule "x" asks for stage 1 of 1: /tmp/\x1b[2Jp\u0430th`, escapedNotice)
 }
 
+// agentAndLogin is the ancestry above an agent's request in the
+// first-screen tests, newest first: Claude Code started by make in a shell
+// in tmux, in alice's login through sudo -i.
+var agentAndLogin = []procinfo.Hop{
+	{PID: 812, Exe: "/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude", Comm: "claude", Argv: []string{"claude"}},
+	{PID: 806, Exe: "/usr/bin/make", Comm: "make", Argv: []string{"make", "agent"}},
+	{PID: 802, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
+	{PID: 800, Exe: "/usr/bin/tmux", Comm: "tmux", Argv: []string{"tmux"}},
+	{PID: 790, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
+	{PID: 760, Exe: "/usr/bin/sudo", Comm: "sudo", Argv: []string{"sudo", "-u", "alice", "-i"}},
+	{PID: 750, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"-bash"}},
+}
+
 // harness80x24 is a console in tmux on an 80×24 terminal with three
 // notices on screen (the newest of four withdrawn requests): the setting in
 // which the first screen must hold everything needed to judge.
@@ -865,16 +878,9 @@ func TestFirstScreenAt80x24(t *testing.T) {
 	s.Env["LC_ALL"] = "C"
 	s.Reason = "install nginx for the web tests\nthe old one is broken"
 	s.Peer.Exe = "/usr/bin/agent-sudo"
-	s.Peer.Ancestry = &procinfo.Ancestry{Hops: []procinfo.Hop{
+	s.Peer.Ancestry = &procinfo.Ancestry{Hops: append([]procinfo.Hop{
 		{PID: 4242, Exe: "/usr/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "mcp"}},
-		{PID: 812, Exe: "/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude", Comm: "claude", Argv: []string{"claude"}},
-		{PID: 806, Exe: "/usr/bin/make", Comm: "make", Argv: []string{"make", "agent"}},
-		{PID: 802, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
-		{PID: 800, Exe: "/usr/bin/tmux", Comm: "tmux", Argv: []string{"tmux"}},
-		{PID: 790, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
-		{PID: 760, Exe: "/usr/bin/sudo", Comm: "sudo", Argv: []string{"sudo", "-u", "alice", "-i"}},
-		{PID: 750, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"-bash"}},
-	}, End: procinfo.EndLoginShell}
+	}, agentAndLogin...), End: procinfo.EndLoginShell}
 	h.pending(s)
 	v := h.view()
 	lines := strings.Split(v, "\n")
@@ -969,7 +975,7 @@ func TestFirstScreenKeepsTheAgent(t *testing.T) {
 	h := harness80x24(t)
 	s := shown("r1")
 	s.Peer.Exe = "/usr/local/bin/agent-sudo"
-	s.Peer.Ancestry = &procinfo.Ancestry{Hops: []procinfo.Hop{
+	s.Peer.Ancestry = &procinfo.Ancestry{Hops: append([]procinfo.Hop{
 		{PID: 4242, Exe: "/usr/local/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "run", "--reason", "x", "--", "apt-get", "update"}},
 		// Enough shells that with them the agent no longer fits.
 		{PID: 4240, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"/bin/bash", "-c", "agent-sudo run ..."}},
@@ -980,14 +986,7 @@ func TestFirstScreenKeepsTheAgent(t *testing.T) {
 		{PID: 4235, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
 		{PID: 4234, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
 		{PID: 4233, Exe: "/usr/bin/dash", Comm: "sh", Argv: []string{"sh"}},
-		{PID: 812, Exe: "/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude", Comm: "claude", Argv: []string{"claude"}},
-		{PID: 806, Exe: "/usr/bin/make", Comm: "make", Argv: []string{"make", "agent"}},
-		{PID: 802, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
-		{PID: 800, Exe: "/usr/bin/tmux", Comm: "tmux", Argv: []string{"tmux"}},
-		{PID: 790, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
-		{PID: 760, Exe: "/usr/bin/sudo", Comm: "sudo", Argv: []string{"sudo", "-u", "alice", "-i"}},
-		{PID: 750, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"-bash"}},
-	}, End: procinfo.EndLoginShell}
+	}, agentAndLogin...), End: procinfo.EndLoginShell}
 	h.pending(s)
 	v := h.view()
 	if lines := strings.Split(v, "\n"); len(lines) > 24 {
