@@ -11,7 +11,7 @@ FUZZTIME     ?= 10s
 # (golang/go#48820); a bounded minimisation keeps the run fuzzing.
 FUZZMIN      ?= 200x
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS      := -X github.com/agent-sudo/agent-sudo/internal/daemon.version=$(VERSION) \
+LDFLAGS      := -X github.com/agent-sudo/agent-sudo/daemon.version=$(VERSION) \
                 -X github.com/agent-sudo/agent-sudo/cmd/agent-sudo/cli.version=$(VERSION)
 
 # A Debian version must start with a digit: tag v1.2.3 -> 1.2.3, anything else
@@ -87,24 +87,24 @@ race: go-version ## go test -race ./... (unit and end-to-end)
 # goroutine, or push tens of megabytes through the daemon to check a size
 # limit whose concurrency other tests check under -race with small inputs.
 # Under -race they skip themselves, or their large cases, or shrink
-# (testenv.SkipUnderRace, internal/daemon's hostileSize): the race detector
+# (testenv.SkipUnderRace, daemon's hostileSize): the race detector
 # made them take minutes and could find nothing the other tests do not.
 # Here they run at full size without it.
 NORACE_TESTS := ^(TestNothingActsWithoutALoneKey|TestRunLargeResponse|TestReadResponseFraming|TestReadLongLine|TestApproverChannelFloodAndHugeGrants|TestE2ERefusedRequestsBounded|TestE2EExecution)$$
-NORACE_PKGS  := ./internal/console ./client ./proto ./internal/audit ./internal/daemon
+NORACE_PKGS  := ./internal/console ./client ./proto ./internal/audit ./daemon
 norace: go-version ## the NORACE_TESTS, at full size, without -race
 	$(GO) test -count=1 -run '$(NORACE_TESTS)' $(NORACE_PKGS)
 
 mcp-inspector: go-version ## run the MCP Inspector (fetched with npm on first use) against agent-sudo mcp; needs root and node >= 20
 	$(GO) test -tags inspector -count=1 -run '^TestMCPInspector$$' -v ./cmd/agent-sudo/cli
 
-# The model of the approval core (internal/daemon: TestApprovalModel, a
+# The model of the approval core (daemon: TestApprovalModel, a
 # rapid state machine): make test runs 100 random sequences of about 30
 # steps; this runs MODEL_CHECKS sequences of about MODEL_STEPS.
 MODEL_CHECKS ?= 2000
 MODEL_STEPS  ?= 100
 model: go-version ## the approval core's model, longer than in make test (MODEL_CHECKS sequences of MODEL_STEPS steps, -race)
-	$(GO) test -race -count=1 -run '^TestApprovalModel$$' -timeout 60m ./internal/daemon -rapid.checks=$(MODEL_CHECKS) -rapid.steps=$(MODEL_STEPS)
+	$(GO) test -race -count=1 -run '^TestApprovalModel$$' -timeout 60m ./daemon -rapid.checks=$(MODEL_CHECKS) -rapid.steps=$(MODEL_STEPS)
 
 fuzz: go-version ## run every fuzz target for FUZZTIME (default 10s) each
 	@set -e; for pkg in $$($(GO) list ./...); do \
@@ -117,7 +117,7 @@ fuzz: go-version ## run every fuzz target for FUZZTIME (default 10s) each
 # its resident memory is part of the table.
 PERF_ROUNDS  ?= 200
 perf: go-version ## print issue 14's figures, each next to its baseline from the same run (root; PERF_ROUNDS round trips each)
-	CGO_ENABLED=0 $(GO) test -run '^$$' -bench '^BenchmarkTable$$' -benchtime 1x -timeout 60m ./internal/daemon/ -table.rounds $(PERF_ROUNDS)
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench '^BenchmarkTable$$' -benchtime 1x -timeout 60m ./daemon/ -table.rounds $(PERF_ROUNDS)
 
 bench: perf ## make perf, then every other benchmark (figures go in docs/performance.md)
 	$(GO) test -run '^$$' -skip '^BenchmarkTable$$' -bench . -benchmem ./...

@@ -22,11 +22,11 @@ var layers = [][]string{
 	{"internal/peercred"}, // carries procinfo's facts about the peer
 	{"internal/runner"},
 	{"internal/rules", "internal/notify"},
-	{"internal/approval"},
+	{"approval"},
 	{"internal/audit"}, // records approval's decisions and runner's results
 	{"internal/console"},
 	{"internal/config"},
-	{"internal/daemon"},
+	{"daemon"},
 	{"client", "internal/clienttest"},
 	{"internal/mcpserver", "internal/daemontest", "internal/consoletest", "internal/loadgen"},
 	{"cmd/agent-sudod", "cmd/agent-sudo/cli"},

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agent-sudo/agent-sudo/daemon"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/console"
-	"github.com/agent-sudo/agent-sudo/internal/daemon"
 	"golang.org/x/sys/unix"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/daemon"
 	"github.com/agent-sudo/agent-sudo/internal/console"
-	"github.com/agent-sudo/agent-sudo/internal/daemon"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 

@@ -3,7 +3,7 @@ package audit
 import (
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 

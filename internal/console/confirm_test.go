@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
 // TestSessionGrantNeedsConfirmation: s (or Enter on "Allow for this

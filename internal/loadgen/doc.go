@@ -3,7 +3,7 @@
 // latency percentiles, errors, retries after busy answers) and what the
 // daemon costs meanwhile (peak resident memory, open file descriptors and
 // threads, read from /proc). test/load is its command (`make load`); the
-// load tests in internal/loadgen and internal/daemon use it to check that
+// load tests in internal/loadgen and daemon use it to check that
 // every request of a run is answered and that nothing grows.
 //
 // # What a run is

@@ -29,7 +29,7 @@ var tableRounds = flag.Int("table.rounds", 200, "BenchmarkTable: round trips mea
 // benchmark so that `go test` without -bench, and so make test, never runs
 // it; it makes no assertion about times.
 //
-//	go test -run '^$' -bench '^BenchmarkTable$' -benchtime 1x ./internal/daemon/
+//	go test -run '^$' -bench '^BenchmarkTable$' -benchtime 1x ./daemon/
 func BenchmarkTable(b *testing.B) {
 	daemontest.RequireRoot(b)
 	if b.N != 1 {

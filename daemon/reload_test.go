@@ -14,7 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -219,7 +219,7 @@ audit_env_values = true
 // reload or listed as needing a restart, not both.
 func TestReloadKeysClassified(t *testing.T) {
 	var file map[string]any
-	if _, err := toml.DecodeFile("../../packaging/config.example.toml", &file); err != nil {
+	if _, err := toml.DecodeFile("../packaging/config.example.toml", &file); err != nil {
 		t.Fatal(err)
 	}
 	var listed []string
@@ -276,7 +276,7 @@ func nextPending(events <-chan approval.Message) approval.Message {
 // TestReloadDocs: docs/config.md's "Reloading" section lists exactly the
 // keys a reload applies and exactly those that need a restart.
 func TestReloadDocs(t *testing.T) {
-	data, err := os.ReadFile("../../docs/config.md")
+	data, err := os.ReadFile("../docs/config.md")
 	if err != nil {
 		t.Fatal(err)
 	}

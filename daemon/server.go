@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/notify"
@@ -1062,5 +1062,5 @@ func Version() string {
 // version, and the build information is parsed anew at each read.
 var moduleVersion = sync.OnceValue(buildVersion)
 
-// version is set with -ldflags "-X .../internal/daemon.version=..." by `make build`.
+// version is set with -ldflags "-X .../daemon.version=..." by `make build`.
 var version string

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/internal/approval"
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
@@ -26,7 +26,7 @@ import (
 // into its steps, each timed alone with the daemon's own code, in the order
 // the daemon runs them. docs/performance.md has the table and the command:
 //
-//	go test -run '^$' -bench Phases -benchtime 300x ./internal/daemon/
+//	go test -run '^$' -bench Phases -benchtime 300x ./daemon/
 //
 // The audit steps write to a log in the package's temporary directory (the
 // same disk as the daemon's default /var/log on this machine); the runner
