@@ -184,3 +184,10 @@ func (c *capture) result() ([]byte, bool, [sha256.Size]byte) {
 	c.sum.Sum(sum[:0])
 	return c.buf[:c.n:c.n], c.truncated, sum
 }
+
+func (p *pipeline) releaseCaptures() {
+	p.stdout.release()
+	for i := range p.stderrs {
+		p.stderrs[i].release()
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sudo/agent-sudo/internal/spawn"
-	"github.com/agent-sudo/agent-sudo/internal/sysfile"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -31,21 +30,6 @@ const (
 	// credentials itself.
 	ModeDirect Mode = "direct"
 )
-
-// drainTimeout is how long output is still read once every stage has exited
-// and the group has been killed. Only a process that left the process group
-// can keep a pipe open that long.
-const drainTimeout = time.Second
-
-// goneTimeout bounds how long Run waits, after reaping the stages, for the
-// processes it killed in their groups to be gone. SIGKILL cannot be caught,
-// so this only waits for the kernel to finish them (and for their new parent
-// to reap them).
-const goneTimeout = 2 * time.Second
-
-// readChunk is the size of one read from an output pipe: the default pipe
-// capacity, so that one read usually empties the pipe.
-const readChunk = 64 << 10
 
 // Target is the user a pipeline runs as.
 type Target struct {
@@ -183,13 +167,6 @@ func (r *Result) Release() {
 	if r.release != nil {
 		r.release()
 		r.release = nil
-	}
-}
-
-func (p *pipeline) releaseCaptures() {
-	p.stdout.release()
-	for i := range p.stderrs {
-		p.stderrs[i].release()
 	}
 }
 
@@ -453,157 +430,6 @@ func (p *pipeline) pids() []int {
 	return pids
 }
 
-// endCgroup kills whatever is still in the pipeline's cgroup, waits for it
-// to be empty and removes it. Every stage is reaped by then.
-func (p *pipeline) endCgroup() error {
-	g := p.cg
-	if g == nil {
-		return nil
-	}
-	p.cg = nil
-	var errs []error
-	if err := g.kill(); err != nil {
-		errs = append(errs, err)
-	}
-	if !g.waitEmpty(goneTimeout) {
-		errs = append(errs, fmt.Errorf("cgroup: %s still has processes %s after SIGKILL", g.dir, goneTimeout))
-	}
-	if err := g.remove(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// plumb creates the pipes, starts a reader on each output pipe, and returns
-// the stdin, stdout and stderr of every stage.
-func (p *pipeline) plumb() ([][3]*os.File, error) {
-	n := len(p.spec.Stages)
-	files := make([][3]*os.File, n)
-	if len(p.spec.Stdin) > 0 {
-		r, w, err := p.pipe()
-		if err != nil {
-			return nil, err
-		}
-		files[0][0] = r
-		p.feed(w, p.spec.Stdin)
-	} else {
-		devNull, err := sysfile.OpenFile(os.DevNull, unix.O_RDONLY)
-		if err != nil {
-			return nil, fmt.Errorf("runner: opening %s: %w", os.DevNull, err)
-		}
-		p.toClose = append(p.toClose, devNull)
-		files[0][0] = devNull
-	}
-	for i := range n - 1 {
-		r, w, err := p.pipe()
-		if err != nil {
-			return nil, err
-		}
-		files[i][1], files[i+1][0] = w, r
-	}
-	r, w, err := p.outputPipe()
-	if err != nil {
-		return nil, err
-	}
-	files[n-1][1] = w
-	if err := p.stdout.init(p.spec.MaxOutput); err != nil {
-		return nil, err
-	}
-	p.read(r, &p.stdout)
-
-	p.stderrs = make([]capture, n)
-	for i := range n {
-		r, w, err := p.outputPipe()
-		if err != nil {
-			return nil, err
-		}
-		files[i][2] = w
-		if err := p.stderrs[i].init(p.spec.MaxOutput); err != nil {
-			return nil, err
-		}
-		p.read(r, &p.stderrs[i])
-	}
-	return files, nil
-}
-
-// pipe returns a new pipe whose ends closeAll will close.
-func (p *pipeline) pipe() (r, w *os.File, err error) {
-	r, w, err = os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("runner: creating pipe: %w", err)
-	}
-	p.toClose = append(p.toClose, r, w)
-	return r, w, nil
-}
-
-// outputPipe is pipe for an output stream, with Spec.outputPipeSize.
-func (p *pipeline) outputPipe() (r, w *os.File, err error) {
-	r, w, err = p.pipe()
-	if err != nil || p.spec.outputPipeSize == 0 {
-		return r, w, err
-	}
-	raw, err := r.SyscallConn()
-	if err != nil {
-		return nil, nil, fmt.Errorf("runner: pipe size: %w", err)
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		_, serr = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, p.spec.outputPipeSize)
-	}); err != nil || serr != nil {
-		return nil, nil, fmt.Errorf("runner: pipe size: %w", errors.Join(err, serr))
-	}
-	return r, w, nil
-}
-
-// feed starts a goroutine that writes data to w and then closes w, so the
-// first stage sees the end of its input. The write never holds up the
-// pipeline: a stage that exits without reading everything makes it fail with
-// EPIPE (the runtime does not raise SIGPIPE for this descriptor), and
-// closeAll, at the end of the run, closes w under a write that a process
-// which left the group still blocks. Either way the rest is dropped; what
-// the stage read is its business, as with any pipe.
-func (p *pipeline) feed(w *os.File, data []byte) {
-	p.writer.Go(func() {
-		_, _ = w.Write(data)
-		_ = w.Close() // closeAll may close it too; a second Close is harmless
-	})
-}
-
-// read starts a goroutine that fills c from r until EOF, an error, or the
-// read deadline that finishReading sets.
-func (p *pipeline) read(r *os.File, c *capture) {
-	p.readEnds = append(p.readEnds, r)
-	p.readers.Go(func() { c.readFrom(r) })
-}
-
-// finishReading lets the readers drain what the exited stages left in the
-// pipes, gives up on writers that escaped the process group after
-// drainTimeout, and waits for the readers to stop.
-func (p *pipeline) finishReading() {
-	deadline := time.Now().Add(drainTimeout)
-	for _, f := range p.readEnds {
-		_ = f.SetReadDeadline(deadline)
-	}
-	p.readers.Wait()
-}
-
-// closeFile closes f now and forgets it.
-func (p *pipeline) closeFile(f *os.File) {
-	if i := slices.Index(p.toClose, f); i >= 0 {
-		p.toClose[i] = nil
-		_ = f.Close()
-	}
-}
-
-func (p *pipeline) closeAll() {
-	for i, f := range p.toClose {
-		if f != nil {
-			_ = f.Close()
-			p.toClose[i] = nil
-		}
-	}
-}
-
 // verifyPrograms checks every stage's program ([File.Verify]) and, in sudo
 // mode, that the path sudo will be given still leads to it, before any stage
 // starts: a pipeline with one changed program runs none of its stages.
@@ -715,26 +541,6 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 	return nil
 }
 
-// dupAbove returns a close-on-exec duplicate of f numbered above every
-// descriptor that Go's child may overwrite before it execs when it is given
-// files (see the package documentation). The caller closes the duplicate
-// once the child has started.
-func dupAbove(f *os.File, files []*os.File) (*os.File, error) {
-	top := len(files)
-	for _, g := range files {
-		if g != nil && int(g.Fd()) > top {
-			top = int(g.Fd())
-		}
-	}
-	// Go's child uses at most one number for its error pipe and one per
-	// entry of files, starting at top+1.
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, top+len(files)+3)
-	if err != nil {
-		return nil, fmt.Errorf("duplicating the program's descriptor: %w", err)
-	}
-	return os.NewFile(uintptr(fd), f.Name()), nil
-}
-
 // sudoArgv is the argument vector of sudo running program with the
 // arguments args[1:] for s.
 func sudoArgv(s *Spec, program string, args []string) []string {
@@ -796,151 +602,6 @@ func (p *pipeline) watchExits() <-chan struct{} {
 	return done
 }
 
-// signal sends sig to every process group of the pipeline.
-func (p *pipeline) signal(sig syscall.Signal) {
-	for _, pgid := range p.pgids {
-		// ESRCH only means the group is already gone.
-		_ = syscall.Kill(-pgid, sig)
-	}
-}
-
-// awaitGroupsGone waits, at most goneTimeout, until no live process is left
-// in the pipeline's process groups, so that when Run returns nothing it
-// started still runs, holds files or holds locks. Zombies do not count: they
-// have released everything, and reaping them is their new parent's business.
-func (p *pipeline) awaitGroupsGone() {
-	if p.cg != nil {
-		return // endCgroup waits for the whole cgroup, which holds the groups
-	}
-	deadline := time.Now().Add(goneTimeout)
-	for _, pgid := range p.pgids {
-		awaitGroupGone(pgid, deadline)
-	}
-}
-
-// awaitGroupGone waits until process group pgid has no live member, or
-// until deadline. The kernel says when: the members still alive are found
-// once in /proc, each is opened as a pidfd, which becomes readable when the
-// process exits, and the pidfds are polled together; then the group is
-// looked at again, in case a member was missed. Only where pidfds are not
-// available (Linux before 5.3) is the group looked at every 5 ms instead.
-// It is only called once the stages are reaped and the group was sent
-// SIGKILL, so what it waits for is the kernel finishing the members.
-func awaitGroupGone(pgid int, deadline time.Time) {
-	for {
-		if syscall.Kill(-pgid, 0) == syscall.ESRCH {
-			return // the common case: nothing was left behind
-		}
-		members := liveInGroup(pgid)
-		if len(members) == 0 || !time.Now().Before(deadline) {
-			return
-		}
-		if !awaitExits(pgid, members, deadline) {
-			time.Sleep(5 * time.Millisecond) // no pidfds: look again
-		}
-	}
-}
-
-// awaitExits waits until each of pids, members of process group pgid, has
-// exited, or until deadline. It reports false when pidfds are not available.
-func awaitExits(pgid int, pids []int, deadline time.Time) bool {
-	var fds []unix.PollFd
-	defer func() {
-		for _, f := range fds {
-			_ = unix.Close(int(f.Fd))
-		}
-	}()
-	want := strconv.Itoa(pgid)
-	for _, pid := range pids {
-		fd, err := unix.PidfdOpen(pid, 0)
-		if errors.Is(err, unix.ENOSYS) {
-			return false
-		}
-		if err != nil {
-			continue // gone meanwhile (ESRCH)
-		}
-		// The pidfd pins the pid: if the process is still a live member
-		// now, the pidfd is that member, not a process that reused its pid.
-		if state, pgrp := statStatePgrp(pid); pgrp != want || state == "Z" || state == "X" {
-			_ = unix.Close(fd)
-			continue
-		}
-		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
-	}
-	for len(fds) > 0 {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return true
-		}
-		n, err := unix.Poll(fds, int(left/time.Millisecond)+1)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return true
-		}
-		if n <= 0 {
-			continue
-		}
-		live := fds[:0]
-		for _, f := range fds {
-			if f.Revents != 0 {
-				_ = unix.Close(int(f.Fd))
-				continue
-			}
-			live = append(live, f)
-		}
-		fds = live
-	}
-	return true
-}
-
-// statStatePgrp returns the state and process group fields of
-// /proc/PID/stat, or empty strings when it cannot be read.
-func statStatePgrp(pid int) (state, pgrp string) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", ""
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return "", ""
-	}
-	f := strings.Fields(string(b[i+1:])) // state ppid pgrp ...
-	if len(f) < 3 {
-		return "", ""
-	}
-	return f[0], f[2]
-}
-
-// liveInGroup returns the members of process group pgid that are not
-// zombies. It is only called once the stages are reaped, so the group id
-// could in theory have been reused; it therefore only observes, with /proc,
-// and never signals.
-func liveInGroup(pgid int) []int {
-	dir, err := os.Open("/proc")
-	if err != nil {
-		return nil // cannot tell; do not wait
-	}
-	names, err := dir.Readdirnames(-1)
-	_ = dir.Close()
-	if err != nil {
-		return nil
-	}
-	want := strconv.Itoa(pgid)
-	var pids []int
-	for _, name := range names {
-		if name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		pid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
-		if state, pgrp := statStatePgrp(pid); pgrp == want && state != "Z" && state != "X" {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 // exitCode maps a wait status to the protocol's exit code: the exit status, or
 // 128+N for death by signal N.
 func exitCode(st *os.ProcessState) int {
@@ -948,36 +609,4 @@ func exitCode(st *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return st.ExitCode()
-}
-
-// hasControllingTerminal reports whether the daemon has a controlling
-// terminal: whether /dev/tty opens (ENXIO means it has none), else from the
-// tty_nr field of /proc/self/stat. When in doubt it says yes, which selects
-// the layout that is safe either way. It runs for every pipeline, and the
-// kernel builds /proc/self/stat from every thread of the daemon, so the
-// open, one system call when there is no terminal, comes first.
-func hasControllingTerminal() bool {
-	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	switch {
-	case err == nil:
-		_ = unix.Close(fd)
-		return true
-	case err == unix.ENXIO:
-		return false
-	}
-	b, err := sysfile.ReadFile("/proc/self/stat")
-	if err != nil {
-		return true
-	}
-	// The command name, field 2, is in parentheses and may contain spaces.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return true
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// state ppid pgrp session tty_nr
-	if len(f) < 5 {
-		return true
-	}
-	return f[4] != "0"
 }
