@@ -1,6 +1,9 @@
 package daemon
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"sync"
+)
 
 // buildVersion reads the main module's version from the build information,
 // which `go install module@version` fills in.
@@ -10,3 +13,19 @@ func buildVersion() string {
 	}
 	return "devel"
 }
+
+// Version is the daemon's version: set at link time by the Makefile, else
+// from the module's build information.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	return moduleVersion()
+}
+
+// moduleVersion is buildVersion, read once: every answer carries the
+// version, and the build information is parsed anew at each read.
+var moduleVersion = sync.OnceValue(buildVersion)
+
+// version is set with -ldflags "-X .../daemon.version=..." by `make build`.
+var version string
