@@ -1,0 +1,147 @@
+package approval
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+)
+
+type grant struct {
+	Grant
+	shown *Shown // what was approved, for exact matching
+	// listed is Grant as listings show it (pipeline elided when long).
+	listed Grant
+}
+
+// SetGrantTTL makes the session grants made from now on last ttl; grants
+// already made keep their expiry. A configuration reload calls it.
+func (b *Broker) SetGrantTTL(ttl time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.grantTTL = ttl
+}
+
+// Grants returns the session grants that have not expired, as a listing:
+// at most MaxGrantsListed of them, each pipeline longer than
+// MaxGrantPipeline elided, and how many were left out.
+func (b *Broker) Grants() (grants []Grant, omitted int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.expireGrants()
+	return b.listGrants()
+}
+
+// listGrants is Grants with b.mu held.
+func (b *Broker) listGrants() ([]Grant, int) {
+	n := min(len(b.grants), MaxGrantsListed)
+	out := make([]Grant, n)
+	for i, g := range b.grants[:n] {
+		out[i] = g.listed
+	}
+	return out, len(b.grants) - n
+}
+
+// Revoke removes the session grant id.
+func (b *Broker) Revoke(id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.IndexFunc(b.grants, func(g *grant) bool { return g.ID == id })
+	if i < 0 {
+		return fmt.Errorf("%w %q", ErrNoGrant, id)
+	}
+	b.grants = slices.Delete(b.grants, i, i+1)
+	b.broadcastGrants()
+	return nil
+}
+
+func (b *Broker) broadcastGrants() {
+	gs, omitted := b.listGrants()
+	b.broadcast(Message{Type: MsgGrants, Grants: gs, GrantsOmitted: omitted})
+}
+
+func (b *Broker) addGrant(s *Shown, by string) *grant {
+	b.nextID++
+	now := b.now()
+	g := &grant{
+		Grant: Grant{
+			ID: "g" + strconv.Itoa(b.nextID), Session: s.Session, UID: s.Peer.UID,
+			Pipeline: s.Pipeline, EnvKeys: slices.Sorted(maps.Keys(s.Env)), Privileged: s.Privileged,
+			Cwd: s.Cwd, By: by, Created: now, Expires: now.Add(b.grantTTL),
+		},
+		shown: s,
+	}
+	if s.Stdin != nil {
+		g.StdinSHA256 = s.Stdin.SHA256
+	}
+	g.listed = listing(g.Grant)
+	b.grants = append(b.grants, g)
+	b.broadcastGrants()
+	return g
+}
+
+func (b *Broker) expireGrants() {
+	now := b.now()
+	n := len(b.grants)
+	b.grants = slices.DeleteFunc(b.grants, func(g *grant) bool { return !now.Before(g.Expires) })
+	if len(b.grants) != n {
+		b.broadcastGrants()
+	}
+}
+
+// matchGrant finds a live grant covering s from uid. A grant covers only the
+// exact same request: every argument, program (symlink chain, device, inode
+// and content hash; never a program someone other than root can change),
+// env value, resolved cwd, stdin byte, privilege, target user, agent
+// forwarding, session and uid.
+func (b *Broker) matchGrant(s *Shown, uid uint32) *grant {
+	b.expireGrants()
+	for _, g := range b.grants {
+		a := g.shown
+		if a.Session == s.Session && g.UID == uid && a.Peer.UID == s.Peer.UID &&
+			a.Privileged == s.Privileged && a.RunAs == s.RunAs && a.ForwardAgent == s.ForwardAgent &&
+			a.Cwd == s.Cwd && slices.EqualFunc(a.Programs, s.Programs, sameProgram) && maps.Equal(a.Env, s.Env) &&
+			sameStdin(a.Stdin, s.Stdin) &&
+			slices.EqualFunc(a.Pipeline, s.Pipeline, slices.Equal) {
+			return g
+		}
+	}
+	return nil
+}
+
+// sameProgram reports whether a and b are the same file reached the same
+// way: chain, device, inode and content hash.
+func sameProgram(a, b Program) bool {
+	return slices.Equal(a.Chain, b.Chain) && a.Dev == b.Dev && a.Ino == b.Ino && a.SHA256 == b.SHA256 &&
+		len(a.Writable) == 0 && len(b.Writable) == 0
+}
+
+// sameStdin reports whether two requests feed exactly the same input.
+func sameStdin(a, b *StdinShown) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return bytes.Equal(a.Data, b.Data)
+}
+
+// listing returns g as a grants listing shows it: with its pipeline
+// replaced by its size and SHA-256 when the pipeline's JSON is longer than
+// MaxGrantPipeline.
+func listing(g Grant) Grant {
+	b, err := json.Marshal(g.Pipeline)
+	if err == nil && len(b) <= MaxGrantPipeline {
+		return g
+	}
+	sum := sha256.Sum256(b)
+	e := &Elided{Bytes: len(b), SHA256: hex.EncodeToString(sum[:]), Stages: len(g.Pipeline)}
+	for _, st := range g.Pipeline {
+		e.Args += len(st)
+	}
+	g.Pipeline, g.Elided = nil, e
+	return g
+}

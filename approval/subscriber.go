@@ -1,0 +1,137 @@
+package approval
+
+import (
+	"slices"
+	"sync"
+)
+
+// subscriber is one console's event stream: a queue that a goroutine feeds
+// into ch. Messages still queued are coalesced (see push), so a console
+// that reads slowly gets fewer messages, not a longer backlog; one that
+// still falls subscriberLimit messages behind is dropped rather than
+// allowed to hold the daemon's memory.
+type subscriber struct {
+	ch     chan Message
+	mu     sync.Mutex
+	q      []Message
+	wake   chan struct{} // capacity 1: something was queued
+	done   chan struct{} // closed when the subscription ends
+	closed bool
+}
+
+// subscriberLimit bounds a subscriber's queue. Coalescing keeps it at
+// about two messages per waiting request plus one grants message, and
+// waiting requests are bounded by max_connections.
+const subscriberLimit = 4096
+
+// Subscribe returns the requests waiting now, in arrival order (each as
+// its pending message), and a stream of later pending, resolved and grants
+// messages. The stream is closed by cancel, or by the broker if the
+// subscriber falls too far behind.
+func (b *Broker) Subscribe() (waiting []Message, events <-chan Message, cancel func()) {
+	s := &subscriber{ch: make(chan Message), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	b.mu.Lock()
+	for _, e := range b.pending {
+		waiting = append(waiting, e.announce)
+	}
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	go s.feed()
+	return waiting, s.ch, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := b.subs[s]; ok {
+			delete(b.subs, s)
+			s.close()
+		}
+	}
+}
+
+// feed passes the queued messages to ch until the subscription ends, then
+// closes ch.
+func (s *subscriber) feed() {
+	defer close(s.ch)
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.wake:
+		}
+		for {
+			m, ok := s.pop()
+			if !ok {
+				break
+			}
+			select {
+			case s.ch <- m:
+			case <-s.done:
+				return
+			}
+		}
+	}
+}
+
+func (s *subscriber) pop() (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.q) == 0 {
+		return Message{}, false
+	}
+	m := s.q[0]
+	s.q[0] = Message{}
+	s.q = s.q[1:]
+	return m, true
+}
+
+// push queues m, coalescing with what is still queued: a request resolved
+// before its pending message left the queue is dropped with its resolved
+// message (the console never learns of it), and a grants message replaces
+// a queued one, as does a running message. It reports false when the
+// queue is over subscriberLimit.
+func (s *subscriber) push(m Message) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return true
+	}
+	switch m.Type {
+	case MsgResolved:
+		if i := slices.IndexFunc(s.q, func(o Message) bool {
+			return o.Type == MsgPending && o.ID == m.ID && o.Hash == m.Hash
+		}); i >= 0 {
+			s.q = slices.Delete(s.q, i, i+1)
+			return true
+		}
+	case MsgGrants, MsgRunning:
+		s.q = slices.DeleteFunc(s.q, func(o Message) bool { return o.Type == m.Type })
+	}
+	if len(s.q) >= subscriberLimit {
+		return false
+	}
+	s.q = append(s.q, m)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (s *subscriber) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		s.q = nil
+		close(s.done)
+	}
+}
+
+// broadcast queues m for every subscriber; the caller holds b.mu.
+func (b *Broker) broadcast(m Message) {
+	for s := range b.subs {
+		if !s.push(m) {
+			delete(b.subs, s)
+			s.close()
+		}
+	}
+}
