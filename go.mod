@@ -19,6 +19,7 @@ require (
 	github.com/segmentio/asm v1.1.3
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.23.0
+	golang.org/x/time v0.15.0
 	pgregory.net/rapid v1.3.0
 )
 
@@ -44,6 +45,5 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.20.0 // indirect
-	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.42.0 // indirect
 )

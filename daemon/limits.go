@@ -3,10 +3,11 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // connLimits shares the connection slots between peers (see doc.go,
@@ -206,24 +207,19 @@ func (l *connLimits) busyMessage(uid uint32) string {
 	return fmt.Sprintf("busy: the daemon is already serving %d connections (max_connections); try again shortly", l.max)
 }
 
-// rateLimits is a token bucket per non-root uid: each connection takes a
-// token; a bucket holds at most perMinute tokens and refills at perMinute
-// per minute. Root is never limited.
+// rateLimits is a token bucket per non-root uid (golang.org/x/time/rate):
+// each connection takes a token; a bucket holds at most perMinute tokens
+// and refills at perMinute per minute. Root is never limited.
 type rateLimits struct {
 	perMinute int
 
 	mu      sync.Mutex
-	buckets map[uint32]*bucket
+	buckets map[uint32]*rate.Limiter
 	swept   time.Time
 }
 
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
 func newRateLimits(perMinute int) *rateLimits {
-	return &rateLimits{perMinute: perMinute, buckets: make(map[uint32]*bucket)}
+	return &rateLimits{perMinute: perMinute, buckets: make(map[uint32]*rate.Limiter)}
 }
 
 // allow takes a token for uid at now. When none is left it returns false
@@ -234,13 +230,12 @@ func (r *rateLimits) allow(uid uint32, now time.Time) (bool, time.Duration) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rate := float64(r.perMinute) / float64(time.Minute) // tokens per nanosecond
 	full := float64(r.perMinute)
 	// A full bucket is the same as no bucket: drop those, at most once a
 	// minute, so the map holds only uids seen within the last minute.
 	if now.Sub(r.swept) >= time.Minute {
 		for k, b := range r.buckets {
-			if b.tokens+float64(now.Sub(b.at))*rate >= full {
+			if b.TokensAt(now) >= full {
 				delete(r.buckets, k)
 			}
 		}
@@ -248,18 +243,15 @@ func (r *rateLimits) allow(uid uint32, now time.Time) (bool, time.Duration) {
 	}
 	b, ok := r.buckets[uid]
 	if !ok {
-		b = &bucket{tokens: full, at: now}
+		b = rate.NewLimiter(rate.Limit(full/time.Minute.Seconds()), r.perMinute)
 		r.buckets[uid] = b
 	}
-	if now.After(b.at) {
-		b.tokens = min(full, b.tokens+float64(now.Sub(b.at))*rate)
-		b.at = now
+	res := b.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return false, d
 	}
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, 0
-	}
-	return false, time.Duration(math.Ceil((1 - b.tokens) / rate))
+	return true, 0
 }
 
 // logLimiter lets through at most one log line per key per interval, and
