@@ -89,7 +89,7 @@
 // accepted, so it keeps one consistent policy to its end. What was built
 // from the configuration at start and cannot be swapped under running
 // requests (the sockets, the audit log, the connection limits, the way
-// commands run) is listed in restartKeys: a reload keeps those values and
+// commands run) is tagged `reload:"restart"` in config.Config: a reload keeps those values and
 // logs that they need a restart. The approval broker, and with it the
 // session grants and the consoles, is not replaced. The replay cache is kept
 // too, and refuses requests dated at or before any id it has forgotten, so a

@@ -215,21 +215,17 @@ audit_env_values = true
 	}
 }
 
-// TestReloadKeysClassified: every configuration key is either applied by a
-// reload or listed as needing a restart, not both.
+// TestReloadKeysClassified: the packaged example names exactly the keys of
+// config.Config, each either applied by a reload or needing a restart.
 func TestReloadKeysClassified(t *testing.T) {
 	var file map[string]any
 	if _, err := toml.DecodeFile("../packaging/config.example.toml", &file); err != nil {
 		t.Fatal(err)
 	}
-	var listed []string
-	for _, k := range restartKeys() {
-		listed = append(listed, k.key)
-	}
-	listed = append(listed, reloadableKeys()...)
+	listed := append(config.RestartKeys(), config.ReloadableKeys()...)
 	for key := range file {
 		if n := slices.Index(listed, key); n < 0 {
-			t.Errorf("key %q is neither in restartKeys nor in reloadableKeys", key)
+			t.Errorf("key %q is not a field of config.Config", key)
 		}
 	}
 	slices.Sort(listed)
@@ -307,12 +303,8 @@ func TestReloadDocs(t *testing.T) {
 		slices.Sort(keys)
 		return keys
 	}
-	var restart []string
-	for _, k := range restartKeys() {
-		restart = append(restart, k.key)
-	}
-	slices.Sort(restart)
-	reload := slices.Sorted(slices.Values(reloadableKeys()))
+	restart := slices.Sorted(slices.Values(config.RestartKeys()))
+	reload := slices.Sorted(slices.Values(config.ReloadableKeys()))
 	if got := keysIn("Applied by a reload"); !slices.Equal(got, reload) {
 		t.Errorf("docs/config.md lists as applied by a reload %q, want %q", got, reload)
 	}

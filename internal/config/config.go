@@ -76,10 +76,10 @@ type Config struct {
 	Source string `toml:"-"`
 
 	// Socket is the path of the Unix socket agents connect to.
-	Socket string `toml:"socket"`
+	Socket string `toml:"socket" reload:"restart"`
 	// SocketGroup owns the socket file, which has mode 0660, so that its
 	// members can connect: a group name or numeric id.
-	SocketGroup string `toml:"socket_group"`
+	SocketGroup string `toml:"socket_group" reload:"restart"`
 	// AllowedUsers lists the users (names or numeric ids) whose
 	// connections are served. It is meaningful only when AllowedUsersSet
 	// is true; see AllowedUsersSet.
@@ -97,22 +97,22 @@ type Config struct {
 	AllowedGroupsSet bool `toml:"-"`
 
 	// ApproverSocket is the Unix socket the human's approver connects to.
-	ApproverSocket string `toml:"approver_socket"`
+	ApproverSocket string `toml:"approver_socket" reload:"restart"`
 	// AuditLog is the JSON-lines audit log file.
-	AuditLog string `toml:"audit_log"`
+	AuditLog string `toml:"audit_log" reload:"restart"`
 	// AuditEnvValues records environment values in full in the audit log
 	// instead of their hashes.
-	AuditEnvValues bool `toml:"audit_env_values"`
+	AuditEnvValues bool `toml:"audit_env_values" reload:"restart"`
 	// AuditStdin records a request's stdin content (base64) in the audit
 	// log next to its size and hash.
-	AuditStdin bool `toml:"audit_stdin"`
+	AuditStdin bool `toml:"audit_stdin" reload:"restart"`
 
 	// Exec is how privileged pipelines run.
-	Exec ExecMode `toml:"exec"`
+	Exec ExecMode `toml:"exec" reload:"restart"`
 	// Cgroup says whether per-request cgroups are required.
-	Cgroup CgroupMode `toml:"cgroup"`
+	Cgroup CgroupMode `toml:"cgroup" reload:"restart"`
 	// SudoPath is the sudo binary used when Exec is ExecSudo.
-	SudoPath string `toml:"sudo_path"`
+	SudoPath string `toml:"sudo_path" reload:"restart"`
 	// SecurePath is the PATH used to resolve programs and given to them,
 	// ':'-separated. Its directories are the rule engine's trusted
 	// directories.
@@ -145,19 +145,19 @@ type Config struct {
 
 	// MaxConnections bounds the connections from users other than root
 	// served at once.
-	MaxConnections int `toml:"max_connections"`
+	MaxConnections int `toml:"max_connections" reload:"restart"`
 	// MaxConnectionsPerUser bounds the connections one non-root uid may
 	// have open or waiting at once.
-	MaxConnectionsPerUser int `toml:"max_connections_per_user"`
+	MaxConnectionsPerUser int `toml:"max_connections_per_user" reload:"restart"`
 	// RootConnections are connection slots only root may use, apart from
 	// MaxConnections, so other users cannot lock root out.
-	RootConnections int `toml:"root_connections"`
+	RootConnections int `toml:"root_connections" reload:"restart"`
 	// FirstByteTimeout is how long a new connection may stay silent before
 	// it is closed; ReadTimeout still bounds the whole line.
 	FirstByteTimeout Duration `toml:"first_byte_timeout"`
 	// MaxRequestsPerMinute bounds the connections one non-root uid may open
 	// per minute, with bursts of as many.
-	MaxRequestsPerMinute int `toml:"max_requests_per_minute"`
+	MaxRequestsPerMinute int `toml:"max_requests_per_minute" reload:"restart"`
 
 	// Notify lists the notifiers run when a request starts waiting for a
 	// human: each an argument vector whose first element is the program's
