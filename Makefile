@@ -89,7 +89,9 @@ race: go-version ## go test -race ./... (unit and end-to-end)
 # Under -race they skip themselves, or their large cases, or shrink
 # (testenv.SkipUnderRace, daemon's hostileSize): the race detector
 # made them take minutes and could find nothing the other tests do not.
-# Here they run at full size without it.
+# Here they run at full size without it. docs: TestNoraceList checks that the
+# two lists name exactly the tests that call testenv.SkipUnderRace or
+# hostileSize, and their packages.
 NORACE_TESTS := ^(TestNothingActsWithoutALoneKey|TestRunLargeResponse|TestReadResponseFraming|TestReadLongLine|TestApproverChannelFloodAndHugeGrants|TestE2ERefusedRequestsBounded|TestE2EExecution)$$
 NORACE_PKGS  := ./internal/console ./client ./proto ./internal/audit ./daemon
 norace: go-version ## the NORACE_TESTS, at full size, without -race
