@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -99,12 +100,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (err error) {
 	defer stop()
 	approvers := &approverServer{channel: &approval.Channel{Broker: broker, Version: Version(), Host: host, Instance: instance, Log: log}, log: log}
 	broker.SetWaitingHook(func(sh *approval.Shown) { srv.notifyWaiting(ctx, notifiers, sh) })
-	approversDone := make(chan struct{})
-	go func() {
-		defer close(approversDone)
-		approvers.serve(ctx, aln)
-	}()
-	defer func() { stop(); <-approversDone }()
+	// Every goroutine Run starts ends with ctx, and Run returns only once
+	// they all have.
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	wg.Go(func() { approvers.serve(ctx, aln) })
 
 	ln, activated := socks.Agent, socks.AgentActivated
 	log.Info("listening", "socket", ln.Addr().String(), "socket_activated", activated,
@@ -122,9 +122,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (err error) {
 	if _, err := sd.SdNotify(false, sd.SdNotifyReady+"\nSTATUS="+st.text(srv.Rules())); err != nil {
 		log.Warn("sd_notify READY failed", "err", err)
 	}
-	hupDone := make(chan struct{})
-	go func() {
-		defer close(hupDone)
+	wg.Go(func() {
 		for {
 			select {
 			case <-ctx.Done():
@@ -140,11 +138,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (err error) {
 				onHangup(ctx, log, ownAudit, srv, broker, opts.Reload, st)
 			}
 		}
-	}()
-	defer func() { stop(); <-hupDone }()
-	wctx, stopWatchdog := context.WithCancel(ctx)
-	defer stopWatchdog()
-	go feedWatchdog(wctx, log)
+	})
+	wg.Go(func() { feedWatchdog(ctx, log) })
 
 	var foregroundDone chan struct{}
 	if opts.Foreground != nil {

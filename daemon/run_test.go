@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -278,5 +279,57 @@ func TestRunStopRecordNotWritten(t *testing.T) {
 	const want = `level=ERROR msg="audit log: the daemon's stop is not recorded" why="the console on agent-sudod's terminal (agent-sudod --tty) was quit, which stops the daemon" err="audit log is closed"`
 	if !strings.Contains(logs.String(), want) {
 		t.Errorf("the daemon's log does not say the stop is not recorded (%s):\n%s", want, logs.String())
+	}
+}
+
+// TestRunLeavesNoGoroutine: Run returns only after every goroutine it
+// started has ended, the systemd watchdog's feeder among them (fed here
+// through a notify socket of the test's, every millisecond). Not parallel:
+// it sets systemd's variables and reads every goroutine's stack.
+func TestRunLeavesNoGoroutine(t *testing.T) {
+	cfg, alog := runSetup(t)
+	notify := filepath.Join(t.TempDir(), "notify")
+	sock, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notify, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	t.Setenv("NOTIFY_SOCKET", notify)
+	t.Setenv("WATCHDOG_USEC", "2000")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- Run(ctx, cfg, Options{Audit: alog}) }()
+	// Read the notifications until the watchdog is fed, then go on reading
+	// so that no send blocks.
+	fed := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		once := sync.Once{}
+		for {
+			n, err := sock.Read(buf)
+			if err != nil {
+				return
+			}
+			if strings.Contains(string(buf[:n]), "WATCHDOG=1") {
+				once.Do(func() { close(fed) })
+			}
+		}
+	}()
+	select {
+	case <-fed:
+	case err := <-ran:
+		t.Fatalf("Run returned %v before feeding the watchdog", err)
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, f := range []string{"daemon.feedWatchdog", "daemon.(*approverServer).serve", "daemon.Run.func"} {
+		if strings.Contains(stacks, f) {
+			t.Errorf("after Run returned, a goroutine still runs %s:\n%s", f, stacks)
+		}
 	}
 }
