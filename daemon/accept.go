@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,9 +20,12 @@ import (
 // it stops accepting, ends every request still waiting for approval with an
 // error (nothing runs), gives running commands up to shutdown_timeout to
 // finish before they are killed, answers every connection, and returns.
-// ctx is the base of every request. Serve closes ln. It also returns, with
-// the error, when ln fails to accept; every goroutine it started has ended
-// when it returns.
+// ctx is the base of every request. Serve closes ln. A temporary accept
+// error (temporaryAccept: out of descriptors or memory, an aborted
+// connection) is logged and retried after a pause that doubles from
+// minAcceptBackoff up to maxAcceptBackoff; any other, a closed listener
+// among them, ends Serve, which returns it. Every goroutine it started has
+// ended when it returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Commands outlive ctx by up to shutdown_timeout, so they get their own
 	// context that is cancelled only after that grace; the cause of that
@@ -55,14 +59,30 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 
 	var acceptErr error
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			if ctx.Err() == nil {
-				acceptErr = fmt.Errorf("accept: %w", err)
+			if ctx.Err() != nil {
+				break
 			}
-			break
+			if !temporaryAccept(err) {
+				acceptErr = fmt.Errorf("accept: %w", err)
+				break
+			}
+			// Out of descriptors or memory, or a connection aborted
+			// before it was taken: wait, as net/http does, and go on.
+			backoff = min(max(2*backoff, minAcceptBackoff), maxAcceptBackoff)
+			s.warnLimited(s.log, "accept", 0, "accept failed; retrying", "err", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			continue
 		}
+		backoff = 0
 		conn, ok := c.(*net.UnixConn)
 		if !ok {
 			_ = c.Close()
@@ -116,6 +136,31 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	_ = ln.Close()
 	s.conns.Wait()
 	return acceptErr
+}
+
+// The pause after a temporary accept error doubles from minAcceptBackoff
+// to maxAcceptBackoff, as in net/http, and starts over after an accept
+// that succeeds.
+const (
+	minAcceptBackoff = 5 * time.Millisecond
+	maxAcceptBackoff = time.Second
+)
+
+// temporaryAccept reports whether an accept error is one that passes with
+// time: the process or the system is out of descriptors (EMFILE, ENFILE) or
+// memory (ENOBUFS, ENOMEM), or a connection went away before it was
+// accepted (ECONNABORTED), or the call was interrupted. A closed listener
+// (net.ErrClosed) and every other error are not.
+func temporaryAccept(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	for _, e := range []error{unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM, unix.ECONNABORTED, unix.EINTR, unix.EAGAIN} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // unknownUID stands for a peer whose credentials could not be read, for the

@@ -647,34 +647,96 @@ func TestServerAuditFailureRecordsWithinShutdown(t *testing.T) {
 }
 
 // TestServeReturnsOnAcceptError: Serve returns the error of a listener
-// that fails to accept, while ctx is still live, and leaves no goroutine
-// behind. Not parallel: it looks at every goroutine.
+// that fails to accept with an error that does not pass with time (here
+// EINVAL, as from a socket that is not listening), while ctx is still live,
+// and leaves no goroutine behind. Not parallel: it looks at every
+// goroutine.
 func TestServeReturnsOnAcceptError(t *testing.T) {
-	ts := newServer(t, serverSetup{})
-	ln := &brokenListener{err: errors.New("accept4: too many open files")}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := ts.srv.Serve(ctx, ln); err == nil || !strings.Contains(err.Error(), "too many open files") {
-		t.Fatalf("Serve = %v, want the accept error", err)
-	}
-	if !ln.closed {
-		t.Error("Serve did not close the listener")
-	}
-	// A goroutine that has signalled its end may still be on its way out
-	// for a moment; one that leaked (the old watcher waited for ctx, which
-	// nothing cancels here) is still there after 10 s.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := serveGoroutine()
-		if left == "" {
-			return
+	for _, err := range []error{
+		&net.OpError{Op: "accept", Net: "unix", Err: os.NewSyscallError("accept4", syscall.EINVAL)},
+		fmt.Errorf("accept: %w", net.ErrClosed),
+	} {
+		ts := newServer(t, serverSetup{})
+		ln := &brokenListener{err: err}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if got := ts.srv.Serve(ctx, ln); got == nil || !errors.Is(got, err) {
+			t.Fatalf("Serve = %v, want the accept error %v", got, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a goroutine of Serve outlived it:\n%s", left)
+		if !ln.closed {
+			t.Error("Serve did not close the listener")
 		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond) // polling the goroutine list: there is no event to wait for
+		// A goroutine that has signalled its end may still be on its way
+		// out for a moment; one that leaked (the old watcher waited for
+		// ctx, which nothing cancels here) is still there after 10 s.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left := serveGoroutine()
+			if left == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a goroutine of Serve outlived it:\n%s", left)
+			}
+			runtime.Gosched()
+			time.Sleep(time.Millisecond) // polling the goroutine list: there is no event to wait for
+		}
 	}
+}
+
+// TestServeRetriesTemporaryAcceptErrors: accept errors that pass with time
+// (out of descriptors: EMFILE, ENFILE; an aborted connection) do not stop
+// Serve: it logs them, pauses, and serves the next connection.
+func TestServeRetriesTemporaryAcceptErrors(t *testing.T) {
+	t.Parallel()
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ECONNABORTED} {
+		ts := newServer(t, serverSetup{toml: allowTrue})
+		real, err := net.Listen("unix", ts.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln := &failingListener{Listener: real, fails: 3,
+			err: &net.OpError{Op: "accept", Net: "unix", Err: os.NewSyscallError("accept4", errno)}}
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- ts.srv.Serve(ctx, ln) }()
+		resp := ts.send(request(nil))
+		if resp.Status != proto.StatusOK {
+			t.Errorf("%v: after %d failed accepts the request got %s %q, want it served", errno, 3, resp.Status, resp.Message)
+		}
+		select {
+		case err := <-served:
+			t.Fatalf("%v: Serve returned %v on a temporary accept error", errno, err)
+		default:
+		}
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("%v: Serve = %v after cancel, want nil", errno, err)
+		}
+		if !strings.Contains(ts.logs.String(), "accept failed; retrying") {
+			t.Errorf("%v: the accept errors were not logged:\n%s", errno, ts.logs.String())
+		}
+	}
+}
+
+// failingListener fails its first fails Accepts with err, then accepts
+// from Listener.
+type failingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	fails int
+	err   error
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if l.fails > 0 {
+		l.fails--
+		l.mu.Unlock()
+		return nil, l.err
+	}
+	l.mu.Unlock()
+	return l.Listener.Accept()
 }
 
 // serveGoroutine returns the stack of a goroutine running in Server.Serve,
