@@ -12,7 +12,7 @@ import (
 // then on are served under it, and a request already accepted keeps the
 // policy it started with. The keys that need a restart keep their current
 // values; the ones whose value in next differs are returned. When next
-// cannot be built into a policy (anything agentsudod --check-config
+// cannot be built into a policy (anything agent-sudod --check-config
 // refuses), Reload returns the error and changes nothing.
 func (s *Server) Reload(next *config.Config) (needRestart []string, err error) {
 	s.reloadMu.Lock()

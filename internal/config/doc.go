@@ -36,7 +36,8 @@
 // administrator named explicitly is an error, since running without the
 // configuration they meant would be a surprise.
 //
-// The package does no lookups of users or groups and opens no sockets; it
-// only describes. A [Config] is a plain value: nothing in the package keeps
+// The package opens no sockets. It looks up users and groups only where a
+// check needs them (rules' run_as and users through [OSAccounts], the
+// notify_user lint), in the system's user database. A [Config] is a plain value: nothing in the package keeps
 // state between calls.
 package config

@@ -24,12 +24,15 @@
 //	70   the daemon answered with an error, broke the protocol, or the
 //	     request could not be sent or answered (EX_SOFTWARE)
 //	74   writing the output failed (EX_IOERR)
+//	75   status: the daemon is up but busy, or rate-limited you; mcp: the
+//	     client closed stdin with calls in progress (EX_TEMPFAIL)
 //	77   the request was denied (EX_NOPERM)
+//	78   the configuration cannot be loaded (audit, rules: EX_CONFIG)
 //	124  the request timed out in the daemon, or --timeout expired
 //	130  interrupted
 //
 // These can collide with a command's own status; --json removes the
-// ambiguity.
+// ambiguity. Each subcommand's help lists the statuses it uses.
 package cli
 
 import (
