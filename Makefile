@@ -29,7 +29,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest depaware man agents-test remote-test
+.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest depaware short-unprivileged man agents-test remote-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -238,6 +238,9 @@ agents-test: go-version ## run the real Claude Code and Codex CLI (pinned in tes
 
 # The system test installs the package, then upgrades it to the same build
 # with a higher version (VERSION.1), as docs/install.md's upgrade says.
+short-unprivileged: go-version ## go test -short ./... as an unprivileged user (agent-sudo-ci, made when missing) on a copy of the tree; run as root
+	scripts/short-unprivileged.sh
+
 depaware: go-version ## rewrite cmd/*/depaware.txt, the packages each binary links (docs: TestDepaware checks them)
 	$(GO) test ./docs -run '^TestDepaware$$' -count=1 -update-depaware
 
