@@ -57,7 +57,7 @@ func newAuthorizer(cfg *config.Config) (*authorizer, error) {
 		a.users = append(a.users, u)
 	}
 	for i, g := range groups {
-		gid, err := LookupGID(g)
+		gid, err := lookupGID(g)
 		if err != nil {
 			if a.explicit {
 				return nil, fmt.Errorf("%s[%d]: %w", groupKey, i, err)
@@ -120,7 +120,7 @@ func lookupUID(name string) (uint32, error) {
 }
 
 // LookupGID resolves a group name or numeric id.
-func LookupGID(name string) (uint32, error) {
+func lookupGID(name string) (uint32, error) {
 	id, err := account.GID(name)
 	if err != nil {
 		return 0, fmt.Errorf("group %q: %w (create it, e.g. with systemd-sysusers or groupadd, or name another group)", name, err)

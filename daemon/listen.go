@@ -26,13 +26,13 @@ const (
 )
 
 // Sockets are the daemon's two listeners, and whether systemd passed each.
-type Sockets struct {
+type sockets struct {
 	Agent, Approver                   net.Listener
 	AgentActivated, ApproverActivated bool
 }
 
 // Close closes both listeners, those that are set.
-func (s *Sockets) Close() {
+func (s *sockets) Close() {
 	for _, ln := range []net.Listener{s.Agent, s.Approver} {
 		if ln != nil {
 			_ = ln.Close()
@@ -51,7 +51,7 @@ func (s *Sockets) Close() {
 // the requests between two approvers and two audit logs. An approver socket that
 // systemd passed is refused unless its file is the daemon's user's and
 // nobody else may connect to it: the approver channel decides requests.
-func ListenBoth(ctx context.Context, agentPath string, gid int, agentMode fs.FileMode, approverPath string) (*Sockets, error) {
+func listenBoth(ctx context.Context, agentPath string, gid int, agentMode fs.FileMode, approverPath string) (*sockets, error) {
 	named, err := activation.ListenersWithNames()
 	if err != nil {
 		return nil, fmt.Errorf("socket activation: %w", err)
@@ -87,8 +87,8 @@ func ListenBoth(ctx context.Context, agentPath string, gid int, agentMode fs.Fil
 // name the daemon does not know, a socket that is not a Unix stream) is
 // refused: the units and the daemon disagree, and guessing could hand the
 // approver channel to agents.
-func pickActivated(named map[string][]net.Listener) (*Sockets, error) {
-	s := &Sockets{}
+func pickActivated(named map[string][]net.Listener) (*sockets, error) {
+	s := &sockets{}
 	var bad error
 	for name, lns := range named {
 		for _, ln := range lns {
@@ -192,12 +192,5 @@ func listenOwn(ctx context.Context, path string, gid int, mode fs.FileMode) (net
 // write to: they could replace our socket with theirs between restarts, or
 // plant one before we start, and an agent or a console would talk to it.
 func checkDir(dir string) error {
-	return CheckSecureDir(dir, "socket directory")
-}
-
-// CheckSecureDir is [fsperm.SecureDir]: only the daemon's user (and root)
-// can change what is in dir, and every directory and symbolic link above
-// it is root's or the daemon's.
-func CheckSecureDir(dir, what string) error {
-	return fsperm.SecureDir(dir, what)
+	return fsperm.SecureDir(dir, "socket directory")
 }

@@ -82,12 +82,12 @@ func TestCheckSecureDir(t *testing.T) {
 		{filepath.Join(base, "missing"), "no such file or directory"},
 	}
 	for _, tt := range tests {
-		err := CheckSecureDir(tt.dir, "socket directory")
+		err := checkDir(tt.dir)
 		switch {
 		case tt.want == "" && err != nil:
-			t.Errorf("CheckSecureDir(%s) = %v, want nil", tt.dir, err)
+			t.Errorf("checkDir(%s) = %v, want nil", tt.dir, err)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "socket directory "+tt.dir)):
-			t.Errorf("CheckSecureDir(%s) = %v, want an error naming it and containing %q", tt.dir, err, tt.want)
+			t.Errorf("checkDir(%s) = %v, want an error naming it and containing %q", tt.dir, err, tt.want)
 		}
 	}
 }

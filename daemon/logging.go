@@ -101,7 +101,7 @@ func OpenLogFile(path string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log file %s: create directory: %w", path, err)
 	}
-	if err := CheckSecureDir(dir, "log directory"); err != nil {
+	if err := fsperm.SecureDir(dir, "log directory"); err != nil {
 		return nil, fmt.Errorf("log file %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0o600)

@@ -84,13 +84,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (err error) {
 	// running, and Run returns only once they have ended.
 	notifiers := notify.NewRunner(log)
 	defer notifiers.Wait()
-	gid, err := LookupGID(cfg.SocketGroup)
+	gid, err := lookupGID(cfg.SocketGroup)
 	if err != nil {
 		return fmt.Errorf("socket_group: %w", err)
 	}
 	// Both sockets from systemd (agent-sudo.socket and
 	// agent-sudo-approver.socket), or of our own.
-	socks, err := ListenBoth(ctx, cfg.Socket, int(gid), 0o660, cfg.ApproverSocket)
+	socks, err := listenBoth(ctx, cfg.Socket, int(gid), 0o660, cfg.ApproverSocket)
 	if err != nil {
 		return err
 	}
