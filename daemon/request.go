@@ -347,14 +347,44 @@ func (s *Server) finish(ctx context.Context, pol *policy, conn *net.UnixConn, ui
 			s.log.Error("audit: refusal not recorded", "id", e.refusal.ID, "err", err)
 		}
 	}
-	if e.trail != nil && e.resp != nil {
-		if err := e.trail.Finished(ctx, e.resp, e.res); err != nil {
-			e.log.Error("audit: result not recorded", "err", err)
+	if e.resp == nil {
+		return
+	}
+	// The output is lent to the answer while the result is recorded and
+	// the answer written (runner.Output), and taken back before Release.
+	withOutput(e.res, e.resp, func() {
+		if e.trail != nil {
+			if err := e.trail.Finished(ctx, e.resp, e.res); err != nil {
+				e.log.Error("audit: result not recorded", "err", err)
+			}
 		}
-	}
-	if e.resp != nil {
 		s.respond(conn, e.resp, pol.cfg.ReadTimeout.Duration)
+	})
+}
+
+// withOutput calls f with res's output in resp (stdout, and each stage's
+// stderr), valid until f returns and removed from resp then. Without res,
+// it calls f.
+func withOutput(res *runner.Result, resp *proto.Response, f func()) {
+	if res == nil {
+		f()
+		return
 	}
+	res.Use(func(stdout []byte, stderrs [][]byte) {
+		resp.Stdout = stdout
+		for i := range resp.Stages {
+			if i < len(stderrs) {
+				resp.Stages[i].Stderr = stderrs[i]
+			}
+		}
+		defer func() {
+			resp.Stdout = nil
+			for i := range resp.Stages {
+				resp.Stages[i].Stderr = nil
+			}
+		}()
+		f()
+	})
 }
 
 // maxLogPipeline bounds the pipeline written in the daemon's log; the audit

@@ -69,11 +69,13 @@ func decisionResponse(id string, d approval.Decision) *proto.Response {
 	}
 }
 
+// response answers a request whose pipeline ran, without its output, which
+// finish lends to the answer as it writes it (withOutput).
 func response(id string, res *runner.Result) *proto.Response {
 	resp := &proto.Response{ID: id, Status: proto.StatusOK, Stages: make([]proto.Stage, len(res.Stages)),
-		Stdout: res.Stdout, StdoutTruncated: res.StdoutTruncated}
+		StdoutTruncated: res.StdoutTruncated}
 	for i, st := range res.Stages {
-		resp.Stages[i] = proto.Stage{ExitCode: st.ExitCode, Stderr: st.Stderr, StderrTruncated: st.StderrTruncated}
+		resp.Stages[i] = proto.Stage{ExitCode: st.ExitCode, StderrTruncated: st.StderrTruncated}
 	}
 	return resp
 }

@@ -150,7 +150,7 @@ func (ts *testServer) fakeExec(_ context.Context, spec runner.Spec) (*runner.Res
 	ts.execs = append(ts.execs, spec)
 	ts.mu.Unlock()
 	now := time.Now()
-	res := &runner.Result{Stdout: []byte("ran\n"), StdoutSHA256: sha256.Sum256([]byte("ran\n")), Started: now, Ended: now,
+	res := &runner.Result{Stdout: runner.NewOutput([]byte("ran\n")), StdoutSHA256: sha256.Sum256([]byte("ran\n")), Started: now, Ended: now,
 		Stages: make([]runner.StageResult, len(spec.Stages))}
 	for i := range res.Stages {
 		res.Stages[i].StderrSHA256 = sha256.Sum256(nil)

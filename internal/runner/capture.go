@@ -18,7 +18,8 @@ import (
 // command that prints little costs little; nothing is ever copied to grow
 // the buffer; and the bytes live outside the Go heap, so a 16 MiB output
 // does not also cost the garbage collector's headroom. The mapping must be
-// released with release once the bytes have been used (Result.Release).
+// released: by release, or, once result has made it an Output's, by
+// Output.Release (Result.Release).
 type capture struct {
 	max       int
 	buf       []byte // the mapping, len max; nil before init
@@ -59,7 +60,7 @@ func (c *capture) init(max int) error {
 // touches.
 const smallPagesBytes = 2 << 20
 
-// release unmaps the buffer; the bytes result returned are gone after it.
+// release unmaps the buffer unless result has handed it to an Output.
 func (c *capture) release() {
 	if c.buf != nil {
 		_ = unix.Munmap(c.buf)
@@ -176,13 +177,17 @@ func (c *capture) tail() ([]byte, int64) {
 	return append([]byte(nil), c.latest...), c.total
 }
 
-// result returns the captured bytes, whether any were discarded, and the
-// SHA-256 of the captured bytes. It is only called after the reader has
-// stopped.
-func (c *capture) result() ([]byte, bool, [sha256.Size]byte) {
+// result returns the captured bytes as an Output that takes over the
+// mapping (the capture no longer releases it), whether any were discarded,
+// and the SHA-256 of the captured bytes. It is only called after the reader
+// has stopped.
+func (c *capture) result() (*Output, bool, [sha256.Size]byte) {
 	var sum [sha256.Size]byte
 	c.sum.Sum(sum[:0])
-	return c.buf[:c.n:c.n], c.truncated, sum
+	buf := c.buf
+	c.buf = nil
+	out := newMappedOutput(buf[:c.n:c.n], func() { _ = unix.Munmap(buf) })
+	return out, c.truncated, sum
 }
 
 func (p *pipeline) releaseCaptures() {

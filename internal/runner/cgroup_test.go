@@ -161,7 +161,7 @@ func TestCgroupStagesStartInside(t *testing.T) {
 			s := newSpec(t, m, "root", cmd(t, "cat", "/proc/self/cgroup"), cmd(t, "grep", "^0::"))
 			s.Cgroups = cgs
 			res := mustRun(t, s)
-			got := strings.TrimSpace(string(res.Stdout))
+			got := strings.TrimSpace(string(res.Stdout.Copy()))
 			own, err := ownCgroup2("/proc/self/cgroup")
 			if err != nil {
 				t.Fatal(err)

@@ -57,9 +57,9 @@ func TestChildGetsOnlyStdio(t *testing.T) {
 			s.DirFile = d
 			res := mustRun(t, s)
 			defer res.Release()
-			got := strings.Fields(string(res.Stdout))
+			got := strings.Fields(string(res.Stdout.Copy()))
 			if !slices.Equal(got, []string{"0", "1", "2"}) {
-				t.Errorf("the stage had fds %v open, want only 0 1 2 (stderr %q)", got, res.Stages[0].Stderr)
+				t.Errorf("the stage had fds %v open, want only 0 1 2 (stderr %q)", got, res.Stages[0].Stderr.Copy())
 			}
 		})
 	}
@@ -104,8 +104,8 @@ func TestExecThroughDescriptor(t *testing.T) {
 		}
 		res := mustRun(t, newSpec(t, ModeDirect, "root", c))
 		defer res.Release()
-		if got := string(res.Stdout); got != "approved\n" {
-			t.Errorf("stdout %q (stderr %q), want the approved file's output", got, res.Stages[0].Stderr)
+		if got := string(res.Stdout.Copy()); got != "approved\n" {
+			t.Errorf("stdout %q (stderr %q), want the approved file's output", got, res.Stages[0].Stderr.Copy())
 		}
 	})
 	t.Run("rewritten in place", func(t *testing.T) {
@@ -115,7 +115,7 @@ func TestExecThroughDescriptor(t *testing.T) {
 		res, err := Run(t.Context(), s)
 		if err == nil {
 			defer res.Release()
-			t.Fatalf("a program rewritten after it was opened ran: stdout %q", res.Stdout)
+			t.Fatalf("a program rewritten after it was opened ran: stdout %q", res.Stdout.Copy())
 		}
 		if !strings.Contains(err.Error(), "content changed") {
 			t.Errorf("error %q does not say the content changed", err)
@@ -128,7 +128,7 @@ func TestExecThroughDescriptor(t *testing.T) {
 		res, err := p.run(t.Context())
 		if err == nil {
 			defer res.Release()
-			t.Fatalf("a pipeline whose last program was rewritten ran: stdout %q", res.Stdout)
+			t.Fatalf("a pipeline whose last program was rewritten ran: stdout %q", res.Stdout.Copy())
 		}
 		if !strings.Contains(err.Error(), "content changed") {
 			t.Errorf("error %q does not say the content changed", err)
@@ -181,8 +181,8 @@ func TestCwdThroughDescriptor(t *testing.T) {
 			s.Dir, s.DirFile = r.Path, d
 			res := mustRun(t, s)
 			defer res.Release()
-			if got := strings.TrimSpace(string(res.Stdout)); got != a {
-				t.Errorf("the stage ran in %q (stderr %q), want %s", got, res.Stages[0].Stderr, a)
+			if got := strings.TrimSpace(string(res.Stdout.Copy())); got != a {
+				t.Errorf("the stage ran in %q (stderr %q), want %s", got, res.Stages[0].Stderr.Copy(), a)
 			}
 		})
 	}

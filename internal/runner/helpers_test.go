@@ -105,7 +105,7 @@ func exitCodes(res *Result) []int {
 func stderrs(res *Result) string {
 	var b strings.Builder
 	for i, s := range res.Stages {
-		b.WriteString("\n  stage " + strconv.Itoa(i) + " stderr: " + strconv.Quote(string(s.Stderr)))
+		b.WriteString("\n  stage " + strconv.Itoa(i) + " stderr: " + strconv.Quote(string(s.Stderr.Copy())))
 	}
 	return b.String()
 }
@@ -205,4 +205,12 @@ func mustPolicy(t testing.TB, allow []string) *EnvPolicy {
 		t.Fatalf("NewEnvPolicy(%q): %v", allow, err)
 	}
 	return p
+}
+
+// capOf returns the capacity of the slice o lends: at most the cap the
+// capture was made with.
+func capOf(o *Output) int {
+	var n int
+	o.Use(func(b []byte) { n = cap(b) })
+	return n
 }

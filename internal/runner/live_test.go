@@ -88,8 +88,8 @@ func TestRunLiveTail(t *testing.T) {
 		t.Fatal("no result")
 	}
 	defer res.Release()
-	if !res.TimedOut || string(res.Stdout) != "one\ntwo\n" {
-		t.Errorf("TimedOut %v stdout %q, want true and the output the Live showed", res.TimedOut, res.Stdout)
+	if !res.TimedOut || string(res.Stdout.Copy()) != "one\ntwo\n" {
+		t.Errorf("TimedOut %v stdout %q, want true and the output the Live showed", res.TimedOut, res.Stdout.Copy())
 	}
 	if _, ok := s.Live.Tail(); ok {
 		t.Error("Tail after Run returned still reported output")

@@ -122,8 +122,9 @@ type Spec struct {
 type StageResult struct {
 	// ExitCode is the exit status, or 128+N when signal N killed the stage.
 	ExitCode int
-	// Stderr is what the stage wrote to stderr, at most Spec.MaxOutput bytes.
-	Stderr []byte
+	// Stderr is what the stage wrote to stderr, at most Spec.MaxOutput
+	// bytes; Result.Release frees it.
+	Stderr *Output
 	// StderrTruncated is set when stderr was longer than Spec.MaxOutput.
 	StderrTruncated bool
 	// StderrSHA256 is the SHA-256 of Stderr, computed as it was read.
@@ -135,8 +136,8 @@ type Result struct {
 	// Stages has one entry per stage, in pipeline order.
 	Stages []StageResult
 	// Stdout is what the last stage wrote to stdout, at most Spec.MaxOutput
-	// bytes.
-	Stdout []byte
+	// bytes; Release frees it.
+	Stdout *Output
 	// StdoutTruncated is set when stdout was longer than Spec.MaxOutput.
 	StdoutTruncated bool
 	// StdoutSHA256 is the SHA-256 of Stdout, computed as it was read.
@@ -156,18 +157,34 @@ type Result struct {
 	// cgroup once it had run ("" when nothing did): a process may then
 	// have outlived it.
 	CgroupError string
-
-	release func()
 }
 
-// Release frees the memory that holds the output. Stdout and every Stderr
-// must not be used after it; the daemon calls it once the response is
-// written. Calling it more than once is harmless.
+// Release frees the memory that holds the output (Stdout and every
+// Stderr), once no Output.Use of it is running; the daemon calls it once
+// the response is written. Calling it more than once is harmless.
 func (r *Result) Release() {
-	if r.release != nil {
-		r.release()
-		r.release = nil
+	r.Stdout.Release()
+	for _, st := range r.Stages {
+		st.Stderr.Release()
 	}
+}
+
+// Use lends the output to f: stdout and each stage's stderr, valid until f
+// returns (nil after Release). f must not keep them.
+func (r *Result) Use(f func(stdout []byte, stderrs [][]byte)) {
+	r.Stdout.Use(func(stdout []byte) {
+		useAll(r.Stages, make([][]byte, 0, len(r.Stages)), func(stderrs [][]byte) { f(stdout, stderrs) })
+	})
+}
+
+// useAll lends each stage's stderr in turn, appending it to got, and calls
+// f with all of them.
+func useAll(stages []StageResult, got [][]byte, f func([][]byte)) {
+	if len(stages) == 0 {
+		f(got)
+		return
+	}
+	stages[0].Stderr.Use(func(b []byte) { useAll(stages[1:], append(got, b), f) })
 }
 
 // Run executes the pipeline s and waits until every process it started has
@@ -415,7 +432,6 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 		res.Stages[i].Stderr, res.Stages[i].StderrTruncated, res.Stages[i].StderrSHA256 = p.stderrs[i].result()
 	}
 	res.Stdout, res.StdoutTruncated, res.StdoutSHA256 = p.stdout.result()
-	res.release = p.releaseCaptures
 	p.awaitGroupsGone()
 	res.Ended = time.Now()
 	return res, nil

@@ -31,9 +31,9 @@ func TestRunIdentity(t *testing.T) {
 				requireSudo(t, m)
 				tg := target(t, user)
 				res := mustRun(t, newSpec(t, m, user, cmd(t, "sh", "-c", "id -u; id -g; id -G")))
-				lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+				lines := strings.Split(strings.TrimSpace(string(res.Stdout.Copy())), "\n")
 				if len(lines) != 3 || res.Stages[0].ExitCode != 0 {
-					t.Fatalf("output %q, exit %v%s", res.Stdout, exitCodes(res), stderrs(res))
+					t.Fatalf("output %q, exit %v%s", res.Stdout.Copy(), exitCodes(res), stderrs(res))
 				}
 				if want := strconv.FormatUint(uint64(tg.UID), 10); lines[0] != want {
 					t.Errorf("uid %s, want %s", lines[0], want)
@@ -78,12 +78,12 @@ func TestRunPipeline(t *testing.T) {
 					stages = append(stages, cmd(t, argv...))
 				}
 				res := mustRun(t, newSpec(t, m, "root", stages...))
-				if string(res.Stdout) != tt.stdout || res.StdoutTruncated {
-					t.Errorf("stdout %q (truncated %v), want %q", res.Stdout, res.StdoutTruncated, tt.stdout)
+				if string(res.Stdout.Copy()) != tt.stdout || res.StdoutTruncated {
+					t.Errorf("stdout %q (truncated %v), want %q", res.Stdout.Copy(), res.StdoutTruncated, tt.stdout)
 				}
 				for i, s := range res.Stages {
-					if s.ExitCode != 0 || len(s.Stderr) != 0 {
-						t.Errorf("stage %d: exit %d, stderr %q", i, s.ExitCode, s.Stderr)
+					if s.ExitCode != 0 || s.Stderr.Len() != 0 {
+						t.Errorf("stage %d: exit %d, stderr %q", i, s.ExitCode, s.Stderr.Copy())
 					}
 				}
 				if res.TimedOut || res.Ended.Before(res.Started) {
@@ -123,8 +123,8 @@ func TestRunExitCodes(t *testing.T) {
 				if got := exitCodes(res); !slices.Equal(got, tt.codes) {
 					t.Errorf("exit codes %v, want %v%s", got, tt.codes, stderrs(res))
 				}
-				if string(res.Stdout) != tt.stdout {
-					t.Errorf("stdout %q, want %q", res.Stdout, tt.stdout)
+				if string(res.Stdout.Copy()) != tt.stdout {
+					t.Errorf("stdout %q, want %q", res.Stdout.Copy(), tt.stdout)
 				}
 			})
 		}
@@ -144,12 +144,12 @@ func TestRunStderrPerStage(t *testing.T) {
 			))
 			want := []string{"one\n", "two\n", ""}
 			for i, s := range res.Stages {
-				if string(s.Stderr) != want[i] || s.StderrTruncated {
-					t.Errorf("stage %d stderr %q (truncated %v), want %q", i, s.Stderr, s.StderrTruncated, want[i])
+				if string(s.Stderr.Copy()) != want[i] || s.StderrTruncated {
+					t.Errorf("stage %d stderr %q (truncated %v), want %q", i, s.Stderr.Copy(), s.StderrTruncated, want[i])
 				}
 			}
-			if string(res.Stdout) != "data\n" {
-				t.Errorf("stdout %q", res.Stdout)
+			if string(res.Stdout.Copy()) != "data\n" {
+				t.Errorf("stdout %q", res.Stdout.Copy())
 			}
 		})
 	}
@@ -217,18 +217,18 @@ func TestRunTruncation(t *testing.T) {
 						t.Errorf("stage %d exit %d, want 0 (the reader must keep draining)", i, code)
 					}
 				}
-				if string(res.Stdout) != tt.stdout || res.StdoutTruncated != tt.stdoutCut {
-					t.Errorf("stdout %q truncated %v, want %q truncated %v", res.Stdout, res.StdoutTruncated, tt.stdout, tt.stdoutCut)
+				if string(res.Stdout.Copy()) != tt.stdout || res.StdoutTruncated != tt.stdoutCut {
+					t.Errorf("stdout %q truncated %v, want %q truncated %v", res.Stdout.Copy(), res.StdoutTruncated, tt.stdout, tt.stdoutCut)
 				}
-				if cap(res.Stdout) > limit {
-					t.Errorf("stdout buffer capacity %d exceeds the cap %d", cap(res.Stdout), limit)
+				if capOf(res.Stdout) > limit {
+					t.Errorf("stdout buffer capacity %d exceeds the cap %d", capOf(res.Stdout), limit)
 				}
 				for i, st := range res.Stages {
-					if string(st.Stderr) != tt.stderr[i] || st.StderrTruncated != tt.stderrCut[i] {
-						t.Errorf("stage %d stderr %q truncated %v, want %q truncated %v", i, st.Stderr, st.StderrTruncated, tt.stderr[i], tt.stderrCut[i])
+					if string(st.Stderr.Copy()) != tt.stderr[i] || st.StderrTruncated != tt.stderrCut[i] {
+						t.Errorf("stage %d stderr %q truncated %v, want %q truncated %v", i, st.Stderr.Copy(), st.StderrTruncated, tt.stderr[i], tt.stderrCut[i])
 					}
-					if cap(st.Stderr) > limit {
-						t.Errorf("stage %d stderr buffer capacity %d exceeds the cap %d", i, cap(st.Stderr), limit)
+					if capOf(st.Stderr) > limit {
+						t.Errorf("stage %d stderr buffer capacity %d exceeds the cap %d", i, capOf(st.Stderr), limit)
 					}
 				}
 			})
@@ -250,13 +250,13 @@ func TestRunProductionCap(t *testing.T) {
 			if res.Stages[0].ExitCode != 0 {
 				t.Fatalf("exit %d, want 0%s", res.Stages[0].ExitCode, stderrs(res))
 			}
-			if len(res.Stdout) != proto.MaxOutputBytes || !res.StdoutTruncated {
-				t.Errorf("stdout %d bytes truncated %v, want %d truncated", len(res.Stdout), res.StdoutTruncated, proto.MaxOutputBytes)
+			if res.Stdout.Len() != proto.MaxOutputBytes || !res.StdoutTruncated {
+				t.Errorf("stdout %d bytes truncated %v, want %d truncated", res.Stdout.Len(), res.StdoutTruncated, proto.MaxOutputBytes)
 			}
-			if cap(res.Stdout) > proto.MaxOutputBytes {
-				t.Errorf("stdout buffer capacity %d exceeds the cap", cap(res.Stdout))
+			if capOf(res.Stdout) > proto.MaxOutputBytes {
+				t.Errorf("stdout buffer capacity %d exceeds the cap", capOf(res.Stdout))
 			}
-			if i := bytes.IndexFunc(res.Stdout, func(r rune) bool { return r != 0 }); i >= 0 {
+			if i := bytes.IndexFunc(res.Stdout.Copy(), func(r rune) bool { return r != 0 }); i >= 0 {
 				t.Errorf("stdout byte %d is not zero", i)
 			}
 		})
@@ -266,10 +266,10 @@ func TestRunProductionCap(t *testing.T) {
 // sleeperPID parses the pid a test program printed on its first line.
 func sleeperPID(t *testing.T, res *Result) int {
 	t.Helper()
-	line, _, _ := strings.Cut(string(res.Stdout), "\n")
+	line, _, _ := strings.Cut(string(res.Stdout.Copy()), "\n")
 	pid, err := strconv.Atoi(line)
 	if err != nil {
-		t.Fatalf("no pid in stdout %q%s", res.Stdout, stderrs(res))
+		t.Fatalf("no pid in stdout %q%s", res.Stdout.Copy(), stderrs(res))
 	}
 	return pid
 }
@@ -361,7 +361,7 @@ func TestRunTimeoutKillsGroup(t *testing.T) {
 					if got[0] != 137 || !stage1OK {
 						t.Errorf("exit codes %v, want [137 143]%s", got, stderrs(res))
 					}
-					if got := string(res.Stages[0].Stderr); got != "started\n" {
+					if got := string(res.Stages[0].Stderr.Copy()); got != "started\n" {
 						t.Errorf("stage 0 stderr %q, want the output from before the kill", got)
 					}
 					if left := append(withArg(t, marker), withArg(t, marker2)...); len(left) > 0 {
@@ -433,8 +433,8 @@ func TestRunContextCancel(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	// 143, not 137: SIGTERM ended it, without waiting out the grace.
-	if !res.TimedOut || res.Stages[0].ExitCode != 143 || string(res.Stdout) != "started\n" {
-		t.Errorf("TimedOut %v exit %d stdout %q, want true 143 \"started\\n\"", res.TimedOut, res.Stages[0].ExitCode, res.Stdout)
+	if !res.TimedOut || res.Stages[0].ExitCode != 143 || string(res.Stdout.Copy()) != "started\n" {
+		t.Errorf("TimedOut %v exit %d stdout %q, want true 143 \"started\\n\"", res.TimedOut, res.Stages[0].ExitCode, res.Stdout.Copy())
 	}
 
 	// A context that is already done starts nothing.
@@ -518,11 +518,11 @@ func TestRunNoTerminal(t *testing.T) {
 // checkLayout checks the output of the probe in TestRunNoTerminal.
 func checkLayout(t *testing.T, res *Result, m Mode, sessions bool) {
 	t.Helper()
-	first, stat, _ := strings.Cut(string(res.Stdout), "\n")
+	first, stat, _ := strings.Cut(string(res.Stdout.Copy()), "\n")
 	ids := strings.Fields(first)
 	end := strings.LastIndexByte(stat, ')')
 	if len(ids) != 2 || end < 0 {
-		t.Fatalf("unexpected output %q%s", res.Stdout, stderrs(res))
+		t.Fatalf("unexpected output %q%s", res.Stdout.Copy(), stderrs(res))
 	}
 	f := strings.Fields(stat[end+1:]) // state ppid pgrp session tty_nr
 	if len(f) < 5 {
@@ -623,7 +623,7 @@ func TestRunEnvironment(t *testing.T) {
 				if res.Stages[0].ExitCode != 0 {
 					t.Fatalf("exit %d%s", res.Stages[0].ExitCode, stderrs(res))
 				}
-				got := strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00")
+				got := strings.Split(strings.TrimSuffix(string(res.Stdout.Copy()), "\x00"), "\x00")
 				var extra []string
 				for _, kv := range got {
 					if !slices.Contains(env, kv) {
@@ -684,15 +684,15 @@ func TestRunDir(t *testing.T) {
 			res, err := Run(context.Background(), s)
 			if tt.wantErr {
 				if err == nil {
-					t.Fatalf("Run succeeded with stdout %q, want a start error", res.Stdout)
+					t.Fatalf("Run succeeded with stdout %q, want a start error", res.Stdout.Copy())
 				}
 				return
 			}
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			if string(res.Stdout) != tt.want {
-				t.Errorf("pwd %q, want %q%s", res.Stdout, tt.want, stderrs(res))
+			if string(res.Stdout.Copy()) != tt.want {
+				t.Errorf("pwd %q, want %q%s", res.Stdout.Copy(), tt.want, stderrs(res))
 			}
 		})
 	}
@@ -737,8 +737,8 @@ func TestRunArgv0(t *testing.T) {
 			c.Args = append(c.Args, "/proc/self/cmdline")
 			res := mustRun(t, newSpec(t, tt.mode, "root", c))
 			want := tt.argv0 + "\x00/proc/self/cmdline\x00"
-			if string(res.Stdout) != want {
-				t.Errorf("cmdline %q, want %q%s", res.Stdout, want, stderrs(res))
+			if string(res.Stdout.Copy()) != want {
+				t.Errorf("cmdline %q, want %q%s", res.Stdout.Copy(), want, stderrs(res))
 			}
 		})
 	}
@@ -793,8 +793,8 @@ func TestRunStartFailure(t *testing.T) {
 	t.Run("sudo program not executable", func(t *testing.T) {
 		requireSudo(t, ModeSudo)
 		res := mustRun(t, newSpec(t, ModeSudo, "root", bad))
-		if res.Stages[0].ExitCode != 1 || len(res.Stages[0].Stderr) == 0 {
-			t.Errorf("exit %d stderr %q, want sudo's exit 1 and message", res.Stages[0].ExitCode, res.Stages[0].Stderr)
+		if res.Stages[0].ExitCode != 1 || res.Stages[0].Stderr.Len() == 0 {
+			t.Errorf("exit %d stderr %q, want sudo's exit 1 and message", res.Stages[0].ExitCode, res.Stages[0].Stderr.Copy())
 		}
 	})
 }
@@ -942,15 +942,17 @@ func TestCapture(t *testing.T) {
 		for _, w := range tt.writes {
 			c.add([]byte(w))
 		}
-		got, truncated, sum := c.result()
+		out, truncated, sum := c.result()
+		defer out.Release()
+		got := out.Copy()
 		if string(got) != tt.want || truncated != tt.truncated {
 			t.Errorf("max %d writes %q: got %q %v, want %q %v", tt.max, tt.writes, got, truncated, tt.want, tt.truncated)
 		}
 		if sum != sha256.Sum256([]byte(tt.want)) {
 			t.Errorf("max %d writes %q: hash of the kept bytes is wrong", tt.max, tt.writes)
 		}
-		if cap(got) > tt.max {
-			t.Errorf("max %d: capacity %d", tt.max, cap(got))
+		if n := capOf(out); n > tt.max {
+			t.Errorf("max %d: capacity %d", tt.max, n)
 		}
 	}
 }
@@ -1025,7 +1027,7 @@ func BenchmarkPipeSize(b *testing.B) {
 			b.SetBytes(size)
 			for b.Loop() {
 				res, err := Run(context.Background(), s)
-				if err != nil || len(res.Stdout) != size {
+				if err != nil || res.Stdout.Len() != size {
 					b.Fatalf("Run: %v", err)
 				}
 				res.Release()

@@ -38,8 +38,8 @@ func TestRunStdin(t *testing.T) {
 				spec := newSpec(t, m, "root", stages...)
 				spec.Stdin = tt.stdin
 				res := mustRun(t, spec)
-				if got := strings.TrimLeft(string(res.Stdout), " "); got != strings.TrimLeft(tt.stdout, " ") {
-					t.Errorf("stdout %q, want %q%s", res.Stdout, tt.stdout, stderrs(res))
+				if got := strings.TrimLeft(string(res.Stdout.Copy()), " "); got != strings.TrimLeft(tt.stdout, " ") {
+					t.Errorf("stdout %q, want %q%s", res.Stdout.Copy(), tt.stdout, stderrs(res))
 				}
 				for i, st := range res.Stages {
 					if st.ExitCode != 0 {
