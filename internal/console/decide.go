@@ -223,9 +223,13 @@ func (d *decideScreen) View() (top, body, bottom []string) {
 		bottom = append(bottom, m.separatorWith(hint))
 		bottom = append(bottom, d.promptLine()...)
 		// a, s and d are on the prompt's line; the keys fit one line of
-		// 80 columns.
+		// 80 columns (the stdin key takes the room of "page").
+		page := [2]string{"PgUp/PgDn", "page"}
+		if r.hasStdin() {
+			page[1] = ""
+		}
 		bottom = append(bottom, m.keyHelp(m.withStdinKey(r, [][2]string{
-			{"↑/↓", "enter"}, view, {"PgUp/PgDn", "page"}, {"g", "grants"}, {"q", m.quitShort()},
+			{"↑/↓", "enter"}, view, page, {"g", "grants"}, {"q", m.quitShort()},
 		}))...)
 	}
 	return top, body, bottom

@@ -19,10 +19,12 @@ import (
 // console in a tmux pane of 80×24 (so with the multiplexer warning), with
 // three notices on screen, and checks that a typical request (a two-stage
 // pipeline with environment and a two-line reason) shows everything needed
-// to judge it on the first screen, without scrolling: the command, each
-// stage's resolved program, who it runs as, why it needs approval, who
-// asked, the reason, the directory, the environment's names and the time
-// left. Then that PgDn moves a page, not a line.
+// to judge it on the first screen, without scrolling: the command (each
+// stage's resolved program only where it says more than the command), who
+// it runs as, why it needs approval, who asked, the reason, the directory,
+// the environment's names and the time left. Then that an agent's
+// `echo ... | sudo tee FILE` shows the first lines of what it writes next
+// to the command, and that PgDn moves a page, not a line.
 func TestE2EFirstScreenAt80x24InTmux(t *testing.T) {
 	t.Parallel()
 	needE2E(t)
@@ -78,8 +80,6 @@ env = ["LANG", "LC_ALL"]
 		"⚠ WARNING: in tmux, an agent typing into it could approve its own requests",
 		"REQUEST WAITING FOR YOUR DECISION · times out in ",
 		"command    echo rotated | tee -a " + log,
-		"stage 1    /usr/bin/echo rotated",
-		"stage 2    /usr/bin/tee -a " + log,
 		"runs       as root",
 		"why        no rule applies to stage 2 of 2: /usr/bin/tee",
 		"asked by   uid 0 (root), kernel-verified: ",
@@ -105,8 +105,12 @@ env = ["LANG", "LC_ALL"]
 	if n := strings.Count(screen, " was withdrawn by the client"); n != 3 {
 		t.Errorf("%d notices on screen, want 3, one line each:\n%s", n, screen)
 	}
-	if strings.Contains(screen, "PgUp/PgDn scroll --") {
-		t.Errorf("the first screen scrolls:\n%s", screen)
+	// echo and tee are the system's: a stage line would only repeat the
+	// command.
+	for _, not := range []string{"PgUp/PgDn scroll --", "stage 1    ", "stage 2    "} {
+		if strings.Contains(screen, not) {
+			t.Errorf("the first screen has %q:\n%s", not, screen)
+		}
 	}
 	t.Logf("the first screen at 80×24 in tmux:\n%s", strings.TrimRight(screen, "\n"))
 	if strings.Contains(screen, `\x1b`) {
@@ -130,6 +134,61 @@ env = ["LANG", "LC_ALL"]
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("agent-sudo run did not end after the denial:\n%s", agentOut.String())
+	}
+
+	// An agent writes a file with sudo tee, the content on its stdin
+	// (issue 22: the first screen showed a SHA-256 and not one line of
+	// it).
+	conf := d.Dir + "/nginx-test-port.conf"
+	writer := exec.Command("/bin/sh", "-c", `printf 'server {\n    listen 8081;\n    server_name test.local;\n    root /srv/test;\n}\n' | `+
+		`"$CLI" run --socket "$SOCK" --session e2e-screen --host e2e-host --reason "serve the test site on 8081" -- tee "$CONF"; echo "exit $?"`)
+	writer.Env = []string{"PATH=/usr/bin:/bin", "CLI=" + d.PublicCLI(), "SOCK=" + d.Socket, "CONF=" + conf}
+	var writerOut bytes.Buffer
+	writer.Stdout, writer.Stderr = &writerOut, &writerOut
+	if err := writer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	writerDone := make(chan error, 1)
+	go func() { writerDone <- writer.Wait() }()
+	t.Cleanup(func() {
+		_ = writer.Process.Kill()
+		<-writerDone
+	})
+	screen = tm.Wait(func(s string) bool {
+		return strings.Contains(s, "command    tee "+conf) && strings.Contains(s, "Your decision:")
+	}, "show sudo tee's prompt")
+	for _, want := range []string{
+		"command    tee " + conf,
+		"stdin      76 bytes · sha256 ",
+		"… · the first stage reads this",
+		"           server {",
+		"               listen 8081;",
+		"               server_name test.local;",
+		"… 22 more bytes not shown: press i to see all 76 bytes",
+		"reason     serve the test site on 8081",
+		"runs       as root",
+		" i stdin ",
+	} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the first screen of sudo tee lacks %q:\n%s", want, screen)
+		}
+	}
+	for _, not := range []string{"PgUp/PgDn scroll --", "stage 1    "} {
+		if strings.Contains(screen, not) {
+			t.Errorf("the first screen of sudo tee has %q:\n%s", not, screen)
+		}
+	}
+	t.Logf("the first screen of sudo tee at 80×24 in tmux:\n%s", strings.TrimRight(screen, "\n"))
+	consoletest.Press(t, tm, "d", "Note for the agent (optional)")
+	consoletest.Press(t, tm, "Escape", "waiting for requests…")
+	select {
+	case err := <-writerDone:
+		writerDone <- err
+		if !strings.HasSuffix(writerOut.String(), "exit 77\n") {
+			t.Fatalf("sudo tee: %v\n%s\nwant exit 77, denied", err, writerOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("sudo tee did not end after the denial:\n%s", writerOut.String())
 	}
 
 	// A request longer than the screen: PgDn moves a page.

@@ -111,8 +111,9 @@ type request struct {
 	escaped bool
 
 	// cache and fullCache are the rendered first screen and details
-	// (details) for cacheWidth
+	// (details) for cacheWidth, the first screen for cacheRoom lines
 	cacheWidth int
+	cacheRoom  int
 	cache      []string
 	fullCache  []string
 	// stdinCache is the full stdin view rendered for stdinWidth.

@@ -49,8 +49,9 @@ func TestRequestScreenShowsEverything(t *testing.T) {
 	first := []string{
 		"REQUEST WAITING FOR YOUR DECISION · times out in 2m0s · 2 more after it",
 		"command    iptables -L -n | grep 'DROP it'",
+		// A program reached through a symbolic link is not what the
+		// command line says: its stage stays on the first screen.
 		"stage 1    /usr/sbin/iptables -> /usr/sbin/xtables-legacy-multi -L -n",
-		"stage 2    /usr/bin/grep 'DROP it'",
 		"runs       as root",
 		"cwd        /",
 		"reason     install nginx for the web tests",
@@ -63,8 +64,10 @@ func TestRequestScreenShowsEverything(t *testing.T) {
 	// the values, the host, the id and the times too.
 	h.wantView(append(first, "env        DEBIAN_FRONTEND (values: press v)", "v details",
 		"agent      session build-42 · host devbox · claimed by the agent")...)
-	h.notView("SSH AGENT", escapedNotice, "noninteractive", "id         r1", "time       sent")
+	// grep in /usr/bin is what the command line says (TestFirstScreenDropsRepeatedStages).
+	h.notView("SSH AGENT", escapedNotice, "noninteractive", "id         r1", "time       sent", "stage 2")
 	h.wantFull(append(first,
+		"stage 2    /usr/bin/grep 'DROP it'",
 		"REQUEST WAITING FOR YOUR DECISION · times out in 2m0s · 2 more after it · ALL DETAILS",
 		"env        DEBIAN_FRONTEND=noninteractive",
 		"session    build-42 (claimed by the agent)",
@@ -703,7 +706,7 @@ func TestNarrowTerminal(t *testing.T) {
 			t.Errorf("line wider than the terminal (%d): %q", w, line)
 		}
 	}
-	h.wantView("command\n  apt-get install -y nginx | \n↳ tee '/var/log/x y.log'\nstage 1\n", "screen")
+	h.wantView("command\n  apt-get install -y nginx | \n↳ tee '/var/log/x y.log'\nruns\n", "screen")
 }
 
 func TestNoticesExpire(t *testing.T) {
@@ -891,8 +894,6 @@ func TestFirstScreenAt80x24(t *testing.T) {
 		"⚠ WARNING: in tmux, an agent typing into it could approve its own requests\n",
 		"REQUEST WAITING FOR YOUR DECISION · times out in 2m0s\n",
 		"command    apt-get install -y nginx | tee '/var/log/x y.log'\n",
-		"stage 1    /usr/bin/apt-get install -y nginx\n",
-		"stage 2    /usr/bin/tee '/var/log/x y.log'\n",
 		"runs       as root\n",
 		"why        no rule applies to stage 2 of 2: /usr/bin/tee\n",
 		"asked by   uid 1000 (alice), kernel-verified: … 2 older (v) → bash (pid 790)",
@@ -904,7 +905,8 @@ func TestFirstScreenAt80x24(t *testing.T) {
 		"agent      session build-42 · host devbox · claimed by the agent\n",
 		"> Deny (d)",
 	)
-	h.notView("PgUp/PgDn scroll --", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+	h.notView("PgUp/PgDn scroll --", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "stage 1    ", "stage 2    ")
+	h.wantFull("stage 1    /usr/bin/apt-get install -y nginx\n", "stage 2    /usr/bin/tee '/var/log/x y.log'\n")
 	if n := len(lines); !strings.HasPrefix(lines[n-2], "Your decision:") || !strings.HasPrefix(lines[n-1], "keys: ") {
 		t.Errorf("the prompt and the keys are not one line each:\n%s", v)
 	}
@@ -950,7 +952,7 @@ func TestPgDnMovesAPage(t *testing.T) {
 		h.resolved(id, approval.Withdrawn, approval.ByClient)
 	}
 	s := shown("r1")
-	s.Pipeline = [][]string{{"bash", "-c", strings.Repeat("echo hello; ", 80)}}
+	s.Pipeline = [][]string{{"bash", "-c", strings.Repeat("echo hello; ", 160)}}
 	s.Programs = []approval.Program{{Chain: []string{"/usr/bin/bash"}}}
 	h.pending(s)
 	h.pastGuard()
@@ -1012,5 +1014,178 @@ func TestFirstScreenKeepsTheAgent(t *testing.T) {
 	}
 	if strings.Contains(text, "make agent") && strings.Contains(text, "sudo (pid 760") {
 		t.Errorf("asked by %q: nothing older was elided, yet it fits three lines only with elision\n%s", text, v)
+	}
+}
+
+// TestFirstScreenAt80x24Holds renders requests that once pushed what is
+// needed to judge them below the fold (issue 22) on an 80×24 terminal in
+// tmux with three notices, and checks the 24 lines on screen: a stdin's
+// content is next to the command that reads it (escaped, with the size and
+// the start of its hash), the reason's first lines are always there (said
+// to be cut when they are), and a stage line that only repeats the command
+// is left out (the details keep it).
+func TestFirstScreenAt80x24Holds(t *testing.T) {
+	// The ancestry of an agent's request through shells: claude, then
+	// bash → bash → bash, then agent-sudo run.
+	shells := &procinfo.Ancestry{Hops: append([]procinfo.Hop{
+		{PID: 4242, Exe: "/usr/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "run", "--", "apt-get"}},
+		{PID: 4241, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"/bin/bash", "-c", "sudo apt-get ..."}},
+		{PID: 4240, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
+		{PID: 4239, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash", "-c", "source ~/.bashrc; eval ..."}},
+	}, agentAndLogin...), End: procinfo.EndLoginShell}
+	conf := "server {\n    listen 8081;\n    server_name test.local;\n    root /srv/test;\n}\n"
+	sum := approval.NewStdinShown([]byte(conf)).SHA256
+	packages := []string{"apt-get", "install", "-y", "--no-install-recommends",
+		"nginx-light", "postgresql-15", "redis-server", "python3-venv", "build-essential",
+		"libssl-dev", "pkg-config", "ca-certificates", "curl"}
+	reason := "the web tests need a local nginx, postgres and redis\nthe build needs a compiler and libssl\n" +
+		"the venv is for the test runner\ncurl fetches the fixtures\nnone of these are installed yet"
+	tee := func(s *approval.Shown) {
+		s.Pipeline = [][]string{{"tee", "/etc/nginx/conf.d/test.conf"}}
+		s.Programs = []approval.Program{{Chain: []string{"/usr/bin/tee"}}}
+		s.Stdin = approval.NewStdinShown([]byte(conf))
+		s.Why = "no rule applies to stage 1 of 1: /usr/bin/tee"
+	}
+	for _, c := range []struct {
+		name      string
+		edit      func(*approval.Shown)
+		want, not []string
+		wantFull  []string
+	}{{
+		name: "stdin beside the command that reads it",
+		edit: tee,
+		want: []string{
+			"command    tee /etc/nginx/conf.d/test.conf\n",
+			fmt.Sprintf("stdin      %d bytes · sha256 %s… · the first stage reads this\n", len(conf), sum[:16]),
+			"           server {\n",
+			"               listen 8081;\n",
+			"               server_name test.local;\n",
+			fmt.Sprintf("… 22 more bytes not shown: press i to see all %d bytes", len(conf)),
+			"reason     install nginx for the web tests\n",
+			"keys: ↑/↓ enter · v details · PgUp/PgDn · g grants · i stdin · q quit",
+		},
+		not:      []string{"stage 1    ", sum},
+		wantFull: []string{fmt.Sprintf("stdin      %d bytes · sha256 ", len(conf)), sum, "    root /srv/test;", "stage 1    /usr/bin/tee /etc/nginx/conf.d/test.conf"},
+	}, {
+		name: "stdin is escaped",
+		edit: func(s *approval.Shown) {
+			tee(s)
+			s.Stdin = approval.NewStdinShown([]byte("listen 8081; \x1b]0;pwned\x07\u202e\nroot /srv;\n"))
+		},
+		want: []string{escapedNotice[:40], `           listen 8081; \x1b]0;pwned\x07\u202e` + "\n", "           root /srv;\n"},
+	}, {
+		name: "the reason of a long apt-get install",
+		edit: func(s *approval.Shown) {
+			s.Pipeline = [][]string{packages}
+			s.Programs = []approval.Program{{Chain: []string{"/usr/bin/apt-get"}}}
+			s.Reason = reason
+			s.Why = "no rule applies to stage 1 of 1: /usr/bin/apt-get"
+		},
+		want: []string{
+			"command    apt-get install -y --no-install-recommends nginx-light \n",
+			"reason     the web tests need a local nginx, postgres and redis\n",
+			"… more of the reason: press v for all details",
+			"→ claude (pid",
+			"env        DEBIAN_FRONTEND (values: press v)\n",
+			"agent      session build-42 · host devbox · claimed by the agent\n",
+		},
+		not:      []string{"stage 1    ", "none of these are installed yet", "PgUp/PgDn scroll --"},
+		wantFull: []string{"stage 1    /usr/bin/apt-get install -y", "none of these are installed yet"},
+	}, {
+		name: "a stage that only repeats the command is left out",
+		edit: func(s *approval.Shown) {
+			s.Pipeline = [][]string{{"/usr/bin/id", "-u"}, {"grep", "0"}, {"tr", "0", "x"}}
+			s.Programs = []approval.Program{{Chain: []string{"/usr/bin/id"}}, {Chain: []string{"/usr/bin/grep"}}, {Chain: []string{"/usr/sbin/tr"}}}
+		},
+		want:     []string{"command    /usr/bin/id -u | grep 0 | tr 0 x\n"},
+		not:      []string{"stage 1    ", "stage 2    ", "stage 3    "},
+		wantFull: []string{"stage 1    /usr/bin/id -u\n", "stage 2    /usr/bin/grep 0\n", "stage 3    /usr/sbin/tr 0 x\n"},
+	}, {
+		name: "a stage that says more than the command stays",
+		edit: func(s *approval.Shown) {
+			s.Pipeline = [][]string{{"editor", "/etc/hosts"}, {"grep", "x"}, {"tee", "/etc/x"}, {"./build", "all"}}
+			s.Programs = []approval.Program{
+				{Chain: []string{"/usr/bin/editor", "/etc/alternatives/editor", "/usr/bin/vim.basic"}},
+				{Chain: []string{"/opt/tools/bin/grep"}},
+				{Chain: []string{"/usr/bin/tee"}, Writable: []approval.Writable{{Path: "/usr/bin/tee", Why: "the file is owned by uid 1000"}}},
+				{Chain: []string{"/home/alice/src/build"}},
+			}
+		},
+		want: []string{
+			"stage 1    /usr/bin/editor -> /etc/alternatives/editor -> /usr/bin/vim.basic \n",
+			"stage 2    /opt/tools/bin/grep x\n",
+			"stage 3    /usr/bin/tee /etc/x\n",
+			writableWarning,
+			"stage 4    /home/alice/src/build all\n",
+		},
+	}, {
+		name: "a command longer than the screen puts the reason first",
+		edit: func(s *approval.Shown) {
+			s.Pipeline = [][]string{{"bash", "-c", strings.Repeat("echo hello; ", 160)}}
+			s.Programs = []approval.Program{{Chain: []string{"/usr/bin/bash"}}}
+			s.Reason = reason
+		},
+		want: []string{
+			"reason     the web tests need a local nginx, postgres and redis\n",
+			"… more of the reason: press v for all details\ncommand    bash -c 'echo hello; echo hello;",
+			"PgUp/PgDn scroll --",
+		},
+		not: []string{"stage 1    "},
+	}, {
+		name: "all at once",
+		edit: func(s *approval.Shown) {
+			tee(s)
+			s.Pipeline = [][]string{{"tee", "/etc/apt/sources.list.d/test.list"}}
+			s.Stdin = approval.NewStdinShown([]byte("deb http://deb.debian.org/debian bookworm-backports main\n"))
+			s.Reason = reason
+			s.Env["LC_ALL"] = "C"
+		},
+		want: []string{
+			"command    tee /etc/apt/sources.list.d/test.list\n",
+			"stdin      57 bytes · sha256 ",
+			"           deb http://deb.debian.org/debian bookworm-backports main\n",
+			"runs       as root\n",
+			"why        no rule applies to stage 1 of 1: /usr/bin/tee\n",
+			"→ claude (pid",
+			"reason     the web tests need a local nginx, postgres and redis\n",
+			"… more of the reason: press v for all details",
+			"cwd        /\n",
+			"env        DEBIAN_FRONTEND LC_ALL (values: press v)\n",
+			"agent      session build-42 · host devbox · claimed by the agent\n",
+		},
+		not:      []string{"stage 1    ", "PgUp/PgDn scroll --", "none of these are installed yet", "more bytes not shown"},
+		wantFull: []string{"stage 1    /usr/bin/tee /etc/apt/sources.list.d/test.list", "none of these are installed yet"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := harness80x24(t)
+			s := shown("r1")
+			s.Peer.Exe = "/usr/bin/agent-sudo"
+			s.Peer.Ancestry = shells
+			c.edit(s)
+			h.pending(s)
+			lines := strings.Split(h.view(), "\n")
+			if len(lines) > 24 {
+				t.Errorf("%d lines on a screen of 24", len(lines))
+				lines = lines[:24]
+			}
+			screen := strings.Join(lines, "\n") + "\n"
+			if !strings.Contains(screen, "⚠ WARNING: in tmux, ") || strings.Count(screen, " was withdrawn by the client") != 3 {
+				t.Errorf("the screen lacks the multiplexer warning or the three notices:\n%s", screen)
+			}
+			if !strings.HasPrefix(lines[len(lines)-2], "Your decision:") {
+				t.Errorf("the prompt is not on the second-last line:\n%s", screen)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(screen, w) {
+					t.Errorf("the first screen lacks %q:\n%s", w, screen)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(screen, n) {
+					t.Errorf("the first screen has %q:\n%s", n, screen)
+				}
+			}
+			h.wantFull(c.wantFull...)
+		})
 	}
 }

@@ -117,7 +117,7 @@ const (
 // fit. Without an ancestry it is the requester line of requesterLines.
 // A requester that exec'd or exited after connecting is warned about first,
 // and neither its ancestry nor its exe is called kernel-verified.
-func requesterBrief(l *lines, s *approval.Shown, note func(bool), more func(string)) {
+func requesterBrief(l *lines, s *approval.Shown, n int, note func(bool), more func(string)) {
 	x := escapers{note}
 	es, ea := x.strict, x.ascii
 	p := s.Peer
@@ -145,7 +145,7 @@ func requesterBrief(l *lines, s *approval.Shown, note func(bool), more func(stri
 		} else {
 			who += ", kernel-verified: "
 		}
-		fits := func(text string) bool { return len(termtext.Wrap(text, l.valueWidth())) <= briefAskedLines }
+		fits := func(text string) bool { return len(termtext.Wrap(text, l.valueWidth())) <= n }
 		text := who + ancestryText(a, es, ea)
 		parts := ancestryParts(a, es, ea, true)
 		if !fits(text) {
@@ -157,7 +157,7 @@ func requesterBrief(l *lines, s *approval.Shown, note func(bool), more func(stri
 		if !fits(text) {
 			text = who + strings.Join(elideAncestry(a, parts, fits, who), " → ")
 		}
-		if l.fieldMax("asked by", text, nil, briefAskedLines, false) {
+		if l.fieldMax("asked by", text, nil, n, false) {
 			more("of who asked")
 		}
 	}

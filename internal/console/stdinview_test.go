@@ -34,7 +34,7 @@ func TestStdinFullView(t *testing.T) {
 			s := stdinShown("r1", data)
 			h.pending(s)
 			h.pastGuard()
-			h.wantView(fmt.Sprintf("press i to see all %d bytes", len(data)), "i all of stdin")
+			h.wantView(fmt.Sprintf("press i to see all %d bytes", len(data)), "i stdin")
 			h.notView("THE LAST LINE", "line 0399")
 			h.press("i")
 			h.wantView("STDIN OF REQUEST r1", fmt.Sprintf("%d bytes · text", len(data)), "sha256 "+s.Stdin.SHA256,
@@ -110,7 +110,7 @@ func TestStdinKeyNeedsStdin(t *testing.T) {
 	h := newHarness(t, "")
 	h.pending(shown("r1"))
 	h.pastGuard()
-	h.notView("all of stdin")
+	h.notView("i stdin")
 	h.press("i")
 	if h.m.mode() != modeDecide {
 		t.Fatalf("mode = %v after i without stdin", h.m.mode())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -139,16 +140,22 @@ func fit(lines []string, width int) []string {
 // compose renders the screen's three parts at the current width, with at
 // most noticeRoom lines of notices (-1: all of them).
 func (m *model) compose(noticeRoom int) (top, body, bottom []string) {
-	w := m.width
-	st := m.st
+	top = m.aboveScreen(noticeRoom)
+	t, b, btm := m.screen.View()
+	return append(top, t...), b, btm
+}
+
+// aboveScreen renders what is above the active component: the header, the
+// daemons' state, the multiplexer warning and at most noticeRoom lines of
+// notices (-1: all of them).
+func (m *model) aboveScreen(noticeRoom int) []string {
+	var top []string
 	top = append(top, m.header()...)
 	top = append(top, m.daemonLines()...)
 	if m.cfg.mux != "" {
-		top = append(top, styled(st.danger, wrapText(fmt.Sprintf("⚠ WARNING: in %s, %s", m.cfg.mux, muxWarning), w))...)
+		top = append(top, styled(m.st.danger, wrapText(fmt.Sprintf("⚠ WARNING: in %s, %s", m.cfg.mux, muxWarning), m.width))...)
 	}
-	top = append(top, m.noticeLines(noticeRoom)...)
-	t, b, btm := m.screen.View()
-	return append(top, t...), b, btm
+	return append(top, m.noticeLines(noticeRoom)...)
 }
 
 // minBody is how many body lines notices may never take away: enough for
@@ -301,18 +308,27 @@ func (m *model) requestView(r *request, full bool) (top, body []string) {
 	if r.hashMismatch {
 		top = append(top, styled(st.danger, wrapText("✗ the daemon's hash of this request does not match what it sent; the daemon will refuse any decision on it", m.width))...)
 	}
-	if r.cacheWidth != m.width || r.cache == nil {
+	// The first screen is laid out for the lines the decision prompt
+	// leaves it (firstScreen); 0 when the terminal's size is not known yet.
+	room := 0
+	if m.height > 0 {
+		room = max(m.height-len(fit(m.aboveScreen(-1), m.width))-len(top)-briefBottomLines, 1)
+	}
+	if r.cacheWidth != m.width || r.cacheRoom != room || r.cache == nil {
 		r.cache, r.fullCache = nil, nil
-		r.cacheWidth = m.width
+		r.cacheWidth, r.cacheRoom = m.width, room
 	}
 	c := &r.cache
 	if full {
 		c = &r.fullCache
 	}
 	if *c == nil {
-		if r.complete() {
-			*c, _ = details(st, r.shown, m.width, full)
-		} else {
+		switch {
+		case r.complete() && full:
+			*c, _ = details(st, r.shown, m.width, true)
+		case r.complete():
+			*c, _ = firstScreen(st, r.shown, m.width, room)
+		default:
 			*c = summaryDetails(st, r, m.width)
 		}
 		*c = fit(*c, m.width)
@@ -341,18 +357,20 @@ func (m *model) countdown(deadline time.Time) string {
 	return "times out in " + left.Round(time.Second).String()
 }
 
-// withStdinKey adds the stdin view's key to keys when r offers it.
+// withStdinKey adds the stdin view's key to keys when r offers it, in
+// few words: the decision prompt's keys then still fit one line of 80
+// columns.
 func (m *model) withStdinKey(r *request, keys [][2]string) [][2]string {
 	if !r.hasStdin() {
 		return keys
 	}
-	return append(keys[:len(keys)-1:len(keys)-1], [2]string{string(stdinKey), "all of stdin"}, keys[len(keys)-1])
+	return append(keys[:len(keys)-1:len(keys)-1], [2]string{string(stdinKey), "stdin"}, keys[len(keys)-1])
 }
 
 func (m *model) keyHelp(keys [][2]string) []string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k[0] + " " + k[1]
+		parts[i] = strings.TrimSpace(k[0] + " " + k[1])
 	}
 	return styled(m.st.dim, wrapText("keys: "+strings.Join(parts, " · "), m.width))
 }
@@ -388,29 +406,135 @@ func summaryDetails(st *styles, r *request, width int) []string {
 
 // Bounds of the first screen (details with full false): the why line and
 // the reason get at most this many lines each, and the stdin preview
-// briefStdinLines; the rest is one key (detailsKey) away.
+// briefStdinLines; the rest is one key (detailsKey) away. When even that
+// does not fit the lines the screen leaves, firstScreen shrinks them
+// further (briefLimits.shrunk).
 const (
 	briefWhyLines    = 3
 	briefReasonLines = 3
 	briefStdinLines  = 3
+	// briefBottomLines is what the decision prompt takes under the first
+	// screen: the separator, the choices and the keys, one line each at
+	// 80 columns.
+	briefBottomLines = 3
 )
 
 // detailsKey switches between a request's first screen and all its
 // details.
 const detailsKey = 'v'
 
+// briefLimits bounds, in lines, the parts of the first screen that can be
+// cut: each is cut with a line that says so. reasonFirst puts the reason
+// before the command.
+type briefLimits struct {
+	stdin, why, asked, reason int
+	reasonFirst               bool
+}
+
+// briefStart returns the limits of the first screen as it is when it fits.
+func briefStart() briefLimits {
+	return briefLimits{stdin: briefStdinLines, why: briefWhyLines, asked: briefAskedLines, reason: briefReasonLines}
+}
+
+// shrunk returns the limits after step (0, 1, ...) of giving up lines, in
+// the order the first screen gives them up when it does not fit: why's last
+// two, who asked's third, the reason's third, the stdin preview's third,
+// the reason's second, the preview's second. Each part keeps at least its
+// first line. ok is false when there is no such step.
+func (b briefLimits) shrunk(step int) (_ briefLimits, ok bool) {
+	switch step {
+	case 0:
+		b.why = 1
+	case 1:
+		b.asked = 2
+	case 2:
+		b.reason = 2
+	case 3:
+		b.stdin = 2
+	case 4:
+		b.reason = 1
+	case 5:
+		b.stdin = 1
+	default:
+		return b, false
+	}
+	return b, true
+}
+
+// firstScreen renders the first screen of s (details with full false) in
+// at most room lines when it can (0: any number): the parts that can be
+// cut are cut step by step (briefLimits.shrunk). When that is not enough
+// (a long command, many stages), the reason goes first, above the
+// command, so that a long command never pushes it off the first screen;
+// the command is never cut, and scrolls. The details show everything.
+func firstScreen(st *styles, s *approval.Shown, width, room int) ([]string, bool) {
+	lim := briefStart()
+	out, escaped := render(st, s, width, false, lim)
+	for step := 0; room > 0 && len(out) > room; step++ {
+		next, ok := lim.shrunk(step)
+		if !ok {
+			break
+		}
+		// A step that saves nothing (the line saying what was cut
+		// takes the line given up) is not taken.
+		if o, e := render(st, s, width, false, next); len(o) < len(out) {
+			lim, out, escaped = next, o, e
+		}
+	}
+	if room > 0 && len(out) > room {
+		lim.reasonFirst = true
+		out, escaped = render(st, s, width, false, lim)
+	}
+	return out, escaped
+}
+
 // details renders what the human is shown about s, wrapped to width, and
-// reports whether any of it had to be escaped. It is the one place that
-// turns a request into text, so the notice and the screen cannot disagree.
+// reports whether any of it had to be escaped. It and firstScreen are the
+// one place that turns a request into text, so the notice and the screen
+// cannot disagree.
 //
 // With full false it is the request's first screen, laid out so that at
-// 80×24 everything needed to judge fits above the prompt: the command and
-// each stage's program (with their warnings), who it runs as, why it needs
+// 80×24 everything needed to judge fits above the prompt: the command,
+// each stage's program unless the command already says it (with their
+// warnings), the first lines of its stdin, who it runs as, why it needs
 // approval, who asked, the first lines of the reason, the directory, the
 // names of the environment variables and the session. With full true it
-// is every detail: the whole reason and why, the environment's values, the
-// host, the id and the exact times.
+// is every detail: each stage's program, the whole reason and why, the
+// environment's values, the host, the id and the exact times.
 func details(st *styles, s *approval.Shown, width int, full bool) ([]string, bool) {
+	return render(st, s, width, full, briefStart())
+}
+
+// commandLine is the request's command line as the screen shows it.
+func commandLine(s *approval.Shown, esc escapers) string {
+	return esc.use(termtext.CommandLine(s.Pipeline))
+}
+
+// repeatsCommand reports whether stage i's line would only repeat what the
+// command line shows: its program is the one file the command names, not
+// reached through a symbolic link, found in a system directory (or named
+// by its path), and nobody but root can change it. The first screen leaves
+// such a line out; the details keep it.
+func repeatsCommand(s *approval.Shown, i int) bool {
+	stage := s.Pipeline[i]
+	if i >= len(s.Programs) || len(stage) == 0 {
+		return false
+	}
+	p := s.Programs[i]
+	if len(p.Chain) != 1 || len(p.Writable) > 0 {
+		return false
+	}
+	exe := p.Chain[0]
+	if exe == stage[0] {
+		return true
+	}
+	dir, base := path.Split(exe)
+	return base == stage[0] && isSystemDir(path.Clean(dir))
+}
+
+// render is details with the first screen's parts cut to lim (full
+// false).
+func render(st *styles, s *approval.Shown, width int, full bool, lim briefLimits) ([]string, bool) {
 	l := newLines(st, width)
 	escaped := false
 	note := func(e bool) {
@@ -425,8 +549,34 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 		l.field("", fmt.Sprintf("… more %s: press %c for all details", what, detailsKey), &st.dim)
 	}
 
-	l.field("command", esc.use(termtext.CommandLine(s.Pipeline)), &st.bold)
+	// The reason is free text: each of its lines is shown on a line of its
+	// own rather than as \n.
+	reason := func() {
+		left := lim.reason
+		for i, part := range strings.Split(s.Reason, "\n") {
+			label := ""
+			if i == 0 {
+				label = "reason"
+			}
+			if !full && left == 0 {
+				more("of the reason")
+				break
+			}
+			if l.fieldMax(label, e(part), nil, left, full) {
+				more("of the reason")
+				break
+			}
+			left -= l.height(e(part))
+		}
+	}
+	if !full && lim.reasonFirst {
+		reason()
+	}
+	l.field("command", commandLine(s, esc), &st.bold)
 	for i, stage := range s.Pipeline {
+		if !full && repeatsCommand(s, i) {
+			continue
+		}
 		var b strings.Builder
 		var writable []approval.Writable
 		if i < len(s.Programs) && len(s.Programs[i].Chain) > 0 {
@@ -450,6 +600,10 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 			l.field("", fmt.Sprintf("%s %s %s: %s", writableWarning, q(w.Path), es(w.Why), writableMeans), &st.danger)
 		}
 	}
+	// Next to the command that reads it.
+	if s.Stdin != nil {
+		stdinDetails(l, st, s.Stdin, es, full, lim.stdin)
+	}
 	if why := s.GrantRefusal(); why != "" {
 		l.field("grant", "⚠ "+e(why), &st.warn)
 	}
@@ -465,30 +619,15 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 		l.field("ssh agent", sshWarning, &st.warn)
 	}
 	if s.Why != "" {
-		if l.fieldMax("why", es(s.Why), nil, briefWhyLines, full) {
+		if l.fieldMax("why", es(s.Why), nil, lim.why, full) {
 			more("of why")
 		}
 	}
 	if !full {
-		requesterBrief(l, s, note, more)
+		requesterBrief(l, s, lim.asked, note, more)
 	}
-	// The reason is free text: each of its lines is shown on a line of its
-	// own rather than as \n.
-	left := briefReasonLines
-	for i, part := range strings.Split(s.Reason, "\n") {
-		label := ""
-		if i == 0 {
-			label = "reason"
-		}
-		if !full && left == 0 {
-			more("of the reason")
-			break
-		}
-		if l.fieldMax(label, e(part), nil, left, full) {
-			more("of the reason")
-			break
-		}
-		left -= l.height(e(part))
+	if full || !lim.reasonFirst {
+		reason()
 	}
 	cwd := q(s.Cwd)
 	if len(s.CwdChain) > 0 {
@@ -501,13 +640,6 @@ func details(st *styles, s *approval.Shown, width int, full bool) ([]string, boo
 	l.field("cwd", cwd, nil)
 	for _, w := range s.CwdWritable {
 		l.field("", cwdWarning(s.Cwd, w, q, es), &st.warn)
-	}
-	if s.Stdin != nil {
-		n := briefStdinLines
-		if full {
-			n = stdinPreviewLines
-		}
-		stdinDetails(l, st, s.Stdin, es, n)
 	}
 	keys := slices.Sorted(maps.Keys(s.Env))
 	if !full {
@@ -543,23 +675,62 @@ const (
 	stdinPreviewBytes = 1024
 )
 
+// stdinHashPrefix is how many hex digits of the SHA-256 the first screen
+// shows when the whole hash does not fit on the stdin line.
+const stdinHashPrefix = 16
+
 // stdinDetails adds the stdin section: size and SHA-256 (what the decision
 // binds), then a bounded preview, text escaped line by line when the
-// content is UTF-8 text, else a hexdump; and how much was not shown.
-func stdinDetails(l *lines, st *styles, in *approval.StdinShown, es func(string) string, previewLines int) {
-	l.field("stdin", fmt.Sprintf("%d bytes · sha256 %s · the first stage reads this", in.Size, es(in.SHA256)), &st.warn)
+// content is UTF-8 text, else a hexdump; and how much was not shown. The
+// details (full) show the whole hash and stdinPreviewLines lines; the
+// first screen the stdin line on one line (the hash shortened to its first
+// stdinHashPrefix digits, or left to the details, when the whole does not
+// fit) and n lines of content.
+func stdinDetails(l *lines, st *styles, in *approval.StdinShown, es func(string) string, full bool, n int) {
+	head := func(hash string) string {
+		return fmt.Sprintf("%d bytes · sha256 %s · the first stage reads this", in.Size, hash)
+	}
+	text := head(es(in.SHA256))
+	if !full {
+		short := es(in.SHA256)
+		if r := []rune(in.SHA256); len(r) > stdinHashPrefix {
+			short = es(string(r[:stdinHashPrefix])) + "…"
+		}
+		for _, t := range []string{text, head(short), fmt.Sprintf("%d bytes · the first stage reads this", in.Size)} {
+			text = t
+			if l.height(t) <= 1 {
+				break
+			}
+		}
+	}
+	l.field("stdin", text, &st.warn)
+	if full {
+		n = stdinPreviewLines
+	}
 	data := in.Data[:min(len(in.Data), stdinPreviewBytes)]
 	shown := 0
 	if isText(in.Data) {
-		for i, line := range strings.SplitAfter(string(data), "\n") {
-			if i == previewLines || line == "" {
+		for _, line := range strings.SplitAfter(string(data), "\n") {
+			if n <= 0 || line == "" {
 				break
 			}
-			l.field("", es(strings.TrimSuffix(line, "\n")), nil)
+			value := es(strings.TrimSuffix(line, "\n"))
+			if l.fieldMax("", value, nil, n, full) {
+				// A line cut on the first screen counts as not shown.
+				n = 0
+				break
+			}
+			// The details count lines of the input, the first screen
+			// lines of the screen.
+			if full {
+				n--
+			} else {
+				n -= l.height(value)
+			}
 			shown += len(line)
 		}
 	} else {
-		for off := 0; off < len(data) && off/16 < previewLines; off += 16 {
+		for off := 0; off < len(data) && off/16 < n; off += 16 {
 			row := data[off:min(off+16, len(data))]
 			l.field("", fmt.Sprintf("%08x  % x", off, row), nil)
 			shown += len(row)
