@@ -236,18 +236,21 @@ remote-test: go-version ## one approve console for two daemons over a real sshd,
 agents-test: go-version ## run the real Claude Code and Codex CLI (pinned in test/agents/package-lock.json, installed with npm ci) against agent-sudo mcp and a real daemon
 	test/agents/run.sh
 
-# The system test installs the package, then upgrades it to the same build
-# with a higher version (VERSION.1), as docs/install.md's upgrade says.
 short-unprivileged: go-version ## go test -short ./... as an unprivileged user (agent-sudo-ci, made when missing) on a copy of the tree; run as root
 	scripts/short-unprivileged.sh
 
 depaware: go-version ## rewrite cmd/*/depaware.txt, the packages each binary links (docs: TestDepaware checks them)
 	$(GO) test ./docs -run '^TestDepaware$$' -count=1 -update-depaware
 
-systemtest: ## build the .deb for this machine and test it in a booted Debian 12 container (root; see test/system/run.sh)
+# The system test installs the package, then upgrades it to the same build
+# with a higher version (VERSION.1), as docs/install.md's upgrade says; then
+# walks README.md's Go set-up on a fresh Debian 12 (test/system/readme-go.sh,
+# which needs Debian's archive and the Go module proxy).
+systemtest: ## build the .deb for this machine and test it in a booted Debian 12 container; README.md's Go set-up on a fresh one (root; see test/system)
 	@set -e; arch=$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH); \
 	rm -rf $(DIST)/upgrade; rm -f $(DIST)/agent-sudo_*_$$arch.deb; \
 	$(MAKE) --no-print-directory deb DEB_ARCHES=$$arch VERSION='$(VERSION).1'; \
 	mkdir -p $(DIST)/upgrade; mv $(DIST)/agent-sudo_*_$$arch.deb $(DIST)/upgrade/; \
 	$(MAKE) --no-print-directory deb DEB_ARCHES=$$arch; \
-	GO='$(GO)' test/system/run.sh $(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb $$(ls $(DIST)/upgrade/agent-sudo_*_$$arch.deb)
+	GO='$(GO)' test/system/run.sh $(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb $$(ls $(DIST)/upgrade/agent-sudo_*_$$arch.deb); \
+	test/system/readme-go.sh

@@ -49,3 +49,34 @@ func TestInstallGuideIsTheSystemTest(t *testing.T) {
 		t.Errorf("install.md has %d shell blocks; the test expected at least 10 (did the guide lose its steps?)", blocks)
 	}
 }
+
+// TestReadmeGoSetUpIsTheSystemTest checks that README.md's Go set-up is
+// followed word for word by the system test: the shell block of its "Go"
+// section is marked <!-- systemtest: go --> on the line before it, and
+// test/system/readme-go.sh runs it (readme go), then make build.
+func TestReadmeGoSetUpIsTheSystemTest(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile("../test/system/readme-go.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Go\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Go" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !strings.Contains(section, "\n<!-- systemtest: go -->\n```sh\n") {
+		t.Error("README.md's Go section has no shell block marked <!-- systemtest: go --> on the line before it")
+	}
+	if strings.Count(section, "```sh") != 1 {
+		t.Errorf("README.md's Go section has %d shell blocks; the system test runs exactly one", strings.Count(section, "```sh"))
+	}
+	for _, want := range []string{`run_in readme "$(readme go)"`, "run_in readme 'make build'"} {
+		if !strings.Contains(string(script), want) {
+			t.Errorf("test/system/readme-go.sh does not run %s", want)
+		}
+	}
+}
