@@ -47,7 +47,7 @@ func (c *capture) init(max int) error {
 		return fmt.Errorf("runner: reserving %d bytes for output: %w", max, err)
 	}
 	if max > smallPagesBytes {
-		// Past the first 2 MiB, transparent huge pages (see doc.go,
+		// Past the first 2 MiB, transparent huge pages (docs/execution.md,
 		// "Output"); advice the kernel may ignore, so its error is too.
 		_ = unix.Madvise(b[smallPagesBytes:], unix.MADV_HUGEPAGE)
 	}

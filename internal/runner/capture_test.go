@@ -13,7 +13,7 @@ import (
 
 // TestCaptureHugePages: a capture's first 2 MiB are ordinary pages and the
 // rest is advised MADV_HUGEPAGE (VmFlags "hg" in /proc/self/smaps), as
-// doc.go ("Output") says; a capture of at most 2 MiB is not advised at all.
+// docs/execution.md ("Output") says; a capture of at most 2 MiB is not advised at all.
 func TestCaptureHugePages(t *testing.T) {
 	var big, small capture
 	if err := big.init(16 << 20); err != nil {

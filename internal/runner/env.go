@@ -82,7 +82,7 @@ func EnvNames(reqEnv map[string]string) []string {
 // Each variable of reqEnv must be allowed by the built-in allowlist
 // ([DefaultAllowlist]) or by an env_allow entry, must not be on the deny
 // list ([DenyList]), and its value must fit the variable's grammar (see the
-// package documentation). Every refused variable is an [*EnvError]; the
+// docs/execution.md, "Values"). Every refused variable is an [*EnvError]; the
 // error describes the first [MaxReportedEnvErrors] of them, in name order,
 // and counts the rest.
 func (p *EnvPolicy) BuildEnv(t Target, reqEnv map[string]string, sshAuthSock string) ([]string, error) {
@@ -478,7 +478,7 @@ const maxWordLen = 1024
 // wordGrammar is the default for variables an administrator allows with
 // env_allow: ASCII letters, digits and _ . , : / @ % + = -, at most
 // maxWordLen bytes. It has no white space, quotes, or shell or Perl
-// metacharacters; the package documentation says why.
+// metacharacters; docs/execution.md ("Values") says why.
 func wordGrammar() grammar {
 	return grammar{
 		accepts: fmt.Sprintf("ASCII letters, digits and _ . , : / @ %% + = - only, at most %d bytes (the default for variables allowed by env_allow)", maxWordLen),

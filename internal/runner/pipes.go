@@ -153,7 +153,7 @@ func (p *pipeline) closeAll() {
 
 // dupAbove returns a close-on-exec duplicate of f numbered above every
 // descriptor that Go's child may overwrite before it execs when it is given
-// files (see the package documentation). The caller closes the duplicate
+// files (docs/execution.md, "What is approved is what runs"). The caller closes the duplicate
 // once the child has started.
 func dupAbove(f *os.File, files []*os.File) (*os.File, error) {
 	top := len(files)

@@ -51,7 +51,7 @@ type Resolved struct {
 // The daemon executes [Resolved.Path], the real file, rather than the name, so
 // that repointing a symlink after approval cannot change what runs; argv[0]
 // stays the name the agent gave, because multi-call binaries such as busybox
-// and xtables-legacy-multi dispatch on it. See the package documentation for
+// and xtables-legacy-multi dispatch on it. See docs/execution.md for
 // how sudo mode keeps argv[0].
 func Resolve(argv0, securePath string) (Resolved, error) {
 	switch {

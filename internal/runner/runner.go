@@ -51,7 +51,7 @@ type Command struct {
 	Path string
 	// Link is the absolute path the program was named by before symlinks
 	// were resolved ([Resolved.Link]). Only sudo mode uses it, to keep a
-	// multi-call binary's name (see the package documentation). Empty means
+	// multi-call binary's name (docs/execution.md, "What is approved is what runs"). Empty means
 	// Path.
 	Link string
 	// Args is the argument vector. Args[0] is the program's name as the
@@ -104,7 +104,7 @@ type Spec struct {
 	// stderr. It must be positive; production uses [proto.MaxOutputBytes].
 	MaxOutput int
 	// Cgroups, when set, puts the pipeline in a cgroup of its own (see the
-	// package documentation); nil runs it in process groups only.
+	// docs/execution.md, "One cgroup per pipeline"); nil runs it in process groups only.
 	Cgroups *Cgroups
 	// Stdin is written to the first stage's standard input, which is then
 	// closed; empty means the first stage reads /dev/null.
@@ -199,7 +199,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 }
 
 // run is Run with the process layout chosen by the caller: one process group
-// for the pipeline, or a session per stage (see the package documentation).
+// for the pipeline, or a session per stage (docs/execution.md, "One process group, no terminal").
 func run(ctx context.Context, s Spec, sessionPerStage bool) (*Result, error) {
 	if err := s.validate(); err != nil {
 		return nil, fmt.Errorf("runner: invalid spec: %w", err)
