@@ -106,7 +106,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		// A connection that finds no free slot is queued for one, in
 		// the order of accept, and told "busy" when the queue is full or
-		// has not moved for busyWait (see doc.go, "Connection limits").
+		// has not moved for busyWait (docs/daemon.md, "Connection limits").
 		verdict, w, msg := s.limits.admit(uid)
 		if verdict == refused {
 			s.refuseConn(conn, uid, "busy", msg)

@@ -10,16 +10,14 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// connLimits shares the connection slots between peers (see doc.go,
-// "Connection limits"): non-root peers share max_connections slots, each
-// user (the uid the accept loop passes: peercred.Creds.Controller) holding
-// at most perUID of them (counting connections that wait for a
-// slot); root has rootMax slots of its own, which no other user can take,
-// and when those are taken it may use the shared ones too. Connections
-// that find no slot they may take wait in one queue, in the order admit
-// saw them, and a freed slot is handed to the oldest waiter that may take
-// it: a newcomer never takes a slot while an older connection waits for
-// it.
+// connLimits shares the connection slots between peers: non-root peers
+// share max slots, each user (the uid the accept loop passes:
+// peercred.Creds.Controller) holding at most perUID of them (counting
+// connections that wait for a slot); root has rootMax slots of its own, which
+// no other user can take, and when those are taken it may use the shared
+// ones too. Connections that find no slot they may take wait in one queue,
+// in the order admit saw them, and a freed slot is handed to the oldest
+// waiter that may take it. docs/daemon.md ("Connection limits") says why.
 type connLimits struct {
 	max, rootMax, perUID int
 	// waitMax is how many connections may wait at once.
@@ -37,8 +35,7 @@ type connLimits struct {
 }
 
 // waitPlacesPerSlot is how many connections may wait for a slot, per slot
-// (max_connections plus root_connections). A waiting connection costs a
-// descriptor and a parked goroutine, not a buffer; see doc.go.
+// (max_connections plus root_connections); docs/daemon.md says why four.
 const waitPlacesPerSlot = 4
 
 func newConnLimits(max, rootMax, perUID int) *connLimits {

@@ -24,7 +24,7 @@ import (
 // Server answers agent requests on a listener. Create it with New.
 type Server struct {
 	// pol is the policy requests are served under; Reload replaces it, and
-	// each request takes it once (see doc.go, "Reloading").
+	// each request takes it once (docs/daemon.md, "Reloading").
 	pol      atomic.Pointer[policy]
 	reloadMu sync.Mutex // one reload at a time
 	approver approval.Approver
@@ -34,7 +34,7 @@ type Server struct {
 	now      func() time.Time
 	replay   *replayCache
 	// limits shares the connection slots; rates limits connections per
-	// uid; logs keeps refusals from flooding the log (see doc.go).
+	// uid; logs keeps refusals from flooding the log (docs/daemon.md).
 	limits *connLimits
 	rates  *rateLimits
 	logs   *logLimiter
