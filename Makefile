@@ -68,11 +68,9 @@ unit: ## every test: race and norace, side by side
 # The end-to-end tests mostly wait for processes, so more of them run at
 # once than there are cores (-parallel), and three packages' tests at once
 # (-p; the default is the number of cores): the console's and the runner's
-# spend most of their time waiting for a screen or a process. A program
-# built with -race sleeps
-# a second when it exits unless GORACE says otherwise (atexit_sleep_ms=1000):
-# every test binary would, and so would each daemon and CLI the end-to-end
-# tests start (daemontest.RaceEnv). The end-to-end tests of several packages
+# spend most of their time waiting for a screen or a process. GORACE spares
+# the test binaries the race detector's exit sleep (docs/development.md,
+# "How the end-to-end tests stay quick"). The end-to-end tests of several packages
 # run agent-sudod and agent-sudo: they are built once, with -race, for all
 # of them (daemontest.BinDirEnv).
 race: export GORACE ?= atexit_sleep_ms=0

@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -72,10 +73,12 @@ func TestScript(t *testing.T) {
 			env.Values[tbKey{}] = tb
 			env.Setenv("AGENT_SUDO_SOCKET", filepath.Join(env.WorkDir, "no-daemon.sock"))
 			env.Setenv("TZ", "UTC")
-			if os.Getenv("GORACE") == "" {
-				// A binary built with -race sleeps 1s when it exits
-				// unless told otherwise; every exec would.
-				env.Setenv("GORACE", "atexit_sleep_ms=0")
+			// What the script runs exits without the race detector's
+			// sleep, as daemontest.RaceEnv says.
+			for _, kv := range daemontest.RaceEnv(nil) {
+				if v, ok := strings.CutPrefix(kv, "GORACE="); ok {
+					env.Setenv("GORACE", v)
+				}
 			}
 			return nil
 		},

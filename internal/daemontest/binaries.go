@@ -74,10 +74,8 @@ func RemoveBinaries() {
 }
 
 // quickExit is the GORACE option that stops a program built with the race
-// detector from sleeping when it exits: by default (atexit_sleep_ms=1000)
-// each one waits a second before exiting, and the end-to-end tests start
-// such programs hundreds of times (the daemon, the CLI, a test binary
-// acting as a client), each time waiting for it to exit.
+// detector from sleeping a second when it exits (docs/development.md, "How
+// the end-to-end tests stay quick and deterministic").
 const quickExit = "atexit_sleep_ms=0"
 
 // RaceEnv returns env, an environment for a program the test starts, with
