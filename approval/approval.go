@@ -19,6 +19,16 @@
 // grants, a newer listing replaces one a console has not read, and the
 // channel never writes one older than the last it wrote (the answer to
 // watch and the live listings travel by different queues).
+//
+// # Stability
+//
+// The approver channel's protocol, as docs/approver-protocol.md specifies
+// it, is stable: an approver written against that page keeps working. The
+// Go types that carry it ([Message] and the types it holds, the Msg*,
+// [Choice], [Verdict] and By* constants, and the Max* bounds) follow the
+// protocol and change only as it does, by additions. The daemon's side of
+// this package ([Broker], [Channel], [Approver], [Nobody], [Console]) is
+// agent-sudod's own and may change with it.
 package approval
 
 import (
