@@ -56,7 +56,7 @@ func (e *ChainError) Error() string {
 // returns them), and returns what it checked. A break in the chain is
 // reported as a *[ChainError] naming the first line that was altered,
 // removed, inserted or moved; an unreadable file or ctx ending as another
-// error. See the package documentation for what this proves.
+// error. docs/audit.md ("The hash chain") says what this proves.
 func Verify(ctx context.Context, files ...string) (*VerifyResult, error) {
 	return VerifyWith(ctx, VerifyOptions{}, files...)
 }
