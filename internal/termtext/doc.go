@@ -2,40 +2,13 @@
 // a terminal, and renders argument vectors as shell command lines for
 // display.
 //
-// # Threat
-//
-// The agent that sends a request controls every string in it: each argv
-// element, environment variables, the reason, the session name, the host.
-// A human reads those strings in a terminal and decides whether the command
-// runs as root. An agent that can make the human see something other than
-// what will run can get a command approved that the human would refuse. The
-// means are:
-//
-//   - terminal control sequences: ESC (0x1B) or a C1 control such as CSI
-//     (U+009B) introduce sequences that clear the screen, move the cursor,
-//     overwrite text, change colours (black on black), set the window
-//     title, make hyperlinks (OSC 8) or ask the terminal to answer back;
-//     CR, BS and other C0 controls overwrite text without any sequence
-//     ("safe\rrm -rf /" shows as "rm -rf /" over "safe", or the reverse);
-//   - bidirectional controls (U+202E and friends) that reorder what is
-//     displayed, so that "rm -rf / #\u202etxt.exe" does not read as it
-//     runs;
-//   - invisible characters (zero-width spaces, joiners, tags, variation
-//     selectors, fillers, soft hyphens, unassigned code points) that make
-//     two different strings look the same, and non-ASCII spaces and line
-//     separators that make one argument look like two;
-//   - combining marks with no base character, which draw over the
-//     character printed before them (a quote, a separator, a label);
-//   - invalid UTF-8, which terminals render in unpredictable ways;
-//   - characters whose width the programs between the request and the
-//     human disagree on. A user interface lays text out by its idea of
-//     each character's width; bubbletea cuts a line it thinks too wide,
-//     and the terminal wraps a line it finds too wide onto a row the user
-//     interface does not know about. Thirty U+2E3B (4 columns to uniseg,
-//     1 to the terminal) made bubbletea cut "; id > /tmp/pwned" off a
-//     command line; lines of U+4DC0 (1 column to the old layout, 2 to
-//     glibc and tmux) pushed the real command off the screen and left the
-//     agent's own "command    apt-get update" in its place.
+// The agent controls every string of a request, and a human reads them in a
+// terminal before a command runs as root: control sequences, bidirectional
+// and invisible characters, invalid UTF-8 and characters whose width the
+// programs in between disagree on could make the human see something other
+// than what runs. docs/approving.md ("What the console shows, and what it
+// refuses to show") tells that story for the human, and docs/security.md
+// lists the promises, their tests and what this package does not cover.
 //
 // Every untrusted string must pass through this package before it reaches
 // a terminal: [Escape] for free text, [EscapeStrict] for what must be read
@@ -202,21 +175,8 @@
 //
 // # What this package does not do
 //
-//   - Escape lets look-alike characters through: Cyrillic "а" in
-//     "/usr/bin/pаsswd", fullwidth "ｒｍ". They are visible characters, not
-//     controls. EscapeStrict escapes the look-alikes that are East Asian
-//     Ambiguous (most Greek and Cyrillic letters) but not fullwidth forms
-//     nor letters of other scripts; only EscapeASCII, in program paths and
-//     options, escapes them all. In other arguments (file names, values)
-//     and in free text a look-alike of another script still passes:
-//     "/etc/pаsswd" with a Cyrillic "а" is escaped (East Asian Ambiguous),
-//     but a Cherokee or fullwidth look-alike in a file name is not.
-//   - Right-to-left letters (Hebrew, Arabic) pass through. A terminal that
-//     implements the bidi algorithm may reorder neutral characters next to
-//     them even without bidi controls; most terminals do not implement it.
-//   - Widths are only as good as the tables checked: a terminal with a
-//     width table of its own (some draw emoji 2 columns wide whatever
-//     wcwidth says) can draw a line narrower than Width says, never wider
-//     for what EscapeStrict passes; a character Escape passes in free text
-//     may be drawn narrower than counted.
+// It lets look-alike characters of other scripts through outside program
+// paths and options, right-to-left letters through, and is only as exact
+// as the width tables it is checked against: docs/security.md ("What it
+// does not protect against") says what follows.
 package termtext
