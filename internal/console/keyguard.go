@@ -16,7 +16,7 @@ import (
 
 // QuietWindow is how long the keyboard must be quiet before and after a key
 // that acts (a decision, or any key that does more than move a cursor) for
-// the key to count. The package documentation, "Keystrokes", says why.
+// the key to count. docs/approving.md ("Keys") says why.
 const QuietWindow = 150 * time.Millisecond
 
 // readLogSize is how many terminal reads the read log keeps: enough to see
