@@ -64,7 +64,7 @@ func (s *Server) plan(pol *policy, req *proto.Request, peer peercred.Creds) (_ *
 		}
 		// sudo opens the program again by path, so in sudo mode only a
 		// program that nobody but root can replace is run.
-		if runner.Mode(pol.cfg.Exec) == runner.ModeSudo && len(r.Untrusted) > 0 {
+		if pol.cfg.Exec == runner.ModeSudo && len(r.Untrusted) > 0 {
 			w := r.Untrusted[0]
 			return nil, fmt.Errorf("pipeline[%d]: exec = \"sudo\" runs only programs that nobody but root can replace, and %q can be changed by others (%s: %s); install the program in a root-owned directory", i, stage[0], w.Path, w.Why)
 		}
@@ -129,7 +129,7 @@ func (p *plan) spec() runner.Spec {
 	return runner.Spec{
 		Stages: p.stages, Env: p.env, Dir: p.dir, DirFile: p.dirFile,
 		DirChain: p.dirChain, DirUntrusted: p.dirUntrusted,
-		Mode: runner.Mode(cfg.Exec), SudoPath: cfg.SudoPath, Target: p.target,
+		Mode: cfg.Exec, SudoPath: cfg.SudoPath, Target: p.target,
 		Timeout: cfg.CommandTimeout.Duration, KillGrace: cfg.KillGrace.Duration, MaxOutput: proto.MaxOutputBytes,
 		Stdin: p.req.Stdin, // the bytes approval.Shown.Stdin carried, and its hash bound
 	}

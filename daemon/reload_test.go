@@ -16,6 +16,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -194,7 +195,7 @@ max_connections = 3
 audit_env_values = true
 ` + allowTrue)
 	next.Socket = ts.socket + ".new"
-	next.Exec = config.ExecSudo
+	next.Exec = runner.ModeSudo
 	restart, err := ts.srv.Reload(next)
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +204,7 @@ audit_env_values = true
 		t.Errorf("keys needing a restart %q, want %q", restart, want)
 	}
 	cfg := ts.srv.policy().cfg
-	if cfg.Socket != ts.socket || cfg.Exec != config.ExecDirect || cfg.MaxConnections == 3 || cfg.AuditEnvValues {
+	if cfg.Socket != ts.socket || cfg.Exec != runner.ModeDirect || cfg.MaxConnections == 3 || cfg.AuditEnvValues {
 		t.Errorf("a restart-only key was applied: socket %q exec %q max_connections %d audit_env_values %v",
 			cfg.Socket, cfg.Exec, cfg.MaxConnections, cfg.AuditEnvValues)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/daemon"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/console"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"golang.org/x/sys/unix"
 )
 
@@ -186,7 +187,7 @@ func (src *source) load(explicit bool) (*config.Config, error) {
 		cfg.AuditLog = src.auditLog
 	}
 	if src.exec != "" {
-		cfg.Exec = config.ExecMode(src.exec)
+		cfg.Exec = runner.Mode(src.exec)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

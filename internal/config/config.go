@@ -37,19 +37,6 @@ const MaxFileBytes = 1 << 20
 // sun_path is 108 bytes including the terminating NUL.
 const maxSocketPath = 107
 
-// ExecMode is how the daemon runs privileged pipelines.
-type ExecMode string
-
-// The execution modes.
-const (
-	// ExecSudo runs each privileged stage through sudo (SudoPath), so that
-	// sudo's own logging, PAM session and policy apply as well.
-	ExecSudo ExecMode = "sudo"
-	// ExecDirect runs privileged stages directly as the daemon's root
-	// user, without sudo.
-	ExecDirect ExecMode = "direct"
-)
-
 // CgroupMode is what the daemon does without per-request cgroups (key
 // "cgroup"); see docs/config.md.
 type CgroupMode string
@@ -57,10 +44,13 @@ type CgroupMode string
 // The cgroup modes.
 const (
 	// CgroupRequired: the daemon refuses to start when it cannot put each
-	// request's processes in a cgroup of their own.
+	// request's processes in a cgroup of their own, and a request whose
+	// cgroup cannot be made does not run.
 	CgroupRequired CgroupMode = "required"
 	// CgroupBestEffort: without a usable cgroup v2 hierarchy the daemon
-	// starts anyway and runs pipelines in process groups only.
+	// starts anyway and runs pipelines in process groups only (processes
+	// that leave the group then outlive their request). When it has one,
+	// a request whose cgroup cannot be made still does not run.
 	CgroupBestEffort CgroupMode = "best-effort"
 )
 
@@ -108,10 +98,10 @@ type Config struct {
 	AuditStdin bool `toml:"audit_stdin" reload:"restart"`
 
 	// Exec is how privileged pipelines run.
-	Exec ExecMode `toml:"exec" reload:"restart"`
+	Exec runner.Mode `toml:"exec" reload:"restart"`
 	// Cgroup says whether per-request cgroups are required.
 	Cgroup CgroupMode `toml:"cgroup" reload:"restart"`
-	// SudoPath is the sudo binary used when Exec is ExecSudo.
+	// SudoPath is the sudo binary used when Exec is runner.ModeSudo.
 	SudoPath string `toml:"sudo_path" reload:"restart"`
 	// SecurePath is the PATH used to resolve programs and given to them,
 	// ':'-separated. Its directories are the rule engine's trusted
@@ -182,7 +172,7 @@ func Default() *Config {
 		SocketGroup:     "agent-sudo",
 		ApproverSocket:  "/run/agent-sudo/approver.sock",
 		AuditLog:        "/var/log/agent-sudo/audit.jsonl",
-		Exec:            ExecSudo,
+		Exec:            runner.ModeSudo,
 		Cgroup:          CgroupRequired,
 		SudoPath:        "/usr/bin/sudo",
 		SecurePath:      "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -290,7 +280,7 @@ func (c *Config) lintNotifyUser() []rules.Warning {
 // mode such programs are refused at request time.) A program that does
 // not exist when the configuration is read is not judged.
 func (c *Config) lintNotRootOnly() []rules.Warning {
-	if c.Exec == ExecSudo {
+	if c.Exec == runner.ModeSudo {
 		return nil
 	}
 	var ws []rules.Warning
@@ -775,9 +765,9 @@ func (c *Config) Validate() error {
 	}
 
 	switch c.Exec {
-	case ExecSudo, ExecDirect:
+	case runner.ModeSudo, runner.ModeDirect:
 	default:
-		add("exec", "%q is not valid; it must be %q or %q", string(c.Exec), ExecSudo, ExecDirect)
+		add("exec", "%q is not valid; it must be %q or %q", string(c.Exec), runner.ModeSudo, runner.ModeDirect)
 	}
 	switch c.Cgroup {
 	case CgroupRequired, CgroupBestEffort:

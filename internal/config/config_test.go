@@ -10,6 +10,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/rules"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
@@ -399,7 +400,7 @@ session = "c-*"
 		AuditLog:         "/var/log/a.jsonl",
 		AuditEnvValues:   true,
 		AuditStdin:       true,
-		Exec:             config.ExecDirect,
+		Exec:             runner.ModeDirect,
 		Cgroup:           config.CgroupRequired,
 		SudoPath:         "/usr/local/bin/sudo",
 		SecurePath:       "/usr/bin:/bin",
@@ -444,7 +445,7 @@ func TestDefault(t *testing.T) {
 		{"SocketGroup", c.SocketGroup, "agent-sudo"},
 		{"ApproverSocket", c.ApproverSocket, "/run/agent-sudo/approver.sock"},
 		{"AuditLog", c.AuditLog, "/var/log/agent-sudo/audit.jsonl"},
-		{"Exec", c.Exec, config.ExecSudo},
+		{"Exec", c.Exec, runner.ModeSudo},
 		{"SudoPath", c.SudoPath, "/usr/bin/sudo"},
 		{"SecurePath", c.SecurePath, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		{"MaxClockSkew", c.MaxClockSkew.Duration, 60 * time.Second},

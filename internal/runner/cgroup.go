@@ -18,21 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// CgroupMode says what the daemon does when it cannot put a request's
-// processes in a cgroup of their own (configuration key "cgroup").
-type CgroupMode string
-
-const (
-	// CgroupRequired: the daemon does not start without per-request
-	// cgroups, and a request whose cgroup cannot be made does not run.
-	CgroupRequired CgroupMode = "required"
-	// CgroupBestEffort: when the system offers no usable cgroup v2
-	// hierarchy at start, the daemon runs pipelines in process groups only
-	// (processes that leave the group then outlive their request). When it
-	// does, a request whose cgroup cannot be made still does not run.
-	CgroupBestEffort CgroupMode = "best-effort"
-)
-
 // Cgroups makes the cgroups that hold each request's processes: one child
 // directory per pipeline in the cgroup v2 hierarchy, under the daemon's own
 // cgroup. Get one from [OpenCgroups]; it is safe for concurrent use.

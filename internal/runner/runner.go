@@ -19,15 +19,16 @@ import (
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
-// Mode says how a pipeline gets the target user's identity.
+// Mode says how a pipeline gets the target user's identity: the
+// configuration key "exec" (config.Config.Exec).
 type Mode string
 
 const (
-	// ModeSudo runs every stage through the real sudo binary, so that sudo's
-	// policy, PAM session and logging apply.
+	// ModeSudo runs every stage through the real sudo binary (SudoPath),
+	// so that sudo's policy, PAM session and logging apply.
 	ModeSudo Mode = "sudo"
 	// ModeDirect makes the daemon start every stage with the target's
-	// credentials itself.
+	// credentials itself, without sudo.
 	ModeDirect Mode = "direct"
 )
 

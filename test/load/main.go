@@ -34,8 +34,8 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
-	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/loadgen"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
 )
 
 func main() {
@@ -86,8 +86,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if o.stages, err = ints("stages", *stages, strconv.Atoi); err != nil {
 		return err
 	}
-	if m := config.ExecMode(o.exec); m != config.ExecDirect && m != config.ExecSudo {
-		return fmt.Errorf("-exec %q: want %q or %q", o.exec, config.ExecDirect, config.ExecSudo)
+	if m := runner.Mode(o.exec); m != runner.ModeDirect && m != runner.ModeSudo {
+		return fmt.Errorf("-exec %q: want %q or %q", o.exec, runner.ModeDirect, runner.ModeSudo)
 	}
 
 	var w *csv.Writer
