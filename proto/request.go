@@ -494,7 +494,10 @@ func (d *requestDecoder) env() map[string]string {
 	return env
 }
 
-// ValidEnvName reports whether name matches [A-Za-z_][A-Za-z0-9_]*.
+// ValidEnvName reports whether name matches [A-Za-z_][A-Za-z0-9_]*: the one
+// check of a variable name, for requests, the configuration and the rules.
+// Such a name holds no '=', ',' or NUL, which sudo's --preserve-env list
+// (package internal/runner) would misread.
 func ValidEnvName(name string) bool {
 	if name == "" {
 		return false

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"github.com/agent-sudo/agent-sudo/internal/glob"
+	"github.com/agent-sudo/agent-sudo/proto"
 
 	"errors"
 	"fmt"
@@ -281,24 +282,13 @@ func checkEnvEntry(e string) error {
 		return nil
 	}
 	prefix, star := strings.CutSuffix(e, "*")
-	if !validEnvName(prefix) {
+	if !proto.ValidEnvName(prefix) {
 		if star {
 			return fmt.Errorf("%q: write a variable name, a name prefix followed by one '*' (\"LC_*\"), or \"*\"", e)
 		}
 		return fmt.Errorf("%q is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)", e)
 	}
 	return nil
-}
-
-// validEnvName reports whether s is [A-Za-z_][A-Za-z0-9_]*.
-func validEnvName(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // Engine applies an ordered list of rules. It is immutable and safe for
@@ -612,7 +602,7 @@ func (r *compiledRule) allowBlocked(s Stage, q Query) string {
 	}
 	for _, name := range q.Env {
 		if !r.permitsEnv(name) {
-			if !validEnvName(name) {
+			if !proto.ValidEnvName(name) {
 				return "the request carries an environment variable the rule does not list"
 			}
 			return fmt.Sprintf("the request carries the environment variable %s, which the rule's env does not list", name)

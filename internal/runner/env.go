@@ -143,7 +143,7 @@ func (p *EnvPolicy) Check(reqEnv map[string]string) error {
 // refuseVar says why the request variable name=value is refused, or "" when
 // it is accepted.
 func (p *EnvPolicy) refuseVar(name, value string) string {
-	if !validEnvName(name) {
+	if !proto.ValidEnvName(name) {
 		return "not a valid variable name (letters, digits and '_', not starting with a digit)"
 	}
 	if reason := denyReason(name); reason != "" {
@@ -545,7 +545,7 @@ func ValidAllowPattern(p string) error {
 		return errors.New(`"*" would allow every variable, including LD_PRELOAD; list names or prefixes such as "MYAPP_*"`)
 	case strings.Contains(prefix, "*"):
 		return fmt.Errorf("%q: '*' may only appear once, at the end, as in \"MYAPP_*\"", p)
-	case !validEnvName(prefix):
+	case !proto.ValidEnvName(prefix):
 		return fmt.Errorf("%q is not a variable name, or a name prefix followed by one '*' ([A-Za-z_][A-Za-z0-9_]*)", p)
 	}
 	if !glob {
@@ -585,11 +585,6 @@ func ValidSecurePath(p string) error {
 	}
 	return nil
 }
-
-// validEnvName is proto.ValidEnvName: letters, digits and '_', not starting
-// with a digit. The runner relies on it to keep names free of '=', ',' and
-// NUL, which sudo's --preserve-env list would misread.
-func validEnvName(name string) bool { return proto.ValidEnvName(name) }
 
 // denyRule refuses a variable name, or every name with a prefix when pattern
 // ends in '*'. Patterns are upper case and compared with the upper-cased

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agent-sudo/agent-sudo/proto"
 )
 
 func TestBuildEnvBase(t *testing.T) {
@@ -673,7 +675,7 @@ func FuzzEnvPolicyCheck(f *testing.F) {
 			}
 			return
 		}
-		if !validEnvName(name) || denyReason(name) != "" || !slices.ContainsFunc(p.allow, func(pat string) bool { return matchAllow(pat, name) }) {
+		if !proto.ValidEnvName(name) || denyReason(name) != "" || !slices.ContainsFunc(p.allow, func(pat string) bool { return matchAllow(pat, name) }) {
 			t.Fatalf("%q accepted", name)
 		}
 		spaceOK := name == "GIT_AUTHOR_NAME" || name == "GIT_AUTHOR_DATE"

@@ -231,7 +231,7 @@ func (s *Spec) validate() error {
 		if !ok {
 			return fmt.Errorf("environment entry %q has no '='", kv)
 		}
-		if !validEnvName(name) {
+		if !proto.ValidEnvName(name) {
 			return fmt.Errorf("environment entry %q: invalid variable name", kv)
 		}
 		if strings.IndexByte(kv, 0) >= 0 {
