@@ -11,8 +11,7 @@ FUZZTIME     ?= 10s
 # (golang/go#48820); a bounded minimisation keeps the run fuzzing.
 FUZZMIN      ?= 200x
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS      := -X github.com/agent-sudo/agent-sudo/daemon.version=$(VERSION) \
-                -X github.com/agent-sudo/agent-sudo/cmd/agent-sudo/cli.version=$(VERSION)
+LDFLAGS      := -X github.com/agent-sudo/agent-sudo/internal/version.version=$(VERSION)
 
 # A Debian version must start with a digit: tag v1.2.3 -> 1.2.3, anything else
 # (a commit) -> 0.0~git<commit>, which sorts before any release.

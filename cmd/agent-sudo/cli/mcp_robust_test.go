@@ -175,7 +175,7 @@ func TestMCPServerVersion(t *testing.T) {
 	testenv.Slow(t, "builds agent-sudo with go build")
 	bin := filepath.Join(t.TempDir(), "agent-sudo")
 	const v = "v9.8.7-mcp-test"
-	build := exec.Command("go", "build", "-ldflags", "-X github.com/agent-sudo/agent-sudo/cmd/agent-sudo/cli.version="+v, "-o", bin, "github.com/agent-sudo/agent-sudo/cmd/agent-sudo")
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/agent-sudo/agent-sudo/internal/version.version="+v, "-o", bin, "github.com/agent-sudo/agent-sudo/cmd/agent-sudo")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -4,21 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/agent-sudo/agent-sudo/internal/version"
 )
 
-// version is set with -ldflags "-X .../cmd/agent-sudo/cli.version=..." by
-// `make build` and `make deb`; when empty, the module's build information
-// decides (see buildVersion).
-var version string
-
 // Version returns agent-sudo's version: the one set at link time, else the
-// module version it was built from, else "devel".
-func Version() string {
-	if version != "" {
-		return version
-	}
-	return buildVersion()
-}
+// module version it was built from, else "devel" (package internal/version).
+func Version() string { return version.String() }
 
 func versionUsage() *usage {
 	return &usage{
