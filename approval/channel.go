@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/boundedline"
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
@@ -257,28 +258,16 @@ func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watc
 // be answered like any other bad line. A last line without a newline is
 // taken as a line; io.EOF means the console hung up between lines.
 func readConsoleLine(br *bufio.Reader) (line []byte, long int64, err error) {
-	var n int64
-	for {
-		chunk, err := br.ReadSlice('\n')
-		n += int64(len(chunk))
-		if n <= maxConsoleLine {
-			line = append(line, chunk...)
-		} else {
-			line = nil
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && n > 0:
-			err = nil
-		case err != nil:
-			return nil, 0, err
-		}
-		if n > maxConsoleLine {
-			return nil, n, nil
-		}
-		return bytes.TrimSuffix(line, []byte("\n")), 0, nil
+	line, n, err := boundedline.Read(br, maxConsoleLine)
+	switch {
+	case err == io.EOF && n > 0:
+	case err != nil:
+		return nil, 0, err
 	}
+	if n > maxConsoleLine {
+		return nil, int64(n), nil
+	}
+	return bytes.TrimSuffix(line, []byte("\n")), 0, nil
 }
 
 // decodeConsoleLine decodes a console's line as the agent socket reads a

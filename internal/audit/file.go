@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sudo/agent-sudo/internal/account"
+	"github.com/agent-sudo/agent-sudo/internal/boundedline"
 	"github.com/agent-sudo/agent-sudo/internal/fsperm"
 )
 
@@ -515,37 +516,22 @@ var errLineTooLong = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
 // last line with no newline. A line longer than MaxLineBytes is skipped and
 // reported with errLineTooLong. At the end of input it returns io.EOF.
 func readLine(br *bufio.Reader) (line []byte, complete bool, err error) {
-	var long []byte
-	tooLong := false
-	for {
-		frag, err := br.ReadSlice('\n')
-		switch {
-		case err == nil:
-			frag = frag[:len(frag)-1]
-			if tooLong || len(long)+len(frag) > MaxLineBytes {
-				return nil, true, errLineTooLong
-			}
-			if long != nil {
-				return append(long, frag...), true, nil
-			}
-			return frag, true, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			if !tooLong {
-				long = append(long, frag...)
-				if len(long) > MaxLineBytes {
-					tooLong, long = true, nil
-				}
-			}
-		case errors.Is(err, io.EOF):
-			if tooLong || len(long)+len(frag) > MaxLineBytes {
-				return nil, false, errLineTooLong
-			}
-			if len(frag) == 0 && long == nil {
-				return nil, false, io.EOF
-			}
-			return append(long, frag...), false, nil
-		default:
-			return nil, false, err
+	line, n, err := boundedline.Read(br, MaxLineBytes+1) // room for the newline
+	switch {
+	case err == nil:
+		if n > MaxLineBytes+1 {
+			return nil, true, errLineTooLong
 		}
+		return line[:n-1], true, nil
+	case errors.Is(err, io.EOF):
+		if n > MaxLineBytes {
+			return nil, false, errLineTooLong
+		}
+		if n == 0 {
+			return nil, false, io.EOF
+		}
+		return line, false, nil
+	default:
+		return nil, false, err
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/agent-sudo/agent-sudo/internal/boundedline"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -154,29 +155,17 @@ func (c *lineConn) readLines(r io.Reader) {
 // its end and reported as tooLong. The last line of the input need not end
 // in a newline; once nothing is left, the line carries the read error.
 func readLine(br *bufio.Reader, max int) line {
-	var buf []byte
-	tooLong := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > max+2 { // room for "\r\n"
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, chunk...)
-			}
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err != nil && (len(buf) > 0 || tooLong):
-			// The last line had no newline: deliver it; the next call
-			// reports the error.
-			return line{data: bytes.TrimRight(buf, "\r\n"), tooLong: tooLong}
-		case err != nil:
-			return line{err: err}
-		}
-		return line{data: bytes.TrimRight(buf, "\r\n"), tooLong: tooLong}
+	data, n, err := boundedline.Read(br, max+2) // room for "\r\n"
+	tooLong := n > max+2
+	switch {
+	case err != nil && n > 0:
+		// The last line had no newline: deliver it; the next call
+		// reports the error.
+	case err != nil:
+		return line{err: err}
 	}
+	// The line goes to another goroutine while br reads on: a copy.
+	return line{data: bytes.Clone(bytes.TrimRight(data, "\r\n")), tooLong: tooLong}
 }
 
 // SessionID implements mcp.Connection: a stdio session has no id.
