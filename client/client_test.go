@@ -38,16 +38,6 @@ func newRequest(pipeline ...[]string) *proto.Request {
 	}
 }
 
-// answer returns a Respond function that answers every request with resp,
-// its id set to the request's.
-func answer(resp proto.Response) func(*proto.Request) *proto.Response {
-	return func(req *proto.Request) *proto.Response {
-		r := resp
-		r.ID = req.ID
-		return &r
-	}
-}
-
 func TestRunAnswers(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -57,14 +47,14 @@ func TestRunAnswers(t *testing.T) {
 	}{{
 		name:     "ok",
 		pipeline: [][]string{{"echo", "hi"}},
-		handler: clienttest.Respond(answer(proto.Response{Status: proto.StatusOK,
+		handler: clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK,
 			Stages: []proto.Stage{{ExitCode: 0, Stderr: []byte("warn\n")}}, Stdout: []byte("hi\n")})),
 		want: &proto.Response{ID: "req-1", Status: proto.StatusOK,
 			Stages: []proto.Stage{{ExitCode: 0, Stderr: []byte("warn\n")}}, Stdout: []byte("hi\n")},
 	}, {
 		name:     "multi-stage with truncation",
 		pipeline: [][]string{{"a"}, {"b"}, {"c"}},
-		handler: clienttest.Respond(answer(proto.Response{Status: proto.StatusOK,
+		handler: clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK,
 			Stages: []proto.Stage{{ExitCode: 0}, {ExitCode: 3, Stderr: []byte("b failed"), StderrTruncated: true}, {ExitCode: 141}},
 			Stdout: []byte("out"), StdoutTruncated: true})),
 		want: &proto.Response{ID: "req-1", Status: proto.StatusOK,
@@ -73,24 +63,24 @@ func TestRunAnswers(t *testing.T) {
 	}, {
 		name:     "denied",
 		pipeline: [][]string{{"rm", "-rf", "/"}},
-		handler:  clienttest.Respond(answer(proto.Response{Status: proto.StatusDenied, Message: "no way"})),
+		handler:  clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusDenied, Message: "no way"})),
 		want:     &proto.Response{ID: "req-1", Status: proto.StatusDenied, Message: "no way"},
 	}, {
 		name:     "timeout before start",
 		pipeline: [][]string{{"true"}},
-		handler:  clienttest.Respond(answer(proto.Response{Status: proto.StatusTimeout, Message: "nobody approved"})),
+		handler:  clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusTimeout, Message: "nobody approved"})),
 		want:     &proto.Response{ID: "req-1", Status: proto.StatusTimeout, Message: "nobody approved"},
 	}, {
 		name:     "timeout while running",
 		pipeline: [][]string{{"sleep", "9"}, {"cat"}},
-		handler: clienttest.Respond(answer(proto.Response{Status: proto.StatusTimeout, Message: "killed",
+		handler: clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusTimeout, Message: "killed",
 			Stages: []proto.Stage{{ExitCode: 137}, {ExitCode: 0}}, Stdout: []byte("part")})),
 		want: &proto.Response{ID: "req-1", Status: proto.StatusTimeout, Message: "killed",
 			Stages: []proto.Stage{{ExitCode: 137, Stderr: []byte{}}, {ExitCode: 0, Stderr: []byte{}}}, Stdout: []byte("part")},
 	}, {
 		name:     "error with id",
 		pipeline: [][]string{{"true"}},
-		handler:  clienttest.Respond(answer(proto.Response{Status: proto.StatusError, Message: "bad cwd"})),
+		handler:  clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusError, Message: "bad cwd"})),
 		want:     &proto.Response{ID: "req-1", Status: proto.StatusError, Message: "bad cwd"},
 	}, {
 		name:     "error without id",
@@ -222,7 +212,7 @@ func TestRunProtocolViolations(t *testing.T) {
 }
 
 func TestRunFillsDefaultsWithoutModifyingRequest(t *testing.T) {
-	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusDenied})))
+	srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusDenied})))
 	req := &proto.Request{Pipeline: [][]string{{"id"}}, Privileged: true}
 	before := time.Now()
 	resp, err := client.New(srv.Socket).Run(context.Background(), req)
@@ -248,7 +238,7 @@ func TestRunFillsDefaultsWithoutModifyingRequest(t *testing.T) {
 }
 
 func TestRunSendsRequest(t *testing.T) {
-	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusDenied})))
+	srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusDenied})))
 	when := time.Now().Add(-time.Second).Round(0)
 	req := &proto.Request{
 		ID: "abc", Host: "h", Session: "s", Time: when, Reason: "why",
@@ -431,7 +421,7 @@ func TestRunBadRequest(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusDenied})))
+			srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusDenied})))
 			_, err := client.New(srv.Socket).Run(context.Background(), tt.req)
 			if err == nil || err.Error() != tt.wantErr {
 				t.Errorf("Run: error\n got %v\nwant %s", err, tt.wantErr)
@@ -576,15 +566,15 @@ func TestPing(t *testing.T) {
 		wantErr string
 	}{{
 		name:    "ok",
-		handler: clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Version: "1.2.3"})),
+		handler: clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Version: "1.2.3"})),
 		want:    &proto.Response{Status: proto.StatusOK, Version: "1.2.3"},
 	}, {
 		name:    "denied",
-		handler: clienttest.Respond(answer(proto.Response{Status: proto.StatusDenied, Message: "not for you"})),
+		handler: clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusDenied, Message: "not for you"})),
 		want:    &proto.Response{Status: proto.StatusDenied, Message: "not for you"},
 	}, {
 		name: "stages",
-		handler: clienttest.Respond(answer(proto.Response{Status: proto.StatusOK,
+		handler: clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK,
 			Stages: []proto.Stage{{ExitCode: 0}}})),
 		wantErr: "read response: protocol violation: ok response to a ping request has stages",
 	}}

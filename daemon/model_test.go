@@ -24,6 +24,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -129,7 +130,7 @@ type approvalModel struct {
 	cancel   context.CancelFunc
 	served   chan error
 	consoles [2]*modelConsole
-	logs     *syncBuffer
+	logs     *daemontest.Buffer
 
 	// Exec's view: how often each pipeline ran, and any violation it saw.
 	mu         sync.Mutex
@@ -217,7 +218,7 @@ match = ["echo", "a"]
 // over the same audit log, with two consoles connected.
 func (m *approvalModel) start(rt *rapid.T) {
 	cfg := m.config(rt)
-	m.logs = &syncBuffer{}
+	m.logs = &daemontest.Buffer{}
 	logger := slog.New(slog.NewTextHandler(m.logs, nil))
 	broker := approval.NewBroker(modelGrantTTL, m.now)
 	var err error

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 )
 
 // TestRunWaitsForTheConsole: with a console on the daemon's terminal
@@ -148,7 +149,7 @@ func TestRunTTYHangupStops(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, alog := runSetup(t)
-			var logs syncBuffer
+			var logs daemontest.Buffer
 			started, reloaded := make(chan struct{}), make(chan struct{}, 1)
 			opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Audit: alog,
 				Reload: func() (*config.Config, error) {
@@ -185,7 +186,7 @@ func TestRunTTYHangupStops(t *testing.T) {
 
 	t.Run("no console: SIGHUP reloads", func(t *testing.T) {
 		cfg, alog := runSetup(t)
-		var logs syncBuffer
+		var logs daemontest.Buffer
 		reloaded := make(chan struct{}, 1)
 		opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Audit: alog,
 			Reload: func() (*config.Config, error) {
@@ -267,7 +268,7 @@ func wantRun(t *testing.T, path, why string) {
 // variables.
 func TestRunStopRecordNotWritten(t *testing.T) {
 	cfg, alog := runSetup(t)
-	var logs syncBuffer
+	var logs daemontest.Buffer
 	opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Audit: alog,
 		Foreground: func(ctx context.Context, _ string) error {
 			// The human quits the console, and the log is gone.

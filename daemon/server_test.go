@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -23,6 +22,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -41,7 +41,7 @@ type testServer struct {
 	auditPath string
 	// approverSocket is configured, never listened on.
 	approverSocket string
-	logs           *syncBuffer
+	logs           *daemontest.Buffer
 	// execs are the pipelines that would have run.
 	mu     sync.Mutex
 	execs  []runner.Spec
@@ -90,7 +90,7 @@ func newServer(t *testing.T, setup serverSetup) *testServer {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	ts := &testServer{t: t, socket: filepath.Join(dir, "agent.sock"), auditPath: filepath.Join(dir, "audit", "audit.jsonl"),
-		approverSocket: filepath.Join(dir, "approver.sock"), logs: &syncBuffer{}}
+		approverSocket: filepath.Join(dir, "approver.sock"), logs: &daemontest.Buffer{}}
 	cfg := ts.config(setup.toml)
 	alog, err := audit.Open(ts.auditPath, audit.Options{})
 	if err != nil {
@@ -785,24 +785,6 @@ func socketPair(t *testing.T) (a, b *net.UnixConn) {
 	}
 	t.Cleanup(func() { a.Close(); b.Close() })
 	return a, b
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestEveryAnswerCarriesTheVersion: every answer to a pipeline, whatever

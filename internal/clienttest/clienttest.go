@@ -158,6 +158,16 @@ func Respond(f func(req *proto.Request) *proto.Response) Handler {
 	}
 }
 
+// Answer returns a function for Respond that answers every request with
+// resp, its id set to the request's.
+func Answer(resp proto.Response) func(*proto.Request) *proto.Response {
+	return func(req *proto.Request) *proto.Response {
+		r := resp
+		r.ID = req.ID
+		return &r
+	}
+}
+
 // Reply returns a Handler that reads the request and writes exactly the
 // bytes f returns for it: no newline is added, and "" closes the connection
 // without answering. req is nil if the request could not be read.

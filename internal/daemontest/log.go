@@ -8,7 +8,9 @@ import (
 	"time"
 )
 
-// Buffer collects the daemon's output from two pipes.
+// Buffer is a bytes.Buffer safe for concurrent use, whose Wait blocks until
+// it holds a text: the daemon's output from two pipes, or any output a test
+// reads while it is written. The zero value is an empty Buffer.
 type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

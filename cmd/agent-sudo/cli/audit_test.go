@@ -9,12 +9,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
@@ -564,29 +564,11 @@ func TestAuditUsage(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while audit writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestAuditFollow(t *testing.T) {
 	path := writeAuditLog(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr daemontest.Buffer
 	inv := &invocation{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
 	code := make(chan int, 1)
 	go func() {
@@ -595,12 +577,10 @@ func TestAuditFollow(t *testing.T) {
 
 	waitFor := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(stdout.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the output after 10s:\n%s\nstderr: %s", want, stdout.String(), stderr.String())
-			}
-			time.Sleep(5 * time.Millisecond)
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		defer wcancel()
+		if out, err := stdout.Wait(wctx, want); err != nil {
+			t.Fatalf("no %q in the output after 10s:\n%s\nstderr: %s", want, out, stderr.String())
 		}
 	}
 	waitFor(`"id":"r-fail"`)

@@ -98,7 +98,7 @@ func mcpInProcess(t *testing.T, env map[string]string, args ...string) *mcp.Clie
 }
 
 func TestMCPInProcess(t *testing.T) {
-	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stdout: []byte("hi\n"), Stages: []proto.Stage{{}}})))
+	srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stdout: []byte("hi\n"), Stages: []proto.Stage{{}}})))
 	host, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)

@@ -23,16 +23,6 @@ import (
 // a loaded machine running -race.
 const promptly = 2 * time.Second
 
-// answer returns a Respond function that answers every request with resp,
-// its id set to the request's.
-func answer(resp proto.Response) func(*proto.Request) *proto.Response {
-	return func(req *proto.Request) *proto.Response {
-		r := resp
-		r.ID = req.ID
-		return &r
-	}
-}
-
 // withID replaces %ID% in s by the id of the only request srv read.
 func withID(t *testing.T, srv *clienttest.Server, s string) string {
 	t.Helper()
@@ -171,7 +161,7 @@ func TestRunFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusDenied})))
+			srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusDenied})))
 			env := map[string]string{envSocket: srv.Socket}
 			for k, v := range tt.env {
 				env[k] = v
@@ -206,67 +196,67 @@ func TestRunAnswers(t *testing.T) {
 	}{{
 		name:     "ok",
 		args:     []string{"echo", "hi"},
-		handler:  clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 0, Stderr: []byte("warning\n")}}, Stdout: []byte("hi\n")})),
+		handler:  clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 0, Stderr: []byte("warning\n")}}, Stdout: []byte("hi\n")})),
 		wantCode: 0, wantStdout: "hi\n", wantStderr: "warning\n",
 	}, {
 		name:     "last stage's status",
 		args:     []string{"a", "|", "b"},
-		handler:  clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 1, Stderr: []byte("a: oops\n")}, {ExitCode: 0, Stderr: []byte("b: fine\n")}}, Stdout: []byte("out")})),
+		handler:  clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 1, Stderr: []byte("a: oops\n")}, {ExitCode: 0, Stderr: []byte("b: fine\n")}}, Stdout: []byte("out")})),
 		wantCode: 0, wantStdout: "out", wantStderr: "a: oops\nb: fine\n",
 	}, {
 		name:     "last stage failed",
 		args:     []string{"a", "|", "b"},
-		handler:  clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 0}, {ExitCode: 3}}})),
+		handler:  clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 0}, {ExitCode: 3}}})),
 		wantCode: 3,
 	}, {
 		name:     "pipefail: first failure",
 		args:     []string{"--pipefail", "a", "|", "b", "|", "c"},
-		handler:  clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 0}, {ExitCode: 141}, {ExitCode: 2}}})),
+		handler:  clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 0}, {ExitCode: 141}, {ExitCode: 2}}})),
 		wantCode: 141,
 	}, {
 		name:     "pipefail: all succeeded",
 		args:     []string{"--pipefail", "a", "|", "b"},
-		handler:  clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 0}, {ExitCode: 0}}})),
+		handler:  clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 0}, {ExitCode: 0}}})),
 		wantCode: 0,
 	}, {
 		name:     "pipefail: only the first failed",
 		args:     []string{"--pipefail", "a", "|", "b"},
-		handler:  clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 1}, {ExitCode: 0}}})),
+		handler:  clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 1}, {ExitCode: 0}}})),
 		wantCode: 1,
 	}, {
 		name:     "status 255 passes through",
 		args:     []string{"x"},
-		handler:  clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 255}}})),
+		handler:  clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{ExitCode: 255}}})),
 		wantCode: 255,
 	}, {
 		name:       "denied",
 		args:       []string{"rm", "-rf", "/"},
-		handler:    clienttest.Respond(answer(proto.Response{Status: proto.StatusDenied, Message: "not on my watch"})),
+		handler:    clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusDenied, Message: "not on my watch"})),
 		wantCode:   77,
 		wantStderr: "agent-sudo: request %ID% was denied: not on my watch; change the request or ask the user before retrying\n",
 	}, {
 		name:       "denied without a message",
 		args:       []string{"x"},
-		handler:    clienttest.Respond(answer(proto.Response{Status: proto.StatusDenied})),
+		handler:    clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusDenied})),
 		wantCode:   77,
 		wantStderr: "agent-sudo: request %ID% was denied; change the request or ask the user before retrying\n",
 	}, {
 		name:       "timeout before start",
 		args:       []string{"x"},
-		handler:    clienttest.Respond(answer(proto.Response{Status: proto.StatusTimeout, Message: "no approver answered within 5m0s"})),
+		handler:    clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusTimeout, Message: "no approver answered within 5m0s"})),
 		wantCode:   124,
 		wantStderr: "agent-sudo: request %ID% timed out before it started: no approver answered within 5m0s; retry when someone can approve it\n",
 	}, {
 		name: "timeout while running",
 		args: []string{"sleep", "1d", "|", "cat"},
-		handler: clienttest.Respond(answer(proto.Response{Status: proto.StatusTimeout, Message: "killed after 1h",
+		handler: clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusTimeout, Message: "killed after 1h",
 			Stages: []proto.Stage{{ExitCode: 137, Stderr: []byte("zzz\n")}, {ExitCode: 0}}, Stdout: []byte("partial")})),
 		wantCode: 124, wantStdout: "partial",
 		wantStderr: "zzz\nagent-sudo: request %ID% timed out while running: killed after 1h; its output is incomplete\n",
 	}, {
 		name:       "error",
 		args:       []string{"x"},
-		handler:    clienttest.Respond(answer(proto.Response{Status: proto.StatusError, Message: `invalid request: field "cwd": must be an absolute path`})),
+		handler:    clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusError, Message: `invalid request: field "cwd": must be an absolute path`})),
 		wantCode:   70,
 		wantStderr: "agent-sudo: agent-sudod did not run request %ID%: invalid request: field \"cwd\": must be an absolute path (the daemon's log may say more: journalctl -u agent-sudo)\n",
 	}, {
@@ -278,7 +268,7 @@ func TestRunAnswers(t *testing.T) {
 	}, {
 		name:       "hostile message",
 		args:       []string{"x"},
-		handler:    clienttest.Respond(answer(proto.Response{Status: proto.StatusDenied, Message: "no\x1b]0;pwned\x07\nagent-sudo: approved \u202eyes\r"})),
+		handler:    clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusDenied, Message: "no\x1b]0;pwned\x07\nagent-sudo: approved \u202eyes\r"})),
 		wantCode:   77,
 		wantStderr: `agent-sudo: request %ID% was denied: no\x1b]0;pwned\x07\x0aagent-sudo: approved \u202eyes\x0d; change the request or ask the user before retrying` + "\n",
 	}, {
@@ -328,7 +318,7 @@ func TestRunBinarySafe(t *testing.T) {
 	for i, b := range all {
 		reversed[len(all)-1-i] = b
 	}
-	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusOK,
+	srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK,
 		Stages: []proto.Stage{{ExitCode: 0, Stderr: all}, {ExitCode: 0, Stderr: reversed}}, Stdout: all})))
 	got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "a", "|", "b")
 	if got.code != 0 {
@@ -367,7 +357,7 @@ func TestRunTruncation(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := clienttest.NewServer(t, clienttest.Respond(answer(tt.resp)))
+			srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(tt.resp)))
 			got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "find", "/", "|", "sort")
 			if got.code != 0 || got.stdout != "o" || got.stderr != tt.wantStderr {
 				t.Errorf("run = %d, stdout %q, stderr\n %q\nwant 0, \"o\", stderr\n %q", got.code, got.stdout, got.stderr, tt.wantStderr)
@@ -480,7 +470,7 @@ func TestRunFailedMessages(t *testing.T) {
 }
 
 func TestRunNotSent(t *testing.T) {
-	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusDenied})))
+	srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusDenied})))
 	got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "cat", "caf\xe9")
 	want := "agent-sudo: encode request: invalid request: field \"pipeline[0][1]\": is not valid UTF-8; the protocol carries only UTF-8 text; nothing was sent\n"
 	if got.code != 70 || got.stderr != want {
@@ -551,7 +541,7 @@ func TestHelpWriteFailure(t *testing.T) {
 }
 
 func TestRunWriteFailure(t *testing.T) {
-	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusOK,
+	srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK,
 		Stages: []proto.Stage{{ExitCode: 0}}, Stdout: []byte("out")})))
 	var stderr strings.Builder
 	code := Main(context.Background(), []string{"run", "true"}, strings.NewReader(""), failWriter{}, &stderr,
@@ -667,7 +657,7 @@ func TestRunSaysNoConsoleIsConnected(t *testing.T) {
 // (a request without cwd runs in /); run refuses it, saying why and what to
 // give, and sends nothing. With --cwd it is sent.
 func TestRunRefusesRelativePathsWithoutCwd(t *testing.T) {
-	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{}}})))
+	srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{}}})))
 	got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--", "touch", "./f")
 	want := "agent-sudo: run: \"./f\" (stage 1) is a relative path, and without --cwd the command runs in /, not here (run does not send this directory: the daemon may be on another machine or outside this container); give --cwd \"$PWD\" or an absolute path; nothing was sent\n"
 	if got.code != exitUsage || got.stderr != want {

@@ -105,7 +105,7 @@ func runSudo(srv *clienttest.Server, deps shimDeps, env map[string]string, args 
 }
 
 func TestSudoRefused(t *testing.T) {
-	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{}}})))
+	srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{}}})))
 	tests := []struct {
 		name string
 		deps shimDeps
@@ -135,7 +135,7 @@ func TestSudoRefused(t *testing.T) {
 }
 
 func TestSudoHelp(t *testing.T) {
-	srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{}}})))
+	srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{}}})))
 	got := runSudo(srv, fakeShimDeps(), nil, "--help")
 	if got.code != 0 || !strings.HasPrefix(got.stdout, "usage: sudo [-n] [-E]") || got.stderr != "" {
 		t.Errorf("sudo --help = %d, %q, %q", got.code, got.stdout, got.stderr)
@@ -187,7 +187,7 @@ func TestSudoRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := clienttest.NewServer(t, clienttest.Respond(answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{}}})))
+			srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(proto.Response{Status: proto.StatusOK, Stages: []proto.Stage{{}}})))
 			e := map[string]string{}
 			for k, v := range env {
 				e[k] = v
@@ -229,7 +229,7 @@ func TestSudoOutput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := clienttest.NewServer(t, clienttest.Respond(answer(tt.resp)))
+			srv := clienttest.NewServer(t, clienttest.Respond(clienttest.Answer(tt.resp)))
 			got := runSudo(srv, fakeShimDeps(), nil, "cmd")
 			if got.code != tt.code || got.stdout != tt.stdout || !strings.HasPrefix(got.stderr, tt.stderrHead) {
 				t.Errorf("sudo cmd = %d, %q, %q; want %d, %q, %q...", got.code, got.stdout, got.stderr, tt.code, tt.stdout, tt.stderrHead)
