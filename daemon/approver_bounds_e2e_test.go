@@ -85,7 +85,7 @@ func TestApproverChannelFloodAndHugeGrants(t *testing.T) {
 	wg.Wait()
 
 	// Then a small request: the console must still get it, and decide it.
-	done := runAsync(d, &proto.Request{ID: "after-flood", Pipeline: [][]string{{"echo", "still here"}}, Privileged: true})
+	done := d.Ask(t, &proto.Request{ID: "after-flood", Pipeline: [][]string{{"echo", "still here"}}, Privileged: true}).Done
 	for {
 		m := c.Next()
 		if m.Type != approval.MsgGrants && c.LastSize > maxAnnounce {
@@ -184,12 +184,12 @@ func TestApproverChannelDuplicateID(t *testing.T) {
 	// machine.
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Extra: `max_clock_skew = "3s"`})
 	c := daemontest.Dial(t, d.ApproverSocket)
-	first := runAsync(d, &proto.Request{ID: "dup", Pipeline: [][]string{{"echo", "first"}}, Privileged: true})
+	first := d.Ask(t, &proto.Request{ID: "dup", Pipeline: [][]string{{"echo", "first"}}, Privileged: true}).Done
 	p := c.Pending("dup")
 	// The replay cache keeps the id at least approval_timeout + 2 ×
 	// max_clock_skew after its receipt, so it refuses the second copy
 	// before the broker, which would too, sees it.
-	second := runAsync(d, &proto.Request{ID: "dup", Pipeline: [][]string{{"echo", "second"}}, Privileged: true})
+	second := d.Ask(t, &proto.Request{ID: "dup", Pipeline: [][]string{{"echo", "second"}}, Privileged: true}).Done
 	// Refused either by the broker (the id waits) or, with a replay window
 	// that covers approval_timeout, by the replay cache.
 	if resp := <-second; resp.Status != proto.StatusError ||

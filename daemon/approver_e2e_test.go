@@ -1,33 +1,17 @@
 package daemon_test
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
-	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
-
-func runAsync(d *daemontest.Daemon, req *proto.Request) <-chan *proto.Response {
-	ch := make(chan *proto.Response, 1)
-	go func() {
-		req.Time = time.Now()
-		resp, err := client.New(d.Socket).Run(context.Background(), req)
-		if err != nil {
-			resp = &proto.Response{Status: "client-error", Message: err.Error()}
-		}
-		ch <- resp
-	}()
-	return ch
-}
 
 func TestE2EApproverChannel(t *testing.T) {
 	t.Parallel()
@@ -44,8 +28,8 @@ func TestE2EApproverChannel(t *testing.T) {
 	marker := filepath.Join(d.Dir, "denied-ran")
 
 	t.Run("allow once runs the command", func(t *testing.T) {
-		done := runAsync(d, &proto.Request{ID: "appr-1", Pipeline: [][]string{{"echo", "approved"}}, Privileged: true,
-			Session: "s1", Reason: "test"})
+		done := d.Ask(t, &proto.Request{ID: "appr-1", Pipeline: [][]string{{"echo", "approved"}}, Privileged: true,
+			Session: "s1", Reason: "test"}).Done
 		p1, p2 := c1.Pending("appr-1"), c2.Pending("appr-1")
 		if p1.ID != "appr-1" || p2.ID != "appr-1" || p1.Hash != p2.Hash || p1.Request.Reason != "test" ||
 			!slices.Equal(p1.Request.Programs[0].Chain, []string{"/usr/bin/echo"}) || p1.Request.RunAs != "root" || p1.Request.Peer.UID != 0 {
@@ -75,7 +59,7 @@ func TestE2EApproverChannel(t *testing.T) {
 	})
 
 	t.Run("deny with a note", func(t *testing.T) {
-		done := runAsync(d, &proto.Request{ID: "appr-2", Pipeline: [][]string{{"touch", marker}}, Privileged: true})
+		done := d.Ask(t, &proto.Request{ID: "appr-2", Pipeline: [][]string{{"touch", marker}}, Privileged: true}).Done
 		p := c2.Pending("appr-2")
 		c2.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.DenyOnce, Note: "use the staging box"})
 		resp := <-done
@@ -91,7 +75,7 @@ func TestE2EApproverChannel(t *testing.T) {
 		req := func(id string) *proto.Request {
 			return &proto.Request{ID: id, Pipeline: [][]string{{"echo", "again"}}, Privileged: true, Session: "s-grant"}
 		}
-		done := runAsync(d, req("appr-3"))
+		done := d.Ask(t, req("appr-3")).Done
 		p := c1.Pending("appr-3")
 		c1.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.AllowSession})
 		if resp := <-done; resp.Status != proto.StatusOK {
@@ -102,7 +86,7 @@ func TestE2EApproverChannel(t *testing.T) {
 			t.Fatalf("grants %+v", g)
 		}
 		// The same request again runs without a console decision.
-		if resp := <-runAsync(d, req("appr-4")); resp.Status != proto.StatusOK || string(resp.Stdout) != "again\n" {
+		if resp := d.Ask(t, req("appr-4")).Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != "again\n" {
 			t.Fatalf("granted repeat: %+v", resp)
 		}
 		// After revoking, it asks again.
@@ -110,7 +94,7 @@ func TestE2EApproverChannel(t *testing.T) {
 		if r := c1.Result(g.Grants[0].ID); !r.OK {
 			t.Fatalf("revoke: %+v", r)
 		}
-		done = runAsync(d, req("appr-5"))
+		done = d.Ask(t, req("appr-5")).Done
 		p = c1.Pending("appr-5")
 		c1.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.DenyOnce})
 		if resp := <-done; resp.Status != proto.StatusDenied {
@@ -185,7 +169,7 @@ match = ["tee", "**"]
 		{"why-1", [][]string{{"echo", "x"}, {"cat"}}, "no rule applies to stage 2 of 2: /usr/bin/cat"},
 		{"why-2", [][]string{{"echo", "x"}, {"tee", "/dev/null"}}, `rule "tee asks" asks for stage 2 of 2: /usr/bin/tee`},
 	} {
-		done := runAsync(d, &proto.Request{ID: tt.id, Pipeline: tt.pipeline, Privileged: true, Session: "s-why"})
+		done := d.Ask(t, &proto.Request{ID: tt.id, Pipeline: tt.pipeline, Privileged: true, Session: "s-why"}).Done
 		p := c.Pending(tt.id)
 		if p.Request.Why != tt.want {
 			t.Errorf("%s: why %q, want %q", tt.id, p.Request.Why, tt.want)

@@ -63,7 +63,7 @@ func TestE2EApproverIdentity(t *testing.T) {
 		"SUDO_USER=" + u.Name, "SUDO_UID=" + uid}
 	var out bytes.Buffer
 	console.Stdout, console.Stderr = &out, &out
-	done := runAsync(d, &proto.Request{ID: "who-1", Pipeline: [][]string{{"true"}}, Privileged: true})
+	done := d.Ask(t, &proto.Request{ID: "who-1", Pipeline: [][]string{{"true"}}, Privileged: true}).Done
 	watcher.Pending("who-1")
 	if err := console.Start(); err != nil {
 		t.Fatal(err)

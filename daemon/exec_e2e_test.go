@@ -63,7 +63,7 @@ func TestE2EReplacedProgramRunsApprovedFile(t *testing.T) {
 	f.asAgent(t, "printf '#!/bin/sh\\necho approved\\n' > "+tool+" && chmod 755 "+tool)
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "20s"})
 	c := daemontest.Dial(t, d.ApproverSocket)
-	done := runAsync(d, &proto.Request{ID: "swap-1", Pipeline: [][]string{{tool}}, Privileged: true})
+	done := d.Ask(t, &proto.Request{ID: "swap-1", Pipeline: [][]string{{tool}}, Privileged: true}).Done
 	p := c.Pending("swap-1")
 	prog := p.Request.Programs[0]
 	if !slices.Equal(prog.Chain, []string{tool}) || len(prog.SHA256) != 64 || prog.Ino == 0 {
@@ -92,7 +92,7 @@ func TestE2ERewrittenProgramRefused(t *testing.T) {
 	f.asAgent(t, "printf '#!/bin/sh\\necho approved\\n' > "+tool+" && chmod 755 "+tool)
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "20s"})
 	c := daemontest.Dial(t, d.ApproverSocket)
-	done := runAsync(d, &proto.Request{ID: "rewrite-1", Pipeline: [][]string{{tool}}, Privileged: true})
+	done := d.Ask(t, &proto.Request{ID: "rewrite-1", Pipeline: [][]string{{tool}}, Privileged: true}).Done
 	p := c.Pending("rewrite-1")
 	f.asAgent(t, "printf '#!/bin/sh\\necho rewritten\\n' > "+tool)
 	c.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce})
@@ -137,7 +137,7 @@ func TestE2EForgedChainShownAsList(t *testing.T) {
 	f.asAgent(t, "mkdir -p '"+filepath.Dir(forged)+"' && printf '#!/bin/sh\\necho agent-code\\n' > '"+forged+"' && chmod 755 '"+forged+"' && ln -s 'd -> /usr/bin/apt-get' "+link)
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "20s"})
 	c := daemontest.Dial(t, d.ApproverSocket)
-	done := runAsync(d, &proto.Request{ID: "forge-1", Pipeline: [][]string{{link, "update"}}, Privileged: true, Session: "s"})
+	done := d.Ask(t, &proto.Request{ID: "forge-1", Pipeline: [][]string{{link, "update"}}, Privileged: true, Session: "s"}).Done
 	p := c.Pending("forge-1")
 	prog := p.Request.Programs[0]
 	if !slices.Equal(prog.Chain, []string{link, forged}) {
@@ -183,7 +183,7 @@ func TestE2EGrantBindsFileContent(t *testing.T) {
 	req := func(id string) *proto.Request {
 		return &proto.Request{ID: id, Pipeline: [][]string{{tool}}, Privileged: true, Session: "grant-s"}
 	}
-	done := runAsync(d, req("g-1"))
+	done := d.Ask(t, req("g-1")).Done
 	p := c.Pending("g-1")
 	if len(p.Request.Programs[0].Writable) != 0 {
 		t.Fatalf("root-only program reported writable: %+v", p.Request.Programs[0].Writable)
@@ -200,7 +200,7 @@ func TestE2EGrantBindsFileContent(t *testing.T) {
 	}
 	// Same path, same inode, other content.
 	testenv.WriteExecutable(t, tool, []byte("#!/bin/sh\necho v2\n"))
-	done = runAsync(d, req("g-3"))
+	done = d.Ask(t, req("g-3")).Done
 	p = c.Pending("g-3") // asked again: the grant does not cover it
 	c.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.DenyOnce})
 	if resp := <-done; resp.Status != proto.StatusDenied {
@@ -222,7 +222,7 @@ func TestE2ECwdResolvedAndBound(t *testing.T) {
 	f.asAgent(t, "ln -s "+secret+" "+proj+" && mkdir "+f.agent+"/other")
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "20s"})
 	c := daemontest.Dial(t, d.ApproverSocket)
-	done := runAsync(d, &proto.Request{ID: "cwd-1", Pipeline: [][]string{{"pwd", "-P"}}, Privileged: true, Cwd: proj})
+	done := d.Ask(t, &proto.Request{ID: "cwd-1", Pipeline: [][]string{{"pwd", "-P"}}, Privileged: true, Cwd: proj}).Done
 	p := c.Pending("cwd-1")
 	if p.Request.Cwd != secret || !slices.Equal(p.Request.CwdChain, []string{proj, secret}) {
 		t.Fatalf("cwd shown as %q (chain %q), want %q reached from %q", p.Request.Cwd, p.Request.CwdChain, secret, proj)
@@ -240,7 +240,7 @@ func TestE2ECwdResolvedAndBound(t *testing.T) {
 	}
 
 	// A directory the agent can write is flagged.
-	done = runAsync(d, &proto.Request{ID: "cwd-2", Pipeline: [][]string{{"true"}}, Privileged: true, Cwd: f.agent})
+	done = d.Ask(t, &proto.Request{ID: "cwd-2", Pipeline: [][]string{{"true"}}, Privileged: true, Cwd: f.agent}).Done
 	p = c.Pending("cwd-2")
 	if len(p.Request.CwdWritable) == 0 || p.Request.CwdWritable[0].Path != f.agent {
 		t.Fatalf("no warning for a cwd the agent owns: %+v", p.Request)

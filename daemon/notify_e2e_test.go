@@ -125,7 +125,7 @@ match = ["false"]
 		Host:     "h\u202eost",
 		Reason:   "line one\nline two\x1b[2J" + strings.Repeat("R", 3000),
 		Pipeline: [][]string{{"echo", "\x1b[31m{session}", strings.Repeat("x\x1b", 1000)}}, Privileged: true}
-	done := runAsync(d, hostile)
+	done := d.Ask(t, hostile).Done
 	p := c.Pending(hostile.ID)
 	// The hanging notifier runs: the request is still decided at once.
 	hangPid, _ := strconv.Atoi(strings.TrimSpace(testenv.WaitForFile(t, filepath.Join(out, "hostile-1.hang"), "")))
@@ -204,7 +204,7 @@ match = ["false"]
 		t.Fatal(err)
 	}
 	d.WaitLog("msg=reloaded")
-	done = runAsync(d, &proto.Request{ID: "after-reload", Pipeline: [][]string{{"id"}}, Privileged: true})
+	done = d.Ask(t, &proto.Request{ID: "after-reload", Pipeline: [][]string{{"id"}}, Privileged: true}).Done
 	p = c.Pending("after-reload")
 	pid, _ := strconv.Atoi(strings.TrimSpace(testenv.WaitForFile(t, filepath.Join(out, "after-reload.hang"), "")))
 	d.WaitLog(`msg="notifier timed out: its process group was killed" notifier=0 program=` + hang + ` id=after-reload notify_timeout=1s`)

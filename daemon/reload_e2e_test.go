@@ -81,7 +81,7 @@ func TestE2EReload(t *testing.T) {
 	c := daemontest.Dial(t, d.ApproverSocket)
 	decide := func(req *proto.Request, choice approval.Choice) *proto.Response {
 		t.Helper()
-		done := runAsync(d, req)
+		done := d.Ask(t, req).Done
 		p := c.Pending(req.ID)
 		c.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: choice})
 		return <-done
@@ -116,7 +116,7 @@ match = ["true"]
 	if m := nextNotify(t, notes, "READY=1"); !strings.Contains(m, "; 1 rules; last reload at ") || !strings.HasSuffix(m, " ok") {
 		t.Errorf("after the reload: notification %q, want READY=1 and a status with the new rule and the reload ok", m)
 	}
-	waitLog(t, d, "msg=reloaded")
+	d.WaitLog("msg=reloaded")
 	if logs := d.Logs.String(); !strings.Contains(logs, "not applied until agent-sudod restarts: max_connections") {
 		t.Errorf("the log does not say that max_connections needs a restart:\n%s", logs)
 	}
@@ -141,24 +141,11 @@ match = ["true"]
 	if m := nextNotify(t, notes, "READY=1"); !strings.Contains(m, "; 1 rules; last reload at ") || !strings.Contains(m, " failed: ") {
 		t.Errorf("after an invalid file: notification %q, want the old rule and the reload failed", m)
 	}
-	waitLog(t, d, "reload refused")
+	d.WaitLog("reload refused")
 	if logs := d.Logs.String(); !strings.Contains(logs, "expected value but found") {
 		t.Errorf("the log does not say why the reload was refused:\n%s", logs)
 	}
 	if resp := d.Run(&proto.Request{ID: "still", Pipeline: [][]string{{"true"}}, Privileged: true}); resp.Status != proto.StatusOK {
 		t.Errorf("after an invalid file: %s %q, want allowed by the rule in force", resp.Status, resp.Message)
-	}
-}
-
-// waitLog waits up to 30s for the daemon's log to contain want: the log
-// reaches the test through a pipe, so it may lag the sd_notify message
-// sent after it.
-func waitLog(t *testing.T, d *daemontest.Daemon, want string) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(d.Logs.String(), want); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the daemon's log within 30s:\n%s", want, d.Logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -60,8 +60,8 @@ func stopResult(c *daemontest.Console, run string) approval.Message {
 // its response.
 func startSleeper(t *testing.T, d *daemontest.Daemon, c *daemontest.Console, id, arg string) (approval.Running, <-chan *proto.Response) {
 	t.Helper()
-	done := runAsync(d, &proto.Request{ID: id, Session: "sess-" + id, Privileged: true, Reason: "a long job",
-		Pipeline: [][]string{{"sh", "-c", `printf 'first\n\033[2Jsecond\n'; exec sleep ` + arg}}})
+	done := d.Ask(t, &proto.Request{ID: id, Session: "sess-" + id, Privileged: true, Reason: "a long job",
+		Pipeline: [][]string{{"sh", "-c", `printf 'first\n\033[2Jsecond\n'; exec sleep ` + arg}}}).Done
 	rs := nextRunning(c, func(rs []approval.Running) bool { return len(rs) == 1 && rs[0].Request == id })
 	return rs[0], done
 }

@@ -108,7 +108,7 @@ func TestE2EStdinApproval(t *testing.T) {
 		return &proto.Request{ID: id, Pipeline: [][]string{{"od", "-An", "-tx1"}}, Privileged: true, Session: "s-stdin", Stdin: stdin}
 	}
 
-	done := runAsync(d, req("in-1", input))
+	done := d.Ask(t, req("in-1", input)).Done
 	p := c.Pending("in-1")
 	s := p.Request.Stdin
 	if s == nil || s.Size != len(input) || s.SHA256 != hex.EncodeToString(sum[:]) || !bytes.Equal(s.Data, input) {
@@ -131,7 +131,7 @@ func TestE2EStdinApproval(t *testing.T) {
 	}
 
 	// The grant covers the same stdin ...
-	if resp := <-runAsync(d, req("in-2", input)); resp.Status != proto.StatusOK || string(resp.Stdout) != want {
+	if resp := d.Ask(t, req("in-2", input)).Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != want {
 		t.Fatalf("granted repeat: %+v", resp)
 	}
 	// ... but not other stdin, nor none: both ask again.
@@ -140,7 +140,7 @@ func TestE2EStdinApproval(t *testing.T) {
 		if in == nil {
 			id = "in-none"
 		}
-		done = runAsync(d, req(id, in))
+		done = d.Ask(t, req(id, in)).Done
 		p = c.Pending(id)
 		c.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.DenyOnce})
 		if resp := <-done; resp.Status != proto.StatusDenied {
