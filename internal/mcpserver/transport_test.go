@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,17 +11,16 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/clienttest"
+	"github.com/agent-sudo/agent-sudo/internal/mcptest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
-// rawSession is Serve spoken to in raw JSON-RPC lines over pipes, so that a
-// test can send what no client library would.
+// rawSession is Serve spoken to in raw JSON-RPC lines over pipes
+// (mcptest.Raw), so that a test can send what no client library would.
 type rawSession struct {
-	t     *testing.T
-	in    *io.PipeWriter
-	lines chan string   // the server's output, line by line; closed at its end
-	done  chan struct{} // closed when Serve returns
-	err   error         // Serve's result, once done is closed
+	*mcptest.Raw
+	done chan struct{} // closed when Serve returns
+	err  error         // Serve's result, once done is closed
 }
 
 // serveRaw starts Serve with cfg and initializes the session.
@@ -30,88 +28,31 @@ func serveRaw(t *testing.T, cfg Config) *rawSession {
 	t.Helper()
 	toServer, in := io.Pipe()
 	out, fromServer := io.Pipe()
-	s := &rawSession{t: t, in: in, lines: make(chan string, 100), done: make(chan struct{})}
+	s := &rawSession{done: make(chan struct{})}
 	go func() {
 		s.err = Serve(context.Background(), cfg, toServer, fromServer)
 		fromServer.Close()
 		close(s.done)
 	}()
-	go func() {
-		defer close(s.lines)
-		br := bufio.NewReader(out)
-		for {
-			l, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			s.lines <- l
-		}
-	}()
+	s.Raw = mcptest.New(t, in, out)
 	t.Cleanup(func() {
 		in.Close()
 		select {
 		case <-s.done:
-		case <-time.After(20 * time.Second):
-			t.Error("Serve did not return within 20s of its input closing")
+		case <-time.After(mcptest.Timeout):
+			t.Error("Serve did not return within 30s of its input closing")
 		}
 	})
-	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
-	if m := s.next(); m["id"] != "init" || m["result"] == nil {
-		t.Fatalf("initialize: %v", m)
-	}
-	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s.Initialize()
 	return s
 }
 
-// send writes one line.
-func (s *rawSession) send(line string) {
-	s.t.Helper()
-	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
-		s.t.Fatalf("send %s: %v", line, err)
-	}
-}
-
-// next returns the next message the server wrote.
-func (s *rawSession) next() map[string]any {
-	s.t.Helper()
-	select {
-	case l, ok := <-s.lines:
-		if !ok {
-			s.t.Fatal("the server's output ended")
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			s.t.Fatalf("the server wrote a line that is not JSON: %q", l)
-		}
-		return m
-	case <-time.After(20 * time.Second):
-		s.t.Fatal("no message from the server within 20s")
-	}
-	return nil
-}
-
-// rest closes the input and returns Serve's result and every line written
-// after that, once the output ends.
+// rest closes the input and returns every line written after that, once
+// the output ends, and Serve's result.
 func (s *rawSession) rest() ([]string, error) {
-	s.t.Helper()
-	s.in.Close()
-	select {
-	case <-s.done:
-	case <-time.After(20 * time.Second):
-		s.t.Fatal("Serve did not return within 20s of its input closing")
-	}
-	var lines []string
-	for l := range s.lines {
-		lines = append(lines, l)
-	}
+	lines := s.Rest()
+	<-s.done // the output ends when Serve has returned
 	return lines, s.err
-}
-
-// errorCode returns the code of an error response, or 0.
-func errorCode(m map[string]any) float64 {
-	e, _ := m["error"].(map[string]any)
-	code, _ := e["code"].(float64)
-	return code
 }
 
 // TestServeAnswersMalformedLines checks that a line that is not JSON is
@@ -136,17 +77,17 @@ func TestServeAnswersMalformedLines(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, -32600, nil, "Invalid Request"},
 	}
 	for _, tt := range tests {
-		s.send(tt.line)
-		m := s.next()
+		s.Send(tt.line)
+		m := s.Next()
 		e, _ := m["error"].(map[string]any)
 		msg, _ := e["message"].(string)
-		if errorCode(m) != tt.code || m["id"] != tt.id || !strings.Contains(msg, tt.detail) {
+		if mcptest.ErrorCode(m) != tt.code || m["id"] != tt.id || !strings.Contains(msg, tt.detail) {
 			t.Errorf("%s: answered %v; want code %v, id %v and a message containing %q", tt.line, m, tt.code, tt.id, tt.detail)
 		}
 	}
-	s.send("") // blank lines are skipped
-	s.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute","arguments":{"argv":["echo","hi"],"reason":"r"}}}`)
-	m := s.next()
+	s.Send("") // blank lines are skipped
+	s.Send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute","arguments":{"argv":["echo","hi"],"reason":"r"}}}`)
+	m := s.Next()
 	res, _ := m["result"].(map[string]any)
 	if m["id"] != 7.0 || res == nil || res["isError"] == true {
 		t.Fatalf("the call after the malformed lines was answered %v", m)
@@ -166,7 +107,7 @@ func TestServeAnswersCallsInProgressAtEOF(t *testing.T) {
 	daemon := clienttest.NewServer(t, clienttest.Hang(got, closed))
 	s := serveRaw(t, Config{Socket: daemon.Socket})
 	for id := 1; id <= 2; id++ {
-		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute","arguments":{"argv":["touch","/x"],"reason":"r"}}}`, id))
+		s.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute","arguments":{"argv":["touch","/x"],"reason":"r"}}}`, id))
 		select {
 		case <-got:
 		case <-time.After(20 * time.Second):
@@ -221,23 +162,23 @@ func TestServeNoReplyAfterCancelled(t *testing.T) {
 	closed := make(chan struct{}, 1)
 	daemon := clienttest.NewServer(t, clienttest.Hang(got, closed))
 	s := serveRaw(t, Config{Socket: daemon.Socket})
-	s.send(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"execute","arguments":{"argv":["touch","/x"],"reason":"r"}}}`)
+	s.Send(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"execute","arguments":{"argv":["touch","/x"],"reason":"r"}}}`)
 	select {
 	case <-got:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the request did not reach the daemon")
 	}
-	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"user pressed Esc"}}`)
+	s.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"user pressed Esc"}}`)
 	select {
 	case <-closed:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the connection to the daemon stayed open after the cancellation")
 	}
 	// Another call goes on as usual.
-	s.send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	s.Send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
 	var after []string
 	for {
-		m := s.next()
+		m := s.Next()
 		if m["id"] == "p" {
 			break
 		}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -15,104 +14,80 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/mcptest"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // stdioMCP is a real "agent-sudo mcp" process spoken to in raw JSON-RPC
-// lines, whose exit status and stderr the test reads.
+// lines (mcptest.Raw), whose exit status and stderr the test reads.
 type stdioMCP struct {
+	*mcptest.Raw
 	t      *testing.T
 	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
+	stdin  io.Closer
 	stderr bytes.Buffer
+	exited chan error // receives cmd.Wait's result
 }
 
+// startStdioMCP starts "bin mcp args...". When the test ends, a process
+// still running has its stdin closed and must exit within mcptest.Timeout.
 func startStdioMCP(t *testing.T, bin string, args ...string) *stdioMCP {
 	t.Helper()
-	m := &stdioMCP{t: t, cmd: exec.Command(bin, append([]string{"mcp"}, args...)...)}
+	m := &stdioMCP{t: t, cmd: exec.Command(bin, append([]string{"mcp"}, args...)...), exited: make(chan error, 1)}
 	m.cmd.Env = e2eEnv()
 	m.cmd.Stderr = &m.stderr
-	var err error
-	if m.in, err = m.cmd.StdinPipe(); err != nil {
+	stdin, err := m.cmd.StdinPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
 	stdout, err := m.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.out = bufio.NewReader(stdout)
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	m.stdin = stdin
+	m.Raw = mcptest.New(t, stdin, stdout)
 	t.Cleanup(func() {
-		if m.cmd.ProcessState == nil {
-			_ = m.cmd.Process.Kill()
-			_ = m.cmd.Wait()
+		if m.cmd.ProcessState != nil {
+			return
+		}
+		m.stdin.Close()
+		if exited, _ := m.wait(); !exited {
+			t.Error("agent-sudo mcp did not exit when its stdin closed")
 		}
 	})
 	return m
 }
 
-// send writes one line.
-func (m *stdioMCP) send(line string) {
-	m.t.Helper()
-	if _, err := io.WriteString(m.in, line+"\n"); err != nil {
-		m.t.Fatalf("send %s: %v", line, err)
+// wait waits at most mcptest.Timeout for the process to exit, and kills it
+// when it does not (exited false).
+func (m *stdioMCP) wait() (exited bool, err error) {
+	go func() { m.exited <- m.cmd.Wait() }()
+	select {
+	case err := <-m.exited:
+		return true, err
+	case <-time.After(mcptest.Timeout):
+		_ = m.cmd.Process.Kill()
+		return false, <-m.exited
 	}
-}
-
-// next reads the next message. A process that says nothing for 30s is
-// killed, which ends the read.
-func (m *stdioMCP) next() map[string]any {
-	m.t.Helper()
-	timer := time.AfterFunc(30*time.Second, func() { _ = m.cmd.Process.Kill() })
-	l, err := m.out.ReadBytes('\n')
-	if !timer.Stop() {
-		m.t.Fatal("agent-sudo mcp wrote nothing within 30s (killed)")
-	}
-	if err != nil {
-		m.t.Fatalf("reading agent-sudo mcp's output: %v", err)
-	}
-	var msg map[string]any
-	if err := json.Unmarshal(l, &msg); err != nil {
-		m.t.Fatalf("agent-sudo mcp wrote a line that is not JSON: %q", l)
-	}
-	return msg
-}
-
-// initialize opens the session and returns the initialize result.
-func (m *stdioMCP) initialize() map[string]any {
-	m.t.Helper()
-	m.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
-	res, _ := m.next()["result"].(map[string]any)
-	if res == nil {
-		m.t.Fatal("no initialize result")
-	}
-	m.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return res
 }
 
 // close closes stdin and returns the rest of the output and the exit
-// status, waiting at most 30s.
+// status, waiting at most mcptest.Timeout.
 func (m *stdioMCP) close() (string, int) {
 	m.t.Helper()
-	m.in.Close()
-	rest, _ := io.ReadAll(m.out)
-	done := make(chan error, 1)
-	go func() { done <- m.cmd.Wait() }()
-	select {
-	case err := <-done:
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			m.t.Fatal(err)
-		}
-		return string(rest), m.cmd.ProcessState.ExitCode()
-	case <-time.After(30 * time.Second):
-		_ = m.cmd.Process.Kill()
+	rest := strings.Join(m.Rest(), "")
+	exited, err := m.wait()
+	if !exited {
 		m.t.Fatal("agent-sudo mcp did not exit within 30s of its stdin closing")
 	}
-	return "", 0
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		m.t.Fatal(err)
+	}
+	return rest, m.cmd.ProcessState.ExitCode()
 }
 
 // TestMCPStdioRobust runs the real "agent-sudo mcp" against the real
@@ -126,19 +101,19 @@ func TestMCPStdioRobust(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "5m", Rules: daemontest.AskRules})
 	console := daemontest.Dial(t, d.ApproverSocket)
 	m := startStdioMCP(t, bin, "--socket", d.Socket, "--session", "robust")
-	m.initialize()
+	m.Initialize()
 
-	m.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"`)
-	if msg := m.next(); errorCode(msg) != -32700 || msg["id"] != nil {
+	m.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"`)
+	if msg := m.Next(); mcptest.ErrorCode(msg) != -32700 || msg["id"] != nil {
 		t.Fatalf("a line that is not JSON was answered %v; want a parse error (-32700) with a null id", msg)
 	}
-	m.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"argv":["echo","still here"],"reason":"r"}}}`)
-	if msg := m.next(); msg["id"] != 2.0 || !strings.Contains(fmt.Sprint(msg["result"]), "still here") {
+	m.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"argv":["echo","still here"],"reason":"r"}}}`)
+	if msg := m.Next(); msg["id"] != 2.0 || !strings.Contains(fmt.Sprint(msg["result"]), "still here") {
 		t.Fatalf("the call after the bad line was answered %v", msg)
 	}
 
 	marker := filepath.Join(d.Dir, "touched")
-	m.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute","arguments":{"argv":["touch","` + marker + `"],"reason":"r"}}}`)
+	m.Send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute","arguments":{"argv":["touch","` + marker + `"],"reason":"r"}}}`)
 	pending := console.NextOf(approval.MsgPending)
 	rest, code := m.close()
 	if code != exitTempFail {
@@ -184,18 +159,11 @@ func TestMCPServerVersion(t *testing.T) {
 		t.Fatalf("agent-sudo version = %q, %v", out, err)
 	}
 	m := startStdioMCP(t, bin, "--socket", filepath.Join(t.TempDir(), "none.sock"), "--session", "v")
-	info, _ := m.initialize()["serverInfo"].(map[string]any)
+	info, _ := m.Initialize()["serverInfo"].(map[string]any)
 	if info["name"] != "agent-sudo" || info["version"] != v {
 		t.Errorf("serverInfo %v, want name agent-sudo and version %s", info, v)
 	}
 	if rest, code := m.close(); rest != "" || code != 0 || m.stderr.Len() > 0 {
 		t.Errorf("after stdin closed: output %q, exit %d, stderr %q", rest, code, m.stderr.String())
 	}
-}
-
-// errorCode returns the code of a JSON-RPC error response, or 0.
-func errorCode(m map[string]any) float64 {
-	e, _ := m["error"].(map[string]any)
-	code, _ := e["code"].(float64)
-	return code
 }
