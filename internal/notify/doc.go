@@ -6,7 +6,7 @@
 //
 // A notifier is an argument vector from the configuration (key notify): an
 // absolute program path and its arguments, which may hold placeholders
-// ({session}, {command}, ...; see [Placeholders]) that are replaced by the
+// ({session}, {command}, ...; docs/config.md lists them) that are replaced by the
 // waiting request's values. The daemon runs each configured notifier once
 // for every request that starts waiting for a human; a request a rule or a
 // session grant decides waits for nobody and notifies nobody.

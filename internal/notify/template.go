@@ -10,13 +10,10 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
-// Placeholders are the names a notifier's argument may hold between braces,
-// each replaced by the waiting request's value (see [Values]).
+// placeholders are the names a notifier's argument may hold between braces,
+// each replaced by the waiting request's value (see [Values]), in the order
+// docs/config.md lists them.
 var placeholders = []string{"id", "session", "host", "user", "uid", "run_as", "command", "reason"}
-
-// Placeholders returns the placeholder names, in the order the
-// documentation lists them.
-func Placeholders() []string { return slices.Clone(placeholders) }
 
 // MaxNotifiers bounds the notifiers a configuration may list.
 const MaxNotifiers = 8
@@ -111,7 +108,7 @@ func isName(s string) bool {
 // calls key ("notify[1]"), and returns every problem, each naming the
 // element it is about ("notify[1][2]: ..."). The program (element 0) must
 // be an absolute, clean path without braces; every other element must
-// parse: {name} is a placeholder of [Placeholders], {{ and }} are literal
+// parse: {name} is one of the placeholders, {{ and }} are literal
 // braces, and any other brace is refused; and no placeholder may be where
 // the agent's value could be read as an option or a file reference
 // (checkPlacement).
