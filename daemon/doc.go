@@ -20,10 +20,11 @@
 // specify it: the agent protocol (docs/protocol.md, package proto), the
 // approver channel (docs/approver-protocol.md, package approval), the
 // configuration (docs/config.md) and the audit log (docs/audit.md). The Go
-// API (New, Run, Options, CheckConfig, the socket helpers) is cmd/agent-sudod's
-// and is not stable: its signatures use types from this module's internal
-// packages (config.Config, audit.Log, runner.Spec), which no other module can
-// name, and it changes with the daemon.
+// API (New, Server, Run, CheckConfig, Options, Version, NewLogger,
+// OpenLogFile and the two stop errors) is what cmd/agent-sudod uses, and is
+// not stable: its signatures use types from this module's internal packages
+// (config.Config, audit.Log, runner.Spec), which no other module can name,
+// and it changes with the daemon.
 //
 // docs/daemon.md explains why the daemon serves requests as it does:
 // connection limits, reloading, shutdown, and stopping a running command.
