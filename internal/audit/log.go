@@ -375,6 +375,10 @@ func (l *Log) journal(rec *Record, rcpt Receipt, appendErr error, pri journal.Pr
 		fields["AGENT_SUDO_ID"] = rec.ID
 		fields["AGENT_SUDO_SESSION"] = rec.Session
 		fields["AGENT_SUDO_HOST"] = rec.Host
+		if rec.Ref != "" {
+			// Joins the entries of one request, as ref joins its records.
+			fields["AGENT_SUDO_REF"] = rec.Ref
+		}
 	}
 	if rec.Peer != nil {
 		fields["AGENT_SUDO_PEER_UID"] = strconv.FormatUint(uint64(rec.Peer.UID), 10)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,6 +39,9 @@ type Trail struct {
 	// who and what begin and end the journal messages: the request, its
 	// requester and its command (journalWho, journalWhat).
 	who, what string
+	// pipeline is the AGENT_SUDO_PIPELINE field of its journal entries
+	// (journalPipeline).
+	pipeline string
 }
 
 // Stopped records that the console by stopped the pipeline before it
@@ -137,6 +141,7 @@ func (l *Log) Refused(ctx context.Context, r Refusal) error {
 		what = fmt.Sprintf("(a request line of %d bytes)", len(r.Raw))
 	case r.Request != nil:
 		what = journalWhat(r.Request.Pipeline)
+		setPipeline(fields, r.Request.Pipeline)
 	}
 	l.journal(rec, rcpt, err, journal.PriNotice, fmt.Sprintf("%s refused (%s): %s",
 		journalWho(rec), journalText(reason, maxJournalReason), what), fields)
@@ -156,15 +161,17 @@ func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Cr
 	rcpt, epoch, err := l.write(ctx, rec, true, false, 0)
 	if err != nil {
 		// Not in the log, and not run: the journal is the only record.
-		l.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("%s received: %s", journalWho(rec), journalWhat(req.Pipeline)),
-			map[string]string{"AGENT_SUDO_STATUS": string(proto.StatusError)})
+		fields := map[string]string{"AGENT_SUDO_STATUS": string(proto.StatusError)}
+		setPipeline(fields, req.Pipeline)
+		l.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("%s received: %s", journalWho(rec), journalWhat(req.Pipeline)), fields)
 		return nil, err
 	}
 	// The later records name the peer without its ancestry and container:
 	// the request record holds them once.
 	hdr := Record{ID: rec.ID, Ref: rcpt.Hash, Session: rec.Session, Host: rec.Host,
 		Peer: &Peer{UID: rec.Peer.UID, PID: rec.Peer.PID, Exe: rec.Peer.Exe}}
-	return &Trail{log: l, hdr: hdr, epoch: epoch, who: journalWho(rec), what: journalWhat(req.Pipeline)}, nil
+	return &Trail{log: l, hdr: hdr, epoch: epoch, who: journalWho(rec), what: journalWhat(req.Pipeline),
+		pipeline: journalPipeline(req.Pipeline)}, nil
 }
 
 // Decided writes the decision record and sends a journal entry. Like
@@ -180,6 +187,7 @@ func (t *Trail) Decided(ctx context.Context, d approval.Decision) error {
 		"AGENT_SUDO_VERDICT":    string(d.Verdict),
 		"AGENT_SUDO_DECIDED_BY": d.By,
 	}
+	t.setPipeline(fields)
 	pri := journal.PriInfo
 	if d.Verdict != approval.Allow {
 		pri = journal.PriNotice
@@ -229,8 +237,9 @@ func (t *Trail) Started(ctx context.Context, spec runner.Spec) error {
 	rec.Exec = x
 	rcpt, _, err := t.log.write(ctx, rec, false, true, t.epoch)
 	if err != nil {
-		t.log.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("%s about to run: %s", t.who, t.what),
-			map[string]string{"AGENT_SUDO_STATUS": string(proto.StatusError), "AGENT_SUDO_DECIDED_BY": t.decidedBy})
+		fields := map[string]string{"AGENT_SUDO_STATUS": string(proto.StatusError), "AGENT_SUDO_DECIDED_BY": t.decidedBy}
+		t.setPipeline(fields)
+		t.log.journal(rec, rcpt, err, journal.PriErr, fmt.Sprintf("%s about to run: %s", t.who, t.what), fields)
 	}
 	return err
 }
@@ -295,6 +304,7 @@ func (t *Trail) Finished(ctx context.Context, resp *proto.Response, res *runner.
 		"AGENT_SUDO_EXIT_CODES": JoinExitCodes(r.ExitCodes, ","),
 		"AGENT_SUDO_DECIDED_BY": t.decidedBy,
 	}
+	t.setPipeline(fields)
 	if r.DurationNS > 0 {
 		fields["AGENT_SUDO_DURATION_NS"] = strconv.FormatInt(r.DurationNS, 10)
 	}
@@ -365,6 +375,40 @@ func journalWhat(pipeline [][]string) string {
 	}
 	line, _ := termtext.CommandLine(pipeline)
 	return Bound(line, maxJournalCommand)
+}
+
+// MaxJournalPipeline bounds the AGENT_SUDO_PIPELINE field: a pipeline whose
+// JSON is longer is not sent (the message still names its start).
+const MaxJournalPipeline = 16 << 10
+
+// journalPipeline returns the pipeline as the JSON array of argv arrays the
+// record has, for the AGENT_SUDO_PIPELINE field that lets 'agent-sudo
+// audit --journal-dir' show the command; "" when there is none or it is
+// longer than MaxJournalPipeline.
+func journalPipeline(pipeline [][]string) string {
+	if len(pipeline) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(pipeline)
+	if err != nil || len(b) > MaxJournalPipeline {
+		return ""
+	}
+	return string(b)
+}
+
+// setPipeline adds AGENT_SUDO_PIPELINE to fields when journalPipeline has
+// one.
+func setPipeline(fields map[string]string, pipeline [][]string) {
+	if p := journalPipeline(pipeline); p != "" {
+		fields["AGENT_SUDO_PIPELINE"] = p
+	}
+}
+
+// setPipeline adds the trail's AGENT_SUDO_PIPELINE to fields.
+func (t *Trail) setPipeline(fields map[string]string) {
+	if t.pipeline != "" {
+		fields["AGENT_SUDO_PIPELINE"] = t.pipeline
+	}
 }
 
 // record returns a new record of type typ with the trail's header.
