@@ -22,7 +22,9 @@ import (
 // auditListOptions are the listing's flags.
 type auditListOptions struct {
 	auditSource
+	journal              journalFlags
 	session, host        string
+	daemonHost, uid      string
 	since, until, status string
 	json, follow, wide   bool
 }
@@ -32,7 +34,10 @@ func auditListFlags(_ *invocation) (*flag.FlagSet, *auditListOptions) {
 	fset := auditListUsage().newFlagSet()
 	o.addFlags(fset)
 	fset.StringVar(&o.session, "session", "", "only requests whose session matches `glob` (* matches anything)")
-	fset.StringVar(&o.host, "host", "", "only requests whose host matches `glob`")
+	fset.StringVar(&o.host, "host", "", "only requests whose host (the agent's claim) matches `glob`")
+	fset.StringVar(&o.daemonHost, "daemon-host", "", "only requests handled by a daemon whose host name (the DAEMON column) matches `glob`")
+	fset.StringVar(&o.uid, "uid", "", "only requests from the requester with `uid` (as the kernel reported it)")
+	o.journal.addFlags(fset)
 	fset.StringVar(&o.since, "since", "", "only requests received at or after `time`: a duration ago (2h, 7d), a date (2026-11-20) or RFC 3339")
 	fset.StringVar(&o.until, "until", "", "only requests received before `time`, in the same forms as --since")
 	fset.StringVar(&o.status, "status", "", "only requests with `status` ok, denied, timeout, error, withdrawn, pending or running (comma-separated)")
@@ -71,6 +76,12 @@ with scp or rsync, say): their requests are merged by the time each was
 received, and a DAEMON column shows the host whose daemon recorded it (the
 daemon_host of its records; - in logs written before daemon_host existed).
 --follow reads one log.
+
+--journal-dir DIR (or --journal-file FILE) reads the daemons' journal
+entries instead, as systemd-journal-remote collects them from many hosts on
+a central one: the rows of every host, with the DAEMON column the host name
+of the machine that sent each entry (its _HOSTNAME). The journal has no
+entry for a request's arrival: TIME is that of its decision, or refusal.
 
 A status is ok, denied, timeout or error as the agent was answered,
 withdrawn (the agent went away first), pending (no decision recorded) or
@@ -117,6 +128,18 @@ func auditList(ctx context.Context, inv *invocation, args []string, deps auditDe
 	filter, err := newRowFilter(o, deps)
 	if err != nil {
 		return inv.fail(exitUsage, "audit: %v", err)
+	}
+	if o.journal.given() {
+		src, err := o.journal.source(&o.auditSource)
+		if err == nil && o.follow {
+			err = errors.New("--follow reads an audit log, not a journal (journalctl --directory DIR --follow does)")
+		}
+		if err != nil {
+			return inv.fail(exitUsage, "audit: %v", err)
+		}
+		return inv.withOutput("audit", func(out *errWriter) int {
+			return auditListJournal(ctx, inv, out, src, o, filter, deps)
+		})
 	}
 	if o.follow && len(o.logs) > 1 {
 		return inv.fail(exitUsage, "audit: --follow reads one log; give --log once (run one 'agent-sudo audit --follow' per log)")
@@ -266,9 +289,11 @@ func printRows(inv *invocation, out *errWriter, t *table, rows []*audit.Summary,
 
 // rowFilter is the listing's selection.
 type rowFilter struct {
-	session, host *glob.Pattern
-	since, until  time.Time
-	status        map[string]bool
+	session, host, daemonHost *glob.Pattern
+	// uid, when set, is the requester's uid the rows must have.
+	uid          *uint32
+	since, until time.Time
+	status       map[string]bool
 }
 
 // selected returns the summaries f matches, in order.
@@ -310,6 +335,18 @@ func newRowFilter(o *auditListOptions, deps auditDeps) (rowFilter, error) {
 			return f, fmt.Errorf("--host: %w", err)
 		}
 	}
+	if o.daemonHost != "" {
+		if f.daemonHost, err = compileFilter(o.daemonHost); err != nil {
+			return f, fmt.Errorf("--daemon-host: %w", err)
+		}
+	}
+	if o.uid != "" {
+		uid, err := parseUID(o.uid)
+		if err != nil {
+			return f, fmt.Errorf("--uid: %w", err)
+		}
+		f.uid = &uid
+	}
 	if o.since != "" {
 		if f.since, err = parseWhen(o.since, deps); err != nil {
 			return f, fmt.Errorf("--since: %w", err)
@@ -339,6 +376,8 @@ func (f rowFilter) match(s *audit.Summary) bool {
 	switch {
 	case f.session != nil && !f.session.Match(s.Session),
 		f.host != nil && !f.host.Match(s.Host),
+		f.daemonHost != nil && !f.daemonHost.Match(s.DaemonHost),
+		f.uid != nil && (s.Peer == nil || s.Peer.UID != *f.uid),
 		!f.since.IsZero() && s.Time.Before(f.since),
 		!f.until.IsZero() && !s.Time.Before(f.until),
 		f.status != nil && !f.status[s.Status]:
@@ -645,7 +684,7 @@ func jsonRow(s *audit.Summary) string {
 		ID: s.ID, Session: s.Session, Host: s.Host, DaemonHost: s.DaemonHost, Status: s.Status, Time: s.Time, DecidedBy: s.DecidedBy,
 		Verdict: s.Verdict, ExitCodes: s.ExitCodes, DurationNS: int64(s.Duration), Pipeline: s.Pipeline,
 		Reason: s.Reason, Privileged: s.Privileged, Message: s.Message, Peer: s.Peer, Ref: s.Ref,
-		Location: s.File + ":" + strconv.Itoa(s.Line),
+		Location: locationOf(s),
 	}
 	if r.ExitCodes == nil {
 		r.ExitCodes = []int{}

@@ -23,7 +23,8 @@ import (
 // auditShowOptions are the flags of audit show.
 type auditShowOptions struct {
 	auditSource
-	json bool
+	journal journalFlags
+	json    bool
 	// daemon prints the daemon's records instead of a request's.
 	daemon bool
 }
@@ -34,6 +35,7 @@ func auditShowFlags(_ *invocation) (*flag.FlagSet, *auditShowOptions) {
 	o.addFlags(fset)
 	fset.BoolVar(&o.json, "json", false, "print the records themselves, one JSON line each, in ASCII")
 	fset.BoolVar(&o.daemon, "daemon", false, "print the daemon's records, each start and stop of the daemon, instead of a request's")
+	o.journal.addFlags(fset)
 	return fset, o
 }
 
@@ -51,7 +53,10 @@ given more than once, the logs are searched one after the other, in the
 order given; each record names its file and line. With --daemon, print
 instead the daemon's own records: each time it started serving, and each
 time it stopped, with why; it takes no ID, and exits 1 when the log has no
-daemon record.
+daemon record. With --journal-dir DIR or --journal-file FILE, print
+instead the request's journal entries, from every host that sent entries
+there, each with the host name of the machine that sent it (--json: the
+entries' fields).
 `,
 		exits: []exitDoc{
 			{"0", "the request's records were printed"},
@@ -93,6 +98,18 @@ func auditShowMain(ctx context.Context, inv *invocation, args []string) int {
 			return inv.fail(exitUsage, "audit show: the request id is empty; give the id, or its start, as the listing shows it")
 		}
 		id = pos[0]
+	}
+	if o.journal.given() {
+		src, err := o.journal.source(&o.auditSource)
+		if err == nil && o.daemon {
+			err = errors.New("--daemon reads an audit log; journalctl --directory DIR AGENT_SUDO_AUDIT_TYPE=daemon shows the daemons' journal entries")
+		}
+		if err != nil {
+			return inv.fail(exitUsage, "audit show: %v", err)
+		}
+		return inv.withOutput("audit show", func(out *errWriter) int {
+			return auditShowJournal(ctx, inv, out, src, id, o.json)
+		})
 	}
 	paths, err := o.paths()
 	if err != nil {
