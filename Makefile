@@ -28,7 +28,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest depaware short-unprivileged man agents-test remote-test
+.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest hosts-test depaware short-unprivileged man agents-test remote-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -232,6 +232,13 @@ remote-test: go-version ## one approve console for two daemons over a real sshd,
 
 agents-test: go-version ## run the real Claude Code and Codex CLI (pinned in test/agents/package-lock.json, installed with npm ci) against agent-sudo mcp and a real daemon
 	test/agents/run.sh
+
+# Many hosts, one audit (docs/remote.md): three booted containers, two
+# uploading their journals to the third.
+hosts-test: ## build the .deb for this machine; two containers with it send their audit entries to a third's systemd-journal-remote (root; see test/system/hosts.sh)
+	@set -e; arch=$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH); \
+	$(MAKE) --no-print-directory deb DEB_ARCHES=$$arch; \
+	test/system/hosts.sh $(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb
 
 short-unprivileged: go-version ## go test -short ./... as an unprivileged user (agent-sudo-ci, made when missing) on a copy of the tree; run as root
 	scripts/short-unprivileged.sh
