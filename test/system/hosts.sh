@@ -233,6 +233,23 @@ ok "agent-sudo audit verify --anchor (the central hash) on build-01 exits 65: $o
 anchor2=$(on logs sh -c "$(doc anchor | sed 's/_HOSTNAME=build-01/_HOSTNAME=build-02/')")
 out=$(on build-02 agent-sudo audit verify --anchor "$anchor2" 2>&1) || die "build-02: verify --anchor $anchor2 failed: $out"
 ok "build-02's untouched log passes with its central anchor: $(echo "$out" | tail -1)"
+# Every hash each host sent, as the anchors block collects them on logs,
+# checked on the host with xargs.
+for n in build-01 build-02; do
+	on logs sh -euc "cd /root; $(doc anchors | sed "s/build-01/$n/g")" || die "anchors: the anchors block failed for $n"
+	cp "$work/logs/root/$n.anchors" "$work/$n/root/"
+	echo "  $n: $(wc -l <"$work/$n/root/$n.anchors") anchors"
+done
+[ -s "$work/build-01/root/build-01.anchors" ] || die "anchors: logs holds no anchor of build-01"
+out=$(on build-02 sh -c 'xargs agent-sudo audit verify </root/build-02.anchors' 2>&1) || die "anchors: build-02 fails with all its anchors: $out"
+ok "build-02 passes with every hash it sent (docs: the anchors block, then xargs agent-sudo audit verify): $(echo "$out" | tail -1)"
+set +e
+out=$(on build-01 sh -c 'xargs agent-sudo audit verify </root/build-01.anchors' 2>&1)
+rc=$?
+set -e
+[ $rc = 123 ] && case $out in *"is not the hash of any record"*) true ;; *) false ;; esac ||
+	die "anchors: build-01's cut log with all its anchors: xargs exited $rc, want 123 (verify failed): $out"
+ok "build-01's cut log fails with every hash it sent (xargs exits 123): $(echo "$out" | grep -m1 'is not the hash of any record')"
 
 # --- what TLS checks, and what it does not -----------------------------------------
 (cd "$work" && openssl req -x509 -newkey rsa:3072 -nodes -days 1 -subj "/CN=build-02" -keyout rogue.key -out rogue.pem) >"$work/rogue.log" 2>&1 ||
