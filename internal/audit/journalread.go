@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/boundedline"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -170,21 +171,23 @@ func ReadJournal(ctx context.Context, src JournalSource) iter.Seq2[JournalEntry,
 		}()
 		br := bufio.NewReaderSize(out, 64<<10)
 		for n := 1; ; n++ {
-			line, tooLong, err := readJournalLine(br)
-			if err == io.EOF {
+			// journalctl ends every entry with a newline; a last line
+			// without one was cut, and is read as an entry.
+			line, size, err := boundedline.Read(br, maxJournalEntry)
+			if err == io.EOF && size == 0 {
 				break
 			}
-			if err != nil {
+			if err != nil && err != io.EOF {
 				stopped = true
 				yield(JournalEntry{}, fmt.Errorf("read %s: journalctl's output: %w", src, err))
 				return
 			}
 			var e JournalEntry
 			var perr error
-			if tooLong {
-				perr = fmt.Errorf("longer than %d bytes; skipped", maxJournalEntry)
+			if line == nil {
+				perr = fmt.Errorf("%d bytes, longer than %d; skipped", size, maxJournalEntry)
 			} else {
-				e, perr = parseJournalEntry(line)
+				e, perr = parseJournalEntry(bytes.TrimSuffix(line, []byte("\n")))
 			}
 			if perr != nil {
 				if !yield(JournalEntry{}, &JournalEntryError{N: n, Err: perr}) {
@@ -209,32 +212,6 @@ func ReadJournal(ctx context.Context, src JournalSource) iter.Seq2[JournalEntry,
 			}
 			yield(JournalEntry{}, fmt.Errorf("read %s: journalctl failed (%v): %s", src, err, termtext.Esc(msg)))
 		}
-	}
-}
-
-// readJournalLine reads one line without its newline; a line longer than
-// maxJournalEntry is read to its end and reported tooLong, without its
-// content.
-func readJournalLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(buf)+len(chunk) <= maxJournalEntry+1 {
-			buf = append(buf, chunk...)
-		} else {
-			tooLong = true
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && (len(buf) > 0 || tooLong):
-			// journalctl ends every entry with a newline; a last line
-			// without one was cut: report it as an entry.
-			return bytes.TrimSuffix(buf, []byte("\n")), tooLong, nil
-		case err != nil:
-			return nil, false, err
-		}
-		return bytes.TrimSuffix(buf, []byte("\n")), tooLong, nil
 	}
 }
 

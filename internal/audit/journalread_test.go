@@ -238,13 +238,17 @@ func TestParseJournalEntry(t *testing.T) {
 }
 
 // TestReadJournalBadEntryIsSkipped: an entry journalctl prints that cannot
-// be read is reported with its number, and the entries after it are still
-// read. journalctl is a stand-in script here, printing what a real one
+// be read (a repeated field, or over 1 MiB) is reported with its number,
+// and the entries after it are still read, the last one too when its
+// newline is missing. journalctl is a stand-in script here, printing what a real one
 // cannot be made to print from export data.
 func TestReadJournalBadEntryIsSkipped(t *testing.T) {
 	prog := filepath.Join(t.TempDir(), "journalctl")
 	testenv.WriteExecutable(t, prog, []byte("#!/bin/sh\n"+
-		`printf '%s\n' '{"__REALTIME_TIMESTAMP":"1","AGENT_SUDO_ID":["a","b"]}' '{"__REALTIME_TIMESTAMP":"2","AGENT_SUDO_ID":"r2"}'`+"\n"))
+		`printf '%s\n' '{"__REALTIME_TIMESTAMP":"1","AGENT_SUDO_ID":["a","b"]}' '{"__REALTIME_TIMESTAMP":"2","AGENT_SUDO_ID":"r2"}'`+"\n"+
+		// An entry over the bound, then one cut short of its newline.
+		`printf '{"__REALTIME_TIMESTAMP":"3","AGENT_SUDO_ID":"%s"}\n' "$(head -c 1100000 /dev/zero | tr '\0' x)"`+"\n"+
+		`printf '%s' '{"__REALTIME_TIMESTAMP":"4","AGENT_SUDO_ID":"r4"}'`+"\n"))
 	var ids []string
 	var bad []int
 	for e, err := range ReadJournal(context.Background(), JournalSource{Dir: "/nonexistent", Journalctl: prog}) {
@@ -258,7 +262,7 @@ func TestReadJournalBadEntryIsSkipped(t *testing.T) {
 			ids = append(ids, e.Fields["AGENT_SUDO_ID"])
 		}
 	}
-	if !reflect.DeepEqual(ids, []string{"r2"}) || !reflect.DeepEqual(bad, []int{1}) {
-		t.Errorf("read ids %q and bad entries %v, want [r2] and [1]", ids, bad)
+	if !reflect.DeepEqual(ids, []string{"r2", "r4"}) || !reflect.DeepEqual(bad, []int{1, 3}) {
+		t.Errorf("read ids %q and bad entries %v, want [r2 r4] and [1 3]", ids, bad)
 	}
 }
