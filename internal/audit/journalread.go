@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -71,17 +70,11 @@ func (e *JournalEntryError) Error() string { return fmt.Sprintf("journal entry %
 // Unwrap returns the problem.
 func (e *JournalEntryError) Unwrap() error { return e.Err }
 
-// ErrNoJournalctl is returned when journalctl cannot be found.
-var ErrNoJournalctl = errors.New("journalctl not found (it is part of systemd); it reads the journal")
-
 // Bounds on what ReadJournal takes from journalctl.
 const (
 	// maxJournalEntry bounds one entry's JSON line: agent-sudod's entries
 	// are a few kilobytes, and a pipeline field at most MaxJournalPipeline.
 	maxJournalEntry = 1 << 20
-	// maxJournalStderr bounds journalctl's error output kept for the
-	// message.
-	maxJournalStderr = 4 << 10
 )
 
 // journalTypes are the values of AGENT_SUDO_AUDIT_TYPE ReadJournal asks
@@ -122,51 +115,35 @@ func journalctlArgs(src JournalSource) []string {
 	return args
 }
 
+// JournalStart runs journalctl: prog (journalctl from PATH when "") with
+// args, until ctx ends; it returns the standard output and a wait that
+// returns journalctl's failure with its message (internal/journalctl's
+// Start, which the daemon does not link).
+type JournalStart func(ctx context.Context, prog string, args []string) (stdout io.Reader, wait func() error, err error)
+
 // ReadJournal yields the audit entries of agent-sudod in src, oldest
-// first. It runs journalctl (an argv, no shell) and reads its JSON output
-// as it comes. An entry that cannot be read yields a *JournalEntryError and
-// the reading goes on; journalctl missing, failing or the context ending
-// yield an error and end it. Stopping the iteration stops journalctl.
-func ReadJournal(ctx context.Context, src JournalSource) iter.Seq2[JournalEntry, error] {
+// first. It runs journalctl with start and reads its JSON output as it
+// comes. An entry that cannot be read yields a *JournalEntryError and the
+// reading goes on; journalctl missing, failing or the context ending yield
+// an error and end it. Stopping the iteration stops journalctl.
+func ReadJournal(ctx context.Context, src JournalSource, start JournalStart) iter.Seq2[JournalEntry, error] {
 	return func(yield func(JournalEntry, error) bool) {
 		if (src.Dir == "") == (len(src.Files) == 0) {
 			yield(JournalEntry{}, errors.New("read the journal: give a directory or files, not both"))
 			return
 		}
-		prog := src.Journalctl
-		if prog == "" {
-			p, err := exec.LookPath("journalctl")
-			if err != nil {
-				yield(JournalEntry{}, ErrNoJournalctl)
-				return
-			}
-			prog = p
-		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, prog, journalctlArgs(src)...)
-		cmd.Env = []string{"LC_ALL=C", "SYSTEMD_PAGER=", "SYSTEMD_COLORS=0"}
-		var stderr boundedBuffer
-		stderr.max = maxJournalStderr
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
+		out, wait, err := start(ctx, src.Journalctl, journalctlArgs(src))
 		if err != nil {
 			yield(JournalEntry{}, fmt.Errorf("read %s: %w", src, err))
-			return
-		}
-		if err := cmd.Start(); err != nil {
-			if errors.Is(err, exec.ErrNotFound) {
-				err = ErrNoJournalctl
-			}
-			yield(JournalEntry{}, fmt.Errorf("read %s: run journalctl: %w", src, err))
 			return
 		}
 		stopped := false
 		defer func() {
 			if stopped {
 				cancel()
-				_, _ = io.Copy(io.Discard, out)
-				_ = cmd.Wait()
+				_ = wait()
 			}
 		}()
 		br := bufio.NewReaderSize(out, 64<<10)
@@ -201,16 +178,12 @@ func ReadJournal(ctx context.Context, src JournalSource) iter.Seq2[JournalEntry,
 				return
 			}
 		}
-		if err := cmd.Wait(); err != nil {
+		if err := wait(); err != nil {
 			if ctx.Err() != nil {
 				yield(JournalEntry{}, fmt.Errorf("read %s: %w", src, ctx.Err()))
 				return
 			}
-			msg := strings.TrimSpace(stderr.String())
-			if msg == "" {
-				msg = "no message"
-			}
-			yield(JournalEntry{}, fmt.Errorf("read %s: journalctl failed (%v): %s", src, err, termtext.Esc(msg)))
+			yield(JournalEntry{}, fmt.Errorf("read %s: %s", src, termtext.Esc(err.Error())))
 		}
 	}
 }
@@ -286,19 +259,6 @@ func journalValue(v json.RawMessage) (s string, ok bool, err error) {
 		return string(b), true, nil
 	}
 	return "", false, errors.New("not a string")
-}
-
-// boundedBuffer keeps the first max bytes written to it.
-type boundedBuffer struct {
-	bytes.Buffer
-	max int
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
 }
 
 // JournalJoiner joins journal entries into one Summary per request, like

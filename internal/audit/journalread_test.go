@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/journalctl"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
@@ -43,7 +44,7 @@ func joinJournal(t *testing.T, src JournalSource) []*Summary {
 	t.Helper()
 	j := NewJournalJoiner()
 	var all []*Summary
-	for e, err := range ReadJournal(context.Background(), src) {
+	for e, err := range ReadJournal(context.Background(), src, journalctl.Start) {
 		if err != nil {
 			t.Fatalf("ReadJournal: %v", err)
 		}
@@ -185,8 +186,8 @@ func TestJournalEntriesOfOlderDaemons(t *testing.T) {
 // that does not exist), ends the reading with an error that says so.
 func TestReadJournalFailures(t *testing.T) {
 	ctx := context.Background()
-	for _, err := range ReadJournal(ctx, JournalSource{Dir: t.TempDir(), Journalctl: filepath.Join(t.TempDir(), "journalctl")}) {
-		if !errors.Is(err, ErrNoJournalctl) && (err == nil || !strings.Contains(err.Error(), "no such file")) {
+	for _, err := range ReadJournal(ctx, JournalSource{Dir: t.TempDir(), Journalctl: filepath.Join(t.TempDir(), "journalctl")}, journalctl.Start) {
+		if !errors.Is(err, journalctl.ErrNotFound) && (err == nil || !strings.Contains(err.Error(), "no such file")) {
 			t.Errorf("a missing journalctl: %v", err)
 		}
 		break
@@ -194,7 +195,7 @@ func TestReadJournalFailures(t *testing.T) {
 	testenv.NeedsJournal(t)
 	missing := filepath.Join(t.TempDir(), "nothing-here")
 	n := 0
-	for _, err := range ReadJournal(ctx, JournalSource{Dir: missing}) {
+	for _, err := range ReadJournal(ctx, JournalSource{Dir: missing}, journalctl.Start) {
 		n++
 		if err == nil || !strings.Contains(err.Error(), "journalctl failed") || !strings.Contains(err.Error(), missing) {
 			t.Errorf("a missing directory: %v, want journalctl's failure naming it", err)
@@ -251,7 +252,7 @@ func TestReadJournalBadEntryIsSkipped(t *testing.T) {
 		`printf '%s' '{"__REALTIME_TIMESTAMP":"4","AGENT_SUDO_ID":"r4"}'`+"\n"))
 	var ids []string
 	var bad []int
-	for e, err := range ReadJournal(context.Background(), JournalSource{Dir: "/nonexistent", Journalctl: prog}) {
+	for e, err := range ReadJournal(context.Background(), JournalSource{Dir: "/nonexistent", Journalctl: prog}, journalctl.Start) {
 		var je *JournalEntryError
 		switch {
 		case errors.As(err, &je):

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/journalctl"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
@@ -50,7 +51,7 @@ func (inv *invocation) journalFailed(ctx context.Context, cmd string, err error)
 		return inv.fail(exitInterrupted, "%s: interrupted", cmd)
 	}
 	hint := ""
-	if errors.Is(err, audit.ErrNoJournalctl) {
+	if errors.Is(err, journalctl.ErrNotFound) {
 		hint = "; install systemd's journalctl, or read the hosts' audit logs with --log"
 	}
 	return inv.fail(exitNoInput, "%s: %v%s", cmd, err, hint)
@@ -64,7 +65,7 @@ func auditListJournal(ctx context.Context, inv *invocation, out *errWriter, src 
 	j := audit.NewJournalJoiner()
 	var all []*audit.Summary
 	bad := false
-	for e, err := range audit.ReadJournal(ctx, src) {
+	for e, err := range audit.ReadJournal(ctx, src, journalctl.Start) {
 		var je *audit.JournalEntryError
 		switch {
 		case errors.As(err, &je):
@@ -91,7 +92,7 @@ func auditListJournal(ctx context.Context, inv *invocation, out *errWriter, src 
 func auditShowJournal(ctx context.Context, inv *invocation, out *errWriter, src audit.JournalSource, id string, asJSON bool) int {
 	var entries []audit.JournalEntry
 	bad := false
-	for e, err := range audit.ReadJournal(ctx, src) {
+	for e, err := range audit.ReadJournal(ctx, src, journalctl.Start) {
 		var je *audit.JournalEntryError
 		switch {
 		case errors.As(err, &je):
