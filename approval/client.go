@@ -1,0 +1,181 @@
+package approval
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Client is an approver's end of the approver channel
+// (docs/approver-protocol.md): the small client for writing approvers. It
+// reads the daemon's messages one at a time (Recv) and sends decisions and
+// the other console messages (Decide, Detail, Watch, Send). One goroutine
+// may call Recv while others send.
+//
+// A Client checks what it can of what the daemon sends: a pending or detail
+// message whose full request does not hash to its announced hash is
+// returned with an error (ErrHashMismatch), and must not be shown nor
+// decided on.
+type Client struct {
+	rw     io.ReadWriter
+	closer io.Closer
+	conn   net.Conn // set when rw is a net.Conn: Recv can then be cancelled
+	br     *bufio.Reader
+
+	wmu sync.Mutex // serialises writes so lines never interleave
+}
+
+// Dial connects to the approver socket at path (the daemon's
+// approver_socket; only root may connect). The daemon's hello is the first
+// message Recv returns.
+func Dial(ctx context.Context, path string) (*Client, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the approver channel %s: %w", path, err)
+	}
+	return NewClient(conn), nil
+}
+
+// NewClient speaks the approver channel over rw: a connection to the
+// approver socket, or the pipes of `ssh -T root@HOST agent-sudo
+// approver-stdio`. When rw is an io.Closer, Close closes it, and a Recv
+// whose ctx ends closes it too (a blocked read cannot be abandoned
+// otherwise), except on a net.Conn, where only that read is interrupted.
+func NewClient(rw io.ReadWriter) *Client {
+	c := &Client{rw: rw, br: bufio.NewReaderSize(rw, 64<<10)}
+	if cl, ok := rw.(io.Closer); ok {
+		c.closer = cl
+	}
+	if conn, ok := rw.(net.Conn); ok {
+		c.conn = conn
+	}
+	return c
+}
+
+// ErrLineTooLong: the daemon sent a line longer than MaxLine, which it
+// never does; the channel cannot be read further.
+var ErrLineTooLong = errors.New("the daemon sent a line longer than the approver channel's limit")
+
+// Recv returns the daemon's next message. It fails when the channel ends
+// (io.EOF), a line cannot be read or decoded, or ctx ends. A pending
+// message, or a detail, whose request is complete but does not hash to
+// its Hash is returned with an error wrapping ErrHashMismatch; the channel
+// can still be read.
+func (c *Client) Recv(ctx context.Context) (Message, error) {
+	if err := ctx.Err(); err != nil {
+		return Message{}, err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		if c.conn != nil {
+			_ = c.conn.SetReadDeadline(time.Unix(1, 0))
+		} else if c.closer != nil {
+			_ = c.closer.Close()
+		}
+	})
+	line, err := c.readLine()
+	if !stop() {
+		// ctx ended: whatever the read returned, it was cut short.
+		if c.conn != nil {
+			_ = c.conn.SetReadDeadline(time.Time{})
+		}
+		return Message{}, ctx.Err()
+	}
+	if err != nil {
+		return Message{}, err
+	}
+	var m Message
+	if err := json.Unmarshal(line, &m); err != nil {
+		return Message{}, fmt.Errorf("the daemon sent a line that is not a message: %w", err)
+	}
+	if err := CheckHash(m); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// readLine reads one line of at most MaxLine bytes, newline included,
+// without its newline.
+func (c *Client) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := c.br.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxLine {
+			return nil, ErrLineTooLong
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(line) > 0:
+			return nil, io.ErrUnexpectedEOF
+		case err != nil:
+			return nil, err
+		}
+		return line[:len(line)-1], nil
+	}
+}
+
+// CheckHash reports, for a pending message that carries the full request
+// (no Summary) and for a detail message, whether its request hashes to its
+// Hash: an error wrapping ErrHashMismatch when it does not. Other messages
+// pass.
+func CheckHash(m Message) error {
+	switch {
+	case m.Type == MsgPending && m.Summary == nil, m.Type == MsgDetail && m.Request != nil:
+	default:
+		return nil
+	}
+	if m.Request == nil {
+		return fmt.Errorf("%s message for %q has no request: %w", m.Type, m.ID, ErrHashMismatch)
+	}
+	if h := m.Request.Hash(); h != m.Hash {
+		return fmt.Errorf("%s message for %q: the request hashes to %s, not the announced %s: %w", m.Type, m.ID, h, m.Hash, ErrHashMismatch)
+	}
+	return nil
+}
+
+// Send writes m as one line.
+func (c *Client) Send(m Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", m.Type, err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.rw.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("send %s: %w", m.Type, err)
+	}
+	return nil
+}
+
+// Decide sends a decision on the request id announced with hash. The
+// daemon's answer is a result message with the same id, which Recv returns.
+func (c *Client) Decide(id, hash string, choice Choice, note string) error {
+	return c.Send(Message{Type: MsgDecide, ID: id, Hash: hash, Decision: choice, Note: note})
+}
+
+// Detail asks for the full text of a summarised request; the answer is a
+// detail message (or a result with an error).
+func (c *Client) Detail(id, hash string) error {
+	return c.Send(Message{Type: MsgDetail, ID: id, Hash: hash})
+}
+
+// Watch asks for the running commands, now and whenever they change.
+func (c *Client) Watch() error {
+	return c.Send(Message{Type: MsgWatch})
+}
+
+// Close closes the channel when it is an io.Closer.
+func (c *Client) Close() error {
+	if c.closer == nil {
+		return nil
+	}
+	return c.closer.Close()
+}
