@@ -99,6 +99,8 @@ type Decision struct {
 	// Approver is who was behind the console that decided, as the daemon
 	// read it from /proc; nil for any other decider.
 	Approver *procinfo.Person
+	// Signed is the passkey's signature when the decision was signed.
+	Signed *SignedBy
 }
 
 // Pending is a request waiting for a human, with everything the human must
@@ -125,6 +127,9 @@ type Pending struct {
 	Received, Deadline time.Time
 	// DaemonHost is the daemon's own host name (Shown.DaemonHost).
 	DaemonHost string
+	// Record is the hash of the request's request record in the audit
+	// log, which a signed decision must name (Statement.Record).
+	Record string
 	// Waiting, when set, is called once the request waits for a human (no
 	// session grant covered it), with the number of consoles connected;
 	// it must return promptly.

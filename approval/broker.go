@@ -67,6 +67,8 @@ var _ Approver = (*Broker)(nil)
 type entry struct {
 	shown *Shown
 	hash  string
+	// record is the audit request record's hash (Pending.Record).
+	record string
 	// announce is the pending message consoles get: the request in full,
 	// or a summary when it is larger than MaxInlineRequest.
 	announce Message
@@ -113,6 +115,7 @@ func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 	size, hash := shown.canonical()
 	e := &entry{shown: shown, hash: hash, decided: make(chan Decision, 1)}
 	e.announce = announce(shown, hash, size)
+	e.record, e.announce.Record = p.Record, p.Record
 	b.pending = append(b.pending, e)
 	b.broadcast(e.announce)
 	hook := b.waiting
@@ -175,6 +178,9 @@ func (b *Broker) decide(id, hash string, choice Choice, note string, who Console
 	if hash != e.hash {
 		return ErrHashMismatch
 	}
+	if who.Signed != nil && (e.record == "" || who.Signed.Statement.Record != e.record) {
+		return errors.New("signed decision refused: the statement names another audit record than the request's")
+	}
 	if choice == AllowSession {
 		if why := e.shown.GrantRefusal(); why != "" {
 			return fmt.Errorf("%w: %s", ErrNoSessionGrant, why)
@@ -182,7 +188,7 @@ func (b *Broker) decide(id, hash string, choice Choice, note string, who Console
 		g := b.addGrant(e.shown, by)
 		d.By = fmt.Sprintf("%s (new session grant %s)", by, g.ID)
 	}
-	d.Approver = who.Person
+	d.Approver, d.Signed = who.Person, who.Signed
 	e.done = true
 	b.remove(e)
 	e.decided <- d

@@ -39,6 +39,8 @@ type Channel struct {
 	Host, Instance string
 	// Log receives the consoles' decisions, revocations and failures.
 	Log *slog.Logger
+	// Signatures takes the signed decisions (signed.go); nil refuses them.
+	Signatures *Signatures
 }
 
 // Console identifies a console that decides, as the daemon read it: By
@@ -47,6 +49,8 @@ type Channel struct {
 type Console struct {
 	By     string
 	Person *procinfo.Person
+	// Signed is set on a decision signed with a passkey: who signed it.
+	Signed *SignedBy
 }
 
 // Serve speaks the approver channel with one console on conn until the
@@ -182,6 +186,7 @@ func writeMessage(conn net.Conn, m Message) error {
 func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watching *atomic.Bool) error {
 	by := who.By
 	br := bufio.NewReaderSize(conn, 64<<10)
+	signedOnly := false
 	for {
 		line, long, err := readConsoleLine(br)
 		if err == io.EOF {
@@ -201,8 +206,16 @@ func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watc
 			continue
 		}
 		reply := Message{Type: MsgResult, ID: m.ID}
-		switch m.Type {
-		case MsgDetail:
+		refused := signedOnly && !(m.Type == MsgDetail || m.Type == MsgDecide && m.Signed != nil)
+		switch {
+		case refused:
+			err = ErrUnsigned
+		case m.Type == MsgSignedOnly:
+			signedOnly = true
+			c.Log.Info("console decides only with signed decisions from now on", "console", by)
+		case m.Type == MsgDecide:
+			err = c.decide(m, who, signedOnly)
+		case m.Type == MsgDetail:
 			var s *Shown
 			if s, err = c.Broker.Detail(m.ID, m.Hash); err == nil {
 				if !send(Message{Type: MsgDetail, ID: m.ID, Hash: m.Hash, Request: s}) {
@@ -210,14 +223,11 @@ func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watc
 				}
 				continue
 			}
-		case MsgDecide:
-			err = c.Broker.decide(m.ID, m.Hash, m.Decision, m.Note, who)
-			c.Log.Info("console decision", "id", m.ID, "decision", m.Decision, "console", by, "err", err)
-		case MsgRevoke:
+		case m.Type == MsgRevoke:
 			reply.Grant = m.Grant
 			err = c.Broker.Revoke(m.Grant)
 			c.Log.Info("console revoked grant", "grant", m.Grant, "console", by, "err", err)
-		case MsgWatch:
+		case m.Type == MsgWatch:
 			// Set before the listing is taken, so that no later listing
 			// can be filtered out (writeLoop).
 			watching.Store(true)
@@ -226,11 +236,11 @@ func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watc
 				return nil
 			}
 			continue
-		case MsgStop:
+		case m.Type == MsgStop:
 			reply.Run = m.Run
 			err = c.Broker.Stop(m.Run, by)
 			c.Log.Info("console stopped a running command", "run", m.Run, "console", by, "err", err)
-		case MsgOutput:
+		case m.Type == MsgOutput:
 			var o *Output
 			if o, err = c.Broker.Output(m.Run); err == nil {
 				if !send(Message{Type: MsgOutput, Run: m.Run, Output: o}) {

@@ -394,10 +394,16 @@ type Message struct {
 	// pending, resolved, decide, result, detail
 	ID   string `json:"id,omitempty"`
 	Hash string `json:"hash,omitempty"`
+	// pending: the hash of the request's request record in the audit log,
+	// which a signed decision's statement names; empty from an older
+	// daemon.
+	Record string `json:"record,omitempty"`
 
 	// decide
 	Decision Choice `json:"decision,omitempty"`
 	Note     string `json:"note,omitempty"`
+	// decide: a passkey's signature over the decision (signed.go).
+	Signed *Signed `json:"signed,omitempty"`
 
 	// resolved
 	Verdict Verdict `json:"verdict,omitempty"`

@@ -207,7 +207,7 @@ env = ["*"]
 	b.Run("rules", func(b *testing.B) {
 		// decide with a rule that allows: no approver, no connection.
 		for b.Loop() {
-			if d := s.decide(ctx, nil, p); d.Verdict != approval.Allow {
+			if d := s.decide(ctx, nil, p, ""); d.Verdict != approval.Allow {
 				b.Fatal(d)
 			}
 		}

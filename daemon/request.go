@@ -190,7 +190,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 		return auditFailed(log, req.ID, nil, err)
 	}
 
-	d := s.decide(ctx, conn, p)
+	d := s.decide(ctx, conn, p, recordOf(trail))
 	log.Info("decision", "verdict", d.Verdict, "by", d.By)
 	if err := trail.Decided(execCtx, d); err != nil {
 		e := auditFailed(log, req.ID, trail, err)
@@ -255,7 +255,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 
 // decide applies the rules and, when they do not settle it, asks the
 // approver until approval_timeout, the client hanging up, or shutdown.
-func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approval.Decision {
+func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan, record string) approval.Decision {
 	pol := p.pol
 	q := rules.Query{
 		Privileged:   p.req.Privileged,
@@ -296,7 +296,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan) approv
 		// approval" goes without saying on the console.
 		Why: strings.TrimPrefix(rd.Reason, rules.AskPrefix),
 		Cwd: p.dir, CwdChain: p.dirChain, CwdWritable: p.dirWritable,
-		Received: p.received, Deadline: deadline, DaemonHost: s.host,
+		Received: p.received, Deadline: deadline, DaemonHost: s.host, Record: record,
 	}
 	if p.req.Progress {
 		pending.Waiting = func(consoles int) {

@@ -20,6 +20,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/notify"
+	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,7 +99,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (err error) {
 	ctx, stopCause := context.WithCancelCause(ctx)
 	stop := func() { stopCause(nil) }
 	defer stop()
-	approvers := &approverServer{channel: &approval.Channel{Broker: broker, Version: Version(), Host: host, Instance: instance, Log: log}, log: log}
+	approvers := &approverServer{channel: &approval.Channel{Broker: broker, Version: Version(), Host: host, Instance: instance, Log: log,
+		Signatures: &approval.Signatures{Verifier: passkey.Store{Dir: cfg.Passkeys}, Now: opts.Now}}, log: log}
 	broker.SetWaitingHook(func(sh *approval.Shown) { srv.notifyWaiting(ctx, notifiers, sh) })
 	// Every goroutine Run starts ends with ctx, and Run returns only once
 	// they all have.

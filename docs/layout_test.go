@@ -23,12 +23,12 @@ var layers = [][]string{
 	{"internal/runner"},
 	{"internal/rules", "internal/notify"},
 	{"approval"},
-	{"internal/audit"}, // records approval's decisions and runner's results
+	{"internal/audit", "internal/passkey"}, // records approval's decisions and runner's results; checks signed ones
 	{"internal/console"},
 	{"internal/config"},
 	{"daemon"},
 	{"client", "internal/clienttest"},
-	{"internal/mcpserver", "internal/daemontest", "internal/consoletest", "internal/loadgen"},
+	{"internal/mcpserver", "internal/daemontest", "internal/consoletest", "internal/loadgen", "internal/passkeytest"},
 	{"cmd/agent-sudod", "cmd/agent-sudo/cli"},
 	{"cmd/agent-sudo"},
 	{"docs", "packaging", "packaging/mangen", "test/agents", "test/load", "test/load/plot"}, // tests and build tools

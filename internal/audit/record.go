@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
@@ -177,6 +178,12 @@ type DecisionSection struct {
 	// terminal and its owner, SUDO_USER and SUDO_UID from its environment),
 	// as the daemon read it; absent for other deciders and in older logs.
 	Approver *procinfo.Person `json:"approver,omitempty"`
+	// Signed is the passkey's signature of a decision made on the web
+	// approver: the approver's name, the relay that carried it, the
+	// statement signed (which names this request's ref) and the WebAuthn
+	// assertion (credential id, authenticator data, client data,
+	// signature), so that audit verify can check it again offline.
+	Signed *approval.SignedBy `json:"signed,omitempty"`
 }
 
 // ExecSection is exactly what is about to run.

@@ -180,7 +180,7 @@ func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Cr
 // not run, even if it was allowed.
 func (t *Trail) Decided(ctx context.Context, d approval.Decision) error {
 	rec := t.record(TypeDecision)
-	rec.Decision = &DecisionSection{Verdict: string(d.Verdict), By: d.By, Message: d.Message, Approver: d.Approver}
+	rec.Decision = &DecisionSection{Verdict: string(d.Verdict), By: d.By, Message: d.Message, Approver: d.Approver, Signed: d.Signed}
 	t.decidedBy = d.By
 	rcpt, _, err := t.log.write(ctx, rec, true, true, t.epoch)
 	fields := map[string]string{
@@ -447,4 +447,10 @@ func fillRequest(rec *Record, req *proto.Request, opts Options) {
 			s.Stdin = req.Stdin
 		}
 	}
+}
+
+// Ref returns the hash of the request's request record, which every later
+// record of the request carries as ref and a signed decision names.
+func (t *Trail) Ref() string {
+	return t.hdr.Ref
 }

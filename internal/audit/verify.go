@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
 // VerifyOptions are the optional checks of [VerifyWith].
@@ -15,6 +17,11 @@ type VerifyOptions struct {
 	// line in the files checked; one that is not means records were removed
 	// from the end of the log or the anchored record was altered.
 	Anchors []string
+	// Signed, when set, checks the signature of every signed decision
+	// (DecisionSection.Signed) and returns why one does not verify; the
+	// record's statement must also name the record's ref. Verify reports
+	// the first that fails as a *ChainError on its line.
+	Signed func(s *approval.SignedBy) error
 }
 
 // VerifyResult describes a chain that verified.
@@ -31,6 +38,9 @@ type VerifyResult struct {
 	// them with the last AGENT_SUDO_RECORD_HASH in the journal.
 	Head    string
 	HeadSeq uint64
+	// Signed counts the signed decisions checked (with
+	// VerifyOptions.Signed).
+	Signed int
 }
 
 // ChainError names the first line where the log is not what the daemon
@@ -101,6 +111,19 @@ func VerifyWith(ctx context.Context, opts VerifyOptions, files ...string) (*Veri
 		case r.Seq != prev1.Record.Seq+1:
 			return nil, &ChainError{File: cur.File, Line: cur.Line, Problem: fmt.Sprintf(
 				"seq is %d, but the record before it (%s) has seq %d", r.Seq, prev1.Location(), prev1.Record.Seq)}
+		}
+		if d := r.Decision; d != nil && d.Signed != nil && opts.Signed != nil {
+			st := d.Signed.Statement
+			want := map[approval.Choice]approval.Verdict{approval.AllowOnce: approval.Allow, approval.DenyOnce: approval.Deny}[st.Decision]
+			if st.Record != r.Ref || st.ID != r.ID || string(want) != d.Verdict {
+				return nil, &ChainError{File: cur.File, Line: cur.Line, Problem: fmt.Sprintf(
+					"the signed decision's statement (record %q, id %q, %q) is not this record's (ref %q, id %q, %q)",
+					st.Record, st.ID, st.Decision, r.Ref, r.ID, d.Verdict)}
+			}
+			if err := opts.Signed(d.Signed); err != nil {
+				return nil, &ChainError{File: cur.File, Line: cur.Line, Problem: "the signed decision does not verify: " + err.Error()}
+			}
+			res.Signed++
 		}
 		if _, want := anchors[cur.Hash]; want {
 			anchors[cur.Hash] = true

@@ -88,6 +88,10 @@ type Config struct {
 
 	// ApproverSocket is the Unix socket the human's approver connects to.
 	ApproverSocket string `toml:"approver_socket" reload:"restart"`
+	// Passkeys is the directory of the passkeys enrolled for the web
+	// approver (agent-sudo approve web enroll), against which the daemon
+	// checks signed decisions; root's, mode 0700.
+	Passkeys string `toml:"passkeys" reload:"restart"`
 	// AuditLog is the JSON-lines audit log file.
 	AuditLog string `toml:"audit_log" reload:"restart"`
 	// AuditEnvValues records environment values in full in the audit log
@@ -171,6 +175,7 @@ func Default() *Config {
 		Socket:          "/run/agent-sudo/agent-sudo.sock",
 		SocketGroup:     "agent-sudo",
 		ApproverSocket:  "/run/agent-sudo/approver.sock",
+		Passkeys:        "/etc/agent-sudo/passkeys",
 		AuditLog:        "/var/log/agent-sudo/audit.jsonl",
 		Exec:            runner.ModeSudo,
 		Cgroup:          CgroupRequired,

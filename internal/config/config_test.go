@@ -360,6 +360,7 @@ func TestValues(t *testing.T) {
 socket = "/run/a/a.sock"
 socket_group = "1234"
 approver_socket = "/run/a/b.sock"
+passkeys = "/etc/a/passkeys"
 audit_log = "/var/log/a.jsonl"
 audit_env_values = true
 audit_stdin = true
@@ -397,6 +398,7 @@ session = "c-*"
 		Socket:           "/run/a/a.sock",
 		SocketGroup:      "1234",
 		ApproverSocket:   "/run/a/b.sock",
+		Passkeys:         "/etc/a/passkeys",
 		AuditLog:         "/var/log/a.jsonl",
 		AuditEnvValues:   true,
 		AuditStdin:       true,
@@ -444,6 +446,7 @@ func TestDefault(t *testing.T) {
 		{"Socket", c.Socket, "/run/agent-sudo/agent-sudo.sock"},
 		{"SocketGroup", c.SocketGroup, "agent-sudo"},
 		{"ApproverSocket", c.ApproverSocket, "/run/agent-sudo/approver.sock"},
+		{"Passkeys", c.Passkeys, "/etc/agent-sudo/passkeys"},
 		{"AuditLog", c.AuditLog, "/var/log/agent-sudo/audit.jsonl"},
 		{"Exec", c.Exec, runner.ModeSudo},
 		{"SudoPath", c.SudoPath, "/usr/bin/sudo"},

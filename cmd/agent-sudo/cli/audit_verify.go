@@ -8,14 +8,17 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
+	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // auditVerifyOptions are the flags of audit verify.
 type auditVerifyOptions struct {
 	auditSource
-	anchors listFlag
+	anchors  listFlag
+	passkeys string
 }
 
 // listFlag is a repeatable string flag.
@@ -29,6 +32,7 @@ func auditVerifyFlags(_ *invocation) (*flag.FlagSet, *auditVerifyOptions) {
 	fset := auditVerifyUsage().newFlagSet()
 	o.addFlags(fset)
 	fset.Var(&o.anchors, "anchor", "also check that the record with `hash` (from the journal) is in the log; repeatable")
+	fset.StringVar(&o.passkeys, "passkeys", passkey.DefaultDir, "check the signed decisions against the passkeys enrolled in `dir` (revoked ones included)")
 	return fset, o
 }
 
@@ -50,6 +54,12 @@ and line, and the status is 65 if any chain is broken.
 Records cut off the end of the log can only be noticed with --anchor and a
 hash from the journal (journalctl -o verbose AGENT_SUDO_AUDIT_TYPE=result
 shows AGENT_SUDO_RECORD_HASH). See docs/audit.md.
+
+Every decision signed with a passkey on the web approver is checked again:
+its statement must name its own request record, and its signature must
+verify against the passkey enrolled under its credential id (--passkeys,
+revoked passkeys included). One that does not is reported like a broken
+chain, with status 65.
 `,
 		exits: []exitDoc{
 			{"0", "the chain is intact, and every --anchor is in it"},
@@ -91,7 +101,7 @@ func auditVerifyMain(ctx context.Context, inv *invocation, args []string) int {
 	}
 	if len(files) > 0 {
 		return inv.withOutput("audit verify", func(out *errWriter) int {
-			return auditVerify(ctx, inv, out, "", files, o.anchors)
+			return auditVerify(ctx, inv, out, "", files, o.anchors, o.passkeys)
 		})
 	}
 	paths, err := o.paths()
@@ -103,11 +113,11 @@ func auditVerifyMain(ctx context.Context, inv *invocation, args []string) int {
 			return inv.unreadable("audit verify", err)
 		}
 		return inv.withOutput("audit verify", func(out *errWriter) int {
-			return auditVerify(ctx, inv, out, "", files, o.anchors)
+			return auditVerify(ctx, inv, out, "", files, o.anchors, o.passkeys)
 		})
 	}
 	return inv.withOutput("audit verify", func(out *errWriter) int {
-		return auditVerifyLogs(ctx, inv, out, paths)
+		return auditVerifyLogs(ctx, inv, out, paths, o.passkeys)
 	})
 }
 
@@ -115,7 +125,7 @@ func auditVerifyMain(ctx context.Context, inv *invocation, args []string) int {
 // files) on its own: each daemon's log is a chain of its own. It checks
 // them all, prints each result prefixed with the log's path, and returns
 // 65 if a chain is broken, else 66 if a log cannot be read, else 0.
-func auditVerifyLogs(ctx context.Context, inv *invocation, out *errWriter, paths []string) int {
+func auditVerifyLogs(ctx context.Context, inv *invocation, out *errWriter, paths []string, passkeys string) int {
 	code := 0
 	var failed []string
 	for _, path := range paths {
@@ -124,7 +134,7 @@ func auditVerifyLogs(ctx context.Context, inv *invocation, out *errWriter, paths
 		if err != nil {
 			c = inv.unreadable("audit verify", err)
 		} else {
-			c = auditVerify(ctx, inv, out, path+": ", files, nil)
+			c = auditVerify(ctx, inv, out, path+": ", files, nil, passkeys)
 		}
 		switch {
 		case c == exitInterrupted:
@@ -144,8 +154,8 @@ func auditVerifyLogs(ctx context.Context, inv *invocation, out *errWriter, paths
 
 // auditVerify checks the chain of files, oldest first, and prints the
 // result, each line of it after prefix.
-func auditVerify(ctx context.Context, inv *invocation, out *errWriter, prefix string, files, anchors []string) int {
-	res, err := audit.VerifyWith(ctx, audit.VerifyOptions{Anchors: anchors}, files...)
+func auditVerify(ctx context.Context, inv *invocation, out *errWriter, prefix string, files, anchors []string, passkeys string) int {
+	res, err := audit.VerifyWith(ctx, audit.VerifyOptions{Anchors: anchors, Signed: signedChecker(passkeys)}, files...)
 	var ce *audit.ChainError
 	switch {
 	case errors.As(err, &ce):
@@ -159,10 +169,39 @@ func auditVerify(ctx context.Context, inv *invocation, out *errWriter, prefix st
 	if res.Records > 0 {
 		out.WriteString(fmt.Sprintf("%slast record: seq %d, hash %s\n", prefix, res.HeadSeq, res.Head))
 	}
+	if res.Signed > 0 {
+		out.WriteString(fmt.Sprintf("%ssigned decisions: %d, every signature verified\n", prefix, res.Signed))
+	}
 	if res.Records > 0 && res.Start != audit.Genesis {
 		out.WriteString(fmt.Sprintf("%snote: the first file checked starts at record %d, continuing a file that was not checked (rotated away?); lines removed from the start of the first file would not show\n", prefix, res.StartSeq))
 	}
 	return 0
+}
+
+// signedChecker checks a signed decision against the passkeys in dir,
+// revoked ones included (they were valid when they signed), read once at
+// the first signed decision.
+func signedChecker(dir string) func(*approval.SignedBy) error {
+	var keys []passkey.Enrolled
+	var loadErr error
+	loaded := false
+	return func(s *approval.SignedBy) error {
+		if !loaded {
+			keys, loadErr = passkey.Store{Dir: dir}.List(true)
+			loaded = true
+		}
+		if loadErr != nil {
+			return loadErr
+		}
+		name, err := passkey.VerifyWith(keys, s.Signed)
+		if err != nil {
+			return err
+		}
+		if name != s.Approver {
+			return fmt.Errorf("signed by the passkey of %q, but recorded as %q's", name, s.Approver)
+		}
+		return nil
+	}
 }
 
 func isHex64(s string) bool {

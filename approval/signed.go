@@ -1,0 +1,203 @@
+package approval
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Signed decisions (docs/approver-protocol.md#signed-decisions): a decide
+// message may carry a WebAuthn assertion of a passkey over a Statement
+// naming the request as audited, the decision, its scope and validity and a
+// fresh nonce. The daemon checks the statement against the request waiting
+// and the signature against the enrolled passkeys (a Verifier), so that a
+// process that relays such decisions (the web approver) cannot decide by
+// itself: see docs/security.md#the-web-approver.
+
+// MsgSignedOnly, console -> daemon: from now on this connection decides
+// only with signed decisions; its unsigned decide, revoke, stop and output
+// are refused. The web approver sends it before it serves any page, so
+// that its connection, once the process is compromised, can only relay what
+// a human signed.
+const MsgSignedOnly = "signed_only"
+
+// ScopeOnce is the only scope a signed decision has today: it decides this
+// one request (allow_once or deny); no session grant is made from a
+// signature.
+const ScopeOnce = "once"
+
+// StatementVersion prefixes what a challenge hashes, so that a signature
+// made for anything else never reads as a decision.
+const StatementVersion = "agent-sudo decision v1\n"
+
+// MaxSignedValidity bounds how long after the daemon reads it a signed
+// decision may claim to be valid (Statement.Expires).
+const MaxSignedValidity = 10 * time.Minute
+
+// Statement is what a signed decision commits to; its Challenge is the
+// WebAuthn challenge the passkey signs.
+type Statement struct {
+	// Record is the hash of the request's request record in the audit log
+	// (the audit records' ref), announced in the pending message.
+	Record string `json:"record"`
+	// ID and Hash name the request and what was shown of it, as the
+	// pending message announced them.
+	ID   string `json:"id"`
+	Hash string `json:"hash"`
+	// Decision is allow_once or deny.
+	Decision Choice `json:"decision"`
+	// Scope is ScopeOnce.
+	Scope string `json:"scope"`
+	// Expires is when the signed decision stops being valid.
+	Expires time.Time `json:"expires"`
+	// Nonce is at least 16 random bytes, base64url without padding; a
+	// daemon takes each nonce once.
+	Nonce string `json:"nonce"`
+}
+
+// Challenge returns the WebAuthn challenge for s: the SHA-256 of
+// StatementVersion followed by s's JSON encoding.
+func (s Statement) Challenge() []byte {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil // cannot happen for these field types
+	}
+	sum := sha256.Sum256(append([]byte(StatementVersion), b...))
+	return sum[:]
+}
+
+// ChallengeString is Challenge as the client data's challenge holds it:
+// base64url without padding.
+func (s Statement) ChallengeString() string {
+	return base64.RawURLEncoding.EncodeToString(s.Challenge())
+}
+
+// Assertion is a WebAuthn assertion as the browser returned it (each field
+// raw bytes, base64 in JSON).
+type Assertion struct {
+	CredentialID      []byte `json:"credential_id"`
+	AuthenticatorData []byte `json:"authenticator_data"`
+	ClientDataJSON    []byte `json:"client_data"`
+	Signature         []byte `json:"signature"`
+	UserHandle        []byte `json:"user_handle,omitempty"`
+}
+
+// Signed is a decision's statement and the assertion over it.
+type Signed struct {
+	Statement Statement `json:"statement"`
+	Assertion Assertion `json:"assertion"`
+}
+
+// SignedBy is a signed decision as the daemon accepted it: who signed it,
+// with what, and the signature itself, as the audit log records it so that
+// it can be checked again offline (agent-sudo audit verify).
+type SignedBy struct {
+	// Approver is the name the passkey was enrolled under.
+	Approver string `json:"approver"`
+	// Relay names the console connection that carried it.
+	Relay string `json:"relay"`
+	Signed
+}
+
+// Verifier checks an assertion against the enrolled passkeys and returns
+// the name of the approver whose passkey made it. The daemon's is
+// internal/passkey's Store.
+type Verifier interface {
+	Verify(s Signed) (approver string, err error)
+}
+
+// ErrUnsigned: a signed-only connection sent something other than a
+// signed decision.
+var ErrUnsigned = errors.New("this connection decides only with signed decisions (it sent signed_only)")
+
+// Signatures is what a Channel needs to take signed decisions: the
+// Verifier of the enrolled passkeys and the nonces already taken. Its zero
+// value refuses every signed decision.
+type Signatures struct {
+	Verifier Verifier
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	mu   sync.Mutex
+	used map[string]time.Time // nonce -> its statement's expiry
+}
+
+// maxNonces bounds the nonces remembered: at most this many signed
+// decisions can be valid at once.
+const maxNonces = 4096
+
+// check verifies a signed decision on the request id announced with hash
+// and the choice: the statement must say exactly that, be valid now and
+// not for longer than MaxSignedValidity, carry a nonce never taken, and be
+// signed by an enrolled passkey. The record is checked by the broker,
+// which knows the request's. It returns who signed.
+func (g *Signatures) check(id, hash string, choice Choice, s *Signed, relay string) (*SignedBy, error) {
+	if g == nil || g.Verifier == nil {
+		return nil, errors.New("signed decision refused: this daemon has no passkeys to check it against")
+	}
+	st := s.Statement
+	now := time.Now
+	if g.Now != nil {
+		now = g.Now
+	}
+	t := now()
+	switch {
+	case st.ID != id || st.Hash != hash || st.Decision != choice:
+		return nil, errors.New("signed decision refused: the statement signed is for another request or decision than this message's")
+	case choice != AllowOnce && choice != DenyOnce:
+		return nil, fmt.Errorf("signed decision refused: a signature decides %q or %q only", AllowOnce, DenyOnce)
+	case st.Scope != ScopeOnce:
+		return nil, fmt.Errorf("signed decision refused: scope %q; a signature decides this request once (%q)", st.Scope, ScopeOnce)
+	case !t.Before(st.Expires):
+		return nil, errors.New("signed decision refused: it has expired")
+	case st.Expires.After(t.Add(MaxSignedValidity)):
+		return nil, fmt.Errorf("signed decision refused: it claims to be valid for more than %s", MaxSignedValidity)
+	}
+	if n, err := base64.RawURLEncoding.DecodeString(st.Nonce); err != nil || len(n) < 16 {
+		return nil, errors.New("signed decision refused: the nonce is not 16 or more bytes in base64url")
+	}
+	name, err := g.Verifier.Verify(*s)
+	if err != nil {
+		return nil, fmt.Errorf("signed decision refused: %w", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.used == nil {
+		g.used = make(map[string]time.Time)
+	}
+	for n, exp := range g.used {
+		if !t.Before(exp) {
+			delete(g.used, n)
+		}
+	}
+	if _, ok := g.used[st.Nonce]; ok {
+		return nil, errors.New("signed decision refused: it was used before (a replay)")
+	}
+	if len(g.used) >= maxNonces {
+		return nil, errors.New("signed decision refused: too many signed decisions are valid at once; try again in a few minutes")
+	}
+	g.used[st.Nonce] = st.Expires
+	return &SignedBy{Approver: name, Relay: relay, Signed: *s}, nil
+}
+
+// decide passes a console's decide message to the broker: a signed one
+// once its signature is checked, with who signed it.
+func (c *Channel) decide(m Message, who Console, signedOnly bool) error {
+	if m.Signed != nil {
+		s, err := c.Signatures.check(m.ID, m.Hash, m.Decision, m.Signed, who.By)
+		if err != nil {
+			c.Log.Warn("console decision refused", "id", m.ID, "decision", m.Decision, "console", who.By, "err", err)
+			return err
+		}
+		who = Console{By: fmt.Sprintf("passkey %q (via %s)", s.Approver, who.By), Signed: s}
+	} else if signedOnly {
+		return ErrUnsigned
+	}
+	err := c.Broker.decide(m.ID, m.Hash, m.Decision, m.Note, who)
+	c.Log.Info("console decision", "id", m.ID, "decision", m.Decision, "console", who.By, "err", err)
+	return err
+}

@@ -1,0 +1,163 @@
+package approval
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeVerifier takes an assertion whose signature is the statement's
+// challenge as made by "alice": the channel's checks around the signature
+// are what these tests prove (internal/passkey tests the signatures).
+type fakeVerifier struct{}
+
+func (fakeVerifier) Verify(s Signed) (string, error) {
+	if !bytes.Equal(s.Assertion.Signature, s.Statement.Challenge()) {
+		return "", errors.New("bad signature")
+	}
+	return "alice", nil
+}
+
+func fakeSign(st Statement) *Signed {
+	return &Signed{Statement: st, Assertion: Assertion{Signature: st.Challenge()}}
+}
+
+// serveSigned serves b's channel with signed decisions checked by
+// fakeVerifier, to a Client.
+func serveSigned(t *testing.T, b *Broker, sigs *Signatures) *Client {
+	t.Helper()
+	server, client := net.Pipe()
+	ch := &Channel{Broker: b, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Signatures: sigs}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer server.Close()
+		ch.Serve(context.Background(), server, Console{By: "web relay"})
+	}()
+	t.Cleanup(func() {
+		_ = client.Close()
+		<-done
+	})
+	return NewClient(client)
+}
+
+func freshNonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func statementFor(p Message, d Choice) Statement {
+	return Statement{Record: p.Record, ID: p.ID, Hash: p.Hash, Decision: d, Scope: ScopeOnce,
+		Expires: time.Now().Add(time.Minute), Nonce: freshNonce()}
+}
+
+// TestSignedOnly: a connection that sent signed_only cannot decide,
+// revoke, stop or watch without a signature; a decision signed for the
+// request it names is taken, and the decision carries who signed it; the
+// same signed decision sent again, one signed for another request, one
+// naming another audit record and one signed for deny but sent as allow
+// are refused.
+func TestSignedOnly(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	p1, p2 := pending("s1"), pending("s2")
+	p1.Record, p2.Record = strings.Repeat("1", 64), strings.Repeat("2", 64)
+	r1 := askAsync(context.Background(), b, p1)
+	r2 := askAsync(context.Background(), b, p2)
+	c := serveSigned(t, b, &Signatures{Verifier: fakeVerifier{}})
+	if err := c.Send(Message{Type: MsgSignedOnly}); err != nil {
+		t.Fatal(err)
+	}
+	if res := recvType(t, c, MsgResult); !res.OK {
+		t.Fatalf("signed_only answered %+v", res)
+	}
+	var pend []Message
+	for len(pend) < 2 {
+		pend = append(pend, recvType(t, c, MsgPending))
+	}
+	a, other := pend[0], pend[1]
+	if a.ID != "s1" || a.Record != p1.Record {
+		t.Fatalf("pending %+v, want s1 with its record", a)
+	}
+	expectErr := func(what string, m Message, want string) {
+		t.Helper()
+		if err := c.Send(m); err != nil {
+			t.Fatal(err)
+		}
+		res := recvType(t, c, MsgResult)
+		if res.OK || !strings.Contains(res.Error, want) {
+			t.Errorf("%s: result %+v, want an error with %q", what, res, want)
+		}
+	}
+	expectErr("unsigned decide", Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce}, "signed decisions")
+	expectErr("revoke", Message{Type: MsgRevoke, Grant: "g1"}, "signed decisions")
+	expectErr("watch", Message{Type: MsgWatch}, "signed decisions")
+	expectErr("signed for the other request", Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce,
+		Signed: fakeSign(statementFor(other, AllowOnce))}, "another request")
+	wrongRecord := statementFor(a, AllowOnce)
+	wrongRecord.Record = other.Record
+	expectErr("another audit record", Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce,
+		Signed: fakeSign(wrongRecord)}, "another audit record")
+	expectErr("deny signed, allow sent", Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce,
+		Signed: fakeSign(statementFor(a, DenyOnce))}, "another request or decision")
+	forged := fakeSign(statementFor(a, AllowOnce))
+	forged.Assertion.Signature = []byte("forged")
+	expectErr("forged signature", Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce, Signed: forged}, "bad signature")
+	long := statementFor(a, AllowOnce)
+	long.Expires = time.Now().Add(time.Hour)
+	expectErr("valid for an hour", Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce, Signed: fakeSign(long)}, "more than")
+
+	good := Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce, Signed: fakeSign(statementFor(a, AllowOnce))}
+	if err := c.Send(good); err != nil {
+		t.Fatal(err)
+	}
+	if res := recvType(t, c, MsgResult); !res.OK {
+		t.Fatalf("signed decision: %+v", res)
+	}
+	got := <-r1
+	if got.err != nil || got.d.Verdict != Allow || got.d.Signed == nil || got.d.Signed.Approver != "alice" ||
+		got.d.Signed.Relay != "web relay" || !strings.Contains(got.d.By, `passkey "alice"`) {
+		t.Fatalf("Ask returned %+v %v, want allowed, signed by alice via the relay", got.d, got.err)
+	}
+	expectErr("the same signed decision again", good, "replay")
+
+	// The other request is still waiting: none of the refusals touched it.
+	if err := c.Send(Message{Type: MsgDecide, ID: other.ID, Hash: other.Hash, Decision: DenyOnce, Signed: fakeSign(statementFor(other, DenyOnce))}); err != nil {
+		t.Fatal(err)
+	}
+	if res := recvType(t, c, MsgResult); !res.OK {
+		t.Fatalf("signed deny: %+v", res)
+	}
+	if got := <-r2; got.d.Verdict != Deny || got.d.Signed == nil {
+		t.Fatalf("s2: %+v, want denied with a signature", got.d)
+	}
+}
+
+// TestSignedRefusedWithoutPasskeys: a daemon without a Verifier refuses a
+// signed decision rather than taking it unchecked.
+func TestSignedRefusedWithoutPasskeys(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	p := pending("s3")
+	p.Record = strings.Repeat("3", 64)
+	r := askAsync(context.Background(), b, p)
+	c := serveSigned(t, b, nil)
+	a := recvType(t, c, MsgPending)
+	if err := c.Send(Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce, Signed: fakeSign(statementFor(a, AllowOnce))}); err != nil {
+		t.Fatal(err)
+	}
+	if res := recvType(t, c, MsgResult); res.OK || !strings.Contains(res.Error, "no passkeys") {
+		t.Fatalf("result %+v, want refused: no passkeys", res)
+	}
+	if b.Waiting() != 1 {
+		t.Fatal("the request no longer waits")
+	}
+	_ = r
+}

@@ -1,0 +1,114 @@
+package daemon_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/passkey"
+	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// TestE2ESignedDecision: a console that sent signed_only (as the web
+// approver does) cannot decide without a passkey's signature; a decision
+// signed by an enrolled passkey over a statement naming the request's
+// audit record runs the command; the same signed decision sent again is
+// refused; the audit log records the approver, the credential and the
+// assertion, and audit verify checks the signature offline, reporting one
+// that does not verify against the enrolled key.
+func TestE2ESignedDecision(t *testing.T) {
+	t.Parallel()
+	daemontest.RequireRoot(t)
+	keys, err := os.MkdirTemp("", "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(keys) })
+	if err := os.Chmod(keys, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	store := passkey.Store{Dir: keys}
+	k, err := passkeytest.New("alice", "localhost", "https://localhost:8443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := k.Enrolled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Save(e); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Extra: "passkeys = " + `"` + keys + `"`})
+	c := daemontest.Dial(t, d.ApproverSocket)
+	c.Send(approval.Message{Type: approval.MsgSignedOnly})
+	if r := c.NextOf(approval.MsgResult); !r.OK {
+		t.Fatalf("signed_only: %+v", r)
+	}
+
+	done := runAsync(d, &proto.Request{ID: "sig-1", Pipeline: [][]string{{"echo", "signed"}}, Session: "s1", Reason: "test"})
+	p := c.Pending("sig-1")
+	if len(p.Record) != 64 {
+		t.Fatalf("pending %+v: no audit record hash", p)
+	}
+	c.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce})
+	if r := c.Result("sig-1"); r.OK || !strings.Contains(r.Error, "signed decisions") {
+		t.Fatalf("unsigned decision on a signed-only channel: %+v", r)
+	}
+	st := approval.Statement{Record: p.Record, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce,
+		Scope: approval.ScopeOnce, Expires: time.Now().Add(time.Minute).UTC(), Nonce: passkeytest.Nonce()}
+	sig, err := k.Sign(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce, Signed: &sig}
+	c.Send(decide)
+	if r := c.Result("sig-1"); !r.OK {
+		t.Fatalf("signed decision: %+v", r)
+	}
+	if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "signed\n" {
+		t.Fatalf("response %+v, want the command's output", resp)
+	}
+	c.Send(decide)
+	if r := c.Result("sig-1"); r.OK {
+		t.Fatalf("the same signed decision again: %+v, want refused", r)
+	}
+
+	var dec *approval.SignedBy
+	for _, r := range d.AuditRecords("sig-1") {
+		if r.Decision != nil {
+			dec = r.Decision.Signed
+			if r.Ref != p.Record {
+				t.Errorf("decision record ref %s, but the pending message named %s", r.Ref, p.Record)
+			}
+		}
+	}
+	if dec == nil || dec.Approver != "alice" || string(dec.Assertion.CredentialID) != string(k.ID) || len(dec.Assertion.Signature) == 0 {
+		t.Fatalf("decision record's signed: %+v, want alice's assertion", dec)
+	}
+
+	_, cli := daemontest.Binaries(t)
+	out, err := exec.Command(cli, "audit", "verify", "--log", d.AuditLog, "--passkeys", keys).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "signed decisions: 1, every signature verified") {
+		t.Fatalf("audit verify: %v\n%s", err, out)
+	}
+	// Another key enrolled under alice's credential id: the signature in
+	// the log does not verify against it.
+	forged := filepath.Join(t.TempDir(), "forged")
+	other, _ := passkeytest.New("alice", "localhost", "https://localhost:8443")
+	other.ID, other.UserID = k.ID, k.UserID
+	oe, _ := other.Enrolled()
+	if err := (passkey.Store{Dir: forged}).Save(oe); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(cli, "audit", "verify", "--log", d.AuditLog, "--passkeys", forged).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 65 || !strings.Contains(string(out), "signed decision does not verify") {
+		t.Fatalf("audit verify against another key: %v\n%s; want status 65 naming the decision", err, out)
+	}
+}

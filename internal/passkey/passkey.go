@@ -1,0 +1,264 @@
+// Package passkey keeps the passkeys enrolled for the web approver and
+// checks the WebAuthn assertions of signed decisions against them
+// (docs/approving.md#the-web-approver). The daemon verifies every signed
+// decision with a Store before the broker sees it, and `agent-sudo audit
+// verify` verifies the signatures in the audit log again with one, offline.
+//
+// The WebAuthn ceremonies are github.com/go-webauthn/webauthn's: no CBOR,
+// COSE or signature code is written here.
+package passkey
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/go-webauthn/webauthn/webauthn"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+)
+
+// DefaultDir is where the passkeys are kept: root's, mode 0700, one file
+// per approver (NAME.json, mode 0600), revoked ones under revoked/ (kept so
+// that audit verify can still check what they signed).
+const DefaultDir = "/etc/agent-sudo/passkeys"
+
+// revokedDir is the subdirectory of a Store's Dir holding revoked passkeys.
+const revokedDir = "revoked"
+
+// Enrolled is one approver's passkey.
+type Enrolled struct {
+	// Name is the approver's name, as decisions and the audit log show it.
+	Name string `json:"name"`
+	// RPID is the WebAuthn relying party id (the web approver's host name)
+	// and Origins the page origins the passkey may sign from.
+	RPID    string   `json:"rp_id"`
+	Origins []string `json:"origins"`
+	// UserID is the WebAuthn user handle drawn at enrolment.
+	UserID []byte `json:"user_id"`
+	// Credential is the credential as the library registered it: its id
+	// and public key (COSE).
+	Credential webauthn.Credential `json:"credential"`
+	Created    time.Time           `json:"created"`
+	// Revoked is when it was revoked; zero while it is valid.
+	Revoked time.Time `json:"revoked,omitzero"`
+}
+
+// Store is the directory of enrolled passkeys.
+type Store struct {
+	Dir string
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,31}$`)
+
+// CheckName reports whether name can name an approver: 1 to 32 lower-case
+// letters, digits, '.', '_' and '-', starting with a letter.
+func CheckName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("approver name %q: want 1 to 32 of a-z, 0-9, '.', '_' and '-', starting with a letter", name)
+	}
+	return nil
+}
+
+// checkDir refuses a directory anyone but root can write or read: the
+// passkeys decide what runs as root.
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("passkeys: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("passkeys: %s is not a directory", dir)
+	}
+	if st, ok := fi.Sys().(interface{ Uid() uint32 }); ok && st.Uid() != 0 {
+		return fmt.Errorf("passkeys: %s is not owned by root", dir)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("passkeys: %s has mode %v; want 0700 (root only)", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// List returns the valid passkeys, and with revoked set the revoked ones
+// too, sorted by name. A missing directory means none.
+func (s Store) List(revoked bool) ([]Enrolled, error) {
+	var out []Enrolled
+	dirs := []string{s.Dir}
+	if revoked {
+		dirs = append(dirs, filepath.Join(s.Dir, revokedDir))
+	}
+	for i, dir := range dirs {
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("passkeys: %w", err)
+		}
+		if i == 0 {
+			if err := checkDir(dir); err != nil {
+				return nil, err
+			}
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("passkeys: %w", err)
+			}
+			var en Enrolled
+			if err := json.Unmarshal(b, &en); err != nil {
+				return nil, fmt.Errorf("passkeys: %s: %w", filepath.Join(dir, e.Name()), err)
+			}
+			out = append(out, en)
+		}
+	}
+	slices.SortFunc(out, func(a, b Enrolled) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Save writes e as the passkey of e.Name, refusing a name already
+// enrolled.
+func (s Store) Save(e Enrolled) error {
+	if err := CheckName(e.Name); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("passkeys: %w", err)
+	}
+	if err := checkDir(s.Dir); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return fmt.Errorf("passkeys: encode %s: %w", e.Name, err)
+	}
+	path := filepath.Join(s.Dir, e.Name+".json")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("passkeys: %s is already enrolled, or its file cannot be made: %w", e.Name, err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		return fmt.Errorf("passkeys: write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("passkeys: sync %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// Revoke moves name's passkey to revoked/, stamped with now: the daemon no
+// longer accepts it, and audit verify still checks what it signed before.
+func (s Store) Revoke(name string, now time.Time) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	path := filepath.Join(s.Dir, name+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("passkeys: no approver %q is enrolled: %w", name, err)
+	}
+	var e Enrolled
+	if err := json.Unmarshal(b, &e); err != nil {
+		return fmt.Errorf("passkeys: %s: %w", path, err)
+	}
+	e.Revoked = now.UTC()
+	dir := filepath.Join(s.Dir, revokedDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("passkeys: %w", err)
+	}
+	out, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return fmt.Errorf("passkeys: encode %s: %w", name, err)
+	}
+	dst := filepath.Join(dir, fmt.Sprintf("%s-%d.json", name, now.UnixNano()))
+	if err := os.WriteFile(dst, append(out, '\n'), 0o600); err != nil {
+		return fmt.Errorf("passkeys: %w", err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("passkeys: %w", err)
+	}
+	return nil
+}
+
+// Verify checks s's assertion against the valid passkeys (approval.Verifier):
+// the one whose credential id it names must have signed s's statement's
+// challenge, from one of its origins, with the user verified. It returns
+// the passkey's approver name.
+func (s Store) Verify(sig approval.Signed) (string, error) {
+	keys, err := s.List(false)
+	if err != nil {
+		return "", err
+	}
+	return VerifyWith(keys, sig)
+}
+
+// VerifyWith is Verify against the passkeys keys (revoked ones included if
+// the caller includes them: audit verify checks past signatures).
+func VerifyWith(keys []Enrolled, sig approval.Signed) (string, error) {
+	return VerifyChallenge(keys, sig.Statement.ChallengeString(), sig.Assertion)
+}
+
+// VerifyChallenge checks that one of keys made the assertion a over
+// challenge (base64url, as the client data holds it), from one of its
+// origins, with the user verified, and returns its approver name. The web
+// approver's sign-in is such an assertion over a challenge of its own.
+func VerifyChallenge(keys []Enrolled, challenge string, a approval.Assertion) (string, error) {
+	i := slices.IndexFunc(keys, func(e Enrolled) bool {
+		return subtle.ConstantTimeCompare(e.Credential.ID, a.CredentialID) == 1
+	})
+	if i < 0 {
+		return "", errors.New("the passkey that signed is not enrolled (or was revoked)")
+	}
+	e := keys[i]
+	if len(a.UserHandle) > 0 && !bytes.Equal(a.UserHandle, e.UserID) {
+		return "", fmt.Errorf("the assertion's user handle is not approver %q's", e.Name)
+	}
+	car := protocol.CredentialAssertionResponse{
+		PublicKeyCredential: protocol.PublicKeyCredential{
+			Credential: protocol.Credential{ID: protocol.URLEncodedBase64(a.CredentialID).String(), Type: string(protocol.PublicKeyCredentialType)},
+			RawID:      a.CredentialID,
+		},
+		AssertionResponse: protocol.AuthenticatorAssertionResponse{
+			AuthenticatorResponse: protocol.AuthenticatorResponse{ClientDataJSON: a.ClientDataJSON},
+			AuthenticatorData:     a.AuthenticatorData,
+			Signature:             a.Signature,
+			UserHandle:            a.UserHandle,
+		},
+	}
+	parsed, err := car.Parse()
+	if err != nil {
+		return "", fmt.Errorf("approver %q: the assertion cannot be parsed: %w", e.Name, err)
+	}
+	err = parsed.Verify(challenge, e.RPID, "", e.Origins, nil, nil,
+		protocol.TopOriginExplicitVerificationMode, false, true, true, e.Credential.PublicKey, protocol.SignaturePolicy{})
+	if err != nil {
+		return "", fmt.Errorf("approver %q: the signature does not verify: %w", e.Name, describe(err))
+	}
+	return e.Name, nil
+}
+
+// describe adds the library's details to its error, which its Error leaves
+// out.
+func describe(err error) error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) && (pe.Details != "" || pe.DevInfo != "") {
+		return fmt.Errorf("%w (%s; %s)", err, pe.Details, pe.DevInfo)
+	}
+	return err
+}

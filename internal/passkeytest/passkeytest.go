@@ -1,0 +1,111 @@
+// Package passkeytest is a software passkey for tests: it enrols like a
+// WebAuthn authenticator (an ES256 key) and signs assertions over a
+// statement's challenge exactly as a browser's authenticator would, so
+// that the daemon's and audit verify's checks can be tested without a
+// browser. The browser tests (test/web) use the real thing.
+package passkeytest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
+	"github.com/go-webauthn/webauthn/protocol/webauthncose"
+	"github.com/go-webauthn/webauthn/webauthn"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/passkey"
+)
+
+// Key is a software passkey.
+type Key struct {
+	Name   string
+	RPID   string
+	Origin string
+	ID     []byte
+	UserID []byte
+	priv   *ecdsa.PrivateKey
+	count  uint32
+	// NoUV makes its assertions without the user-verified flag.
+	NoUV bool
+}
+
+// New returns a fresh passkey for the approver name on rpID, signing from
+// origin.
+func New(name, rpID, origin string) (*Key, error) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("passkeytest: %w", err)
+	}
+	id := make([]byte, 16)
+	uid := make([]byte, 32)
+	_, _ = rand.Read(id)
+	_, _ = rand.Read(uid)
+	return &Key{Name: name, RPID: rpID, Origin: origin, ID: id, UserID: uid, priv: priv}, nil
+}
+
+// Enrolled returns k as the passkey store keeps it.
+func (k *Key) Enrolled() (passkey.Enrolled, error) {
+	pub, err := k.priv.PublicKey.ECDH()
+	if err != nil {
+		return passkey.Enrolled{}, fmt.Errorf("passkeytest: %w", err)
+	}
+	raw := pub.Bytes() // 0x04 || X || Y
+	cose, err := webauthncbor.Marshal(webauthncose.EC2PublicKeyData{
+		PublicKeyData: webauthncose.PublicKeyData{KeyType: int64(webauthncose.EllipticKey), Algorithm: int64(webauthncose.AlgES256)},
+		Curve:         int64(webauthncose.P256), XCoord: raw[1:33], YCoord: raw[33:],
+	})
+	if err != nil {
+		return passkey.Enrolled{}, fmt.Errorf("passkeytest: %w", err)
+	}
+	return passkey.Enrolled{Name: k.Name, RPID: k.RPID, Origins: []string{k.Origin}, UserID: k.UserID,
+		Credential: webauthn.Credential{ID: k.ID, PublicKey: cose}, Created: time.Now().UTC()}, nil
+}
+
+// Sign returns k's assertion over st's challenge.
+func (k *Key) Sign(st approval.Statement) (approval.Signed, error) {
+	return k.SignChallenge(st, st.ChallengeString())
+}
+
+// SignChallenge returns k's assertion over challenge (base64url), with st
+// as the statement it claims to be for: a test makes one for another
+// statement than it claims.
+func (k *Key) SignChallenge(st approval.Statement, challenge string) (approval.Signed, error) {
+	cd, err := json.Marshal(map[string]any{"type": "webauthn.get", "challenge": challenge, "origin": k.Origin, "crossOrigin": false})
+	if err != nil {
+		return approval.Signed{}, fmt.Errorf("passkeytest: %w", err)
+	}
+	rp := sha256.Sum256([]byte(k.RPID))
+	k.count++
+	flags := byte(0x01 | 0x04) // user present, user verified
+	if k.NoUV {
+		flags = 0x01
+	}
+	ad := append(rp[:], flags)
+	ad = binary.BigEndian.AppendUint32(ad, k.count)
+	cdh := sha256.Sum256(cd)
+	digest := sha256.Sum256(append(append([]byte{}, ad...), cdh[:]...))
+	sig, err := ecdsa.SignASN1(rand.Reader, k.priv, digest[:])
+	if err != nil {
+		return approval.Signed{}, fmt.Errorf("passkeytest: %w", err)
+	}
+	return approval.Signed{Statement: st, Assertion: approval.Assertion{
+		CredentialID: k.ID, AuthenticatorData: ad, ClientDataJSON: cd, Signature: sig, UserHandle: k.UserID,
+	}}, nil
+}
+
+// Nonce returns a fresh nonce for a statement.
+func Nonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return b64(b)
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
