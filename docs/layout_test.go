@@ -24,7 +24,7 @@ var layers = [][]string{
 	{"internal/rules", "internal/notify"},
 	{"approval"},
 	{"internal/audit", "internal/passkey"}, // records approval's decisions and runner's results; checks signed ones
-	{"internal/console"},
+	{"internal/console", "internal/web"},
 	{"internal/config"},
 	{"daemon"},
 	{"client", "internal/clienttest"},

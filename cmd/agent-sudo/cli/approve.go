@@ -71,6 +71,9 @@ type approveOpts struct {
 	// defaultSocket is the approver socket when neither --approver-socket
 	// nor --ssh is given.
 	defaultSocket string
+	// web holds the web approver's flags; web.addr set runs it instead
+	// of the console.
+	web webOpts
 }
 
 func approveFlags(inv *invocation) (*flag.FlagSet, *approveOpts) {
@@ -99,6 +102,8 @@ func approveFlags(inv *invocation) (*flag.FlagSet, *approveOpts) {
 	})
 	fset.StringVar(&o.sshProgram, "ssh-program", "ssh", "the ssh `program` to run (a name looked up in PATH, or a path)")
 	fset.StringVar(&o.desktop, "desktop-notify", string(console.DesktopAuto), "`mode` of the desktop notification sent with the bell: auto, osc9, osc777 or off")
+	o.web.addFlags(fset, "")
+	fset.StringVar(&o.web.user, "user", "nobody", "with --web: the `user` the web approver runs as once it has connected (never root)")
 	return fset, o
 }
 
@@ -203,6 +208,8 @@ func approveUsage() *usage {
 		synopsis: []string{
 			"sudo agent-sudo approve [--approver-socket PATH]... [--desktop-notify MODE]",
 			"sudo agent-sudo approve [--approver-socket PATH]... --ssh root@HOST... [--ssh-option OPT]... [--ssh-program PATH] [--desktop-notify MODE]",
+			"sudo agent-sudo approve --web HOST:PORT [--origin URL] [--no-tls | --tls-cert FILE --tls-key FILE] [--user USER] [--approver-socket PATH | --ssh root@HOST]",
+			"sudo agent-sudo approve web enroll|list|revoke ...",
 		},
 		text: `Show the requests that wait for a human and approve or deny them. It runs as
 root, in a terminal, and talks to agent-sudod over its root-only approver
@@ -229,6 +236,12 @@ and sends none on another terminal or inside tmux or screen.
 
 Do not run it inside tmux or screen: an agent that can type into the
 multiplexer could approve its own requests. See docs/approving.md.
+
+With --web HOST:PORT it is the web approver instead: a page for a phone,
+where each allow or deny is signed with a passkey enrolled with
+"agent-sudo approve web enroll NAME" and checked by the daemon. It starts
+as root, connects, then runs as --user. See docs/approving.md and
+docs/remote.md.
 `,
 		exits: []exitDoc{
 			{"0", "the console was quit"},
@@ -252,9 +265,15 @@ func approveMain(ctx context.Context, inv *invocation, args []string) int {
 }
 
 func approve(ctx context.Context, inv *invocation, args []string, deps approveDeps) int {
+	if len(args) > 0 && args[0] == "web" {
+		return approveWebCommand(ctx, inv, args[1:], deps)
+	}
 	fset, opts := approveFlags(inv)
 	if _, code, ok := inv.parse(approveUsage(), fset, args); !ok {
 		return code
+	}
+	if opts.web.addr != "" {
+		return approveWebMain(ctx, inv, opts, deps)
 	}
 	desktop, err := console.ParseDesktopNotify(opts.desktop)
 	if err != nil {

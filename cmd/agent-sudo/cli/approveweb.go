@@ -1,0 +1,374 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/account"
+	"github.com/agent-sudo/agent-sudo/internal/passkey"
+	"github.com/agent-sudo/agent-sudo/internal/web"
+)
+
+// webOpts are the flags the web approver and the enrolment share.
+type webOpts struct {
+	addr     string
+	origin   string
+	tlsDir   string
+	tlsCert  string
+	tlsKey   string
+	noTLS    bool
+	passkeys string
+	user     string
+}
+
+func (o *webOpts) addFlags(fset *flag.FlagSet, addrDefault string) {
+	fset.StringVar(&o.addr, "web", addrDefault, "serve the web approver on `host:port` (loopback unless you say otherwise; see docs/remote.md)")
+	fset.StringVar(&o.origin, "origin", "", "the `URL` the phone's browser opens (scheme://host[:port]), when it differs from --web's (a tunnel, a proxy)")
+	fset.StringVar(&o.tlsDir, "tls-dir", web.DefaultTLSDir, "`dir` of the TLS certificate generated at first use (cert.pem, key.pem)")
+	fset.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate `file` to use instead of the generated one (with --tls-key)")
+	fset.StringVar(&o.tlsKey, "tls-key", "", "TLS key `file` of --tls-cert")
+	fset.BoolVar(&o.noTLS, "no-tls", false, "plain HTTP; refused unless --web is a loopback address (an ssh tunnel, the browser tests)")
+	fset.StringVar(&o.passkeys, "passkeys", passkey.DefaultDir, "`dir` of the enrolled passkeys (the daemon's passkeys key)")
+}
+
+// endpoints works out where to listen and the origin the browser sees.
+func (o *webOpts) endpoints() (listen, origin, rpID string, err error) {
+	host, port, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return "", "", "", fmt.Errorf("--web %q: %w", o.addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", "", "", fmt.Errorf("--web %q: the port is not a number", o.addr)
+	}
+	scheme := "https"
+	if o.noTLS {
+		ip := net.ParseIP(host)
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return "", "", "", fmt.Errorf("--no-tls with --web %q: plain HTTP only on a loopback address", o.addr)
+		}
+		scheme = "http"
+	}
+	origin = o.origin
+	if origin == "" {
+		origin = scheme + "://" + net.JoinHostPort(host, port)
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" && u.Path != "/" {
+		return "", "", "", fmt.Errorf("--origin %q: want scheme://host[:port]", origin)
+	}
+	origin = u.Scheme + "://" + u.Host
+	rpID = u.Hostname()
+	if net.ParseIP(rpID) != nil {
+		return "", "", "", fmt.Errorf("the origin %s is an IP address: passkeys need a host name (localhost, a DNS or Tailscale name; docs/remote.md)", origin)
+	}
+	return net.JoinHostPort(host, port), origin, rpID, nil
+}
+
+// listen opens the listener, with TLS unless --no-tls, and returns the
+// certificate's fingerprint ("" without TLS).
+func (o *webOpts) listen(ctx context.Context, addr, rpID string) (net.Listener, string, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	if o.noTLS {
+		return ln, "", nil
+	}
+	var cert tls.Certificate
+	var fp string
+	if o.tlsCert != "" || o.tlsKey != "" {
+		cert, fp, err = web.LoadCert(o.tlsCert, o.tlsKey)
+	} else {
+		cert, fp, err = web.LoadOrCreateCert(o.tlsDir, rpID)
+	}
+	if err != nil {
+		_ = ln.Close()
+		return nil, "", err
+	}
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), fp, nil
+}
+
+// serveHTTP serves h on ln until ctx ends.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10,
+		ErrorLog: nil}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		return ctx.Err()
+	case err := <-errc:
+		return err
+	}
+}
+
+// approveWebMain is "agent-sudo approve --web ADDR": the web approver.
+// It connects to the daemon as root, makes its channel signed-only, opens
+// its listener and certificate and reads the passkeys' public keys, then
+// becomes --user and only then serves pages.
+func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, deps approveDeps) int {
+	o := &opts.web
+	listenAddr, origin, rpID, err := o.endpoints()
+	if err != nil {
+		return inv.fail(exitUsage, "approve --web: %v", err)
+	}
+	if deps.geteuid() != 0 {
+		return inv.fail(exitDenied, "approve --web must start as root (it connects to the approver socket, then runs as %s)", o.user)
+	}
+	if len(opts.sockets)+len(opts.ssh) > 1 {
+		return inv.fail(exitUsage, "approve --web serves one daemon: give at most one --approver-socket or --ssh")
+	}
+	uid, err := account.UID(o.user)
+	if err != nil {
+		return inv.fail(exitUsage, "approve --web: --user %q: %v", o.user, err)
+	}
+	gid, err := userGID(o.user)
+	if err != nil {
+		return inv.fail(exitUsage, "approve --web: --user %q: %v", o.user, err)
+	}
+	if uid == 0 {
+		return inv.fail(exitUsage, "approve --web: --user must not be root: the web approver drops root before it serves a page")
+	}
+	keys, err := passkey.Store{Dir: o.passkeys}.List(false)
+	if err != nil {
+		return inv.fail(exitConfig, "approve --web: %v", err)
+	}
+	if len(keys) == 0 {
+		inv.say("approve --web: no passkey is enrolled in %s yet: enrol one with agent-sudo approve web enroll NAME", o.passkeys)
+	}
+	d := opts.daemons(deps)[0]
+	conn, err := d.Dial(ctx)
+	if err != nil {
+		return inv.fail(exitUnavailable, "approve --web: %v; is the daemon running? (systemctl status agent-sudo)", err)
+	}
+	defer conn.Close()
+	client := approval.NewClient(conn)
+	if err := client.Send(approval.Message{Type: approval.MsgSignedOnly}); err != nil {
+		return inv.fail(exitUnavailable, "approve --web: %v", err)
+	}
+	ln, fp, err := o.listen(ctx, listenAddr, rpID)
+	if err != nil {
+		return inv.fail(exitUnavailable, "approve --web: %v", err)
+	}
+	defer ln.Close()
+	if err := web.DropPrivileges(uid, gid); err != nil {
+		return inv.fail(exitSoftware, "approve --web: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(inv.stderr, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Value.Kind() == slog.KindString {
+			a.Value = slog.StringValue(visible(a.Value.String()))
+		}
+		return a
+	}}))
+	srv, err := web.New(web.Config{Client: client, Origin: origin, RPID: rpID, Keys: keys, Log: log})
+	if err != nil {
+		return inv.fail(exitSoftware, "approve --web: %v", err)
+	}
+	fmt.Fprintf(inv.stdout, "web approver for %s at %s (running as %s; %d passkeys)\n", d.Name, origin, o.user, len(keys))
+	if fp != "" {
+		fmt.Fprintf(inv.stdout, "TLS certificate SHA-256 fingerprint: %s\n", fp)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feedErr := make(chan error, 1)
+	go func() { feedErr <- srv.Run(ctx) }()
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- serveHTTP(ctx, ln, srv.Handler()) }()
+	select {
+	case err = <-feedErr:
+		cancel()
+		<-httpErr
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return inv.fail(exitInterrupted, "approve --web: interrupted")
+		}
+		return inv.fail(exitUnavailable, "approve --web: lost agent-sudod: %v", err)
+	case err = <-httpErr:
+		cancel()
+		<-feedErr
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return inv.fail(exitInterrupted, "approve --web: interrupted")
+		}
+		return inv.fail(exitSoftware, "approve --web: %v", err)
+	}
+}
+
+// userGID returns the primary group of the user name.
+func userGID(name string) (uint32, error) {
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) >= 4 && f[0] == name {
+			return account.ParseID(f[3])
+		}
+	}
+	return 0, fmt.Errorf("no such user in /etc/passwd")
+}
+
+// approveWebCommand is "agent-sudo approve web enroll|list|revoke".
+func approveWebCommand(ctx context.Context, inv *invocation, args []string, deps approveDeps) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		return inv.showHelp(approveWebHelp)
+	}
+	if deps.geteuid() != 0 {
+		return inv.fail(exitDenied, "approve web %s must run as root: the passkeys are root's", args[0])
+	}
+	switch args[0] {
+	case "enroll":
+		return approveWebEnroll(ctx, inv, args[1:])
+	case "list":
+		return approveWebList(inv, args[1:])
+	case "revoke":
+		return approveWebRevoke(inv, args[1:])
+	}
+	return inv.fail(exitUsage, "approve web: unknown subcommand %q: want enroll, list or revoke", args[0])
+}
+
+func approveWebUsage() *usage {
+	return &usage{
+		name: "approve web",
+		synopsis: []string{
+			"sudo agent-sudo approve web enroll NAME [--web HOST:PORT] [--origin URL] [--no-tls] [--passkeys DIR]",
+			"sudo agent-sudo approve web list [--passkeys DIR]",
+			"sudo agent-sudo approve web revoke NAME [--passkeys DIR]",
+		},
+		text: `Manage the passkeys of the web approver (agent-sudo approve --web). Run at
+the root terminal.
+
+enroll NAME serves a one-time link for 5 minutes on --web (stop the web
+approver first if it uses that address, or give another port with the same
+host name) and prints it with the TLS certificate's fingerprint. Open it on
+the phone, and the phone registers a passkey (user verification required)
+for the approver NAME; the public key is stored in --passkeys, root only.
+list shows the enrolled passkeys; revoke NAME removes one (kept under
+revoked/ so that audit verify still checks what it signed).
+See docs/approving.md.
+`,
+		exits: []exitDoc{
+			{"0", "done"},
+			{"2", "usage error"},
+			{"69", "the link expired before a passkey was enrolled"},
+			{"77", "not run as root"},
+			{"78", "the passkeys directory is not root's alone"},
+		},
+		args: true, interspersed: true,
+	}
+}
+
+func approveWebHelp(inv *invocation, w io.Writer) error {
+	fset := approveWebUsage().newFlagSet()
+	(&webOpts{}).addFlags(fset, "localhost:8443")
+	return approveWebUsage().write(w, fset)
+}
+
+func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
+	u := approveWebUsage()
+	fset := u.newFlagSet()
+	o := &webOpts{}
+	o.addFlags(fset, "localhost:8443")
+	rest, code, ok := inv.parse(u, fset, args)
+	if !ok {
+		return code
+	}
+	if len(rest) != 1 {
+		return inv.fail(exitUsage, "approve web enroll: give one NAME")
+	}
+	if err := passkey.CheckName(rest[0]); err != nil {
+		return inv.fail(exitUsage, "approve web enroll: %v", err)
+	}
+	listenAddr, origin, rpID, err := o.endpoints()
+	if err != nil {
+		return inv.fail(exitUsage, "approve web enroll: %v", err)
+	}
+	ln, fp, err := o.listen(ctx, listenAddr, rpID)
+	if err != nil {
+		return inv.fail(exitUnavailable, "approve web enroll: %v", err)
+	}
+	defer ln.Close()
+	// The page is served where this process listens, which may differ
+	// from --origin only by a tunnel: the phone opens --origin.
+	e := &web.Enrolment{Name: rest[0], PageOrigin: origin, RPID: rpID, Origins: []string{origin}, Store: passkey.Store{Dir: o.passkeys}}
+	if err := e.Start(time.Now()); err != nil {
+		return inv.fail(exitSoftware, "approve web enroll: %v", err)
+	}
+	fmt.Fprintf(inv.stdout, "Open this link on the phone within 5 minutes (until %s), once:\n\n  %s%s\n\n",
+		e.Expires().Local().Format("15:04:05"), origin, e.Path())
+	if fp != "" {
+		fmt.Fprintf(inv.stdout, "The page's TLS certificate has the SHA-256 fingerprint\n  %s\ncheck it in the browser before you go on.\n", fp)
+	}
+	fmt.Fprintln(inv.stdout, "(no QR code: print-to-terminal QR needs a library this project does not take on; paste or type the link)")
+	ctx, cancel := context.WithDeadline(ctx, e.Expires())
+	defer cancel()
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- serveHTTP(ctx, ln, e.Handler()) }()
+	en, err := e.Wait(ctx)
+	cancel()
+	<-httpErr
+	if err != nil {
+		return inv.fail(exitUnavailable, "approve web enroll: no passkey was enrolled before the link expired")
+	}
+	fmt.Fprintf(inv.stdout, "enrolled %s: credential %x, for %s\n", en.Name, en.Credential.ID, strings.Join(en.Origins, ", "))
+	return 0
+}
+
+func approveWebList(inv *invocation, args []string) int {
+	u := approveWebUsage()
+	fset := u.newFlagSet()
+	o := &webOpts{}
+	o.addFlags(fset, "localhost:8443")
+	if _, code, ok := inv.parse(u, fset, args); !ok {
+		return code
+	}
+	keys, err := passkey.Store{Dir: o.passkeys}.List(true)
+	if err != nil {
+		return inv.fail(exitConfig, "approve web list: %v", err)
+	}
+	for _, k := range keys {
+		state := "valid"
+		if !k.Revoked.IsZero() {
+			state = "revoked " + k.Revoked.Format(time.RFC3339)
+		}
+		fmt.Fprintf(inv.stdout, "%s\t%s\tcredential %x\tenrolled %s\t%s\n", k.Name, state, k.Credential.ID,
+			k.Created.Format(time.RFC3339), visible(strings.Join(k.Origins, ",")))
+	}
+	return 0
+}
+
+func approveWebRevoke(inv *invocation, args []string) int {
+	u := approveWebUsage()
+	fset := u.newFlagSet()
+	o := &webOpts{}
+	o.addFlags(fset, "localhost:8443")
+	rest, code, ok := inv.parse(u, fset, args)
+	if !ok {
+		return code
+	}
+	if len(rest) != 1 {
+		return inv.fail(exitUsage, "approve web revoke: give one NAME")
+	}
+	if err := (passkey.Store{Dir: o.passkeys}).Revoke(rest[0], time.Now()); err != nil {
+		return inv.fail(exitConfig, "approve web revoke: %v", err)
+	}
+	fmt.Fprintf(inv.stdout, "revoked %s: the daemon refuses its signatures from now on\n", rest[0])
+	return 0
+}

@@ -1,0 +1,203 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/go-webauthn/webauthn/webauthn"
+
+	"github.com/agent-sudo/agent-sudo/internal/passkey"
+)
+
+// EnrolTTL is how long an enrolment link works.
+const EnrolTTL = 5 * time.Minute
+
+// maxEnrolTries bounds the registrations one link may attempt.
+const maxEnrolTries = 3
+
+// Enrolment registers one passkey for the approver Name, through a one-time
+// link: root runs it at the terminal (agent-sudo approve web enroll), so
+// that the web approver, which never runs as root, cannot add a passkey.
+type Enrolment struct {
+	// Name is the approver's name.
+	Name string
+	// PageOrigin is the origin of the enrolment page (where this handler
+	// is served); RPID the relying party id (its host name); Origins the
+	// web approver's origins the passkey will sign decisions from.
+	PageOrigin, RPID string
+	Origins          []string
+	Store            passkey.Store
+	Log              *slog.Logger
+
+	token   string
+	expires time.Time
+	wa      *webauthn.WebAuthn
+	user    *enrolUser
+	tmpl    *template.Template
+	done    chan passkey.Enrolled
+
+	mu      sync.Mutex
+	session *webauthn.SessionData
+	tries   int
+	closed  bool
+}
+
+type enrolUser struct {
+	id   []byte
+	name string
+}
+
+func (u *enrolUser) WebAuthnID() []byte                         { return u.id }
+func (u *enrolUser) WebAuthnName() string                       { return u.name }
+func (u *enrolUser) WebAuthnDisplayName() string                { return u.name }
+func (u *enrolUser) WebAuthnCredentials() []webauthn.Credential { return nil }
+
+// Start draws the link's secret and prepares the ceremony; Path is then
+// the link's path.
+func (e *Enrolment) Start(now time.Time) error {
+	if err := passkey.CheckName(e.Name); err != nil {
+		return err
+	}
+	wa, err := webauthn.New(&webauthn.Config{
+		RPID: e.RPID, RPDisplayName: "agent-sudo", RPOrigins: []string{e.PageOrigin},
+		AuthenticatorSelection: protocol.AuthenticatorSelection{
+			ResidentKey: protocol.ResidentKeyRequirementRequired, UserVerification: protocol.VerificationRequired,
+		},
+		AttestationPreference: protocol.PreferNoAttestation,
+	})
+	if err != nil {
+		return fmt.Errorf("enrolment: %w", err)
+	}
+	t, err := template.ParseFS(files, "templates/enroll.html")
+	if err != nil {
+		return fmt.Errorf("enrolment: %w", err)
+	}
+	id := make([]byte, 32)
+	_, _ = rand.Read(id)
+	e.wa, e.tmpl, e.user = wa, t, &enrolUser{id: id, name: e.Name}
+	e.token = randomToken()
+	e.expires = now.Add(EnrolTTL)
+	e.done = make(chan passkey.Enrolled, 1)
+	if e.Log == nil {
+		e.Log = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Path is the one-time link's path (after the origin).
+func (e *Enrolment) Path() string { return "/enroll/" + e.token }
+
+// Expires is when the link stops working.
+func (e *Enrolment) Expires() time.Time { return e.expires }
+
+// Wait returns the passkey once it is enrolled, or an error when ctx ends
+// first (the link expired: the caller's ctx carries the deadline).
+func (e *Enrolment) Wait(ctx context.Context) (passkey.Enrolled, error) {
+	select {
+	case en := <-e.done:
+		return en, nil
+	case <-ctx.Done():
+		return passkey.Enrolled{}, ctx.Err()
+	}
+}
+
+// Handler serves the enrolment page, its static files and its two API
+// calls.
+func (e *Enrolment) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.FileServerFS(files))
+	mux.HandleFunc("GET /enroll/{token}", e.page)
+	mux.HandleFunc("POST /enroll/{token}/begin", e.begin)
+	mux.HandleFunc("POST /enroll/{token}/finish", e.finish)
+	return headers(mux)
+}
+
+// valid checks the link's secret and expiry.
+func (e *Enrolment) valid(w http.ResponseWriter, r *http.Request) bool {
+	tok := r.PathValue("token")
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(e.token)) != 1 || closed || !time.Now().Before(e.expires) {
+		http.Error(w, "this enrolment link is wrong, used or expired; run agent-sudo approve web enroll again", http.StatusNotFound)
+		return false
+	}
+	if r.Method == http.MethodPost && (r.Header.Get("Origin") != e.PageOrigin || r.Header.Get("Content-Type") != "application/json") {
+		http.Error(w, "refused: not from the enrolment page", http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+func (e *Enrolment) page(w http.ResponseWriter, r *http.Request) {
+	if !e.valid(w, r) {
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := e.tmpl.ExecuteTemplate(w, "enroll.html", map[string]string{"Name": e.Name}); err != nil {
+		e.Log.Warn("enrolment: render", "err", err)
+	}
+}
+
+func (e *Enrolment) begin(w http.ResponseWriter, r *http.Request) {
+	if !e.valid(w, r) {
+		return
+	}
+	creation, session, err := e.wa.BeginRegistration(e.user)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
+		return
+	}
+	e.mu.Lock()
+	e.session = session
+	e.mu.Unlock()
+	writeJSON(w, http.StatusOK, creation)
+}
+
+func (e *Enrolment) finish(w http.ResponseWriter, r *http.Request) {
+	if !e.valid(w, r) {
+		return
+	}
+	e.mu.Lock()
+	session := e.session
+	e.session = nil
+	e.tries++
+	if e.tries >= maxEnrolTries {
+		e.closed = true
+	}
+	e.mu.Unlock()
+	if session == nil {
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "start the enrolment again"})
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	parsed, err := protocol.ParseCredentialCreationResponse(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "the passkey's answer cannot be read: " + err.Error()})
+		return
+	}
+	cred, err := e.wa.CreateCredential(e.user, *session, parsed)
+	if err != nil {
+		e.Log.Warn("enrolment refused", "err", err)
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "the passkey was not enrolled: " + err.Error()})
+		return
+	}
+	en := passkey.Enrolled{Name: e.Name, RPID: e.RPID, Origins: e.Origins, UserID: e.user.id, Credential: *cred, Created: time.Now().UTC()}
+	if err := e.Store.Save(en); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
+		return
+	}
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.done <- en
+	writeJSON(w, http.StatusOK, map[string]any{"approver": e.Name})
+}

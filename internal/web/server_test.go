@@ -1,0 +1,289 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/passkey"
+	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
+	"github.com/agent-sudo/agent-sudo/internal/web"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// keysVerifier checks signed decisions against keys, as the daemon's
+// passkey.Store does against its directory.
+type keysVerifier []passkey.Enrolled
+
+func (k keysVerifier) Verify(s approval.Signed) (string, error) { return passkey.VerifyWith(k, s) }
+
+type rig struct {
+	t      *testing.T
+	broker *approval.Broker
+	srv    *httptest.Server
+	key    *passkeytest.Key
+	http   *http.Client
+}
+
+// newRig serves a broker's approver channel (signed decisions checked
+// against one enrolled software passkey) to a web approver behind an
+// httptest server.
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	b := approval.NewBroker(time.Hour, nil)
+	ts := httptest.NewUnstartedServer(nil)
+	origin := "http://" + ts.Listener.Addr().String()
+	k, err := passkeytest.New("alice", "localhost", origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, err := k.Enrolled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []passkey.Enrolled{en}
+	server, client := net.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := &approval.Channel{Broker: b, Log: slog.New(slog.DiscardHandler), Signatures: &approval.Signatures{Verifier: keysVerifier(keys)}}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		ch.Serve(ctx, server, approval.Console{By: "web relay"})
+	}()
+	c := approval.NewClient(client)
+	if err := c.Send(approval.Message{Type: approval.MsgSignedOnly}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := web.New(web.Config{Client: c, Origin: origin, RPID: "localhost", Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		_ = w.Run(ctx)
+	}()
+	ts.Config.Handler = w.Handler()
+	ts.Start()
+	jar, _ := cookiejar.New(nil)
+	t.Cleanup(func() {
+		ts.Close()
+		cancel()
+		_ = client.Close()
+		_ = server.Close()
+		<-served
+		<-ran
+	})
+	return &rig{t: t, broker: b, srv: ts, key: k, http: &http.Client{Jar: jar}}
+}
+
+// post sends body as the page's script does (its origin, JSON).
+func (r *rig) post(path string, body any) (int, map[string]any) {
+	r.t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", r.srv.URL+path, bytes.NewReader(b))
+	req.Header.Set("Origin", r.srv.URL)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.http.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func assertionBody(a approval.Assertion) map[string]string {
+	return map[string]string{"id": b64(a.CredentialID), "authenticatorData": b64(a.AuthenticatorData),
+		"clientDataJSON": b64(a.ClientDataJSON), "signature": b64(a.Signature), "userHandle": b64(a.UserHandle)}
+}
+
+func (r *rig) signIn() {
+	r.t.Helper()
+	code, begin := r.post("/api/login/begin", map[string]any{})
+	if code != 200 {
+		r.t.Fatalf("login begin: %d %v", code, begin)
+	}
+	ch := begin["challenge"].(string)
+	sig, err := r.key.SignChallenge(approval.Statement{}, ch)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if code, out := r.post("/api/login/finish", map[string]any{"challenge": ch, "assertion": assertionBody(sig.Assertion)}); code != 200 {
+		r.t.Fatalf("login finish: %d %v", code, out)
+	}
+}
+
+func (r *rig) page() (string, http.Header) {
+	r.t.Helper()
+	resp, err := r.http.Get(r.srv.URL + "/")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp.Header
+}
+
+type outcome struct {
+	d   approval.Decision
+	err error
+}
+
+func ask(b *approval.Broker, id, reason string, argv ...string) <-chan outcome {
+	out := make(chan outcome, 1)
+	go func() {
+		d, err := b.Ask(context.Background(), &approval.Pending{
+			Request:  &proto.Request{ID: id, Session: "s1", Reason: reason, Pipeline: [][]string{argv}},
+			Programs: []approval.Program{{Chain: []string{"/usr/bin/" + argv[0]}}}, RunAs: "root",
+			Record: strings.Repeat("7", 64),
+		})
+		out <- outcome{d, err}
+	}()
+	return out
+}
+
+// waitPage reads the page until it shows want (the feed reads the channel
+// in its own goroutine), for at most 100 reads 50ms apart.
+func (r *rig) waitPage(want string) string {
+	r.t.Helper()
+	var body string
+	for range 100 {
+		if body, _ = r.page(); strings.Contains(body, want) {
+			return body
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.t.Fatalf("the page never showed %q:\n%s", want, body)
+	return ""
+}
+
+// TestWebSignedAllow: a browser that is not signed in sees no request and
+// cannot ask to decide; once signed in with its passkey it sees the
+// request, with the agent's HTML and script as inert text, under a strict
+// Content-Security-Policy; its signed allow runs the request, signed by
+// alice; the same signed decision sent again is refused.
+func TestWebSignedAllow(t *testing.T) {
+	r := newRig(t)
+	res := ask(r.broker, "w1", `<script>alert(1)</script><img src=x onerror=alert(2)>`, "echo", `"><b>bold</b>`)
+	body, hdr := r.page()
+	if strings.Contains(body, "w1") || !strings.Contains(body, `id="signin"`) {
+		t.Fatalf("the page shows a request before sign-in:\n%s", body)
+	}
+	if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Fatalf("Content-Security-Policy %q", csp)
+	}
+	if code, _ := r.post("/api/decide/begin", map[string]any{"id": "w1", "hash": "x", "decision": "allow_once"}); code != 401 {
+		t.Fatalf("decide before sign-in: %d, want 401", code)
+	}
+	r.signIn()
+	body = r.waitPage(`data-id="w1"`)
+	for _, bad := range []string{"<script>alert", "<img", "<b>bold"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("the page carries the agent's %q as HTML", bad)
+		}
+	}
+	if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the reason is not shown as text:\n%s", body)
+	}
+	if strings.Contains(body, "<script>") && !strings.Contains(body, `<script src="/static/app.js" defer></script>`) {
+		t.Errorf("inline script on the page")
+	}
+	i := strings.Index(body, `data-hash="`) + len(`data-hash="`)
+	hash := body[i : i+64]
+	code, begin := r.post("/api/decide/begin", map[string]any{"id": "w1", "hash": hash, "decision": "allow_once"})
+	if code != 200 {
+		t.Fatalf("decide begin: %d %v", code, begin)
+	}
+	var st approval.Statement
+	sb, _ := json.Marshal(begin["statement"])
+	if err := json.Unmarshal(sb, &st); err != nil || st.Record != strings.Repeat("7", 64) || st.ID != "w1" || st.Decision != approval.AllowOnce {
+		t.Fatalf("statement %+v %v, want w1's record, allow once", st, err)
+	}
+	sig, err := r.key.Sign(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish := map[string]any{"nonce": st.Nonce, "assertion": assertionBody(sig.Assertion)}
+	if code, out := r.post("/api/decide/finish", finish); code != 200 {
+		t.Fatalf("decide finish: %d %v", code, out)
+	}
+	got := <-res
+	if got.err != nil || got.d.Verdict != approval.Allow || got.d.Signed == nil || got.d.Signed.Approver != "alice" {
+		t.Fatalf("decision %+v %v, want allowed, signed by alice", got.d, got.err)
+	}
+	if code, _ := r.post("/api/decide/finish", finish); code == 200 {
+		t.Fatal("the same signed decision was taken twice")
+	}
+}
+
+// TestWebAssertionForAnotherRequest: a passkey's assertion over the
+// statement for one request, sent as the decision on another, is refused
+// by the daemon's check, and neither request is decided by it.
+func TestWebAssertionForAnotherRequest(t *testing.T) {
+	r := newRig(t)
+	resA := ask(r.broker, "wa", "first", "true")
+	_ = ask(r.broker, "wb", "second", "false")
+	r.signIn()
+	body := r.waitPage(`data-id="wb"`)
+	hashOf := func(id string) string {
+		i := strings.Index(body, `data-id="`+id+`" data-hash="`) + len(`data-id="`+id+`" data-hash="`)
+		return body[i : i+64]
+	}
+	_, beginA := r.post("/api/decide/begin", map[string]any{"id": "wa", "hash": hashOf("wa"), "decision": "allow_once"})
+	_, beginB := r.post("/api/decide/begin", map[string]any{"id": "wb", "hash": hashOf("wb"), "decision": "allow_once"})
+	var stA, stB approval.Statement
+	a, _ := json.Marshal(beginA["statement"])
+	b, _ := json.Marshal(beginB["statement"])
+	_ = json.Unmarshal(a, &stA)
+	_ = json.Unmarshal(b, &stB)
+	sigA, err := r.key.Sign(stA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := r.post("/api/decide/finish", map[string]any{"nonce": stB.Nonce, "assertion": assertionBody(sigA.Assertion)})
+	if code == 200 || !strings.Contains(out["error"].(string), "challenge") {
+		t.Fatalf("A's assertion sent for B: %d %v, want refused for its challenge", code, out)
+	}
+	if r.broker.Waiting() != 2 {
+		t.Fatalf("%d requests wait, want both", r.broker.Waiting())
+	}
+	// A's own assertion still decides A.
+	if code, out := r.post("/api/decide/finish", map[string]any{"nonce": stA.Nonce, "assertion": assertionBody(sigA.Assertion)}); code != 200 {
+		t.Fatalf("A's assertion for A: %d %v", code, out)
+	}
+	if got := <-resA; got.d.Verdict != approval.Allow {
+		t.Fatalf("A: %+v", got.d)
+	}
+}
+
+// TestWebRefusesOtherOrigins: a state-changing call from another origin
+// (a page elsewhere that the phone's browser also has open) is refused.
+func TestWebRefusesOtherOrigins(t *testing.T) {
+	r := newRig(t)
+	req, _ := http.NewRequest("POST", r.srv.URL+"/api/login/begin", strings.NewReader("{}"))
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin login begin: %d, want 403", resp.StatusCode)
+	}
+}

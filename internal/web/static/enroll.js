@@ -1,0 +1,61 @@
+// The enrolment page's script: served from the binary, never inline.
+"use strict";
+
+function b64url(buf) {
+  const bytes = new Uint8Array(buf);
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function unb64url(s) {
+  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/"));
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+function say(text) {
+  document.getElementById("status").textContent = text;
+}
+
+async function post(path, body) {
+  const r = await fetch(path, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), credentials: "same-origin",
+  });
+  const j = await r.json().catch(() => ({ error: "bad answer (" + r.status + ")" }));
+  if (!r.ok) throw new Error(j.error || "refused (" + r.status + ")");
+  return j;
+}
+
+async function enroll() {
+  const base = location.pathname;
+  try {
+    say("Follow your device's prompt…");
+    const opts = (await post(base + "/begin", {})).publicKey;
+    opts.challenge = unb64url(opts.challenge);
+    opts.user.id = unb64url(opts.user.id);
+    if (opts.excludeCredentials) for (const c of opts.excludeCredentials) c.id = unb64url(c.id);
+    const cred = await navigator.credentials.create({ publicKey: opts });
+    const resp = cred.response;
+    const body = {
+      id: cred.id, rawId: b64url(cred.rawId), type: cred.type,
+      response: {
+        clientDataJSON: b64url(resp.clientDataJSON),
+        attestationObject: b64url(resp.attestationObject),
+        transports: resp.getTransports ? resp.getTransports() : [],
+      },
+      clientExtensionResults: cred.getClientExtensionResults(),
+    };
+    const done = await post(base + "/finish", body);
+    say("Enrolled: " + done.approver + ". You can close this page.");
+    document.body.dataset.enrolled = "1";
+  } catch (e) {
+    say("Not enrolled: " + e.message);
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("enroll").addEventListener("click", enroll);
+  document.body.dataset.ready = "1";
+});

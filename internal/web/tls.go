@@ -1,0 +1,99 @@
+package web
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultTLSDir is where the web approver keeps the certificate it
+// generates: cert.pem, and key.pem readable by root only.
+const DefaultTLSDir = "/etc/agent-sudo/web"
+
+// LoadOrCreateCert returns the certificate in dir (cert.pem and key.pem),
+// first generating a self-signed one for host when there is none, and its
+// SHA-256 fingerprint as a phone's browser shows it (colon-separated hex).
+func LoadOrCreateCert(dir, host string) (tls.Certificate, string, error) {
+	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if _, err := os.Stat(certPath); errors.Is(err, fs.ErrNotExist) {
+		if err := createCert(dir, certPath, keyPath, host); err != nil {
+			return tls.Certificate{}, "", err
+		}
+	}
+	return LoadCert(certPath, keyPath)
+}
+
+// LoadCert loads a certificate and its key, and returns the certificate's
+// fingerprint.
+func LoadCert(certPath, keyPath string) (tls.Certificate, string, error) {
+	c, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return tls.Certificate{}, "", fmt.Errorf("TLS certificate: %w", err)
+	}
+	return c, Fingerprint(c.Certificate[0]), nil
+}
+
+// Fingerprint is the SHA-256 of a DER certificate in colon-separated
+// upper-case hex.
+func Fingerprint(der []byte) string {
+	sum := sha256.Sum256(der)
+	parts := make([]string, len(sum))
+	for i, b := range sum {
+		parts[i] = fmt.Sprintf("%02X", b)
+	}
+	return strings.Join(parts, ":")
+}
+
+func createCert(dir, certPath, keyPath, host string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+	if err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: host},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(1, 0, 0),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else {
+		tmpl.DNSNames = []string{host}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	return nil
+}
