@@ -28,7 +28,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest hosts-test depaware short-unprivileged man agents-test remote-test
+.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest hosts-test depaware short-unprivileged man agents-test remote-test web-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -229,6 +229,9 @@ uninstall: ## remove what make install installed, except /etc/agent-sudo and /va
 # (unshare --net), where the sshd servers listen on 127.0.0.1 only.
 remote-test: go-version ## one approve console for two daemons over a real sshd, reconnecting; an agent through ssh -R (root; openssh-server, tmux)
 	$(GO) test -race -tags remote -count=1 -v ./test/remote
+
+web-test: go-version ## the web approver in Debian's chromium (playwright-core pinned in test/web/package-lock.json, installed with npm ci) with a WebAuthn virtual authenticator, against a real daemon (root; chromium, node)
+	test/web/run.sh
 
 agents-test: go-version ## run the real Claude Code and Codex CLI (pinned in test/agents/package-lock.json, installed with npm ci) against agent-sudo mcp and a real daemon
 	test/agents/run.sh

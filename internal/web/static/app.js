@@ -10,7 +10,10 @@ const ARM_DELAY_MS = 1500;
 const HOLD_MS = 1000;
 const POLL_MS = 2000;
 
+// busy is set while a decision is under way, holding while an allow
+// button is held: the page does not reload under either.
 let busy = false;
+let holding = false;
 
 function b64url(buf) {
   const bytes = new Uint8Array(buf);
@@ -93,6 +96,7 @@ async function decide(section, decision) {
 function setupAllow(section, button) {
   let timer = null;
   const cancel = () => {
+    holding = false;
     if (timer !== null) clearTimeout(timer);
     timer = null;
     if (button.dataset.armed === "1") return;
@@ -101,6 +105,7 @@ function setupAllow(section, button) {
   button.addEventListener("pointerdown", (ev) => {
     if (button.disabled) return;
     ev.preventDefault();
+    holding = true;
     button.textContent = "keep holding…";
     timer = setTimeout(() => {
       timer = null;
@@ -110,6 +115,7 @@ function setupAllow(section, button) {
   });
   button.addEventListener("pointerup", () => {
     if (button.dataset.armed === "1") {
+      holding = false;
       delete button.dataset.armed;
       button.textContent = "Allow once (hold)";
       decide(section, "allow_once");
@@ -137,7 +143,7 @@ async function poll() {
     const r = await fetch("/api/state", { credentials: "same-origin" });
     if (r.ok) {
       const j = await r.json();
-      if (String(j.version) !== mine && !busy) {
+      if (String(j.version) !== mine && !busy && !holding) {
         location.reload();
         return;
       }
@@ -152,6 +158,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const signin = document.getElementById("signin");
   if (signin) {
     signin.addEventListener("click", signIn);
+    document.body.dataset.ready = "1";
     return;
   }
   for (const section of document.querySelectorAll("section.request")) {

@@ -1,0 +1,133 @@
+// driver.mjs: a browser the Go tests in this directory drive, one JSON
+// command per line on stdin, one JSON answer per line on stdout. It runs
+// Debian's chromium (AGENT_SUDO_TEST_CHROMIUM) through playwright-core,
+// each page with the DevTools WebAuthn virtual authenticator (a CTAP2
+// platform authenticator with resident keys and user verification, the
+// user always verified) unless it is opened with "bare": a browser
+// without any passkey.
+import { chromium } from "playwright-core";
+import readline from "node:readline";
+
+const exe = process.env.AGENT_SUDO_TEST_CHROMIUM || "/usr/bin/chromium";
+const browser = await chromium.launch({ executablePath: exe, headless: true, args: ["--no-sandbox"] });
+const pages = new Map(); // name -> { page, captured: Map(path -> body) }
+const dialogs = [];
+
+async function newPage(name, bare) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.setDefaultTimeout(30000);
+  // An alert would mean the agent's script ran.
+  page.on("dialog", (d) => { dialogs.push(d.message()); d.dismiss(); });
+  const entry = { page, captured: new Map(), hold: new Map() };
+  if (!bare) {
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("WebAuthn.enable");
+    await cdp.send("WebAuthn.addVirtualAuthenticator", {
+      options: {
+        protocol: "ctap2", transport: "internal", hasResidentKey: true,
+        hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true,
+      },
+    });
+  }
+  pages.set(name, entry);
+  return entry;
+}
+
+async function run(cmd) {
+  const p = pages.get(cmd.page || "main") || (cmd.op === "new" ? null : await newPage(cmd.page || "main", false));
+  switch (cmd.op) {
+    case "new":
+      await newPage(cmd.page, !!cmd.bare);
+      return {};
+    case "goto":
+      await p.page.goto(cmd.url);
+      await p.page.waitForSelector("body[data-ready='1']");
+      return { url: p.page.url() };
+    case "click":
+      await p.page.click(cmd.selector);
+      return {};
+    case "hold": {
+      // The deliberate gesture: wait until the button is enabled, press,
+      // wait until it says it is armed, release.
+      // The page reloads when the list of requests changes, except while
+      // a button is held: a press that a reload swallowed is tried again,
+      // at most 5 times.
+      const sel = cmd.selector;
+      for (let i = 0; ; i++) {
+        await p.page.waitForSelector(sel + "[data-ready='1']:not([disabled])");
+        await p.page.locator(sel).scrollIntoViewIfNeeded();
+        const box = await p.page.locator(sel).boundingBox();
+        await p.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+        await p.page.mouse.down();
+        try {
+          await p.page.waitForSelector(sel + "[data-armed='1']", { timeout: 10000 });
+        } catch (e) {
+          await p.page.mouse.up();
+          if (i < 4) continue;
+          throw e;
+        }
+        await p.page.mouse.up();
+        return {};
+      }
+    }
+    case "tap": {
+      // A plain click on a button that wants to be held: it must not act.
+      await p.page.waitForSelector(cmd.selector + "[data-ready='1']:not([disabled])");
+      await p.page.click(cmd.selector);
+      return {};
+    }
+    case "wait":
+      await p.page.waitForSelector(cmd.selector, { state: cmd.state || "visible" });
+      return {};
+    case "waitText":
+      await p.page.waitForFunction(
+        ([sel, text]) => { const e = document.querySelector(sel); return e && e.textContent.includes(text); },
+        [cmd.selector, cmd.text]);
+      return { text: await p.page.textContent(cmd.selector) };
+    case "text":
+      return { text: await p.page.textContent(cmd.selector) };
+    case "html":
+      return { html: await p.page.content() };
+    case "count":
+      return { count: await p.page.locator(cmd.selector).count() };
+    case "capture": {
+      // Record the body of the next POST to path; with abort, it never
+      // reaches the server (a signed decision kept for later).
+      await p.page.route("**" + cmd.path, async (route) => {
+        p.captured.set(cmd.path, route.request().postData());
+        if (cmd.abort) await route.abort(); else await route.continue();
+      });
+      return {};
+    }
+    case "uncapture":
+      await p.page.unroute("**" + cmd.path);
+      return {};
+    case "captured":
+      return { body: p.captured.get(cmd.path) || null };
+    case "post": {
+      // POST body to path from the page, as its script would.
+      const r = await p.page.evaluate(async ([path, body]) => {
+        const r = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: body });
+        return { status: r.status, text: await r.text() };
+      }, [cmd.path, cmd.body]);
+      return r;
+    }
+    case "dialogs":
+      return { dialogs };
+    default:
+      throw new Error("unknown op " + cmd.op);
+  }
+}
+
+const rl = readline.createInterface({ input: process.stdin });
+for await (const line of rl) {
+  let out;
+  try {
+    out = { ok: true, ...(await run(JSON.parse(line))) };
+  } catch (e) {
+    out = { ok: false, error: String(e && e.message || e) };
+  }
+  process.stdout.write(JSON.stringify(out) + "\n");
+}
+await browser.close();

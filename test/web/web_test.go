@@ -1,0 +1,383 @@
+// Package web tests the web approver in a real browser: Debian's chromium,
+// driven by playwright-core (pinned in package-lock.json) through
+// driver.mjs, with the DevTools WebAuthn virtual authenticator standing in
+// for the phone's passkey. make web-test installs playwright-core and runs
+// them; without it (AGENT_SUDO_TEST_NODE_PATH unset) they skip.
+package web
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+func TestMain(m *testing.M) { daemontest.Main(m) }
+
+// browser is driver.mjs running chromium.
+type browser struct {
+	t   *testing.T
+	in  io.Writer
+	out chan string
+}
+
+func startBrowser(t *testing.T) *browser {
+	t.Helper()
+	mods := os.Getenv("AGENT_SUDO_TEST_NODE_PATH")
+	if mods == "" {
+		t.Skip("AGENT_SUDO_TEST_NODE_PATH is not set; make web-test runs these tests")
+	}
+	// driver.mjs imports playwright-core from a node_modules beside it.
+	dir := t.TempDir()
+	src, err := os.ReadFile("driver.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "driver.mjs"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(mods, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", filepath.Join(dir, "driver.mjs"))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(outPipe)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			out <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = in.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	return &browser{t: t, in: in, out: out}
+}
+
+// try sends one command and returns the driver's answer.
+func (b *browser) try(cmd map[string]any) map[string]any {
+	b.t.Helper()
+	line, _ := json.Marshal(cmd)
+	if _, err := b.in.Write(append(line, '\n')); err != nil {
+		b.t.Fatalf("browser: %v", err)
+	}
+	select {
+	case s, ok := <-b.out:
+		if !ok {
+			b.t.Fatal("browser: the driver exited")
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			b.t.Fatalf("browser: %q: %v", s, err)
+		}
+		return m
+	case <-time.After(90 * time.Second):
+		b.t.Fatalf("browser: no answer to %s within 90s", line)
+	}
+	return nil
+}
+
+// do is try that fails the test when the command failed.
+func (b *browser) do(cmd map[string]any) map[string]any {
+	b.t.Helper()
+	m := b.try(cmd)
+	if m["ok"] != true {
+		b.t.Fatalf("browser: %v: %v", cmd, m["error"])
+	}
+	return m
+}
+
+// freePort returns a TCP port free on localhost now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "localhost:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// readUntil reads r's lines until one contains want, and returns it.
+func readUntil(t *testing.T, lines <-chan string, want string) string {
+	t.Helper()
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the output ended before a line with %q", want)
+			}
+			if strings.Contains(l, want) {
+				return l
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no line with %q within 60s", want)
+		}
+	}
+}
+
+func lines(r io.Reader) <-chan string {
+	ch := make(chan string, 64)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
+
+// rig is a daemon that asks for everything, a passkey directory, the
+// passkey "alice" enrolled by a browser through the enrolment link, and
+// the web approver for the daemon, signed in as alice in that browser.
+type rig struct {
+	d      *daemontest.Daemon
+	keys   string
+	cli    string
+	origin string
+	b      *browser
+}
+
+func setup(t *testing.T) *rig {
+	t.Helper()
+	b := startBrowser(t)
+	daemontest.RequireRoot(t)
+	keys, err := os.MkdirTemp("", "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(keys) })
+	if err := os.Chmod(keys, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "90s", Extra: fmt.Sprintf("passkeys = %q", keys)})
+	_, cli := daemontest.Binaries(t)
+	port := freePort(t)
+	addr := "localhost:" + port
+	r := &rig{d: d, keys: keys, cli: cli, origin: "http://" + addr, b: b}
+
+	// Enrolment, at the "root terminal": a one-time link.
+	enrol := exec.Command(cli, "approve", "web", "enroll", "alice", "--web", addr, "--no-tls", "--passkeys", keys)
+	enrol.Env = daemontest.RaceEnv(os.Environ())
+	eout, err := enrol.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enrol.Stderr = os.Stderr
+	if err := enrol.Start(); err != nil {
+		t.Fatal(err)
+	}
+	el := lines(eout)
+	link := strings.TrimSpace(readUntil(t, el, r.origin+"/enroll/"))
+	b.do(map[string]any{"op": "goto", "url": link})
+	b.do(map[string]any{"op": "click", "selector": "#enroll"})
+	b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Enrolled: alice"})
+	readUntil(t, el, "enrolled alice")
+	if err := enrol.Wait(); err != nil {
+		t.Fatalf("approve web enroll: %v", err)
+	}
+	// The link was for one use.
+	b.do(map[string]any{"op": "new", "page": "late", "bare": true})
+	if m := b.try(map[string]any{"op": "goto", "page": "late", "url": link}); m["ok"] == true {
+		t.Fatal("the enrolment link still works after its use")
+	}
+
+	web := exec.Command(cli, "approve", "--web", addr, "--no-tls", "--approver-socket", d.ApproverSocket, "--passkeys", keys, "--user", "nobody")
+	web.Env = daemontest.RaceEnv(os.Environ())
+	wout, err := web.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	web.Stderr = os.Stderr
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = web.Process.Signal(os.Interrupt)
+		_ = web.Wait()
+	})
+	readUntil(t, lines(wout), "web approver for")
+	b.do(map[string]any{"op": "goto", "url": r.origin + "/"})
+	b.do(map[string]any{"op": "click", "selector": "#signin"})
+	b.do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
+	return r
+}
+
+func (r *rig) ask(id, reason string, argv ...string) <-chan *proto.Response {
+	ch := make(chan *proto.Response, 1)
+	go func() {
+		req := &proto.Request{ID: id, Session: "web", Host: "h", Reason: reason, Pipeline: [][]string{argv}, Time: time.Now()}
+		resp, err := client.New(r.d.Socket).Run(context.Background(), req)
+		if err != nil {
+			resp = &proto.Response{Status: "client-error", Message: err.Error()}
+		}
+		ch <- resp
+	}()
+	return ch
+}
+
+// sel is the selector of request id's section.
+func sel(id string) string { return "section.request[data-id='" + id + "']" }
+
+func TestWebApprover(t *testing.T) {
+	r := setup(t)
+	b := r.b
+
+	t.Run("allow runs the command and audit verify checks the signature", func(t *testing.T) {
+		done := r.ask("web-1", "list the files", "echo", "allowed on the web")
+		b.do(map[string]any{"op": "wait", "selector": sel("web-1")})
+		b.do(map[string]any{"op": "hold", "selector": sel("web-1") + " button.allow"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-1"})
+		resp := <-done
+		if resp.Status != proto.StatusOK || string(resp.Stdout) != "allowed on the web\n" {
+			t.Fatalf("response %+v", resp)
+		}
+		out, err := exec.Command(r.cli, "audit", "verify", "--log", r.d.AuditLog, "--passkeys", r.keys).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "signed decisions: 1, every signature verified") {
+			t.Fatalf("audit verify: %v\n%s", err, out)
+		}
+		var by string
+		for _, rec := range r.d.AuditRecords("web-1") {
+			if rec.Decision != nil && rec.Decision.Signed != nil {
+				by = rec.Decision.Signed.Approver
+			}
+		}
+		if by != "alice" {
+			t.Fatalf("the decision record's signer is %q, want alice", by)
+		}
+	})
+
+	t.Run("a replayed assertion is refused", func(t *testing.T) {
+		done := r.ask("web-2", "replay me", "echo", "two")
+		b.do(map[string]any{"op": "wait", "selector": sel("web-2")})
+		b.do(map[string]any{"op": "capture", "path": "/api/decide/finish"})
+		b.do(map[string]any{"op": "hold", "selector": sel("web-2") + " button.allow"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-2"})
+		b.do(map[string]any{"op": "uncapture", "path": "/api/decide/finish"})
+		<-done
+		body := b.do(map[string]any{"op": "captured", "path": "/api/decide/finish"})["body"]
+		if body == nil {
+			t.Fatal("no decision was captured")
+		}
+		m := b.do(map[string]any{"op": "post", "path": "/api/decide/finish", "body": body})
+		if m["status"] == float64(200) {
+			t.Fatalf("the replayed decision was taken: %v", m)
+		}
+	})
+
+	t.Run("an assertion made for another request is refused", func(t *testing.T) {
+		doneA := r.ask("web-3", "first", "echo", "three")
+		doneB := r.ask("web-4", "second", "echo", "four")
+		b.do(map[string]any{"op": "wait", "selector": sel("web-4")})
+		b.do(map[string]any{"op": "wait", "selector": sel("web-3")})
+		// Keep each signed decision from the server, as a hostile relay
+		// would.
+		b.do(map[string]any{"op": "capture", "path": "/api/decide/finish", "abort": true})
+		b.do(map[string]any{"op": "hold", "selector": sel("web-3") + " button.allow"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Not decided"})
+		var a map[string]any
+		_ = json.Unmarshal([]byte(b.do(map[string]any{"op": "captured", "path": "/api/decide/finish"})["body"].(string)), &a)
+		b.do(map[string]any{"op": "hold", "selector": sel("web-4") + " button.allow"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Not decided"})
+		var bb map[string]any
+		_ = json.Unmarshal([]byte(b.do(map[string]any{"op": "captured", "path": "/api/decide/finish"})["body"].(string)), &bb)
+		b.do(map[string]any{"op": "uncapture", "path": "/api/decide/finish"})
+		if a["nonce"] == bb["nonce"] {
+			t.Fatal("both decisions were captured as one")
+		}
+		// web-3's assertion sent as the decision on web-4.
+		forged, _ := json.Marshal(map[string]any{"nonce": bb["nonce"], "assertion": a["assertion"]})
+		m := b.do(map[string]any{"op": "post", "path": "/api/decide/finish", "body": string(forged)})
+		if m["status"] == float64(200) || !strings.Contains(m["text"].(string), "signed decision refused") {
+			t.Fatalf("web-3's assertion for web-4: %v, want refused by the daemon", m)
+		}
+		// Both still wait; deny them on the page.
+		for _, id := range []string{"web-3", "web-4"} {
+			b.do(map[string]any{"op": "wait", "selector": sel(id)})
+			b.do(map[string]any{"op": "click", "selector": sel(id) + " button.deny"})
+			b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: " + id})
+		}
+		if ra, rb := <-doneA, <-doneB; ra.Status != proto.StatusDenied || rb.Status != proto.StatusDenied {
+			t.Fatalf("web-3 %s, web-4 %s: want both denied", ra.Status, rb.Status)
+		}
+	})
+
+	t.Run("HTML and script from the agent render inert", func(t *testing.T) {
+		reason := `<script>alert(1)</script><img src=x onerror=alert(2)>`
+		done := r.ask("web-xss", reason, "echo", `"><svg onload=alert(3)>`, "<iframe src=javascript:alert(4)>")
+		b.do(map[string]any{"op": "wait", "selector": sel("web-xss")})
+		text := b.do(map[string]any{"op": "text", "selector": sel("web-xss") + " .reason"})["text"].(string)
+		if !strings.Contains(text, reason) {
+			t.Errorf("the reason shows as %q, want the text %q", text, reason)
+		}
+		n := b.do(map[string]any{"op": "count", "selector": sel("web-xss") + " script, " + sel("web-xss") + " img, " + sel("web-xss") + " svg, " + sel("web-xss") + " iframe"})["count"]
+		if n != float64(0) {
+			t.Errorf("%v elements from the agent's text are on the page", n)
+		}
+		if d := b.do(map[string]any{"op": "dialogs"})["dialogs"].([]any); len(d) != 0 {
+			t.Errorf("the agent's script ran: %v", d)
+		}
+		b.do(map[string]any{"op": "click", "selector": sel("web-xss") + " button.deny"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-xss"})
+		<-done
+	})
+
+	t.Run("a browser without an enrolled passkey cannot decide", func(t *testing.T) {
+		done := r.ask("web-5", "no passkey here", "echo", "five")
+		// A browser with a passkey authenticator of its own, on which no
+		// passkey for this site was enrolled.
+		b.do(map[string]any{"op": "new", "page": "stranger"})
+		b.do(map[string]any{"op": "goto", "page": "stranger", "url": r.origin + "/"})
+		if n := b.do(map[string]any{"op": "count", "page": "stranger", "selector": "section.request"})["count"]; n != float64(0) {
+			t.Fatalf("a browser that is not signed in sees %v requests", n)
+		}
+		b.do(map[string]any{"op": "click", "page": "stranger", "selector": "#signin"})
+		b.do(map[string]any{"op": "waitText", "page": "stranger", "selector": "#status", "text": "Not signed in"})
+		m := b.do(map[string]any{"op": "post", "page": "stranger", "path": "/api/decide/begin",
+			"body": `{"id":"web-5","hash":"00","decision":"allow_once"}`})
+		if m["status"] != float64(401) {
+			t.Fatalf("decide from a browser without a passkey: %v, want 401", m)
+		}
+		b.do(map[string]any{"op": "wait", "selector": sel("web-5")})
+		b.do(map[string]any{"op": "click", "selector": sel("web-5") + " button.deny"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-5"})
+		if resp := <-done; resp.Status != proto.StatusDenied {
+			t.Fatalf("web-5: %s", resp.Status)
+		}
+	})
+}
