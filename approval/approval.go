@@ -101,6 +101,9 @@ type Decision struct {
 	Approver *procinfo.Person
 	// Signed is the passkey's signature when the decision was signed.
 	Signed *SignedBy
+	// Approvals are the earlier allows of a request that needed more than
+	// one person (the two-person rule); the last allow is By.
+	Approvals []Approval
 }
 
 // Pending is a request waiting for a human, with everything the human must
@@ -130,6 +133,9 @@ type Pending struct {
 	// Record is the hash of the request's request record in the audit
 	// log, which a signed decision must name (Statement.Record).
 	Record string
+	// Approvals is how many different people must allow the request (the
+	// two-person rule); 0 and 1 mean one.
+	Approvals int
 	// Waiting, when set, is called once the request waits for a human (no
 	// session grant covered it), with the number of consoles connected;
 	// it must return promptly.
@@ -146,7 +152,7 @@ func (p *Pending) Shown() *Shown {
 	if cwd == "" {
 		cwd = "/"
 	}
-	return &Shown{
+	s := &Shown{
 		ID: r.ID, Session: r.Session, Host: r.Host, Reason: r.Reason, Why: strings.ToValidUTF8(p.Why, "\uFFFD"), Time: r.Time,
 		Pipeline: r.Pipeline, Programs: p.Programs, Env: r.Env, Cwd: cwd,
 		CwdChain: p.CwdChain, CwdWritable: p.CwdWritable,
@@ -158,6 +164,10 @@ func (p *Pending) Shown() *Shown {
 		Peer:     p.Peer.valid(),
 		Received: p.Received, Deadline: p.Deadline, DaemonHost: strings.ToValidUTF8(p.DaemonHost, "\uFFFD"),
 	}
+	if p.Approvals > 1 {
+		s.Approvals = p.Approvals
+	}
+	return s
 }
 
 // Approver puts a pending request to a human. Ask blocks until a decision

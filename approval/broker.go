@@ -69,6 +69,9 @@ type entry struct {
 	hash  string
 	// record is the audit request record's hash (Pending.Record).
 	record string
+	// given are the allows so far of a request that needs more than one
+	// person (twoperson.go).
+	given []Approval
 	// announce is the pending message consoles get: the request in full,
 	// or a summary when it is larger than MaxInlineRequest.
 	announce Message
@@ -153,6 +156,13 @@ func (b *Broker) Decide(id, hash string, choice Choice, note, by string) error {
 
 // decide is Decide by the console who, whose Person goes with the decision.
 func (b *Broker) decide(id, hash string, choice Choice, note string, who Console) error {
+	_, err := b.decideNote(id, hash, choice, note, who)
+	return err
+}
+
+// decideNote is decide, which also returns a note for the console: set
+// when the allow was recorded but the request waits for another person.
+func (b *Broker) decideNote(id, hash string, choice Choice, note string, who Console) (string, error) {
 	by := who.By
 	var d Decision
 	switch choice {
@@ -164,26 +174,35 @@ func (b *Broker) decide(id, hash string, choice Choice, note string, who Console
 			d.Message += ": " + note
 		}
 	default:
-		return fmt.Errorf("%w %q: want %q, %q or %q", ErrBadChoice, choice, AllowOnce, AllowSession, DenyOnce)
+		return "", fmt.Errorf("%w %q: want %q, %q or %q", ErrBadChoice, choice, AllowOnce, AllowSession, DenyOnce)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := slices.IndexFunc(b.pending, func(e *entry) bool { return e.shown.ID == id })
 	if i < 0 {
-		return ErrNotPending
+		return "", ErrNotPending
 	}
 	// Waiting ids are unique (Ask refuses a duplicate), so the request is
 	// found by id alone and the hash then binds the decision to it.
 	e := b.pending[i]
 	if hash != e.hash {
-		return ErrHashMismatch
+		return "", ErrHashMismatch
 	}
 	if who.Signed != nil && (e.record == "" || who.Signed.Statement.Record != e.record) {
-		return errors.New("signed decision refused: the statement names another audit record than the request's")
+		return "", errors.New("signed decision refused: the statement names another audit record than the request's")
+	}
+	if choice != DenyOnce && e.shown.Approvals > 1 {
+		earlier, done, partial, err := e.approve(choice, who)
+		if !done {
+			return partial, err
+		}
+		d.Approvals = earlier
+	} else if choice == DenyOnce {
+		d.Approvals = e.given
 	}
 	if choice == AllowSession {
 		if why := e.shown.GrantRefusal(); why != "" {
-			return fmt.Errorf("%w: %s", ErrNoSessionGrant, why)
+			return "", fmt.Errorf("%w: %s", ErrNoSessionGrant, why)
 		}
 		g := b.addGrant(e.shown, by)
 		d.By = fmt.Sprintf("%s (new session grant %s)", by, g.ID)
@@ -193,7 +212,7 @@ func (b *Broker) decide(id, hash string, choice Choice, note string, who Console
 	b.remove(e)
 	e.decided <- d
 	b.broadcast(Message{Type: MsgResolved, ID: id, Hash: hash, Verdict: d.Verdict, By: d.By})
-	return nil
+	return "", nil
 }
 
 // Detail returns the full text of the waiting request id whose hash is
@@ -231,7 +250,7 @@ func announce(s *Shown, hash string, size int) Message {
 	m.Request = &Shown{
 		ID: s.ID, Session: s.Session, Host: s.Host, Reason: s.Reason, Time: s.Time, Cwd: s.Cwd,
 		Privileged: s.Privileged, RunAs: s.RunAs, ForwardAgent: s.ForwardAgent, Peer: s.Peer,
-		Received: s.Received, Deadline: s.Deadline, DaemonHost: s.DaemonHost,
+		Received: s.Received, Deadline: s.Deadline, DaemonHost: s.DaemonHost, Approvals: s.Approvals,
 	}
 	m.Summary = sum
 	return m

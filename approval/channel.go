@@ -214,7 +214,7 @@ func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watc
 			signedOnly = true
 			c.Log.Info("console decides only with signed decisions from now on", "console", by)
 		case m.Type == MsgDecide:
-			err = c.decide(m, who, signedOnly)
+			reply.Note, err = c.decide(m, who, signedOnly)
 		case m.Type == MsgDetail:
 			var s *Shown
 			if s, err = c.Broker.Detail(m.ID, m.Hash); err == nil {

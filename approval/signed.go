@@ -185,19 +185,21 @@ func (g *Signatures) check(id, hash string, choice Choice, s *Signed, relay stri
 }
 
 // decide passes a console's decide message to the broker: a signed one
-// once its signature is checked, with who signed it.
-func (c *Channel) decide(m Message, who Console, signedOnly bool) error {
+// once its signature is checked, with who signed it. The note, for the
+// console's result, says when an allow was recorded but the request waits
+// for another person.
+func (c *Channel) decide(m Message, who Console, signedOnly bool) (string, error) {
 	if m.Signed != nil {
 		s, err := c.Signatures.check(m.ID, m.Hash, m.Decision, m.Signed, who.By)
 		if err != nil {
 			c.Log.Warn("console decision refused", "id", m.ID, "decision", m.Decision, "console", who.By, "err", err)
-			return err
+			return "", err
 		}
 		who = Console{By: fmt.Sprintf("passkey %q (via %s)", s.Approver, who.By), Signed: s}
 	} else if signedOnly {
-		return ErrUnsigned
+		return "", ErrUnsigned
 	}
-	err := c.Broker.decide(m.ID, m.Hash, m.Decision, m.Note, who)
-	c.Log.Info("console decision", "id", m.ID, "decision", m.Decision, "console", who.By, "err", err)
-	return err
+	note, err := c.Broker.decideNote(m.ID, m.Hash, m.Decision, m.Note, who)
+	c.Log.Info("console decision", "id", m.ID, "decision", m.Decision, "console", who.By, "note", note, "err", err)
+	return note, err
 }

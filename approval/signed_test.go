@@ -84,6 +84,10 @@ func TestSignedOnly(t *testing.T) {
 	if res := recvType(t, c, MsgResult); !res.OK {
 		t.Fatalf("signed_only answered %+v", res)
 	}
+	// The two asks race: take them by id.
+	if pend[0].ID != "s1" {
+		pend[0], pend[1] = pend[1], pend[0]
+	}
 	a, other := pend[0], pend[1]
 	if a.ID != "s1" || a.Record != p1.Record {
 		t.Fatalf("pending %+v, want s1 with its record", a)

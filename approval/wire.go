@@ -55,6 +55,10 @@ type Shown struct {
 	// times out if nobody decides.
 	Received time.Time `json:"received"`
 	Deadline time.Time `json:"deadline"`
+	// Approvals is how many different people must allow the request (the
+	// two-person rule); absent when one is enough, so that such a request
+	// hashes as before.
+	Approvals int `json:"approvals,omitempty"`
 }
 
 // StdinShown is the input a request feeds to its first stage. Data is the
@@ -399,7 +403,8 @@ type Message struct {
 	// daemon.
 	Record string `json:"record,omitempty"`
 
-	// decide
+	// decide; Note also on a result: an allow that counted while the
+	// request waits for another person (the two-person rule).
 	Decision Choice `json:"decision,omitempty"`
 	Note     string `json:"note,omitempty"`
 	// decide: a passkey's signature over the decision (signed.go).

@@ -296,7 +296,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan, record
 		// approval" goes without saying on the console.
 		Why: strings.TrimPrefix(rd.Reason, rules.AskPrefix),
 		Cwd: p.dir, CwdChain: p.dirChain, CwdWritable: p.dirWritable,
-		Received: p.received, Deadline: deadline, DaemonHost: s.host, Record: record,
+		Received: p.received, Deadline: deadline, DaemonHost: s.host, Record: record, Approvals: rd.Approvals,
 	}
 	if p.req.Progress {
 		pending.Waiting = func(consoles int) {

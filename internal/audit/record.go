@@ -184,6 +184,10 @@ type DecisionSection struct {
 	// assertion (credential id, authenticator data, client data,
 	// signature), so that audit verify can check it again offline.
 	Signed *approval.SignedBy `json:"signed,omitempty"`
+	// Approvals are the earlier allows of a request whose rule asked for
+	// two people (approvals = 2): who, as the daemon told them apart, and
+	// a passkey's signature; By, Approver and Signed are the last allow.
+	Approvals []approval.Approval `json:"approvals,omitempty"`
 }
 
 // ExecSection is exactly what is about to run.

@@ -180,7 +180,7 @@ func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Cr
 // not run, even if it was allowed.
 func (t *Trail) Decided(ctx context.Context, d approval.Decision) error {
 	rec := t.record(TypeDecision)
-	rec.Decision = &DecisionSection{Verdict: string(d.Verdict), By: d.By, Message: d.Message, Approver: d.Approver, Signed: d.Signed}
+	rec.Decision = &DecisionSection{Verdict: string(d.Verdict), By: d.By, Message: d.Message, Approver: d.Approver, Signed: d.Signed, Approvals: d.Approvals}
 	t.decidedBy = d.By
 	rcpt, _, err := t.log.write(ctx, rec, true, true, t.epoch)
 	fields := map[string]string{

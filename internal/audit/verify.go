@@ -112,18 +112,11 @@ func VerifyWith(ctx context.Context, opts VerifyOptions, files ...string) (*Veri
 			return nil, &ChainError{File: cur.File, Line: cur.Line, Problem: fmt.Sprintf(
 				"seq is %d, but the record before it (%s) has seq %d", r.Seq, prev1.Location(), prev1.Record.Seq)}
 		}
-		if d := r.Decision; d != nil && d.Signed != nil && opts.Signed != nil {
-			st := d.Signed.Statement
-			want := map[approval.Choice]approval.Verdict{approval.AllowOnce: approval.Allow, approval.DenyOnce: approval.Deny}[st.Decision]
-			if st.Record != r.Ref || st.ID != r.ID || string(want) != d.Verdict {
-				return nil, &ChainError{File: cur.File, Line: cur.Line, Problem: fmt.Sprintf(
-					"the signed decision's statement (record %q, id %q, %q) is not this record's (ref %q, id %q, %q)",
-					st.Record, st.ID, st.Decision, r.Ref, r.ID, d.Verdict)}
+		if d := r.Decision; d != nil && opts.Signed != nil {
+			if err := checkSigned(opts.Signed, r); err != nil {
+				return nil, &ChainError{File: cur.File, Line: cur.Line, Problem: err.Error()}
 			}
-			if err := opts.Signed(d.Signed); err != nil {
-				return nil, &ChainError{File: cur.File, Line: cur.Line, Problem: "the signed decision does not verify: " + err.Error()}
-			}
-			res.Signed++
+			res.Signed += signedCount(d)
 		}
 		if _, want := anchors[cur.Hash]; want {
 			anchors[cur.Hash] = true
@@ -199,4 +192,51 @@ func diagnose(prev2, prev1, cur *Entry, next func() (Entry, error, bool)) *Chain
 	}
 	return at(cur, "altered: its prev is not the hash of the line before it (%s), and the next line (%s) is not chained to it either",
 		prev1.Location(), after.Location())
+}
+
+// signedCount counts the signatures on a decision record.
+func signedCount(d *DecisionSection) int {
+	n := 0
+	if d.Signed != nil {
+		n++
+	}
+	for _, a := range d.Approvals {
+		if a.Signed != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// checkSigned checks every signature on r's decision: the last allow's
+// (or the deny's) and those of earlier approvals. Each statement must name
+// r's ref, id and a decision that matches the verdict (an earlier
+// approval is an allow), and its signature must verify.
+func checkSigned(verify func(*approval.SignedBy) error, r *Record) error {
+	d := r.Decision
+	type sig struct {
+		s    *approval.SignedBy
+		want string
+	}
+	var sigs []sig
+	if d.Signed != nil {
+		sigs = append(sigs, sig{d.Signed, d.Verdict})
+	}
+	for _, a := range d.Approvals {
+		if a.Signed != nil {
+			sigs = append(sigs, sig{a.Signed, string(approval.Allow)})
+		}
+	}
+	for _, x := range sigs {
+		st := x.s.Statement
+		want := map[approval.Choice]approval.Verdict{approval.AllowOnce: approval.Allow, approval.DenyOnce: approval.Deny}[st.Decision]
+		if st.Record != r.Ref || st.ID != r.ID || string(want) != x.want {
+			return fmt.Errorf("the signed decision's statement (record %q, id %q, %q) is not this record's (ref %q, id %q, %q)",
+				st.Record, st.ID, st.Decision, r.Ref, r.ID, x.want)
+		}
+		if err := verify(x.s); err != nil {
+			return fmt.Errorf("the signed decision does not verify: %w", err)
+		}
+	}
+	return nil
 }

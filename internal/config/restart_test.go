@@ -28,7 +28,7 @@ func TestKeepRestartKeys(t *testing.T) {
 			t.Errorf("reloadable %s: changed %q, and the new value was undone: %v", key, changed, reflect.DeepEqual(next, cur))
 		}
 	}
-	if got, want := RestartKeys(), []string{"socket", "socket_group", "approver_socket", "audit_log",
+	if got, want := RestartKeys(), []string{"socket", "socket_group", "approver_socket", "passkeys", "audit_log",
 		"audit_env_values", "audit_stdin", "exec", "cgroup", "sudo_path", "max_connections",
 		"max_connections_per_user", "root_connections", "max_requests_per_minute"}; !slices.Equal(got, want) {
 		t.Errorf("restart keys %q, want %q", got, want)

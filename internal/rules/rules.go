@@ -87,6 +87,10 @@ type Rule struct {
 	// so that a rule written for "tee /etc/motd" does not let an agent
 	// write whatever it likes there. Only allow rules may have it.
 	Stdin bool `toml:"stdin"`
+	// Approvals, on an ask rule, is how many different people must allow
+	// a request it asks for: 2 asks for two (the two-person rule); 0 and 1
+	// mean one.
+	Approvals int64 `toml:"approvals"`
 }
 
 // Validate reports the first thing that makes r unusable, or nil. The error
@@ -115,6 +119,7 @@ type compiledRule struct {
 	env                 []string // allow rules: permitted names and "PREFIX*"
 	forwardAgent        bool
 	stdin               bool
+	approvals           int
 }
 
 func compile(r Rule) (compiledRule, error) {
@@ -173,6 +178,13 @@ func compile(r Rule) (compiledRule, error) {
 	if err := compileIdentity(r, &c); err != nil {
 		return c, err
 	}
+	if r.Approvals < 0 || r.Approvals > 2 {
+		return c, fmt.Errorf("approvals = %d: it must be 1 or 2 (the two-person rule)", r.Approvals)
+	}
+	if r.Approvals > 1 && r.Action != Ask {
+		return c, fmt.Errorf("approvals is only meaningful on an ask rule (this one is %q): only a request a human is asked about can wait for two", string(r.Action))
+	}
+	c.approvals = int(r.Approvals)
 	if r.Action != Allow {
 		if r.Env != nil {
 			return c, fmt.Errorf("env is only meaningful on an allow rule (this one is %q): deny and ask rules apply whatever the request's environment", string(r.Action))
@@ -425,6 +437,8 @@ type StageDecision struct {
 	// only allow rules have, each with why: the rules a rule author most
 	// likely expected to allow the stage.
 	Passed []Passed
+	// Approvals is the applying ask rule's approvals (0 when it has none).
+	Approvals int
 }
 
 // Passed is an allow rule that matched a stage but did not apply to it.
@@ -457,6 +471,9 @@ type Decision struct {
 	// Stages has one entry per stage of the query; it is nil when the
 	// query was malformed.
 	Stages []StageDecision
+	// Approvals, on an Ask, is how many different people must allow the
+	// request: the most any asking rule says, and at least 1.
+	Approvals int
 }
 
 // AskPrefix starts the Reason of every Ask decision.
@@ -527,8 +544,16 @@ func (e *Engine) Decide(q Query) Decision {
 		}
 		parts = append(parts, part)
 	}
-	d.Action, d.Rule = Ask, strings.Join(names, ", ")
+	d.Action, d.Rule, d.Approvals = Ask, strings.Join(names, ", "), 1
+	for _, sd := range d.Stages {
+		if sd.Action == Ask {
+			d.Approvals = max(d.Approvals, sd.Approvals)
+		}
+	}
 	d.Reason = AskPrefix + strings.Join(parts, "; ")
+	if d.Approvals > 1 {
+		d.Reason += fmt.Sprintf("; %d different people must allow it", d.Approvals)
+	}
 	return d
 }
 
@@ -546,7 +571,7 @@ func (e *Engine) decideStage(s Stage, q Query) StageDecision {
 				continue
 			}
 		}
-		sd.Action, sd.Rule = r.action, r.name
+		sd.Action, sd.Rule, sd.Approvals = r.action, r.name, r.approvals
 		return sd
 	}
 	sd.Action = Ask

@@ -110,6 +110,9 @@ func describe(p approval.Message, now time.Time) requestView {
 	}
 	v.Session, v.Host = esc(r.Session), esc(r.Host)
 	v.Daemon = esc(r.DaemonHost)
+	if r.Approvals > 1 {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("two-person rule: %d different people must allow it; your allow is one of them", r.Approvals))
+	}
 	if r.ForwardAgent {
 		v.Warnings = append(v.Warnings, "forwards your SSH agent to the command")
 	}

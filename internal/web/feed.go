@@ -96,17 +96,19 @@ func (f *feed) find(id string) (approval.Message, bool) {
 	return f.pending[i], true
 }
 
-// decide relays a signed decision and returns the daemon's answer.
-func (f *feed) decide(ctx context.Context, m approval.Message) error {
+// decide relays a signed decision and returns the daemon's answer: its
+// note (set when the allow counted but another person must allow too), or
+// its error.
+func (f *feed) decide(ctx context.Context, m approval.Message) (string, error) {
 	ch := make(chan approval.Message, 1)
 	f.mu.Lock()
 	if f.err != nil {
 		f.mu.Unlock()
-		return fmt.Errorf("the daemon's channel is closed: %w", f.err)
+		return "", fmt.Errorf("the daemon's channel is closed: %w", f.err)
 	}
 	if _, busy := f.results[m.ID]; busy {
 		f.mu.Unlock()
-		return errors.New("a decision on this request is already on its way")
+		return "", errors.New("a decision on this request is already on its way")
 	}
 	f.results[m.ID] = ch
 	f.mu.Unlock()
@@ -114,21 +116,21 @@ func (f *feed) decide(ctx context.Context, m approval.Message) error {
 		f.mu.Lock()
 		delete(f.results, m.ID)
 		f.mu.Unlock()
-		return err
+		return "", err
 	}
 	select {
 	case res, ok := <-ch:
 		if !ok {
-			return errors.New("the daemon's channel closed before it answered")
+			return "", errors.New("the daemon's channel closed before it answered")
 		}
 		if !res.OK {
-			return errors.New(res.Error)
+			return "", errors.New(res.Error)
 		}
-		return nil
+		return res.Note, nil
 	case <-ctx.Done():
 		f.mu.Lock()
 		delete(f.results, m.ID)
 		f.mu.Unlock()
-		return ctx.Err()
+		return "", ctx.Err()
 	}
 }

@@ -433,13 +433,13 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	err = s.feed.decide(ctx, approval.Message{Type: approval.MsgDecide, ID: st.ID, Hash: st.Hash, Decision: st.Decision,
+	note, err := s.feed.decide(ctx, approval.Message{Type: approval.MsgDecide, ID: st.ID, Hash: st.Hash, Decision: st.Decision,
 		Signed: &approval.Signed{Statement: st, Assertion: a}})
 	if err != nil {
 		s.log.Info("web: decision refused by the daemon", "id", st.ID, "err", err)
 		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error()})
 		return
 	}
-	s.log.Info("web: decision relayed", "id", st.ID, "decision", st.Decision)
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	s.log.Info("web: decision relayed", "id", st.ID, "decision", st.Decision, "note", note)
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "note": note})
 }

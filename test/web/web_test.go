@@ -185,31 +185,42 @@ func setup(t *testing.T) *rig {
 	if err := os.Chmod(keys, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "90s", Extra: fmt.Sprintf("passkeys = %q", keys)})
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "90s", Extra: fmt.Sprintf("passkeys = %q", keys), Rules: `
+[[rule]]
+name = "two people"
+action = "ask"
+match = ["echo", "two-person", "**"]
+approvals = 2
+`})
 	_, cli := daemontest.Binaries(t)
 	port := freePort(t)
 	addr := "localhost:" + port
 	r := &rig{d: d, keys: keys, cli: cli, origin: "http://" + addr, b: b}
 
-	// Enrolment, at the "root terminal": a one-time link.
-	enrol := exec.Command(cli, "approve", "web", "enroll", "alice", "--web", addr, "--no-tls", "--passkeys", keys)
-	enrol.Env = daemontest.RaceEnv(os.Environ())
-	eout, err := enrol.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	enrol.Stderr = os.Stderr
-	if err := enrol.Start(); err != nil {
-		t.Fatal(err)
-	}
-	el := lines(eout)
-	link := strings.TrimSpace(readUntil(t, el, r.origin+"/enroll/"))
-	b.do(map[string]any{"op": "goto", "url": link})
-	b.do(map[string]any{"op": "click", "selector": "#enroll"})
-	b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Enrolled: alice"})
-	readUntil(t, el, "enrolled alice")
-	if err := enrol.Wait(); err != nil {
-		t.Fatalf("approve web enroll: %v", err)
+	// Enrolment, at the "root terminal": a one-time link. alice's passkey
+	// is the main page's authenticator, bob's the "bob" page's.
+	b.do(map[string]any{"op": "new", "page": "bob"})
+	var link string
+	for _, who := range []struct{ name, page string }{{"alice", "main"}, {"bob", "bob"}} {
+		enrol := exec.Command(cli, "approve", "web", "enroll", who.name, "--web", addr, "--no-tls", "--passkeys", keys)
+		enrol.Env = daemontest.RaceEnv(os.Environ())
+		eout, err := enrol.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		enrol.Stderr = os.Stderr
+		if err := enrol.Start(); err != nil {
+			t.Fatal(err)
+		}
+		el := lines(eout)
+		link = strings.TrimSpace(readUntil(t, el, r.origin+"/enroll/"))
+		b.do(map[string]any{"op": "goto", "page": who.page, "url": link})
+		b.do(map[string]any{"op": "click", "page": who.page, "selector": "#enroll"})
+		b.do(map[string]any{"op": "waitText", "page": who.page, "selector": "#status", "text": "Enrolled: " + who.name})
+		readUntil(t, el, "enrolled "+who.name)
+		if err := enrol.Wait(); err != nil {
+			t.Fatalf("approve web enroll %s: %v", who.name, err)
+		}
 	}
 	// The link was for one use.
 	b.do(map[string]any{"op": "new", "page": "late", "bare": true})
@@ -235,6 +246,9 @@ func setup(t *testing.T) *rig {
 	b.do(map[string]any{"op": "goto", "url": r.origin + "/"})
 	b.do(map[string]any{"op": "click", "selector": "#signin"})
 	b.do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
+	b.do(map[string]any{"op": "goto", "page": "bob", "url": r.origin + "/"})
+	b.do(map[string]any{"op": "click", "page": "bob", "selector": "#signin"})
+	b.do(map[string]any{"op": "waitText", "page": "bob", "selector": "#approver", "text": "bob"})
 	return r
 }
 
@@ -355,6 +369,46 @@ func TestWebApprover(t *testing.T) {
 		b.do(map[string]any{"op": "click", "selector": sel("web-xss") + " button.deny"})
 		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-xss"})
 		<-done
+	})
+
+	t.Run("the two-person rule waits for the second approver", func(t *testing.T) {
+		done := r.ask("web-2p", "dangerous", "echo", "two-person", "ran")
+		b.do(map[string]any{"op": "wait", "selector": sel("web-2p")})
+		b.do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "two-person rule"})
+		b.do(map[string]any{"op": "hold", "selector": sel("web-2p") + " button.allow"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Waiting for another person: web-2p"})
+		// Still waiting: a console connecting now is shown it.
+		c := daemontest.Dial(t, r.d.ApproverSocket)
+		if p := c.Pending("web-2p"); p.Request.Approvals != 2 {
+			t.Fatalf("pending %+v: want the request, needing two", p.Request)
+		}
+		// alice again does not count twice.
+		b.do(map[string]any{"op": "hold", "selector": sel("web-2p") + " button.allow"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "already allowed"})
+		b.do(map[string]any{"op": "wait", "page": "bob", "selector": sel("web-2p")})
+		b.do(map[string]any{"op": "hold", "page": "bob", "selector": sel("web-2p") + " button.allow"})
+		b.do(map[string]any{"op": "waitText", "page": "bob", "selector": "#status", "text": "Allowed: web-2p"})
+		if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "two-person ran\n" {
+			t.Fatalf("response %+v", resp)
+		}
+		var first, last string
+		for _, rec := range r.d.AuditRecords("web-2p") {
+			if d := rec.Decision; d != nil {
+				if len(d.Approvals) == 1 && d.Approvals[0].Signed != nil {
+					first = d.Approvals[0].Signed.Approver
+				}
+				if d.Signed != nil {
+					last = d.Signed.Approver
+				}
+			}
+		}
+		if first != "alice" || last != "bob" {
+			t.Fatalf("the decision record shows %q then %q, want alice then bob", first, last)
+		}
+		out, err := exec.Command(r.cli, "audit", "verify", "--log", r.d.AuditLog, "--passkeys", r.keys).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "every signature verified") {
+			t.Fatalf("audit verify: %v\n%s", err, out)
+		}
 	})
 
 	t.Run("a browser without an enrolled passkey cannot decide", func(t *testing.T) {

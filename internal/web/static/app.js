@@ -82,7 +82,13 @@ async function decide(section, decision) {
       id: section.dataset.id, hash: section.dataset.hash, decision: decision,
     });
     const a = await assert(begin.challenge, begin.rpId, begin.timeout);
-    await post("/api/decide/finish", { nonce: begin.statement.nonce, assertion: a });
+    const done = await post("/api/decide/finish", { nonce: begin.statement.nonce, assertion: a });
+    if (done.note) {
+      // The two-person rule: this allow counted; another person must too.
+      say("Waiting for another person: " + section.dataset.id + " (" + done.note + ")");
+      section.dataset.decided = "partial";
+      return;
+    }
     say((decision === "deny" ? "Denied" : "Allowed") + ": " + section.dataset.id);
     section.dataset.decided = decision;
     for (const b of section.querySelectorAll("button")) b.disabled = true;

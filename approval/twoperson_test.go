@@ -1,0 +1,94 @@
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/procinfo"
+)
+
+func person(uid uint32) *procinfo.Person { return &procinfo.Person{LoginUID: &uid} }
+
+// TestTwoPersonRule: a request that needs two people waits after one
+// allow (the console is told so), refuses a second allow by the same
+// login identity or by a console without one, and runs once a different
+// person allows; the decision lists the first approval. A deny by anyone
+// decides at once.
+func TestTwoPersonRule(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	p := pending("tp1")
+	p.Approvals = 2
+	r := askAsync(context.Background(), b, p)
+	_, events, unsubscribe := b.Subscribe()
+	defer unsubscribe()
+	var hash string
+	for hash == "" {
+		if m := next(t, events); m.Type == MsgPending && m.ID == "tp1" {
+			if m.Request.Approvals != 2 {
+				t.Fatalf("pending %+v: the request does not say it needs two people", m.Request)
+			}
+			hash = m.Hash
+		}
+	}
+	alice := Console{By: "console alice", Person: person(1000)}
+	note, err := b.decideNote("tp1", hash, AllowOnce, "", alice)
+	if err != nil || !strings.Contains(note, "1 of 2") {
+		t.Fatalf("first allow: %q %v, want recorded, 1 of 2", note, err)
+	}
+	if b.Waiting() != 1 {
+		t.Fatal("the request no longer waits after one allow")
+	}
+	if _, err := b.decideNote("tp1", hash, AllowOnce, "", Console{By: "another console of alice", Person: person(1000)}); err == nil || !strings.Contains(err.Error(), "already allowed") {
+		t.Fatalf("alice again from another console: %v, want refused", err)
+	}
+	if _, err := b.decideNote("tp1", hash, AllowOnce, "", Console{By: "console without login"}); !errors.Is(err, ErrNoIdentity) {
+		t.Fatalf("a console without a login identity: %v, want ErrNoIdentity", err)
+	}
+	if _, err := b.decideNote("tp1", hash, AllowSession, "", Console{By: "console bob", Person: person(1001)}); err == nil {
+		t.Fatal("allow for the session counted as a second approval")
+	}
+	if note, err := b.decideNote("tp1", hash, AllowOnce, "", Console{By: "console bob", Person: person(1001)}); err != nil || note != "" {
+		t.Fatalf("bob's allow: %q %v", note, err)
+	}
+	got := <-r
+	if got.d.Verdict != Allow || got.d.By != "console bob" || len(got.d.Approvals) != 1 || got.d.Approvals[0].By != "console alice" || got.d.Approvals[0].Identity != "uid 1000" {
+		t.Fatalf("decision %+v, want allowed by bob after alice", got.d)
+	}
+
+	p2 := pending("tp2")
+	p2.Approvals = 2
+	r2 := askAsync(context.Background(), b, p2)
+	for hash = ""; hash == ""; {
+		if m := next(t, events); m.Type == MsgPending && m.ID == "tp2" {
+			hash = m.Hash
+		}
+	}
+	if _, err := b.decideNote("tp2", hash, AllowOnce, "", alice); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.decideNote("tp2", hash, DenyOnce, "", Console{By: "console carol", Person: person(1002)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-r2; got.d.Verdict != Deny || len(got.d.Approvals) != 1 {
+		t.Fatalf("tp2: %+v, want denied, with alice's earlier allow recorded", got.d)
+	}
+}
+
+// TestOnePersonUnchanged: a request without the two-person rule hashes as
+// before (no approvals field) and one allow runs it.
+func TestOnePersonUnchanged(t *testing.T) {
+	s := pending("op").Shown()
+	if s.Approvals != 0 {
+		t.Fatalf("Approvals %d on a one-person request", s.Approvals)
+	}
+	b, _ := jsonMarshal(s)
+	if strings.Contains(string(b), "approvals") {
+		t.Fatalf("a one-person request's JSON names approvals: %s", b)
+	}
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
