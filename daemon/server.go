@@ -173,9 +173,11 @@ func (s *Server) policy() *policy { return s.pol.Load() }
 // sh, a request that has just started waiting for a human; it returns at
 // once. ctx ends the notifiers still running.
 func (s *Server) notifyWaiting(ctx context.Context, r *notify.Runner, sh *approval.Shown) {
-	r.Start(ctx, s.policy().notify, notify.Values{
+	pol := s.policy()
+	r.Start(ctx, pol.notify, notify.Values{
 		ID: sh.ID, Session: sh.Session, Host: sh.Host, Reason: sh.Reason,
 		User: sh.Peer.User, UID: sh.Peer.UID, RunAs: sh.RunAs, Pipeline: sh.Pipeline,
+		WebApprover: pol.cfg.WebApproverURL,
 	})
 }
 

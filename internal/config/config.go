@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -162,6 +163,10 @@ type Config struct {
 	// NotifyTimeout bounds each notifier's run; its process group is
 	// killed then.
 	NotifyTimeout Duration `toml:"notify_timeout"`
+	// WebApproverURL is the web approver's address as a phone opens it
+	// (scheme://host[:port]); a notifier's {url} links to the waiting
+	// request there. Empty: {url} is empty.
+	WebApproverURL string `toml:"web_approver_url"`
 
 	// Rules are the [[rule]] tables, in file order.
 	Rules []rules.Rule `toml:"rule"`
@@ -749,6 +754,11 @@ func (c *Config) Validate() error {
 	}
 	checkSocket("socket", c.Socket)
 	checkSocket("approver_socket", c.ApproverSocket)
+	if c.WebApproverURL != "" {
+		if err := checkWebApproverURL(c.WebApproverURL); err != nil {
+			add("web_approver_url", "%v", err)
+		}
+	}
 	if c.Socket == c.ApproverSocket && c.Socket != "" {
 		add("approver_socket", "%q is also the agents' socket; the two must differ", c.ApproverSocket)
 	}
@@ -853,6 +863,21 @@ func checkPath(p string) error {
 		return fmt.Errorf("%q contains a NUL byte", p)
 	case filepath.Clean(p) != p:
 		return fmt.Errorf("%q is not a clean path; write %q", p, filepath.Clean(p))
+	}
+	return nil
+}
+
+// checkWebApproverURL accepts http:// or https:// and a host, with an
+// optional port, and nothing else: no user, path, query or fragment, so
+// that {url} carries nothing but the request's id.
+func checkWebApproverURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %w", s, err)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, " \t\r\n") {
+		return fmt.Errorf("%q: want scheme://host[:port], https or http, nothing after the host", s)
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package notify
 
 import (
+	neturl "net/url"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
@@ -22,6 +24,9 @@ type Values struct {
 	RunAs string
 	// Pipeline is the request's pipeline, one argument vector per stage.
 	Pipeline [][]string
+	// WebApprover is the web approver's address (web_approver_url); {url}
+	// is the link to the request there, "" when it is empty.
+	WebApprover string
 }
 
 // escaped returns each placeholder's replacement: escaped to one line of
@@ -37,6 +42,7 @@ func (v Values) escaped() map[string]string {
 		"run_as":  bound(termtext.EscStrict(v.RunAs)),
 		"command": bound(cmd),
 		"reason":  bound(termtext.Esc(v.Reason)),
+		"url":     v.url(),
 	}
 }
 
@@ -76,4 +82,20 @@ func unitLen(s string) int {
 		n = 10
 	}
 	return min(n, len(s))
+}
+
+// url is the link to the request on the web approver: its address and the
+// request's id, query-escaped (so the value is printable ASCII and the id
+// cannot add to the path or the query), and nothing else, no secret. An id
+// too long for MaxValue leaves the link without it.
+func (v Values) url() string {
+	if v.WebApprover == "" {
+		return ""
+	}
+	base := strings.TrimSuffix(v.WebApprover, "/") + "/"
+	link := base + "?id=" + neturl.QueryEscape(v.ID)
+	if len(link) > MaxValue {
+		return bound(base)
+	}
+	return link
 }
