@@ -33,6 +33,11 @@ func DropPrivileges(uid, gid uint32) error {
 	if uint32(r) != uid || uint32(e) != uid || uint32(s) != uid || uint32(rg) != gid || uint32(eg) != gid || uint32(sg) != gid {
 		return fmt.Errorf("drop privileges: ids are %d/%d/%d:%d/%d/%d, not %d:%d", r, e, s, rg, eg, sg, uid, gid)
 	}
+	// Not dumpable: a process of the same uid (an agent's command run as
+	// nobody) can neither ptrace it nor read its memory through /proc.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("drop privileges: dumpable: %w", err)
+	}
 	if err := syscall.Setuid(0); err == nil && uid != 0 {
 		return fmt.Errorf("drop privileges: could become root again")
 	}

@@ -13,10 +13,13 @@ package web
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,10 +84,15 @@ type Server struct {
 	log  *slog.Logger
 	now  func() time.Time
 
+	// loginKey keys the sign-in challenges, which are stateless (expiry,
+	// random, MAC), so that anyone reaching the port can ask for as many
+	// as they like without filling anything or crowding out the human's.
+	loginKey []byte
+
 	mu sync.Mutex
-	// logins are the sign-in challenges given out, by challenge, with
-	// their expiry.
-	logins map[string]time.Time
+	// usedLogins are the sign-in challenges already used, until they
+	// expire: only a verified assertion adds one.
+	usedLogins map[string]time.Time
 	// sessions are the signed-in browsers, by cookie value.
 	sessions map[string]session
 	// statements are the statements given out to sign, by nonce.
@@ -102,8 +110,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
 	}
-	s := &Server{cfg: cfg, feed: newFeed(cfg.Client), tmpl: t, log: cfg.Log, now: cfg.Now,
-		logins: map[string]time.Time{}, sessions: map[string]session{}, statements: map[string]approval.Statement{}}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	s := &Server{cfg: cfg, feed: newFeed(cfg.Client), tmpl: t, log: cfg.Log, now: cfg.Now, loginKey: key,
+		usedLogins: map[string]time.Time{}, sessions: map[string]session{}, statements: map[string]approval.Statement{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -269,9 +279,9 @@ func (a assertionJSON) decode() (approval.Assertion, error) {
 // caller holds s.mu.
 func (s *Server) expire() {
 	now := s.now()
-	for k, exp := range s.logins {
+	for k, exp := range s.usedLogins {
 		if !now.Before(exp) {
-			delete(s.logins, k)
+			delete(s.usedLogins, k)
 		}
 	}
 	for k, st := range s.statements {
@@ -290,16 +300,7 @@ func (s *Server) loginBegin(w http.ResponseWriter, r *http.Request) {
 	if !s.sameOrigin(w, r) {
 		return
 	}
-	ch := randomToken()
-	s.mu.Lock()
-	s.expire()
-	if len(s.logins) >= maxOutstanding {
-		s.mu.Unlock()
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too many sign-ins under way; try again in two minutes"})
-		return
-	}
-	s.logins[ch] = s.now().Add(challengeTTL)
-	s.mu.Unlock()
+	ch := s.loginChallenge(s.now().Add(challengeTTL))
 	writeJSON(w, http.StatusOK, map[string]any{"challenge": ch, "rpId": s.cfg.RPID, "timeout": challengeTTL.Milliseconds()})
 }
 
@@ -315,12 +316,9 @@ func (s *Server) loginFinish(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
 		return
 	}
-	s.mu.Lock()
-	exp, ok := s.logins[req.Challenge]
-	delete(s.logins, req.Challenge)
-	s.mu.Unlock()
+	exp, ok := s.checkLoginChallenge(req.Challenge)
 	if !ok || !s.now().Before(exp) {
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "this sign-in expired or was used; try again"})
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "this sign-in expired or is not ours; try again"})
 		return
 	}
 	a, err := req.Assertion.decode()
@@ -337,6 +335,12 @@ func (s *Server) loginFinish(w http.ResponseWriter, r *http.Request) {
 	tok := randomToken()
 	s.mu.Lock()
 	s.expire()
+	if _, used := s.usedLogins[req.Challenge]; used {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "this sign-in was used already"})
+		return
+	}
+	s.usedLogins[req.Challenge] = exp
 	if len(s.sessions) >= maxOutstanding {
 		s.mu.Unlock()
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too many browsers signed in"})
@@ -442,4 +446,31 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("web: decision relayed", "id", st.ID, "decision", st.Decision, "note", note)
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "note": note})
+}
+
+// loginChallenge returns a sign-in challenge valid until exp: exp, 16
+// random bytes and a MAC of both under loginKey, base64url.
+func (s *Server) loginChallenge(exp time.Time) string {
+	b := binary.BigEndian.AppendUint64(nil, uint64(exp.Unix()))
+	r := make([]byte, 16)
+	_, _ = rand.Read(r)
+	b = append(b, r...)
+	m := hmac.New(sha256.New, s.loginKey)
+	m.Write(b)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(b))
+}
+
+// checkLoginChallenge returns the expiry of a challenge loginChallenge
+// made, or false for anything else.
+func (s *Server) checkLoginChallenge(ch string) (time.Time, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(ch)
+	if err != nil || len(b) != 8+16+sha256.Size {
+		return time.Time{}, false
+	}
+	m := hmac.New(sha256.New, s.loginKey)
+	m.Write(b[:24])
+	if !hmac.Equal(m.Sum(nil), b[24:]) {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(binary.BigEndian.Uint64(b[:8])), 0), true
 }

@@ -287,3 +287,25 @@ func TestWebRefusesOtherOrigins(t *testing.T) {
 		t.Fatalf("cross-origin login begin: %d, want 403", resp.StatusCode)
 	}
 }
+
+// TestWebSignInFloodAndForgedChallenge: anyone who reaches the port (a
+// local agent) can ask for sign-in challenges; a thousand of them do not
+// crowd out the human's sign-in, and a challenge the web approver did not
+// make, even signed by an enrolled passkey, signs nobody in.
+func TestWebSignInFloodAndForgedChallenge(t *testing.T) {
+	r := newRig(t)
+	for range 1000 {
+		if code, _ := r.post("/api/login/begin", map[string]any{}); code != 200 {
+			t.Fatalf("login begin under a flood: %d", code)
+		}
+	}
+	forged := b64(bytes.Repeat([]byte{7}, 56))
+	sig, err := r.key.SignChallenge(approval.Statement{}, forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := r.post("/api/login/finish", map[string]any{"challenge": forged, "assertion": assertionBody(sig.Assertion)}); code != http.StatusForbidden {
+		t.Fatalf("sign-in over a forged challenge: %d, want 403", code)
+	}
+	r.signIn()
+}

@@ -171,6 +171,7 @@ type rig struct {
 	cli    string
 	origin string
 	b      *browser
+	webPID int
 }
 
 func setup(t *testing.T) *rig {
@@ -243,6 +244,7 @@ approvals = 2
 		_ = web.Wait()
 	})
 	readUntil(t, lines(wout), "web approver for")
+	r.webPID = web.Process.Pid
 	b.do(map[string]any{"op": "goto", "url": r.origin + "/"})
 	b.do(map[string]any{"op": "click", "selector": "#signin"})
 	b.do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
@@ -408,6 +410,51 @@ func TestWebApprover(t *testing.T) {
 		out, err := exec.Command(r.cli, "audit", "verify", "--log", r.d.AuditLog, "--passkeys", r.keys).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "every signature verified") {
 			t.Fatalf("audit verify: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("a local agent reaches the port and cannot approve or enrol", func(t *testing.T) {
+		// The agent: a local user in the socket group, with curl.
+		group, _ := daemontest.AddGroup(t, "webagent")
+		agent := daemontest.AddUser(t, "webagent", group)
+		done := r.ask("web-6", "an agent tries", "echo", "six")
+		b.do(map[string]any{"op": "wait", "selector": sel("web-6")})
+		curl := func(args ...string) string {
+			t.Helper()
+			out, _ := agent.Command("curl", append([]string{"-q", "-sS", "-m", "10", "-w", " %{http_code}"}, args...)...).CombinedOutput()
+			return string(out)
+		}
+		if out := curl(r.origin + "/"); strings.Contains(out, "web-6") || !strings.Contains(out, "signin") {
+			t.Errorf("the page as the agent sees it shows the request, or no sign-in: %s", out)
+		}
+		// It can forge the Origin header (it is not a browser) and still
+		// has no session, nor a way to make one.
+		hdr := []string{"-H", "Origin: " + r.origin, "-H", "Content-Type: application/json"}
+		if out := curl(append(hdr, "-d", `{"id":"web-6","hash":"x","decision":"allow_once"}`, r.origin+"/api/decide/begin")...); !strings.HasSuffix(out, " 401") {
+			t.Errorf("decide begin as the agent: %s, want 401", out)
+		}
+		if out := curl(append(hdr, "-d", `{"challenge":"AAAA","assertion":{"id":"AAAA"}}`, r.origin+"/api/login/finish")...); !strings.HasSuffix(out, " 403") {
+			t.Errorf("sign-in with a made-up assertion as the agent: %s, want 403", out)
+		}
+		if out := curl(r.origin + "/enroll/guess"); !strings.HasSuffix(out, " 404") {
+			t.Errorf("an enrolment link guessed by the agent: %s, want 404 (nothing enrols)", out)
+		}
+		if out := curl("--unix-socket", r.d.ApproverSocket, "http://x/"); !strings.Contains(out, "not allowed") && !strings.Contains(out, "Permission denied") && !strings.Contains(out, "Couldn't connect") {
+			t.Errorf("the approver socket as the agent: %s, want refused", out)
+		}
+		// The web approver runs as nobody, not dumpable: the agent cannot
+		// read its memory (its sessions, its TLS key) through /proc.
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.webPID))
+		if err != nil || !strings.Contains(string(st), "\nUid:\t65534\t65534\t65534\t65534\n") {
+			t.Errorf("the web approver's ids: %v\n%s", err, st)
+		}
+		if out, err := agent.Command("cat", fmt.Sprintf("/proc/%d/environ", r.webPID)).CombinedOutput(); err == nil {
+			t.Errorf("the agent read the web approver's environment: %q", out)
+		}
+		b.do(map[string]any{"op": "click", "selector": sel("web-6") + " button.deny"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-6"})
+		if resp := <-done; resp.Status != proto.StatusDenied {
+			t.Fatalf("web-6: %s, want denied by the human", resp.Status)
 		}
 	})
 
