@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
@@ -70,8 +71,10 @@ func CheckName(name string) error {
 	return nil
 }
 
-// checkDir refuses a directory anyone but root can write or read: the
-// passkeys decide what runs as root.
+// checkDir refuses a directory anyone but its owner can write or read, or
+// owned by someone other than root and this process: the passkeys decide
+// what runs as root (the daemon runs as root, so its directory must be
+// root's; audit verify run by a user may read a copy of their own).
 func checkDir(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -80,8 +83,8 @@ func checkDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("passkeys: %s is not a directory", dir)
 	}
-	if st, ok := fi.Sys().(interface{ Uid() uint32 }); ok && st.Uid() != 0 {
-		return fmt.Errorf("passkeys: %s is not owned by root", dir)
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || (st.Uid != 0 && int(st.Uid) != os.Geteuid()) {
+		return fmt.Errorf("passkeys: %s is not owned by root (or by whoever reads it)", dir)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return fmt.Errorf("passkeys: %s has mode %v; want 0700 (root only)", dir, fi.Mode().Perm())
