@@ -250,8 +250,8 @@ func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watc
 			}
 			reply.Run = m.Run
 		default:
-			err = fmt.Errorf("unknown message type %q: a console sends %q, %q, %q, %q, %q or %q",
-				m.Type, MsgDecide, MsgRevoke, MsgDetail, MsgWatch, MsgStop, MsgOutput)
+			err = fmt.Errorf("unknown message type %q: a console sends %q, %q, %q, %q, %q, %q or %q",
+				m.Type, MsgDecide, MsgRevoke, MsgDetail, MsgWatch, MsgStop, MsgOutput, MsgSignedOnly)
 		}
 		if err != nil {
 			reply.Error = err.Error()
