@@ -52,7 +52,7 @@ func TestE2ESignedDecision(t *testing.T) {
 		t.Fatalf("signed_only: %+v", r)
 	}
 
-	done := runAsync(d, &proto.Request{ID: "sig-1", Pipeline: [][]string{{"echo", "signed"}}, Session: "s1", Reason: "test"})
+	asked := d.Ask(t, &proto.Request{ID: "sig-1", Pipeline: [][]string{{"echo", "signed"}}, Session: "s1", Reason: "test", Time: time.Now()})
 	p := c.Pending("sig-1")
 	if len(p.Record) != 64 {
 		t.Fatalf("pending %+v: no audit record hash", p)
@@ -72,7 +72,7 @@ func TestE2ESignedDecision(t *testing.T) {
 	if r := c.Result("sig-1"); !r.OK {
 		t.Fatalf("signed decision: %+v", r)
 	}
-	if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "signed\n" {
+	if resp := asked.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != "signed\n" {
 		t.Fatalf("response %+v, want the command's output", resp)
 	}
 	c.Send(decide)
