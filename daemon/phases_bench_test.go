@@ -20,6 +20,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkPhases breaks one direct-mode round trip of an allowed `true`
@@ -189,6 +190,7 @@ env = ["*"]
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer reportCPU(b, processCPU(b))
 		for b.Loop() {
 			f, err := runner.OpenProgram(r)
 			if err != nil {
@@ -198,6 +200,7 @@ env = ["*"]
 		}
 	})
 	b.Run("plan/lookup-user", func(b *testing.B) {
+		defer reportCPU(b, processCPU(b))
 		for b.Loop() {
 			if _, err := runner.LookupTarget("root"); err != nil {
 				b.Fatal(err)
@@ -277,4 +280,20 @@ env = ["*"]
 		}
 	})
 	_ = os.Remove(sock)
+}
+
+// reportCPU reports the process's CPU time since cpu0 per iteration as
+// cpu-ns/op: what a step costs however long the machine's load makes it
+// wait. Deferred by a benchmark, it counts its loop.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the test process's user and system time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
