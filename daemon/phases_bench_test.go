@@ -199,6 +199,21 @@ env = ["*"]
 			_ = f.Close()
 		}
 	})
+	b.Run("plan/open-and-hash-program-cached", func(b *testing.B) {
+		// The daemon's HashCache: /usr/bin/true is root-only and settled.
+		r, err := runner.Resolve("true", pol.cfg.SecurePath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer reportCPU(b, processCPU(b))
+		for b.Loop() {
+			f, err := s.hashes.OpenProgram(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = f.Close()
+		}
+	})
 	b.Run("plan/lookup-user", func(b *testing.B) {
 		defer reportCPU(b, processCPU(b))
 		for b.Loop() {

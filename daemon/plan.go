@@ -68,7 +68,7 @@ func (s *Server) plan(pol *policy, req *proto.Request, peer peercred.Creds) (_ *
 			w := r.Untrusted[0]
 			return nil, fmt.Errorf("pipeline[%d]: exec = \"sudo\" runs only programs that nobody but root can replace, and %q can be changed by others (%s: %s); install the program in a root-owned directory", i, stage[0], w.Path, w.Why)
 		}
-		f, err := runner.OpenProgram(r)
+		f, err := s.hashes.OpenProgram(r)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline[%d]: %w", i, err)
 		}

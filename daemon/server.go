@@ -55,6 +55,10 @@ type Server struct {
 	// proc reads peers' ancestry and containers, with the daemon's own
 	// namespaces read once.
 	proc procinfo.Proc
+	// hashes caches the SHA-256 of root-only programs by what proves them
+	// unchanged (docs/performance.md, "The program's hash and the target
+	// user, cached").
+	hashes *runner.HashCache
 
 	conns sync.WaitGroup
 }
@@ -200,6 +204,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		logs:   newLogLimiter(logEvery),
 		walks:  make(chan struct{}, maxWalks),
 		proc:   procinfo.Proc{Own: procinfo.Proc{}.OwnNamespaces()},
+		hashes: runner.NewHashCache(0),
 		host:   hostname(),
 	}
 	s.pol.Store(pol)

@@ -26,6 +26,9 @@ type File struct {
 	SHA256 [32]byte
 	// Script is set when a program file starts with "#!".
 	Script bool
+	// hashes is the cache the hash may have come from, told by Verify
+	// when the content no longer matches it.
+	hashes *HashCache
 }
 
 // Close closes the descriptor; f may be nil.
@@ -40,6 +43,13 @@ func (f *File) Close() error {
 // regular executable file that r.Link leads to, and hashes its content. The
 // caller closes it once the request is done.
 func OpenProgram(r Resolved) (*File, error) {
+	return (*HashCache)(nil).OpenProgram(r)
+}
+
+// OpenProgram is the package's OpenProgram, taking the hash from c when the
+// file is root-only and its stamp unchanged since c hashed it (HashCache),
+// and caching the hash it computes otherwise. c may be nil.
+func (c *HashCache) OpenProgram(r Resolved) (*File, error) {
 	// O_NONBLOCK: a FIFO swapped in after resolving must not block the open;
 	// it is refused below as not a regular file.
 	fd, err := unix.Open(r.Path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
@@ -47,9 +57,18 @@ func OpenProgram(r Resolved) (*File, error) {
 		return nil, fmt.Errorf("runner: opening program %s: %w", r.Path, err)
 	}
 	f := &File{F: os.NewFile(uintptr(fd), r.Path)}
-	if err := f.identify(r.Link, false); err != nil {
+	st, err := f.identify(r.Link, false)
+	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("runner: program %s: %w", r.Path, err)
+	}
+	if len(r.Untrusted) > 0 {
+		c = nil // someone other than root can change it: never cached
+	}
+	f.hashes = c
+	if sum, script, ok := c.lookup(&st); ok {
+		f.SHA256, f.Script = sum, script
+		return f, nil
 	}
 	sum, head, err := hashFile(f.F)
 	if err != nil {
@@ -57,6 +76,13 @@ func OpenProgram(r Resolved) (*File, error) {
 		return nil, fmt.Errorf("runner: reading program %s: %w", r.Path, err)
 	}
 	f.SHA256, f.Script = sum, bytes.HasPrefix(head, []byte("#!"))
+	if c != nil {
+		c.hashed.Add(1)
+		var after unix.Stat_t
+		if err := unix.Fstat(int(f.F.Fd()), &after); err == nil {
+			c.store(&st, &after, f.SHA256, f.Script)
+		}
+	}
 	return f, nil
 }
 
@@ -68,7 +94,7 @@ func OpenDir(dir, real string) (*File, error) {
 		return nil, fmt.Errorf("runner: opening directory %s: %w", real, err)
 	}
 	f := &File{F: os.NewFile(uintptr(fd), real)}
-	if err := f.identify(dir, true); err != nil {
+	if _, err := f.identify(dir, true); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("runner: directory %s: %w", dir, err)
 	}
@@ -77,33 +103,34 @@ func OpenDir(dir, real string) (*File, error) {
 
 // identify records f's device and inode, checks its type, and checks that
 // resolving path again leads to the same file: an open that raced with a
-// change of the path is refused rather than bound to a file nobody saw.
-func (f *File) identify(path string, dir bool) error {
+// change of the path is refused rather than bound to a file nobody saw. It
+// returns the descriptor's fstat.
+func (f *File) identify(path string, dir bool) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.F.Fd()), &st); err != nil {
-		return err
+		return st, err
 	}
 	switch {
 	case dir && st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return errors.New("is not a directory")
+		return st, errors.New("is not a directory")
 	case !dir && st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return errors.New("is not a regular file")
+		return st, errors.New("is not a regular file")
 	case !dir && st.Mode&0o111 == 0:
-		return errors.New("is not executable")
+		return st, errors.New("is not executable")
 	}
 	f.Dev, f.Ino = st.Dev, st.Ino
 	w, err := walk(path)
 	if err != nil {
-		return fmt.Errorf("resolving it again: %w", err)
+		return st, fmt.Errorf("resolving it again: %w", err)
 	}
 	var again unix.Stat_t
 	if err := unix.Stat(w.real, &again); err != nil {
-		return fmt.Errorf("resolving it again: %w", err)
+		return st, fmt.Errorf("resolving it again: %w", err)
 	}
 	if again.Dev != st.Dev || again.Ino != st.Ino {
-		return fmt.Errorf("%s changed while it was being resolved; refusing it", path)
+		return st, fmt.Errorf("%s changed while it was being resolved; refusing it", path)
 	}
-	return nil
+	return st, nil
 }
 
 // hashFile returns the SHA-256 of f's content and its first bytes, reading
@@ -122,7 +149,9 @@ func hashFile(f *os.File) (sum [32]byte, head []byte, err error) {
 
 // Verify checks, just before the program is started, that f is still the
 // file that was opened with the same content: same device and inode, and
-// the same SHA-256 read again from the descriptor.
+// the same SHA-256 read again from the descriptor. It never takes the hash
+// from a HashCache: when the content no longer matches a hash that came
+// from one, the entry is dropped and the program refused.
 func (f *File) Verify() error {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.F.Fd()), &st); err != nil {
@@ -136,6 +165,7 @@ func (f *File) Verify() error {
 		return fmt.Errorf("reading the program: %w", err)
 	}
 	if sum != f.SHA256 {
+		f.hashes.forget(f.Dev, f.Ino)
 		return fmt.Errorf("the program's content changed after it was approved (sha256 %x, approved %x); not running it", sum, f.SHA256)
 	}
 	return nil
