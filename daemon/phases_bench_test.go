@@ -222,6 +222,16 @@ env = ["*"]
 			}
 		}
 	})
+	b.Run("plan/lookup-user-cached", func(b *testing.B) {
+		// The daemon's TargetCache; the same as lookup-user in a build
+		// with cgo, where there is none.
+		defer reportCPU(b, processCPU(b))
+		for b.Loop() {
+			if _, err := s.targets.Lookup("root"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("rules", func(b *testing.B) {
 		// decide with a rule that allows: no approver, no connection.
 		for b.Loop() {

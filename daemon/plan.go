@@ -100,11 +100,11 @@ func (s *Server) plan(pol *policy, req *proto.Request, peer peercred.Creds) (_ *
 	}
 	switch {
 	case req.Privileged:
-		p.target, err = runner.LookupTarget("root")
+		p.target, err = s.targets.Lookup("root")
 	case pol.cfg.UnprivilegedUser != "":
-		p.target, err = runner.LookupTarget(pol.cfg.UnprivilegedUser)
+		p.target, err = s.targets.Lookup(pol.cfg.UnprivilegedUser)
 	default:
-		p.target, err = runner.LookupTarget(peer.User())
+		p.target, err = s.targets.Lookup(peer.User())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("target user: %w", err)

@@ -55,10 +55,12 @@ type Server struct {
 	// proc reads peers' ancestry and containers, with the daemon's own
 	// namespaces read once.
 	proc procinfo.Proc
-	// hashes caches the SHA-256 of root-only programs by what proves them
-	// unchanged (docs/performance.md, "The program's hash and the target
-	// user, cached").
-	hashes *runner.HashCache
+	// hashes caches the SHA-256 of root-only programs, and targets the
+	// target users' account data, each by what proves it unchanged
+	// (docs/performance.md, "The program's hash and the target user,
+	// cached").
+	hashes  *runner.HashCache
+	targets *runner.TargetCache
 
 	conns sync.WaitGroup
 }
@@ -198,14 +200,15 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s := &Server{
 		approver: opts.Approver, audit: auditOf{opts.Audit}, exec: opts.Exec,
 		log: opts.Logger, now: opts.Now, sshAuthSock: opts.SSHAuthSock, running: opts.Running,
-		replay: newReplayCache(),
-		limits: newConnLimits(cfg.MaxConnections, cfg.RootConnections, cfg.MaxConnectionsPerUser),
-		rates:  newRateLimits(cfg.MaxRequestsPerMinute),
-		logs:   newLogLimiter(logEvery),
-		walks:  make(chan struct{}, maxWalks),
-		proc:   procinfo.Proc{Own: procinfo.Proc{}.OwnNamespaces()},
-		hashes: runner.NewHashCache(0),
-		host:   hostname(),
+		replay:  newReplayCache(),
+		limits:  newConnLimits(cfg.MaxConnections, cfg.RootConnections, cfg.MaxConnectionsPerUser),
+		rates:   newRateLimits(cfg.MaxRequestsPerMinute),
+		logs:    newLogLimiter(logEvery),
+		walks:   make(chan struct{}, maxWalks),
+		proc:    procinfo.Proc{Own: procinfo.Proc{}.OwnNamespaces()},
+		hashes:  runner.NewHashCache(0),
+		targets: runner.NewTargetCache(),
+		host:    hostname(),
 	}
 	s.pol.Store(pol)
 	if s.approver == nil {
