@@ -268,6 +268,11 @@ func verifyProblems(t *testing.T, tool, dir string) []string {
 
 func TestSystemdAnalyzeVerify(t *testing.T) {
 	tool := lookTool(t, "systemd-analyze")
+	if _, err := os.Stat("/run/systemd"); err != nil && os.Geteuid() != 0 {
+		// Seen in the README's system test: a user on a Debian that
+		// systemd has not booted (a container run as a command).
+		t.Skip("systemd-analyze verify needs /run/systemd, which a booted systemd makes, or root to make it; this machine has neither")
+	}
 
 	dir := stageUnits(t, func(s string) string { return s })
 	if p := verifyProblems(t, tool, dir); len(p) > 0 {

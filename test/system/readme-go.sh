@@ -180,4 +180,40 @@ run_in readme 'bin/agent-sudo --version && bin/agent-sudod --version' || die "re
 out=$(cat "$work/readme.out")
 case $out in "agent-sudo "*"agent-sudod "*) ;; *) die "readme: the binaries' --version said: $out" ;; esac
 ok "the binaries run: $(echo $out)"
+
+# --- README.md's two commands: make run (with its try-it) and make test ------
+# make run in tmux at 80x24, as the README's reader at a terminal; the
+# README's try-it block word for word from a second "terminal": its first
+# command waits on the console, which allows it (a, once the key guard has
+# ended), its second is allowed by the dev config's rule; then q, with
+# nothing waiting, stops the daemon at once, which removes bin/dev.sock. Every wait is bounded (300
+# polls 0.2 s apart) and a key the console discarded is pressed again, at
+# most five times, as internal/consoletest does.
+try=$(readme try)
+printf '%s\n' "$try" | sed -n 1p >"$work/readme/home/dev/try1.sh"
+printf '%s\n' "$try" | sed -n 2p >"$work/readme/home/dev/try2.sh"
+run_in readme "$(cat <<SCRIPT
+screen() { tmux capture-pane -p -t run; }
+wait_for() { i=0; until screen | grep -qF -- "\$1"; do i=\$((i+1)); if [ \$i -gt 300 ]; then echo "the screen never showed: \$1"; screen; exit 1; fi; sleep 0.2; done; }
+wait_gone() { i=0; while screen | grep -qF -- "\$1"; do i=\$((i+1)); if [ \$i -gt 300 ]; then echo "the screen kept showing: \$1"; screen; exit 1; fi; sleep 0.2; done; }
+press() { n=0; while [ \$n -lt 5 ]; do n=\$((n+1)); wait_gone "keys enabled in"; sleep 0.3; tmux send-keys -t run "\$1"; i=0; while [ \$i -lt 25 ]; do i=\$((i+1)); if screen | grep -qF -- "\$2"; then return 0; fi; sleep 0.2; done; done; echo "after \$1 five times the screen never showed: \$2"; screen; exit 1; }
+tmux new-session -d -s run -x 80 -y 24 'make run; echo "make run exited with status \$?"; sleep 600'
+wait_for "agent-sudo approve"
+sh /home/dev/try1.sh >/home/dev/try1.out 2>&1 &
+wait_for "touch /tmp/agent-sudo-was-here"
+press a "was allowed by console"
+wait \$! || { echo "the README's first try-it command failed:"; cat /home/dev/try1.out; exit 1; }
+test -e /tmp/agent-sudo-was-here || { echo "/tmp/agent-sudo-was-here was not made"; exit 1; }
+sh /home/dev/try2.sh >/home/dev/try2.out 2>&1 || { echo "the README's second try-it command failed:"; cat /home/dev/try2.out; exit 1; }
+grep -q "uid=0(root)" /home/dev/try2.out || { echo "id through the daemon said:"; cat /home/dev/try2.out; exit 1; }
+press q "make run exited with status 0"
+test ! -e bin/dev.sock || { echo "bin/dev.sock is left after make run stopped"; exit 1; }
+tmux kill-server
+SCRIPT
+)" || die "readme: make run and the README's try-it: $(tail -30 "$work/readme.out")"
+ok "make run in tmux at 80x24: the README's try-it allowed at the console, id allowed by the rule, q stops it and removes bin/dev.sock"
+# make test as the README's reader types it (not root: the end-to-end tests
+# that need root skip themselves, saying why).
+run_in readme 'make test' || die "readme: make test failed: $(tail -30 "$work/readme.out")"
+ok "make test as a user after the README's set-up: $(grep -c '^ok ' "$work/readme.out") packages ok"
 echo "PASS README Go test"
