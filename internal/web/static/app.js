@@ -15,36 +15,6 @@ const POLL_MS = 2000;
 let busy = false;
 let holding = false;
 
-function b64url(buf) {
-  const bytes = new Uint8Array(buf);
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-function unb64url(s) {
-  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/"));
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
-
-function say(text) {
-  document.getElementById("status").textContent = text;
-}
-
-async function post(path, body) {
-  const r = await fetch(path, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(body),
-    credentials: "same-origin",
-  });
-  const j = await r.json().catch(() => ({ error: "bad answer (" + r.status + ")" }));
-  if (!r.ok) throw new Error(j.error || "refused (" + r.status + ")");
-  return j;
-}
-
 // assert asks the passkey to sign challenge (base64url), the user verified.
 async function assert(challenge, rpId, timeout) {
   const cred = await navigator.credentials.get({

@@ -1,33 +1,6 @@
 // The enrolment page's script: served from the binary, never inline.
 "use strict";
 
-function b64url(buf) {
-  const bytes = new Uint8Array(buf);
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-function unb64url(s) {
-  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/"));
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
-
-function say(text) {
-  document.getElementById("status").textContent = text;
-}
-
-async function post(path, body) {
-  const r = await fetch(path, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), credentials: "same-origin",
-  });
-  const j = await r.json().catch(() => ({ error: "bad answer (" + r.status + ")" }));
-  if (!r.ok) throw new Error(j.error || "refused (" + r.status + ")");
-  return j;
-}
-
 async function enroll() {
   const base = location.pathname;
   try {
