@@ -281,20 +281,36 @@ func approveWebHelp(inv *invocation, w io.Writer) error {
 	return approveWebUsage().write(w, fset)
 }
 
-func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
+// parseWeb parses the flags of "approve web VERB" and, when named, its one
+// NAME, checked as passkey.CheckName does; code is the exit status when ok
+// is false.
+func parseWeb(inv *invocation, verb string, args []string, named bool) (o *webOpts, name string, code int, ok bool) {
 	u := approveWebUsage()
 	fset := u.newFlagSet()
-	o := &webOpts{}
+	o = &webOpts{}
 	o.addFlags(fset, "localhost:8443")
 	rest, code, ok := inv.parse(u, fset, args)
 	if !ok {
-		return code
+		return nil, "", code, false
 	}
-	if len(rest) != 1 {
-		return inv.fail(exitUsage, "approve web enroll: give one NAME")
+	switch {
+	case !named && len(rest) > 0:
+		return nil, "", inv.fail(exitUsage, "approve web %s: unexpected argument %s", verb, visible(rest[0])), false
+	case !named:
+		return o, "", 0, true
+	case len(rest) != 1:
+		return nil, "", inv.fail(exitUsage, "approve web %s: give one NAME", verb), false
 	}
 	if err := passkey.CheckName(rest[0]); err != nil {
-		return inv.fail(exitUsage, "approve web enroll: %v", err)
+		return nil, "", inv.fail(exitUsage, "approve web %s: %v", verb, err), false
+	}
+	return o, rest[0], 0, true
+}
+
+func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
+	o, name, code, ok := parseWeb(inv, "enroll", args, true)
+	if !ok {
+		return code
 	}
 	listenAddr, origin, rpID, err := o.endpoints()
 	if err != nil {
@@ -307,7 +323,7 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	defer ln.Close()
 	// The page is served where this process listens, which may differ
 	// from --origin only by a tunnel: the phone opens --origin.
-	e := &web.Enrolment{Name: rest[0], PageOrigin: origin, RPID: rpID, Origins: []string{origin}, Store: passkey.Store{Dir: o.passkeys}}
+	e := &web.Enrolment{Name: name, PageOrigin: origin, RPID: rpID, Origins: []string{origin}, Store: passkey.Store{Dir: o.passkeys}}
 	if err := e.Start(time.Now()); err != nil {
 		return inv.fail(exitSoftware, "approve web enroll: %v", err)
 	}
@@ -332,11 +348,8 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 }
 
 func approveWebList(inv *invocation, args []string) int {
-	u := approveWebUsage()
-	fset := u.newFlagSet()
-	o := &webOpts{}
-	o.addFlags(fset, "localhost:8443")
-	if _, code, ok := inv.parse(u, fset, args); !ok {
+	o, _, code, ok := parseWeb(inv, "list", args, false)
+	if !ok {
 		return code
 	}
 	keys, err := passkey.Store{Dir: o.passkeys}.List(true)
@@ -355,20 +368,13 @@ func approveWebList(inv *invocation, args []string) int {
 }
 
 func approveWebRevoke(inv *invocation, args []string) int {
-	u := approveWebUsage()
-	fset := u.newFlagSet()
-	o := &webOpts{}
-	o.addFlags(fset, "localhost:8443")
-	rest, code, ok := inv.parse(u, fset, args)
+	o, name, code, ok := parseWeb(inv, "revoke", args, true)
 	if !ok {
 		return code
 	}
-	if len(rest) != 1 {
-		return inv.fail(exitUsage, "approve web revoke: give one NAME")
-	}
-	if err := (passkey.Store{Dir: o.passkeys}).Revoke(rest[0], time.Now()); err != nil {
+	if err := (passkey.Store{Dir: o.passkeys}).Revoke(name, time.Now()); err != nil {
 		return inv.fail(exitConfig, "approve web revoke: %v", err)
 	}
-	fmt.Fprintf(inv.stdout, "revoked %s: the daemon refuses its signatures from now on\n", rest[0])
+	fmt.Fprintf(inv.stdout, "revoked %s: the daemon refuses its signatures from now on\n", name)
 	return 0
 }
