@@ -130,11 +130,7 @@ func (e *Enrolment) valid(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "this enrolment link is wrong, used or expired; run agent-sudo approve web enroll again", http.StatusNotFound)
 		return false
 	}
-	if r.Method == http.MethodPost && (r.Header.Get("Origin") != e.PageOrigin || r.Header.Get("Content-Type") != "application/json") {
-		http.Error(w, "refused: not from the enrolment page", http.StatusForbidden)
-		return false
-	}
-	return true
+	return r.Method != http.MethodPost || fromPage(w, r, e.PageOrigin, "the enrolment page")
 }
 
 func (e *Enrolment) page(w http.ResponseWriter, r *http.Request) {

@@ -134,12 +134,33 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.index)
 	mux.Handle("GET /static/", http.FileServerFS(files))
-	mux.HandleFunc("GET /api/state", s.state)
-	mux.HandleFunc("POST /api/login/begin", s.loginBegin)
-	mux.HandleFunc("POST /api/login/finish", s.loginFinish)
-	mux.HandleFunc("POST /api/decide/begin", s.decideBegin)
-	mux.HandleFunc("POST /api/decide/finish", s.decideFinish)
+	mux.HandleFunc("GET /api/state", s.signedIn(s.state))
+	mux.HandleFunc("POST /api/login/begin", s.ownPage(s.loginBegin))
+	mux.HandleFunc("POST /api/login/finish", s.ownPage(s.loginFinish))
+	mux.HandleFunc("POST /api/decide/begin", s.ownPage(s.signedIn(s.decideBegin)))
+	mux.HandleFunc("POST /api/decide/finish", s.ownPage(s.signedIn(s.decideFinish)))
 	return headers(mux)
+}
+
+// ownPage lets through only a call from the web approver's own page
+// (fromPage): every call that changes state goes through it.
+func (s *Server) ownPage(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if fromPage(w, r, s.cfg.Origin, "the web approver's own page") {
+			h(w, r)
+		}
+	}
+}
+
+// signedIn lets through only a browser signed in with a passkey.
+func (s *Server) signedIn(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.approver(r) == "" {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "sign in with your passkey first"})
+			return
+		}
+		h(w, r)
+	}
 }
 
 // headers sets the security headers of every answer.
@@ -183,11 +204,13 @@ func (s *Server) approver(r *http.Request) string {
 	return ""
 }
 
-// sameOrigin refuses a state-changing request from another origin: the
-// API is called by the page's own script only.
-func (s *Server) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
-	if r.Header.Get("Origin") != s.cfg.Origin || r.Header.Get("Content-Type") != "application/json" {
-		http.Error(w, "refused: not from the web approver's own page", http.StatusForbidden)
+// fromPage refuses a state-changing request that does not come from the
+// script of the page at origin (its Origin header and a JSON body, which a
+// form on another site cannot send without a preflight); what names that
+// page in the refusal.
+func fromPage(w http.ResponseWriter, r *http.Request, origin, what string) bool {
+	if r.Header.Get("Origin") != origin || r.Header.Get("Content-Type") != "application/json" {
+		http.Error(w, "refused: not from "+what, http.StatusForbidden)
 		return false
 	}
 	return true
@@ -224,10 +247,6 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 // state tells the page the version of the list, so that it reloads when
 // a request arrives or leaves.
 func (s *Server) state(w http.ResponseWriter, r *http.Request) {
-	if s.approver(r) == "" {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "sign in with your passkey first"})
-		return
-	}
 	_, version, _ := s.feed.snapshot()
 	writeJSON(w, http.StatusOK, map[string]any{"version": version})
 }
@@ -297,17 +316,11 @@ func (s *Server) expire() {
 }
 
 func (s *Server) loginBegin(w http.ResponseWriter, r *http.Request) {
-	if !s.sameOrigin(w, r) {
-		return
-	}
 	ch := s.loginChallenge(s.now().Add(challengeTTL))
 	writeJSON(w, http.StatusOK, map[string]any{"challenge": ch, "rpId": s.cfg.RPID, "timeout": challengeTTL.Milliseconds()})
 }
 
 func (s *Server) loginFinish(w http.ResponseWriter, r *http.Request) {
-	if !s.sameOrigin(w, r) {
-		return
-	}
 	var req struct {
 		Challenge string        `json:"challenge"`
 		Assertion assertionJSON `json:"assertion"`
@@ -358,13 +371,6 @@ func (s *Server) loginFinish(w http.ResponseWriter, r *http.Request) {
 // waiting request: the request as announced (its audit record and hash),
 // the decision, scope once, an expiry and a fresh nonce.
 func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
-	if !s.sameOrigin(w, r) {
-		return
-	}
-	if s.approver(r) == "" {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "sign in with your passkey first"})
-		return
-	}
 	var req struct {
 		ID       string          `json:"id"`
 		Hash     string          `json:"hash"`
@@ -407,13 +413,6 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 // decideFinish relays the signed decision to the daemon, which checks it,
 // and tells the page the daemon's answer.
 func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
-	if !s.sameOrigin(w, r) {
-		return
-	}
-	if s.approver(r) == "" {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "sign in with your passkey first"})
-		return
-	}
 	var req struct {
 		Nonce     string        `json:"nonce"`
 		Assertion assertionJSON `json:"assertion"`
