@@ -158,11 +158,13 @@ func ask(b *approval.Broker, id, reason string, argv ...string) <-chan outcome {
 }
 
 // waitPage reads the page until it shows want (the feed reads the channel
-// in its own goroutine), for at most 100 reads 50ms apart.
+// in its own goroutine, with no event the test can wait on), for at most
+// 600 reads 50ms apart: a bound a loaded machine does not reach, which
+// only ends a test that would otherwise hang.
 func (r *rig) waitPage(want string) string {
 	r.t.Helper()
 	var body string
-	for range 100 {
+	for range 600 {
 		if body, _ = r.page(); strings.Contains(body, want) {
 			return body
 		}
