@@ -31,32 +31,16 @@ for t in debootstrap systemd-nspawn nsenter ip openssl dpkg-deb; do
 done
 [ -f "$DEB" ] || die "setup: no package $DEB"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=lib.sh
+. "$repo/test/system/lib.sh"
 
 # doc NAME prints the commands of the block of docs/remote.md marked
 # <!-- hosts-test: NAME -->.
-doc() {
-	local text
-	text=$(awk -v name="$1" '
-		$0 == "<!-- hosts-test: " name " -->" { want = 1; next }
-		want && /^```sh$/ { inblock = 1; next }
-		inblock && /^```$/ { exit }
-		inblock { print }
-	' "$repo/docs/remote.md")
-	[ -n "$text" ] || die "doc: docs/remote.md has no block marked <!-- hosts-test: $1 -->"
-	printf '%s\n' "$text"
-}
+doc() { block "$repo/docs/remote.md" hosts-test "$1"; }
 
 # --- the root file systems ------------------------------------------------
 base=$CACHE/bookworm
-if [ ! -x "$base/lib/systemd/systemd" ] || [ ! -x "$base/bin/kill" ] || [ ! -x "$base/usr/bin/make" ]; then
-	echo "building the root file system in $base (debootstrap, a few minutes)"
-	mkdir -p "$CACHE"
-	rm -rf "$CACHE/rootfs.tmp"
-	debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,sudo,procps,make bookworm "$CACHE/rootfs.tmp" "$MIRROR" \
-		>"$CACHE/debootstrap.log" 2>&1 || die "setup: debootstrap failed, see $CACHE/debootstrap.log"
-	rm -rf "$base"
-	mv "$CACHE/rootfs.tmp" "$base"
-fi
+base_rootfs
 jroot=$CACHE/bookworm-journal
 if [ ! -x "$jroot/lib/systemd/systemd-journal-upload" ] || [ "$base" -nt "$jroot" ]; then
 	echo "adding systemd-journal-remote to a copy of $base in $jroot (apt-get, once)"

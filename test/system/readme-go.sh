@@ -35,34 +35,18 @@ for t in debootstrap systemd-nspawn git timeout; do
 	command -v $t >/dev/null || die "setup: $t not found (apt-get install debootstrap systemd-container git)"
 done
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=lib.sh
+. "$repo/test/system/lib.sh"
 
 # readme NAME prints the commands of README.md's block marked
 # <!-- systemtest: NAME --> (the same markers as docs/install.md's).
-readme() {
-	local text
-	text=$(awk -v name="$1" '
-		$0 == "<!-- systemtest: " name " -->" { want = 1; next }
-		want && /^```sh$/ { inblock = 1; next }
-		inblock && /^```$/ { exit }
-		inblock { print }
-	' "$repo/README.md")
-	[ -n "$text" ] || die "readme: README.md has no block marked <!-- systemtest: $1 -->"
-	printf '%s\n' "$text"
-}
+readme() { block "$repo/README.md" systemtest "$1"; }
 want=$(sed -n 's/^go //p' "$repo/go.mod")
 [ -n "$want" ] || die "setup: go.mod names no Go release"
 
-# The same root file system as run.sh's (built here when missing, as there).
+# The same root file system as run.sh's (lib.sh).
 rootfs=$CACHE/bookworm
-if [ ! -x "$rootfs/lib/systemd/systemd" ] || [ ! -x "$rootfs/bin/kill" ] || [ ! -x "$rootfs/usr/bin/make" ]; then
-	echo "building the root file system in $rootfs (debootstrap, a few minutes)"
-	mkdir -p "$CACHE"
-	rm -rf "$CACHE/rootfs.tmp"
-	debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,sudo,procps,make bookworm "$CACHE/rootfs.tmp" "$MIRROR" \
-		>"$CACHE/debootstrap.log" 2>&1 || die "setup: debootstrap failed, see $CACHE/debootstrap.log"
-	rm -rf "$rootfs"
-	mv "$CACHE/rootfs.tmp" "$rootfs"
-fi
+base_rootfs
 
 mkdir -p "$CACHE/archives/partial"
 work=$(mktemp -d /var/tmp/agent-sudo-readme-go.XXXXXX)

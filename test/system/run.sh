@@ -41,20 +41,12 @@ version=$(dpkg-deb -f "$DEB" Version)
 newversion=$(dpkg-deb -f "$NEWDEB" Version)
 dpkg --compare-versions "$newversion" gt "$version" || die "setup: $NEWDEB ($newversion) is not newer than $DEB ($version)"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=lib.sh
+. "$repo/test/system/lib.sh"
 
 # guide NAME prints the commands of the block of docs/install.md marked
 # <!-- systemtest: NAME -->.
-guide() {
-	local text
-	text=$(awk -v name="$1" '
-		$0 == "<!-- systemtest: " name " -->" { want = 1; next }
-		want && /^```sh$/ { inblock = 1; next }
-		inblock && /^```$/ { exit }
-		inblock { print }
-	' "$repo/docs/install.md")
-	[ -n "$text" ] || die "guide: docs/install.md has no block marked <!-- systemtest: $1 -->"
-	printf '%s\n' "$text"
-}
+guide() { block "$repo/docs/install.md" systemtest "$1"; }
 # --- the package, before installing it ---------------------------------------
 # docs/install.md lists the tags Debian 12's lintian reports and why each
 # stays; another lintian version reports other tags, so only that one is held
@@ -69,18 +61,7 @@ else
 fi
 
 rootfs=$CACHE/bookworm
-# procps for /bin/kill, which the unit's ExecReload runs (the package depends
-# on it), and make for the guide's make install; a cached root file system
-# without them is rebuilt.
-if [ ! -x "$rootfs/lib/systemd/systemd" ] || [ ! -x "$rootfs/bin/kill" ] || [ ! -x "$rootfs/usr/bin/make" ]; then
-	echo "building the root file system in $rootfs (debootstrap, a few minutes)"
-	mkdir -p "$CACHE"
-	rm -rf "$CACHE/rootfs.tmp"
-	debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,sudo,procps,make bookworm "$CACHE/rootfs.tmp" "$MIRROR" \
-		>"$CACHE/debootstrap.log" 2>&1 || die "setup: debootstrap failed, see $CACHE/debootstrap.log"
-	rm -rf "$rootfs"
-	mv "$CACHE/rootfs.tmp" "$rootfs"
-fi
+base_rootfs
 
 work=$(mktemp -d /var/tmp/agent-sudo-systemtest.XXXXXX)
 root=$work/root
