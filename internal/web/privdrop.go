@@ -1,19 +1,58 @@
 package web
 
 import (
+	"errors"
 	"fmt"
+	"os/signal"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// DropPrivileges makes the process uid:gid with no supplementary groups,
+// DetachTerminal gives up the process's controlling terminal (TIOCNOTTY)
+// and points its standard input at /dev/null, so that a compromised web
+// approver cannot type into the terminal it was started from (TIOCSTI
+// needs the terminal to be the caller's controlling one) nor read what is
+// typed there. SIGHUP is ignored from then on: giving up the terminal of a
+// session leader (as under sudo's use_pty) hangs up its process group. The
+// standard output and error stay where they were, for the log; what is
+// written there is escaped (visible). A process without a controlling
+// terminal is left as it is.
+func DetachTerminal() error {
+	devnull, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("detach from the terminal: %w", err)
+	}
+	defer unix.Close(devnull)
+	if err := unix.Dup3(devnull, 0, 0); err != nil {
+		return fmt.Errorf("detach from the terminal: standard input: %w", err)
+	}
+	tty, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENXIO) {
+		return nil // no controlling terminal
+	}
+	if err != nil {
+		return fmt.Errorf("detach from the terminal: %w", err)
+	}
+	defer unix.Close(tty)
+	signal.Ignore(syscall.SIGHUP)
+	if err := unix.IoctlSetInt(tty, unix.TIOCNOTTY, 0); err != nil {
+		return fmt.Errorf("detach from the terminal: TIOCNOTTY: %w", err)
+	}
+	return nil
+}
+
+// DropPrivileges detaches the process from its terminal (DetachTerminal)
+// and makes it uid:gid with no supplementary groups,
 // for good (real, effective and saved ids), and sets no_new_privs so that
 // nothing it runs can regain privilege. The web approver calls it after it
 // has opened its channel, its listener and its certificate, before it
 // serves a page: a compromised web approver then holds only its
 // signed-only channel. It fails unless every id reads back as asked.
 func DropPrivileges(uid, gid uint32) error {
+	if err := DetachTerminal(); err != nil {
+		return fmt.Errorf("drop privileges: %w", err)
+	}
 	// On every thread: the runtime's threads share no credentials in the
 	// kernel's eyes. syscall's set*id and setgroups do that themselves.
 	if _, _, errno := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); errno != 0 && errno != syscall.ENOTSUP {
