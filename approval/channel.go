@@ -95,7 +95,7 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, who Console) {
 	}
 
 	readErr := make(chan error, 1)
-	go func() { readErr <- c.read(conn, who, send, &watching) }()
+	go func() { readErr <- c.read(ctx, conn, who, send, &watching) }()
 	select {
 	case <-ctx.Done():
 	case err := <-writeErr:
@@ -182,8 +182,9 @@ func writeMessage(conn net.Conn, m Message) error {
 // output lines until it disconnects (nil) or a line cannot be read (the
 // error). Each line is answered through send; a line that is not a valid
 // message is answered with an error and the channel stays open. watch sets
-// watching.
-func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watching *atomic.Bool) error {
+// watching; signed_only starts sending the passkeys (watchKeys) until ctx
+// ends.
+func (c *Channel) read(ctx context.Context, conn net.Conn, who Console, send func(Message) bool, watching *atomic.Bool) error {
 	by := who.By
 	br := bufio.NewReaderSize(conn, 64<<10)
 	signedOnly := false
@@ -206,13 +207,17 @@ func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watc
 			continue
 		}
 		reply := Message{Type: MsgResult, ID: m.ID}
+		var startKeys KeySource
 		refused := signedOnly && !(m.Type == MsgDetail || m.Type == MsgDecide && m.Signed != nil)
 		switch {
 		case refused:
 			err = ErrUnsigned
 		case m.Type == MsgSignedOnly:
+			if !signedOnly {
+				c.Log.Info("console decides only with signed decisions from now on", "console", by)
+				startKeys, _ = c.Signatures.keySource()
+			}
 			signedOnly = true
-			c.Log.Info("console decides only with signed decisions from now on", "console", by)
 		case m.Type == MsgDecide:
 			reply.Note, err = c.decide(m, who, signedOnly)
 		case m.Type == MsgDetail:
@@ -259,6 +264,11 @@ func (c *Channel) read(conn net.Conn, who Console, send func(Message) bool, watc
 			reply.OK = true
 		}
 		send(reply)
+		if startKeys != nil {
+			// After the answer to signed_only, which the console reads
+			// first.
+			go watchKeys(ctx, startKeys, c.Signatures.KeysPoll, send)
+		}
 	}
 }
 

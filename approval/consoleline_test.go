@@ -19,6 +19,9 @@ func FuzzDecodeConsoleLine(f *testing.F) {
 		`{"type":"decide","decision":"deny","decision":"allow_once"}`,
 		`{"type":"revoke","grant":"g1\ud800"}`,
 		`{"type":"watch"} `,
+		`{"type":"signed_only"}`,
+		`{"type":"passkeys","passkeys":[{"name":"alice","rp_id":"localhost","origins":["https://localhost:8443"],"user_id":"AQ==","credential_id":"Ag==","public_key":"Aw=="}]}`,
+		`{"type":"passkeys","passkeys":[],"passkeys":null,"error":"x"}`,
 		`[]`,
 	} {
 		f.Add([]byte(s))

@@ -118,12 +118,27 @@ var ErrUnsigned = errors.New("this connection decides only with signed decisions
 // Verifier of the enrolled passkeys and the nonces already taken. Its zero
 // value refuses every signed decision.
 type Signatures struct {
+	// Verifier checks the signatures. When it is also a KeySource, a
+	// signed-only connection is sent the passkeys' public part
+	// (MsgPasskeys) and their changes.
 	Verifier Verifier
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// KeysPoll is how often a signed-only connection's passkeys are
+	// checked for a change; zero means every second.
+	KeysPoll time.Duration
 
 	mu   sync.Mutex
 	used map[string]time.Time // nonce -> its statement's expiry
+}
+
+// keySource returns the Verifier as a KeySource, if it is one.
+func (g *Signatures) keySource() (KeySource, bool) {
+	if g == nil || g.Verifier == nil {
+		return nil, false
+	}
+	ks, ok := g.Verifier.(KeySource)
+	return ks, ok
 }
 
 // maxNonces bounds the nonces remembered: at most this many signed

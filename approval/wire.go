@@ -435,7 +435,11 @@ type Message struct {
 	// version orders running messages (see Channel.Serve); never sent.
 	version uint64
 
-	// result
+	// passkeys (daemon -> console): the daemon's valid passkeys, public
+	// part only; none, with Error set, when it cannot read them.
+	Passkeys []PublicKey `json:"passkeys,omitempty"`
+
+	// result; also passkeys
 	OK    bool   `json:"ok,omitempty"`
 	Error string `json:"error,omitempty"`
 }

@@ -743,6 +743,7 @@ func FuzzDaemonMessages(f *testing.F) {
 		[]byte(`{"type":"resolved","id":"r1","verdict":"allowed","by":"c"}`), "a")
 	f.Add([]byte(`{"type":"grants","grants":[{"id":"g1","pipeline":[[]]}]}`), []byte(`{"type":"result","grant":"g1","error":"\u202e"}`), "g")
 	f.Add([]byte(`{"type":"pending","request":{"id":"","env":{"":""},"reason":"\n\n"}}`), []byte(`{}`), "d")
+	f.Add([]byte(`{"type":"passkeys","passkeys":[{"name":"\u001b[2Jalice","rp_id":"h","origins":["x"],"credential_id":"AQ==","public_key":"Ag=="}]}`), []byte(`{"type":"passkeys","error":"\u202e"}`), "a")
 	f.Fuzz(func(t *testing.T, a, b []byte, keys string) {
 		h := newHarness(t, "tmux")
 		for _, line := range [][]byte{a, b} {

@@ -199,6 +199,57 @@ func (s Store) Revoke(name string, now time.Time) error {
 	return nil
 }
 
+// PublicKeys returns the public part of the valid passkeys
+// (approval.KeySource): what the daemon sends the web approver.
+func (s Store) PublicKeys() ([]approval.PublicKey, error) {
+	keys, err := s.List(false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]approval.PublicKey, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, Public(k))
+	}
+	return out, nil
+}
+
+// Public returns the public part of e.
+func Public(e Enrolled) approval.PublicKey {
+	return approval.PublicKey{Name: e.Name, RPID: e.RPID, Origins: slices.Clone(e.Origins), UserID: slices.Clone(e.UserID),
+		CredentialID: slices.Clone(e.Credential.ID), PublicKey: slices.Clone(e.Credential.PublicKey)}
+}
+
+// FromPublic returns the passkey whose public part is k, as VerifyChallenge
+// takes it.
+func FromPublic(k approval.PublicKey) Enrolled {
+	return Enrolled{Name: k.Name, RPID: k.RPID, Origins: k.Origins, UserID: k.UserID,
+		Credential: webauthn.Credential{ID: k.CredentialID, PublicKey: k.PublicKey}}
+}
+
+// KeysStamp returns a stat of the directory (approval.KeySource): enrolling
+// (a file created in it) and revoking (a file removed from it) change its
+// modification time, and a change of its owner or mode its change time. A
+// missing directory has the stamp "none".
+func (s Store) KeysStamp() (string, time.Time, error) {
+	fi, err := os.Stat(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "none", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("passkeys: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", time.Time{}, fmt.Errorf("passkeys: %s: no stat", s.Dir)
+	}
+	ctime := time.Unix(st.Ctim.Unix())
+	changed := fi.ModTime()
+	if ctime.After(changed) {
+		changed = ctime
+	}
+	return fmt.Sprintf("%d:%d:%d:%d:%d:%d:%o", st.Dev, st.Ino, fi.ModTime().UnixNano(), ctime.UnixNano(), st.Uid, st.Size, fi.Mode()), changed, nil
+}
+
 // Verify checks s's assertion against the valid passkeys (approval.Verifier):
 // the one whose credential id it names must have signed s's statement's
 // challenge, from one of its origins, with the user verified. It returns

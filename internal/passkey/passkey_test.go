@@ -112,3 +112,58 @@ func TestStoreRefusesOpenDir(t *testing.T) {
 		t.Error("a name with a space and a semicolon passed")
 	}
 }
+
+// TestPublicKeysAndStamp: the stamp of a missing directory is "none";
+// enrolling, revoking and opening up the directory each change it; the
+// public keys are the valid passkeys' public part, which verifies an
+// assertion as the stored passkey does.
+func TestPublicKeysAndStamp(t *testing.T) {
+	s := passkey.Store{Dir: filepath.Join(t.TempDir(), "passkeys")}
+	stamp := func() string {
+		t.Helper()
+		st, _, err := s.KeysStamp()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := stamp(); st != "none" {
+		t.Fatalf("stamp of a missing directory %q", st)
+	}
+	seen := map[string]string{}
+	step := func(what string) {
+		t.Helper()
+		st := stamp()
+		if prev, ok := seen[st]; ok {
+			t.Fatalf("the stamp after %s is the one after %s", what, prev)
+		}
+		seen[st] = what
+	}
+	alice := enrol(t, s, "alice")
+	step("alice's enrolment")
+	enrol(t, s, "bob")
+	step("bob's enrolment")
+	if err := s.Revoke("bob", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	step("bob's revocation")
+	keys, err := s.PublicKeys()
+	if err != nil || len(keys) != 1 || keys[0].Name != "alice" || string(keys[0].CredentialID) != string(alice.ID) || len(keys[0].PublicKey) == 0 {
+		t.Fatalf("public keys %+v %v, want alice's alone", keys, err)
+	}
+	st := statement()
+	sig, err := alice.Sign(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, err := passkey.VerifyWith([]passkey.Enrolled{passkey.FromPublic(keys[0])}, sig); err != nil || name != "alice" {
+		t.Fatalf("verify with the public part: %q %v", name, err)
+	}
+	if err := os.Chmod(s.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	step("chmod 0755")
+	if _, err := s.PublicKeys(); err == nil && os.Geteuid() == 0 {
+		t.Error("the public keys of a 0755 directory were read")
+	}
+}
