@@ -21,6 +21,11 @@ const maxStdinPreview = 1024
 // characters made visible, as the console shows them), then by
 // html/template for the page.
 type requestView struct {
+	// Link is the index of the daemon that showed it (Config.Daemons),
+	// and From that daemon's label: a request id is only unique within
+	// one daemon.
+	Link     int
+	From     string
 	ID, Hash string
 	// Summary is set when the request was too large to announce in full:
 	// it can then only be denied here.
@@ -40,6 +45,9 @@ type requestView struct {
 	Warnings []string
 	TimeLeft string
 }
+
+// Elem is the page element id of the request's section.
+func (v requestView) Elem() string { return fmt.Sprintf("r-%d-%s", v.Link, v.ID) }
 
 func esc(s string) string {
 	e, _ := termtext.Escape(s)

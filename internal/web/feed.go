@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,25 +12,36 @@ import (
 )
 
 // feed is what the web approver knows of one daemon: the requests waiting,
-// as the approver channel announced them, and the answers to the decisions
-// it relayed. It reads the channel in one goroutine (run).
+// as the approver channel announced them, the passkeys the daemon last
+// sent, and the answers to the decisions it relayed. It reads the channel
+// in one goroutine (run). Once the channel ends the feed is down for good:
+// the web approver has dropped root and cannot dial again
+// (docs/approving.md#several-daemons).
 type feed struct {
+	// name is how the human named the daemon on the command line.
+	name   string
 	client *approval.Client
 
 	mu      sync.Mutex
 	hello   approval.Message
 	pending []approval.Message
-	// version counts the changes to pending, so that a page can tell it
-	// is out of date.
+	// keys are the passkeys of the daemon's latest passkeys message, and
+	// keysErr the error it carried; keysSeen is set once one came.
+	keys     []approval.PublicKey
+	keysErr  string
+	keysSeen bool
+	// version counts the changes to what the page shows of this daemon,
+	// so that a page can tell it is out of date.
 	version uint64
 	// results receives the daemon's answer to a decision, by request id:
 	// one decision per request at a time is relayed (decide holds it).
 	results map[string]chan approval.Message
-	err     error
+	// err is why the channel ended; nil while it is open.
+	err error
 }
 
-func newFeed(c *approval.Client) *feed {
-	return &feed{client: c, results: make(map[string]chan approval.Message)}
+func newFeed(name string, c *approval.Client) *feed {
+	return &feed{name: name, client: c, results: make(map[string]chan approval.Message)}
 }
 
 // run reads the channel until it ends or ctx does, and returns why.
@@ -37,7 +49,7 @@ func (f *feed) run(ctx context.Context) error {
 	err := f.read(ctx)
 	f.mu.Lock()
 	f.err = err
-	f.pending = nil
+	f.pending, f.keys = nil, nil
 	f.version++
 	for id, ch := range f.results {
 		close(ch)
@@ -62,11 +74,15 @@ func (f *feed) read(ctx context.Context) error {
 		switch m.Type {
 		case approval.MsgHello:
 			f.hello = m
+			f.version++
 		case approval.MsgPending:
 			f.pending = append(f.pending, m)
 			f.version++
 		case approval.MsgResolved:
 			f.pending = slices.DeleteFunc(f.pending, func(p approval.Message) bool { return p.ID == m.ID })
+			f.version++
+		case approval.MsgPasskeys:
+			f.keys, f.keysErr, f.keysSeen = m.Passkeys, m.Error, true
 			f.version++
 		case approval.MsgResult:
 			if ch, ok := f.results[m.ID]; ok && m.ID != "" {
@@ -78,11 +94,36 @@ func (f *feed) read(ctx context.Context) error {
 	}
 }
 
-// snapshot returns the requests waiting and the version of that list.
-func (f *feed) snapshot() ([]approval.Message, uint64, approval.Message) {
+// feedState is a copy of what a feed knows, for one page.
+type feedState struct {
+	name     string
+	hello    approval.Message
+	pending  []approval.Message
+	keys     []approval.PublicKey
+	keysErr  string
+	keysSeen bool
+	version  uint64
+	err      error
+}
+
+// state returns a copy of what f knows.
+func (f *feed) state() feedState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.pending), f.version, f.hello
+	return feedState{name: f.name, hello: f.hello, pending: slices.Clone(f.pending), keys: slices.Clone(f.keys),
+		keysErr: f.keysErr, keysSeen: f.keysSeen, version: f.version, err: f.err}
+}
+
+// knows reports whether the daemon's channel is open and its latest
+// passkeys include k: the same credential id with the same public key.
+func (st feedState) knows(k approval.PublicKey) bool {
+	return st.err == nil && slices.ContainsFunc(st.keys, func(e approval.PublicKey) bool { return sameKey(e, k) })
+}
+
+// sameKey reports whether a and b are one credential: the same id and the
+// same public key.
+func sameKey(a, b approval.PublicKey) bool {
+	return bytes.Equal(a.CredentialID, b.CredentialID) && bytes.Equal(a.PublicKey, b.PublicKey)
 }
 
 // find returns the pending message of request id.

@@ -1,9 +1,13 @@
 // Package web is the web approver (agent-sudo approve --web): a page, made
-// for a phone, that shows the requests waiting on a daemon's approver
-// channel and relays decisions signed with a passkey. It decides nothing
-// itself: its channel is signed-only (approval.MsgSignedOnly), and the
-// daemon checks every signature against the enrolled passkeys. See
-// docs/approving.md#the-web-approver and docs/security.md#the-web-approver.
+// for a phone, that shows the requests waiting on the approver channels of
+// one or several daemons and relays decisions signed with a passkey, each
+// to the daemon, and on the connection, that showed the request. It
+// decides nothing itself: its channels are signed-only
+// (approval.MsgSignedOnly), and each daemon checks every signature against
+// its enrolled passkeys. The passkeys' public keys, which the web approver
+// checks a sign-in with, come from the daemons (approval.MsgPasskeys): it
+// reads no file of theirs. See docs/approving.md#the-web-approver and
+// docs/security.md#the-web-approver.
 //
 // Everything the agent wrote reaches the page as text: the templates are
 // html/template, the script (served from the binary, never inline) sets
@@ -12,6 +16,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -57,19 +62,27 @@ const (
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
+// Daemon is one daemon the web approver serves.
+type Daemon struct {
+	// Name is how the human named it on the command line (the approver
+	// socket's path, "ssh root@HOST"); the page shows it beside the host
+	// name the daemon sends.
+	Name string
+	// Client is its approver channel, on which signed_only has been sent;
+	// nil when it could not be opened, and Err says why: the page then
+	// shows the daemon as disconnected.
+	Client *approval.Client
+	Err    error
+}
+
 // Config is what the web approver is told at start.
 type Config struct {
-	// Client is the approver channel to the daemon, on which signed_only
-	// has been sent (Connect does both).
-	Client *approval.Client
+	// Daemons are the daemons served, at least one.
+	Daemons []Daemon
 	// Origin is the page's origin as the browser sees it
 	// ("https://host:8443"), and RPID the passkeys' relying party id (the
 	// host name).
 	Origin, RPID string
-	// Keys are the enrolled passkeys (public keys only), read at start:
-	// the web approver checks a sign-in with them. The daemon checks the
-	// decisions against its own copy.
-	Keys []passkey.Enrolled
 	// Log receives what happens; nil discards it.
 	Log *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -78,11 +91,11 @@ type Config struct {
 
 // Server is the web approver's HTTP handler.
 type Server struct {
-	cfg  Config
-	feed *feed
-	tmpl *template.Template
-	log  *slog.Logger
-	now  func() time.Time
+	cfg   Config
+	feeds []*feed
+	tmpl  *template.Template
+	log   *slog.Logger
+	now   func() time.Time
 
 	// loginKey keys the sign-in challenges, which are stateless (expiry,
 	// random, MAC), so that anyone reaching the port can ask for as many
@@ -96,24 +109,46 @@ type Server struct {
 	// sessions are the signed-in browsers, by cookie value.
 	sessions map[string]session
 	// statements are the statements given out to sign, by nonce.
-	statements map[string]approval.Statement
+	statements map[string]statement
 }
 
+// session is a signed-in browser: the passkey it signed in with, which
+// the daemons that show it their requests must know.
 type session struct {
-	approver string
-	expires  time.Time
+	key     approval.PublicKey
+	expires time.Time
 }
 
-// New returns the web approver for cfg; Run reads the daemon's channel.
+// statement is a statement given out to sign, with the daemon whose
+// request it decides.
+type statement struct {
+	approval.Statement
+	link int
+}
+
+// New returns the web approver for cfg; Run reads the daemons' channels.
 func New(cfg Config) (*Server, error) {
+	if len(cfg.Daemons) == 0 {
+		return nil, errors.New("web: no daemon to serve")
+	}
 	t, err := template.ParseFS(files, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	s := &Server{cfg: cfg, feed: newFeed(cfg.Client), tmpl: t, log: cfg.Log, now: cfg.Now, loginKey: key,
-		usedLogins: map[string]time.Time{}, sessions: map[string]session{}, statements: map[string]approval.Statement{}}
+	s := &Server{cfg: cfg, tmpl: t, log: cfg.Log, now: cfg.Now, loginKey: key,
+		usedLogins: map[string]time.Time{}, sessions: map[string]session{}, statements: map[string]statement{}}
+	for _, d := range cfg.Daemons {
+		f := newFeed(d.Name, d.Client)
+		if d.Client == nil {
+			f.err = d.Err
+			if f.err == nil {
+				f.err = errors.New("not connected")
+			}
+		}
+		s.feeds = append(s.feeds, f)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -123,9 +158,32 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Run reads the daemon's channel until it ends or ctx does.
+// Run reads every daemon's channel until all of them ended, or ctx did,
+// and returns why. A daemon whose channel ends shows as disconnected on the
+// page while the others are served.
 func (s *Server) Run(ctx context.Context) error {
-	return s.feed.run(ctx)
+	errs := make(chan error, len(s.feeds))
+	for _, f := range s.feeds {
+		if f.client == nil {
+			errs <- fmt.Errorf("%s: %w", f.name, f.err)
+			continue
+		}
+		go func() {
+			err := f.run(ctx)
+			if ctx.Err() == nil {
+				s.log.Warn("web: lost a daemon; restart the web approver to reconnect", "daemon", f.name, "err", err)
+			}
+			errs <- fmt.Errorf("%s: %w", f.name, err)
+		}()
+	}
+	var all []error
+	for range s.feeds {
+		all = append(all, <-errs)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.Join(all...)
 }
 
 // Handler returns the HTTP handler: the page, its static files and its
@@ -152,10 +210,11 @@ func (s *Server) ownPage(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// signedIn lets through only a browser signed in with a passkey.
+// signedIn lets through only a browser signed in with a passkey that a
+// daemon served still knows.
 func (s *Server) signedIn(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.approver(r) == "" {
+		if _, ok := s.session(r, s.states()); !ok {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "sign in with your passkey first"})
 			return
 		}
@@ -187,21 +246,37 @@ func randomToken() string {
 
 const cookieName = "agent_sudo_session"
 
-// approver returns the name of the approver signed in on r's browser, or
-// "".
-func (s *Server) approver(r *http.Request) string {
+// states returns what every feed knows, in the order of Config.Daemons.
+func (s *Server) states() []feedState {
+	out := make([]feedState, len(s.feeds))
+	for i, f := range s.feeds {
+		out[i] = f.state()
+	}
+	return out
+}
+
+// session returns the session of r's browser. A session whose passkey no
+// daemon in states knows any more (it was revoked, or every daemon that
+// knew it is gone) is ended.
+func (s *Server) session(r *http.Request, states []feedState) (session, bool) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
-		return ""
+		return session{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, sess := range s.sessions {
-		if subtle.ConstantTimeCompare([]byte(k), []byte(c.Value)) == 1 && s.now().Before(sess.expires) {
-			return sess.approver
+		if subtle.ConstantTimeCompare([]byte(k), []byte(c.Value)) != 1 || !s.now().Before(sess.expires) {
+			continue
 		}
+		if !slices.ContainsFunc(states, func(st feedState) bool { return st.knows(sess.key) }) {
+			delete(s.sessions, k)
+			s.log.Info("web: signed out: no daemon knows the passkey any more", "approver", sess.key.Name)
+			return session{}, false
+		}
+		return sess, true
 	}
-	return ""
+	return session{}, false
 }
 
 // fromPage refuses a state-changing request that does not come from the
@@ -219,23 +294,78 @@ func fromPage(w http.ResponseWriter, r *http.Request, origin, what string) bool 
 // view is what the page template gets.
 type view struct {
 	Approver string
-	Daemon   string
 	Version  uint64
+	// Daemons says which daemons are served and how each is.
+	Daemons  []daemonView
 	Requests []requestView
-	// Focus is the request asked for with ?id=, when it waits.
+	// Focus is the element id of the request asked for with ?id=, when it
+	// waits (on the first daemon that shows it).
 	Focus string
 }
 
+// daemonView is one daemon as the page lists it.
+type daemonView struct {
+	Label string
+	// State says whether it is connected and whether it knows the
+	// signed-in passkey; Down is set when its channel is gone.
+	State string
+	Down  bool
+}
+
+// label names a daemon for the page: the host name it sent and how the
+// human named it, both escaped.
+func label(st feedState) string {
+	host, name := esc(st.hello.DaemonHost), esc(st.name)
+	switch {
+	case host != "" && name != "":
+		return host + " (" + name + ")"
+	case host != "":
+		return host
+	}
+	return name
+}
+
+// version is the version of everything the page shows: the sum of the
+// feeds', each of which only grows.
+func version(states []feedState) uint64 {
+	var v uint64
+	for _, st := range states {
+		v += st.version
+	}
+	return v
+}
+
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
-	v := view{Approver: s.approver(r)}
-	if v.Approver != "" {
-		pend, version, hello := s.feed.snapshot()
-		v.Version, v.Daemon = version, hello.DaemonHost
-		for _, p := range pend {
-			v.Requests = append(v.Requests, describe(p, s.now()))
-		}
-		if id := r.URL.Query().Get("id"); slices.ContainsFunc(pend, func(p approval.Message) bool { return p.ID == id }) {
-			v.Focus = id
+	states := s.states()
+	var v view
+	if sess, ok := s.session(r, states); ok {
+		v.Approver, v.Version = sess.key.Name, version(states)
+		id := r.URL.Query().Get("id")
+		for i, st := range states {
+			dv := daemonView{Label: label(st)}
+			switch {
+			case st.err != nil:
+				dv.Down = true
+				dv.State = "disconnected (" + esc(st.err.Error()) + "): restart the web approver to reconnect"
+			case !st.knows(sess.key):
+				dv.State = "connected; it does not know your passkey, so its requests are not shown"
+				if st.keysErr != "" {
+					dv.State += " (" + esc(st.keysErr) + ")"
+				} else if !st.keysSeen {
+					dv.State += " (it sent no passkeys: an older daemon?)"
+				}
+			default:
+				dv.State = "connected"
+				for _, p := range st.pending {
+					rv := describe(p, s.now())
+					rv.Link, rv.From = i, dv.Label
+					v.Requests = append(v.Requests, rv)
+					if v.Focus == "" && id != "" && p.ID == id {
+						v.Focus = rv.Elem()
+					}
+				}
+			}
+			v.Daemons = append(v.Daemons, dv)
 		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -247,8 +377,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 // state tells the page the version of the list, so that it reloads when
 // a request arrives or leaves.
 func (s *Server) state(w http.ResponseWriter, r *http.Request) {
-	_, version, _ := s.feed.snapshot()
-	writeJSON(w, http.StatusOK, map[string]any{"version": version})
+	writeJSON(w, http.StatusOK, map[string]any{"version": version(s.states())})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -339,12 +468,13 @@ func (s *Server) loginFinish(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
 		return
 	}
-	name, err := passkey.VerifyChallenge(s.cfg.Keys, req.Challenge, a)
+	key, err := verifySignIn(s.states(), req.Challenge, a)
 	if err != nil {
 		s.log.Warn("web: sign-in refused", "err", err)
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "sign-in refused: " + err.Error()})
 		return
 	}
+	name := key.Name
 	tok := randomToken()
 	s.mu.Lock()
 	s.expire()
@@ -359,7 +489,7 @@ func (s *Server) loginFinish(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too many browsers signed in"})
 		return
 	}
-	s.sessions[tok] = session{approver: name, expires: s.now().Add(sessionTTL)}
+	s.sessions[tok] = session{key: key, expires: s.now().Add(sessionTTL)}
 	s.mu.Unlock()
 	s.log.Info("web: signed in", "approver", name)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
@@ -368,10 +498,12 @@ func (s *Server) loginFinish(w http.ResponseWriter, r *http.Request) {
 }
 
 // decideBegin gives the page the statement to sign for a decision on a
-// waiting request: the request as announced (its audit record and hash),
-// the decision, scope once, an expiry and a fresh nonce.
+// request waiting on one daemon (its index in Config.Daemons) that knows
+// the signed-in passkey: the request as announced (its audit record and
+// hash), the decision, scope once, an expiry and a fresh nonce.
 func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 	var req struct {
+		Daemon   *int            `json:"daemon"`
 		ID       string          `json:"id"`
 		Hash     string          `json:"hash"`
 		Decision approval.Choice `json:"decision"`
@@ -384,7 +516,16 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "the web approver allows once or denies"})
 		return
 	}
-	p, ok := s.feed.find(req.ID)
+	if req.Daemon == nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "say which daemon showed the request"})
+		return
+	}
+	link := *req.Daemon
+	if !s.mayDecide(r, link) {
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "this daemon is gone, or does not know your passkey; reload"})
+		return
+	}
+	p, ok := s.feeds[link].find(req.ID)
 	if !ok || p.Hash != req.Hash {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "this request no longer waits, or changed; reload"})
 		return
@@ -404,7 +545,7 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too many decisions under way"})
 		return
 	}
-	s.statements[st.Nonce] = st
+	s.statements[st.Nonce] = statement{Statement: st, link: link}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"statement": st, "challenge": st.ChallengeString(), "rpId": s.cfg.RPID,
 		"timeout": challengeTTL.Milliseconds()})
@@ -429,6 +570,10 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "this decision expired or was already sent; try again"})
 		return
 	}
+	if !s.mayDecide(r, st.link) {
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "this daemon is gone, or does not know your passkey any more"})
+		return
+	}
 	a, err := req.Assertion.decode()
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
@@ -436,15 +581,59 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	note, err := s.feed.decide(ctx, approval.Message{Type: approval.MsgDecide, ID: st.ID, Hash: st.Hash, Decision: st.Decision,
-		Signed: &approval.Signed{Statement: st, Assertion: a}})
+	f := s.feeds[st.link]
+	note, err := f.decide(ctx, approval.Message{Type: approval.MsgDecide, ID: st.ID, Hash: st.Hash, Decision: st.Decision,
+		Signed: &approval.Signed{Statement: st.Statement, Assertion: a}})
 	if err != nil {
-		s.log.Info("web: decision refused by the daemon", "id", st.ID, "err", err)
+		s.log.Info("web: decision refused by the daemon", "daemon", f.name, "id", st.ID, "err", err)
 		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error()})
 		return
 	}
-	s.log.Info("web: decision relayed", "id", st.ID, "decision", st.Decision, "note", note)
+	s.log.Info("web: decision relayed", "daemon", f.name, "id", st.ID, "decision", st.Decision, "note", note)
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "note": note})
+}
+
+// mayDecide reports whether r's browser may decide on daemon link's
+// requests: the daemon is one served, its channel is open and it knows the
+// signed-in passkey.
+func (s *Server) mayDecide(r *http.Request, link int) bool {
+	if link < 0 || link >= len(s.feeds) {
+		return false
+	}
+	states := s.states()
+	sess, ok := s.session(r, states)
+	return ok && states[link].knows(sess.key)
+}
+
+// verifySignIn checks a sign-in assertion a over challenge against the
+// passkeys of every daemon whose channel is open, and returns the one that
+// made it. A credential id may come with different public keys from
+// different daemons: each is tried, and the session is bound to the one
+// that verified, so that a daemon that names another's credential with a
+// key of its own gains nothing on the others.
+func verifySignIn(states []feedState, challenge string, a approval.Assertion) (approval.PublicKey, error) {
+	var tried []approval.PublicKey
+	var lastErr error
+	for _, st := range states {
+		if st.err != nil {
+			continue
+		}
+		for _, k := range st.keys {
+			if !bytes.Equal(k.CredentialID, a.CredentialID) || slices.ContainsFunc(tried, func(t approval.PublicKey) bool { return sameKey(t, k) }) {
+				continue
+			}
+			tried = append(tried, k)
+			if _, err := passkey.VerifyChallenge([]passkey.Enrolled{passkey.FromPublic(k)}, challenge, a); err != nil {
+				lastErr = err
+				continue
+			}
+			return k, nil
+		}
+	}
+	if lastErr != nil {
+		return approval.PublicKey{}, lastErr
+	}
+	return approval.PublicKey{}, errors.New("the passkey that signed is not enrolled on any daemon served here (or was revoked)")
 }
 
 // loginChallenge returns a sign-in challenge valid until exp: exp, 16

@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,26 +25,76 @@ import (
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
-// keysVerifier checks signed decisions against keys, as the daemon's
-// passkey.Store does against its directory.
-type keysVerifier []passkey.Enrolled
+// keyring is a daemon's passkeys directory as the Channel sees it (an
+// approval.KeySource): signed decisions are checked against its keys, and
+// the web approver is sent their public part whenever they change.
+type keyring struct {
+	mu      sync.Mutex
+	keys    []passkey.Enrolled
+	changes int
+}
 
-func (k keysVerifier) Verify(s approval.Signed) (string, error) { return passkey.VerifyWith(k, s) }
+func (k *keyring) Verify(s approval.Signed) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return passkey.VerifyWith(k.keys, s)
+}
+
+func (k *keyring) PublicKeys() ([]approval.PublicKey, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []approval.PublicKey
+	for _, e := range k.keys {
+		out = append(out, passkey.Public(e))
+	}
+	return out, nil
+}
+
+func (k *keyring) KeysStamp() (string, time.Time, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return strconv.Itoa(k.changes), time.Time{}, nil
+}
+
+// set replaces the keys (an enrolment, a revocation).
+func (k *keyring) set(keys ...passkey.Enrolled) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.keys = keys
+	k.changes++
+}
+
+// daemon is one daemon of a rig: its broker, its passkeys and its end of
+// the approver channel.
+type daemon struct {
+	broker *approval.Broker
+	keys   *keyring
+	conn   net.Conn
+}
 
 type rig struct {
-	t      *testing.T
-	broker *approval.Broker
-	srv    *httptest.Server
-	key    *passkeytest.Key
-	http   *http.Client
+	t       *testing.T
+	broker  *approval.Broker
+	daemons []*daemon
+	srv     *httptest.Server
+	origin  string
+	key     *passkeytest.Key
+	http    *http.Client
 }
 
 // newRig serves a broker's approver channel (signed decisions checked
 // against one enrolled software passkey) to a web approver behind an
 // httptest server.
 func newRig(t *testing.T) *rig {
+	return newRigOf(t, "alice")
+}
+
+// newRigOf serves one approver channel per element of enrolled, each a
+// broker of its own whose passkeys are alice's when the element names
+// her, none when it is empty, to one web approver behind an httptest
+// server.
+func newRigOf(t *testing.T, enrolled ...string) *rig {
 	t.Helper()
-	b := approval.NewBroker(time.Hour, nil)
 	ts := httptest.NewUnstartedServer(nil)
 	origin := "http://" + ts.Listener.Addr().String()
 	k, err := passkeytest.New("alice", "localhost", origin)
@@ -52,20 +105,31 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := []passkey.Enrolled{en}
-	server, client := net.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := &approval.Channel{Broker: b, Log: slog.New(slog.DiscardHandler), Signatures: &approval.Signatures{Verifier: keysVerifier(keys)}}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		ch.Serve(ctx, server, approval.Console{By: "web relay"})
-	}()
-	c := approval.NewClient(client)
-	if err := c.Send(approval.Message{Type: approval.MsgSignedOnly}); err != nil {
-		t.Fatal(err)
+	var served sync.WaitGroup
+	r := &rig{t: t, srv: ts, origin: origin, key: k}
+	var cfg web.Config
+	for i, who := range enrolled {
+		d := &daemon{broker: approval.NewBroker(time.Hour, nil), keys: &keyring{}}
+		if who == "alice" {
+			d.keys.set(en)
+		}
+		server, client := net.Pipe()
+		d.conn = server
+		ch := &approval.Channel{Broker: d.broker, Host: fmt.Sprintf("host%d", i), Log: slog.New(slog.DiscardHandler),
+			Signatures: &approval.Signatures{Verifier: d.keys, KeysPoll: 10 * time.Millisecond}}
+		served.Go(func() { ch.Serve(ctx, server, approval.Console{By: "web relay"}) })
+		c := approval.NewClient(client)
+		if err := c.Send(approval.Message{Type: approval.MsgSignedOnly}); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Daemons = append(cfg.Daemons, web.Daemon{Name: fmt.Sprintf("/run/d%d/<b>approver", i), Client: c})
+		r.daemons = append(r.daemons, d)
+		t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
 	}
-	w, err := web.New(web.Config{Client: c, Origin: origin, RPID: "localhost", Keys: keys})
+	r.broker = r.daemons[0].broker
+	cfg.Origin, cfg.RPID = origin, "localhost"
+	w, err := web.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,16 +140,19 @@ func newRig(t *testing.T) *rig {
 	}()
 	ts.Config.Handler = w.Handler()
 	ts.Start()
-	jar, _ := cookiejar.New(nil)
 	t.Cleanup(func() {
 		ts.Close()
 		cancel()
-		_ = client.Close()
-		_ = server.Close()
-		<-served
+		served.Wait()
 		<-ran
 	})
-	return &rig{t: t, broker: b, srv: ts, key: k, http: &http.Client{Jar: jar}}
+	r.http = &http.Client{Jar: newJar()}
+	return r
+}
+
+func newJar() http.CookieJar {
+	jar, _ := cookiejar.New(nil)
+	return jar
 }
 
 // post sends body as the page's script does (its origin, JSON).
@@ -112,20 +179,40 @@ func assertionBody(a approval.Assertion) map[string]string {
 		"clientDataJSON": b64(a.ClientDataJSON), "signature": b64(a.Signature), "userHandle": b64(a.UserHandle)}
 }
 
-func (r *rig) signIn() {
+// trySignIn signs in with key and returns the answer's status.
+func (r *rig) trySignIn(key *passkeytest.Key) (int, map[string]any) {
 	r.t.Helper()
 	code, begin := r.post("/api/login/begin", map[string]any{})
 	if code != 200 {
 		r.t.Fatalf("login begin: %d %v", code, begin)
 	}
 	ch := begin["challenge"].(string)
-	sig, err := r.key.SignChallenge(approval.Statement{}, ch)
+	sig, err := key.SignChallenge(approval.Statement{}, ch)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if code, out := r.post("/api/login/finish", map[string]any{"challenge": ch, "assertion": assertionBody(sig.Assertion)}); code != 200 {
-		r.t.Fatalf("login finish: %d %v", code, out)
+	return r.post("/api/login/finish", map[string]any{"challenge": ch, "assertion": assertionBody(sig.Assertion)})
+}
+
+// signIn signs in with alice's passkey, once a daemon has sent it (the
+// feeds read the channels in their own goroutines, with no event the test
+// can wait on: at most 600 tries 50ms apart, as waitPage).
+func (r *rig) signIn() {
+	r.t.Helper()
+	r.signInWith(r.key)
+}
+
+func (r *rig) signInWith(key *passkeytest.Key) {
+	r.t.Helper()
+	var code int
+	var out map[string]any
+	for range 600 {
+		if code, out = r.trySignIn(key); code == 200 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
+	r.t.Fatalf("login finish: %d %v", code, out)
 }
 
 func (r *rig) page() (string, http.Header) {
@@ -189,7 +276,7 @@ func TestWebSignedAllow(t *testing.T) {
 	if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
 		t.Fatalf("Content-Security-Policy %q", csp)
 	}
-	if code, _ := r.post("/api/decide/begin", map[string]any{"id": "w1", "hash": "x", "decision": "allow_once"}); code != 401 {
+	if code, _ := r.post("/api/decide/begin", map[string]any{"daemon": 0, "id": "w1", "hash": "x", "decision": "allow_once"}); code != 401 {
 		t.Fatalf("decide before sign-in: %d, want 401", code)
 	}
 	r.signIn()
@@ -207,7 +294,7 @@ func TestWebSignedAllow(t *testing.T) {
 	}
 	i := strings.Index(body, `data-hash="`) + len(`data-hash="`)
 	hash := body[i : i+64]
-	code, begin := r.post("/api/decide/begin", map[string]any{"id": "w1", "hash": hash, "decision": "allow_once"})
+	code, begin := r.post("/api/decide/begin", map[string]any{"daemon": 0, "id": "w1", "hash": hash, "decision": "allow_once"})
 	if code != 200 {
 		t.Fatalf("decide begin: %d %v", code, begin)
 	}
@@ -246,8 +333,8 @@ func TestWebAssertionForAnotherRequest(t *testing.T) {
 		i := strings.Index(body, `data-id="`+id+`" data-hash="`) + len(`data-id="`+id+`" data-hash="`)
 		return body[i : i+64]
 	}
-	_, beginA := r.post("/api/decide/begin", map[string]any{"id": "wa", "hash": hashOf("wa"), "decision": "allow_once"})
-	_, beginB := r.post("/api/decide/begin", map[string]any{"id": "wb", "hash": hashOf("wb"), "decision": "allow_once"})
+	_, beginA := r.post("/api/decide/begin", map[string]any{"daemon": 0, "id": "wa", "hash": hashOf("wa"), "decision": "allow_once"})
+	_, beginB := r.post("/api/decide/begin", map[string]any{"daemon": 0, "id": "wb", "hash": hashOf("wb"), "decision": "allow_once"})
 	var stA, stB approval.Statement
 	a, _ := json.Marshal(beginA["statement"])
 	b, _ := json.Marshal(beginB["statement"])

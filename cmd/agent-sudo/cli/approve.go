@@ -208,7 +208,7 @@ func approveUsage() *usage {
 		synopsis: []string{
 			"sudo agent-sudo approve [--approver-socket PATH]... [--desktop-notify MODE]",
 			"sudo agent-sudo approve [--approver-socket PATH]... --ssh root@HOST... [--ssh-option OPT]... [--ssh-program PATH] [--desktop-notify MODE]",
-			"sudo agent-sudo approve --web HOST:PORT [--origin URL] [--no-tls | --tls-cert FILE --tls-key FILE] [--user USER] [--approver-socket PATH | --ssh root@HOST]",
+			"sudo agent-sudo approve --web HOST:PORT [--origin URL] [--no-tls | --tls-cert FILE --tls-key FILE] [--user USER] [--approver-socket PATH]... [--ssh root@HOST]...",
 			"sudo agent-sudo approve web enroll|list|revoke ...",
 		},
 		text: `Show the requests that wait for a human and approve or deny them. It runs as
@@ -239,9 +239,11 @@ multiplexer could approve its own requests. See docs/approving.md.
 
 With --web HOST:PORT it is the web approver instead: a page for a phone,
 where each allow or deny is signed with a passkey enrolled with
-"agent-sudo approve web enroll NAME" and checked by the daemon. It starts
-as root, connects, then runs as --user. See docs/approving.md and
-docs/remote.md.
+"agent-sudo approve web enroll NAME" and checked by the daemon. It serves
+every daemon named, as the console does. It starts as root, connects to
+them all, then runs as --user, and so cannot connect again: a daemon that
+restarts shows as disconnected until the web approver is restarted. See
+docs/approving.md and docs/remote.md.
 `,
 		exits: []exitDoc{
 			{"0", "the console was quit"},

@@ -121,9 +121,13 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
 }
 
 // approveWebMain is "agent-sudo approve --web ADDR": the web approver.
-// It connects to the daemon as root, makes its channel signed-only, opens
-// its listener and certificate and reads the passkeys' public keys, then
-// becomes --user and only then serves pages.
+// It connects to every daemon named as root (starting the ssh commands as
+// root), makes each channel signed-only, opens its listener and
+// certificate, then becomes --user and only then serves pages. It cannot
+// connect again once it is --user: a daemon whose channel ends shows as
+// disconnected until the web approver is restarted, and it exits when no
+// daemon is left (docs/approving.md#several-daemons). The passkeys' public
+// keys come from the daemons, on their channels.
 func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, deps approveDeps) int {
 	o := &opts.web
 	listenAddr, origin, rpID, err := o.endpoints()
@@ -133,8 +137,8 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 	if deps.geteuid() != 0 {
 		return inv.fail(exitDenied, "approve --web must start as root (it connects to the approver socket, then runs as %s)", o.user)
 	}
-	if len(opts.sockets)+len(opts.ssh) > 1 {
-		return inv.fail(exitUsage, "approve --web serves one daemon: give at most one --approver-socket or --ssh")
+	if o.passkeys != passkey.DefaultDir {
+		return inv.fail(exitUsage, "approve --web: --passkeys is for approve web enroll, list and revoke; the web approver gets the passkeys' public keys from each daemon")
 	}
 	uid, err := account.UID(o.user)
 	if err != nil {
@@ -147,22 +151,27 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 	if uid == 0 {
 		return inv.fail(exitUsage, "approve --web: --user must not be root: the web approver drops root before it serves a page")
 	}
-	keys, err := passkey.Store{Dir: o.passkeys}.List(false)
-	if err != nil {
-		return inv.fail(exitConfig, "approve --web: %v", err)
+	var daemons []web.Daemon
+	up := 0
+	for _, d := range opts.daemons(deps) {
+		wd := web.Daemon{Name: d.Name}
+		conn, err := d.Dial(ctx)
+		if err == nil {
+			defer conn.Close()
+			c := approval.NewClient(conn)
+			if err = c.Send(approval.Message{Type: approval.MsgSignedOnly}); err == nil {
+				wd.Client = c
+				up++
+			}
+		}
+		if err != nil {
+			wd.Err = err
+			inv.say("approve --web: %s: %v; is the daemon running? (systemctl status agent-sudo)", visible(d.Name), err)
+		}
+		daemons = append(daemons, wd)
 	}
-	if len(keys) == 0 {
-		inv.say("approve --web: no passkey is enrolled in %s yet: enrol one with agent-sudo approve web enroll NAME", o.passkeys)
-	}
-	d := opts.daemons(deps)[0]
-	conn, err := d.Dial(ctx)
-	if err != nil {
-		return inv.fail(exitUnavailable, "approve --web: %v; is the daemon running? (systemctl status agent-sudo)", err)
-	}
-	defer conn.Close()
-	client := approval.NewClient(conn)
-	if err := client.Send(approval.Message{Type: approval.MsgSignedOnly}); err != nil {
-		return inv.fail(exitUnavailable, "approve --web: %v", err)
+	if up == 0 {
+		return inv.fail(exitUnavailable, "approve --web: no daemon could be reached")
 	}
 	ln, fp, err := o.listen(ctx, listenAddr, rpID)
 	if err != nil {
@@ -178,11 +187,15 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 		}
 		return a
 	}}))
-	srv, err := web.New(web.Config{Client: client, Origin: origin, RPID: rpID, Keys: keys, Log: log})
+	srv, err := web.New(web.Config{Daemons: daemons, Origin: origin, RPID: rpID, Log: log})
 	if err != nil {
 		return inv.fail(exitSoftware, "approve --web: %v", err)
 	}
-	fmt.Fprintf(inv.stdout, "web approver for %s at %s (running as %s; %d passkeys)\n", d.Name, origin, o.user, len(keys))
+	names := make([]string, len(daemons))
+	for i, d := range daemons {
+		names[i] = visible(d.Name)
+	}
+	fmt.Fprintf(inv.stdout, "web approver for %s at %s (running as %s)\n", strings.Join(names, ", "), origin, o.user)
 	if fp != "" {
 		fmt.Fprintf(inv.stdout, "TLS certificate SHA-256 fingerprint: %s\n", fp)
 	}
@@ -199,7 +212,7 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return inv.fail(exitInterrupted, "approve --web: interrupted")
 		}
-		return inv.fail(exitUnavailable, "approve --web: lost agent-sudod: %v", err)
+		return inv.fail(exitUnavailable, "approve --web: lost every agent-sudod: %v", err)
 	case err = <-httpErr:
 		cancel()
 		<-feedErr

@@ -49,7 +49,7 @@ async function decide(section, decision) {
   try {
     say("Touch your passkey to " + words + "…");
     const begin = await post("/api/decide/begin", {
-      id: section.dataset.id, hash: section.dataset.hash, decision: decision,
+      daemon: Number(section.dataset.daemon), id: section.dataset.id, hash: section.dataset.hash, decision: decision,
     });
     const a = await assert(begin.challenge, begin.rpId, begin.timeout);
     const done = await post("/api/decide/finish", { nonce: begin.statement.nonce, assertion: a });
@@ -117,6 +117,12 @@ async function poll() {
   const mine = document.body.dataset.version;
   try {
     const r = await fetch("/api/state", { credentials: "same-origin" });
+    if (r.status === 401 && !busy && !holding) {
+      // Signed out: the passkey was revoked, or no daemon that knew it
+      // is left.
+      location.reload();
+      return;
+    }
     if (r.ok) {
       const j = await r.json();
       if (String(j.version) !== mine && !busy && !holding) {
@@ -143,7 +149,7 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   const focus = document.body.dataset.focus;
   if (focus) {
-    const el = document.getElementById("r-" + focus);
+    const el = document.getElementById(focus);
     if (el) el.scrollIntoView();
   }
   document.body.dataset.ready = "1";
