@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 // hashOf returns the hash the page shows for request id of daemon link.
 func hashOf(t *testing.T, body string, link int, id string) string {
 	t.Helper()
-	attr := `data-daemon="` + string(rune('0'+link)) + `" data-id="` + id + `" data-hash="`
+	attr := `data-daemon="` + strconv.Itoa(link) + `" data-id="` + id + `" data-hash="`
 	i := strings.Index(body, attr)
 	if i < 0 {
 		t.Fatalf("the page does not show request %s of daemon %d:\n%s", id, link, body)
@@ -189,4 +190,3 @@ func newClient(r *rig) *rig {
 	c.http = &http.Client{Jar: newJar()}
 	return &c
 }
-
