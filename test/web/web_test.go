@@ -166,7 +166,10 @@ func lines(r io.Reader) <-chan string {
 // passkey "alice" enrolled by a browser through the enrolment link, and
 // the web approver for the daemon, signed in as alice in that browser.
 type rig struct {
-	d      *daemontest.Daemon
+	d *daemontest.Daemon
+	// d2 is a second daemon the web approver serves, with the same
+	// passkeys.
+	d2     *daemontest.Daemon
 	keys   string
 	cli    string
 	origin string
@@ -193,10 +196,11 @@ action = "ask"
 match = ["echo", "two-person", "**"]
 approvals = 2
 `})
+	d2 := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "90s", Extra: fmt.Sprintf("passkeys = %q", keys)})
 	_, cli := daemontest.Binaries(t)
 	port := freePort(t)
 	addr := "localhost:" + port
-	r := &rig{d: d, keys: keys, cli: cli, origin: "http://" + addr, b: b}
+	r := &rig{d: d, d2: d2, keys: keys, cli: cli, origin: "http://" + addr, b: b}
 
 	// Enrolment, at the "root terminal": a one-time link. alice's passkey
 	// is the main page's authenticator, bob's the "bob" page's.
@@ -229,7 +233,7 @@ approvals = 2
 		t.Fatal("the enrolment link still works after its use")
 	}
 
-	web := exec.Command(cli, "approve", "--web", addr, "--no-tls", "--approver-socket", d.ApproverSocket, "--passkeys", keys, "--user", "nobody")
+	web := exec.Command(cli, "approve", "--web", addr, "--no-tls", "--approver-socket", d.ApproverSocket, "--approver-socket", d2.ApproverSocket, "--user", "nobody")
 	web.Env = daemontest.RaceEnv(os.Environ())
 	wout, err := web.StdoutPipe()
 	if err != nil {
@@ -255,10 +259,14 @@ approvals = 2
 }
 
 func (r *rig) ask(id, reason string, argv ...string) <-chan *proto.Response {
+	return r.askOn(r.d, id, reason, argv...)
+}
+
+func (r *rig) askOn(d *daemontest.Daemon, id, reason string, argv ...string) <-chan *proto.Response {
 	ch := make(chan *proto.Response, 1)
 	go func() {
 		req := &proto.Request{ID: id, Session: "web", Host: "h", Reason: reason, Pipeline: [][]string{argv}, Time: time.Now()}
-		resp, err := client.New(r.d.Socket).Run(context.Background(), req)
+		resp, err := client.New(d.Socket).Run(context.Background(), req)
 		if err != nil {
 			resp = &proto.Response{Status: "client-error", Message: err.Error()}
 		}
@@ -350,6 +358,31 @@ func TestWebApprover(t *testing.T) {
 		}
 		if ra, rb := <-doneA, <-doneB; ra.Status != proto.StatusDenied || rb.Status != proto.StatusDenied {
 			t.Fatalf("web-3 %s, web-4 %s: want both denied", ra.Status, rb.Status)
+		}
+	})
+
+	t.Run("two daemons: each decision reaches the daemon that showed the request", func(t *testing.T) {
+		done1 := r.ask("web-two", "on the first", "echo", "first")
+		done2 := r.askOn(r.d2, "web-two", "on the second", "echo", "second")
+		on := func(link int) string {
+			return fmt.Sprintf("section.request[data-daemon='%d'][data-id='web-two']", link)
+		}
+		b.do(map[string]any{"op": "wait", "selector": on(0)})
+		b.do(map[string]any{"op": "wait", "selector": on(1)})
+		b.do(map[string]any{"op": "waitText", "selector": on(1) + " h2", "text": r.d2.ApproverSocket})
+		b.do(map[string]any{"op": "hold", "selector": on(1) + " button.allow"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-two"})
+		if resp := <-done2; resp.Status != proto.StatusOK || string(resp.Stdout) != "second\n" {
+			t.Fatalf("the second daemon's response %+v", resp)
+		}
+		// The page reloads once the allowed request has left; deny on the
+		// reloaded page, so that the reload cannot cut the decision short.
+		b.do(map[string]any{"op": "wait", "selector": on(1), "state": "detached"})
+		b.do(map[string]any{"op": "wait", "selector": "body[data-ready='1'] " + on(0)})
+		b.do(map[string]any{"op": "click", "selector": on(0) + " button.deny"})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-two"})
+		if resp := <-done1; resp.Status != proto.StatusDenied {
+			t.Fatalf("the first daemon's response %+v, want denied", resp)
 		}
 	})
 
