@@ -111,6 +111,21 @@ func TestWebDaemonLost(t *testing.T) {
 	}
 }
 
+// TestWebDaemonUnreachableAtStart: a daemon the web approver could not
+// reach at start is listed as disconnected, and the other is served.
+func TestWebDaemonUnreachableAtStart(t *testing.T) {
+	r := newRigOf(t, "down", "alice")
+	_ = ask(r.daemons[1].broker, "r1", "on one", "true")
+	r.signIn()
+	body := r.waitPage(`data-daemon="1" data-id="r1"`)
+	if !strings.Contains(body, "ssh root@h0</span>: <span class=\"state\">disconnected (connection refused): restart the web approver") {
+		t.Fatalf("the daemon not reached is not listed as disconnected:\n%s", body)
+	}
+	if code, _ := r.decide(r.key, 0, "r1", hashOf(t, body, 1, "r1"), approval.DenyOnce); code != http.StatusConflict {
+		t.Fatalf("decision on the daemon not reached: %d, want 409", code)
+	}
+}
+
 // TestWebPasskeyEnrolledAndRevoked: the web approver reads no passkey
 // itself: a passkey enrolled on a daemon after the web approver started
 // signs in once the daemon sent it; revoked, its browser is signed out and

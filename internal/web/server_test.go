@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -92,7 +93,8 @@ func newRig(t *testing.T) *rig {
 // newRigOf serves one approver channel per element of enrolled, each a
 // broker of its own whose passkeys are alice's when the element names
 // her, none when it is empty, to one web approver behind an httptest
-// server.
+// server; an element "down" is a daemon the web approver could not reach
+// at start.
 func newRigOf(t *testing.T, enrolled ...string) *rig {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
@@ -111,6 +113,12 @@ func newRigOf(t *testing.T, enrolled ...string) *rig {
 	var cfg web.Config
 	for i, who := range enrolled {
 		d := &daemon{broker: approval.NewBroker(time.Hour, nil), keys: &keyring{}}
+		if who == "down" {
+			// Not reachable at start.
+			cfg.Daemons = append(cfg.Daemons, web.Daemon{Name: fmt.Sprintf("ssh root@h%d", i), Err: errors.New("connection refused")})
+			r.daemons = append(r.daemons, d)
+			continue
+		}
 		if who == "alice" {
 			d.keys.set(en)
 		}
