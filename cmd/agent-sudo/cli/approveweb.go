@@ -270,8 +270,8 @@ the root terminal.
 
 enroll NAME serves a one-time link for 5 minutes on --web (stop the web
 approver first if it uses that address, or give another port with the same
-host name) and prints it with the TLS certificate's fingerprint. Open it on
-the phone, and the phone registers a passkey (user verification required)
+host name) and prints it, also as a QR code, with the TLS certificate's
+fingerprint. Open it on the phone (or scan the code), and the phone registers a passkey (user verification required)
 for the approver NAME; the public key is stored in --passkeys, root only.
 list shows the enrolled passkeys; revoke NAME removes one (kept under
 revoked/ so that audit verify still checks what it signed).
@@ -340,12 +340,13 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	if err := e.Start(time.Now()); err != nil {
 		return inv.fail(exitSoftware, "approve web enroll: %v", err)
 	}
-	fmt.Fprintf(inv.stdout, "Open this link on the phone within 5 minutes (until %s), once:\n\n  %s%s\n\n",
-		e.Expires().Local().Format("15:04:05"), origin, e.Path())
+	link := origin + e.Path()
+	fmt.Fprintf(inv.stdout, "Open this link on the phone within 5 minutes (until %s), once:\n\n  %s\n\n",
+		e.Expires().Local().Format("15:04:05"), link)
+	printQR(inv, link)
 	if fp != "" {
 		fmt.Fprintf(inv.stdout, "The page's TLS certificate has the SHA-256 fingerprint\n  %s\ncheck it in the browser before you go on.\n", fp)
 	}
-	fmt.Fprintln(inv.stdout, "(no QR code: print-to-terminal QR needs a library this project does not take on; paste or type the link)")
 	ctx, cancel := context.WithDeadline(ctx, e.Expires())
 	defer cancel()
 	httpErr := make(chan error, 1)
@@ -358,6 +359,21 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	}
 	fmt.Fprintf(inv.stdout, "enrolled %s: credential %x, for %s\n", en.Name, en.Credential.ID, strings.Join(en.Origins, ", "))
 	return 0
+}
+
+// printQR prints link as a QR code for the phone's camera, in forced
+// colours on a terminal (web.ColorQR); a link too long for 80 columns is
+// said instead, since the link above it works as well.
+func printQR(inv *invocation, link string) {
+	text, err := web.QRText(link)
+	if err != nil {
+		fmt.Fprintf(inv.stdout, "(no QR code: %v; paste or type the link)\n\n", err)
+		return
+	}
+	if isTerminalWriter(inv.stdout) {
+		text = web.ColorQR(text)
+	}
+	fmt.Fprintf(inv.stdout, "%s\n", text)
 }
 
 func approveWebList(inv *invocation, args []string) int {
