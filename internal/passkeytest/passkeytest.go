@@ -1,5 +1,5 @@
 // Package passkeytest is a software passkey for tests: it enrols like a
-// WebAuthn authenticator (an ES256 key) and signs assertions over a
+// WebAuthn authenticator (an ES256 key, Register) and signs assertions over a
 // statement's challenge exactly as a browser's authenticator would, so
 // that the daemon's and audit verify's checks can be tested without a
 // browser. The browser tests (test/web) use the real thing.
@@ -51,11 +51,11 @@ func New(name, rpID, origin string) (*Key, error) {
 	return &Key{Name: name, RPID: rpID, Origin: origin, ID: id, UserID: uid, priv: priv}, nil
 }
 
-// Enrolled returns k as the passkey store keeps it.
-func (k *Key) Enrolled() (passkey.Enrolled, error) {
+// coseKey returns k's public key as COSE.
+func (k *Key) coseKey() ([]byte, error) {
 	pub, err := k.priv.PublicKey.ECDH()
 	if err != nil {
-		return passkey.Enrolled{}, fmt.Errorf("passkeytest: %w", err)
+		return nil, fmt.Errorf("passkeytest: %w", err)
 	}
 	raw := pub.Bytes() // 0x04 || X || Y
 	cose, err := webauthncbor.Marshal(webauthncose.EC2PublicKeyData{
@@ -63,7 +63,68 @@ func (k *Key) Enrolled() (passkey.Enrolled, error) {
 		Curve:         int64(webauthncose.P256), XCoord: raw[1:33], YCoord: raw[33:],
 	})
 	if err != nil {
-		return passkey.Enrolled{}, fmt.Errorf("passkeytest: %w", err)
+		return nil, fmt.Errorf("passkeytest: %w", err)
+	}
+	return cose, nil
+}
+
+// Register answers a registration ceremony as a browser's authenticator
+// does, with "none" attestation: creation is what the enrolment page's
+// begin call returned ({"publicKey": {...}}); it takes the user handle
+// from it and returns the body of the page's finish call, signed for
+// k.Origin and k.RPID.
+func (k *Key) Register(creation []byte) ([]byte, error) {
+	var c struct {
+		PublicKey struct {
+			Challenge string `json:"challenge"`
+			User      struct {
+				ID string `json:"id"`
+			} `json:"user"`
+		} `json:"publicKey"`
+	}
+	if err := json.Unmarshal(creation, &c); err != nil {
+		return nil, fmt.Errorf("passkeytest: the creation options: %w", err)
+	}
+	uid, err := base64.RawURLEncoding.DecodeString(c.PublicKey.User.ID)
+	if err != nil {
+		return nil, fmt.Errorf("passkeytest: the user handle: %w", err)
+	}
+	k.UserID = uid
+	cd, err := json.Marshal(map[string]any{"type": "webauthn.create", "challenge": c.PublicKey.Challenge, "origin": k.Origin, "crossOrigin": false})
+	if err != nil {
+		return nil, fmt.Errorf("passkeytest: %w", err)
+	}
+	cose, err := k.coseKey()
+	if err != nil {
+		return nil, err
+	}
+	rp := sha256.Sum256([]byte(k.RPID))
+	flags := byte(0x01 | 0x04 | 0x40) // user present, user verified, attested credential data
+	if k.NoUV {
+		flags = 0x01 | 0x40
+	}
+	ad := append(rp[:], flags)
+	ad = binary.BigEndian.AppendUint32(ad, k.count)
+	ad = append(ad, make([]byte, 16)...) // AAGUID: none
+	ad = binary.BigEndian.AppendUint16(ad, uint16(len(k.ID)))
+	ad = append(ad, k.ID...)
+	ad = append(ad, cose...)
+	att, err := webauthncbor.Marshal(map[string]any{"fmt": "none", "attStmt": map[string]any{}, "authData": ad})
+	if err != nil {
+		return nil, fmt.Errorf("passkeytest: %w", err)
+	}
+	return json.Marshal(map[string]any{
+		"id": b64(k.ID), "rawId": b64(k.ID), "type": "public-key",
+		"response":               map[string]any{"clientDataJSON": b64(cd), "attestationObject": b64(att), "transports": []string{"internal"}},
+		"clientExtensionResults": map[string]any{},
+	})
+}
+
+// Enrolled returns k as the passkey store keeps it.
+func (k *Key) Enrolled() (passkey.Enrolled, error) {
+	cose, err := k.coseKey()
+	if err != nil {
+		return passkey.Enrolled{}, err
 	}
 	return passkey.Enrolled{Name: k.Name, RPID: k.RPID, Origins: []string{k.Origin}, UserID: k.UserID,
 		Credential: webauthn.Credential{ID: k.ID, PublicKey: cose}, Created: time.Now().UTC()}, nil

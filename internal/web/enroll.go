@@ -23,31 +23,38 @@ const EnrolTTL = 5 * time.Minute
 // maxEnrolTries bounds the registrations one link may attempt.
 const maxEnrolTries = 3
 
-// Enrolment registers one passkey for the approver Name, through a one-time
-// link: root runs it at the terminal (agent-sudo approve web enroll), so
-// that the web approver, which never runs as root, cannot add a passkey.
+// Enrolment serves the page of one passkey enrolment for the approver
+// Name, behind a one-time link. It runs as the unprivileged user (see
+// docs/security.md, "Enrolment"): it performs the WebAuthn ceremony and
+// hands the registered credential to Keep, the root side's check and
+// store, which it cannot write itself.
 type Enrolment struct {
 	// Name is the approver's name.
 	Name string
 	// PageOrigin is the origin of the enrolment page (where this handler
-	// is served); RPID the relying party id (its host name); Origins the
-	// web approver's origins the passkey will sign decisions from.
+	// is served); RPID the relying party id (its host name).
 	PageOrigin, RPID string
-	Origins          []string
-	Store            passkey.Store
-	Log              *slog.Logger
+	// Token is the link's secret, UserID the WebAuthn user handle and
+	// Expires the end of the link's life: the root side draws them
+	// (NewEnrolSetup); Start draws those left empty.
+	Token   string
+	UserID  []byte
+	Expires time.Time
+	// Keep checks and stores a registered credential; its error is shown
+	// on the page, and the enrolment stays open for another try.
+	Keep func(ctx context.Context, cred webauthn.Credential) error
+	Log  *slog.Logger
 
-	token   string
-	expires time.Time
-	wa      *webauthn.WebAuthn
-	user    *enrolUser
-	tmpl    *template.Template
-	done    chan passkey.Enrolled
+	wa   *webauthn.WebAuthn
+	user *enrolUser
+	tmpl *template.Template
+	done chan struct{}
 
 	mu      sync.Mutex
 	session *webauthn.SessionData
 	tries   int
 	closed  bool
+	kept    bool
 }
 
 type enrolUser struct {
@@ -60,11 +67,14 @@ func (u *enrolUser) WebAuthnName() string                       { return u.name 
 func (u *enrolUser) WebAuthnDisplayName() string                { return u.name }
 func (u *enrolUser) WebAuthnCredentials() []webauthn.Credential { return nil }
 
-// Start draws the link's secret and prepares the ceremony; Path is then
-// the link's path.
+// Start prepares the ceremony, drawing the token, user handle and expiry
+// left empty; Path is then the link's path.
 func (e *Enrolment) Start(now time.Time) error {
 	if err := passkey.CheckName(e.Name); err != nil {
 		return err
+	}
+	if e.Keep == nil {
+		return fmt.Errorf("enrolment: no Keep")
 	}
 	wa, err := webauthn.New(&webauthn.Config{
 		RPID: e.RPID, RPDisplayName: "agent-sudo", RPOrigins: []string{e.PageOrigin},
@@ -80,12 +90,18 @@ func (e *Enrolment) Start(now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("enrolment: %w", err)
 	}
-	id := make([]byte, 32)
-	_, _ = rand.Read(id)
-	e.wa, e.tmpl, e.user = wa, t, &enrolUser{id: id, name: e.Name}
-	e.token = randomToken()
-	e.expires = now.Add(EnrolTTL)
-	e.done = make(chan passkey.Enrolled, 1)
+	if e.UserID == nil {
+		e.UserID = make([]byte, 32)
+		_, _ = rand.Read(e.UserID)
+	}
+	if e.Token == "" {
+		e.Token = randomToken()
+	}
+	if e.Expires.IsZero() {
+		e.Expires = now.Add(EnrolTTL)
+	}
+	e.wa, e.tmpl, e.user = wa, t, &enrolUser{id: e.UserID, name: e.Name}
+	e.done = make(chan struct{})
 	if e.Log == nil {
 		e.Log = slog.New(slog.DiscardHandler)
 	}
@@ -93,19 +109,16 @@ func (e *Enrolment) Start(now time.Time) error {
 }
 
 // Path is the one-time link's path (after the origin).
-func (e *Enrolment) Path() string { return "/enroll/" + e.token }
+func (e *Enrolment) Path() string { return "/enroll/" + e.Token }
 
-// Expires is when the link stops working.
-func (e *Enrolment) Expires() time.Time { return e.expires }
-
-// Wait returns the passkey once it is enrolled, or an error when ctx ends
-// first (the link expired: the caller's ctx carries the deadline).
-func (e *Enrolment) Wait(ctx context.Context) (passkey.Enrolled, error) {
+// Wait returns nil once Keep has taken a credential, or ctx's error when
+// ctx ends first (the caller's ctx carries the link's expiry).
+func (e *Enrolment) Wait(ctx context.Context) error {
 	select {
-	case en := <-e.done:
-		return en, nil
+	case <-e.done:
+		return nil
 	case <-ctx.Done():
-		return passkey.Enrolled{}, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -126,7 +139,7 @@ func (e *Enrolment) valid(w http.ResponseWriter, r *http.Request) bool {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
-	if subtle.ConstantTimeCompare([]byte(tok), []byte(e.token)) != 1 || closed || !time.Now().Before(e.expires) {
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(e.Token)) != 1 || closed || !time.Now().Before(e.Expires) {
 		http.Error(w, "this enrolment link is wrong, used or expired; run agent-sudo approve web enroll again", http.StatusNotFound)
 		return false
 	}
@@ -186,14 +199,17 @@ func (e *Enrolment) finish(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "the passkey was not enrolled: " + err.Error()})
 		return
 	}
-	en := passkey.Enrolled{Name: e.Name, RPID: e.RPID, Origins: e.Origins, UserID: e.user.id, Credential: *cred, Created: time.Now().UTC()}
-	if err := e.Store.Save(en); err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
+	if err := e.Keep(r.Context(), *cred); err != nil {
+		e.Log.Warn("enrolment not kept", "err", err)
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "the passkey was not enrolled: " + err.Error()})
 		return
 	}
 	e.mu.Lock()
-	e.closed = true
+	first := !e.kept
+	e.kept, e.closed = true, true
 	e.mu.Unlock()
-	e.done <- en
+	if first {
+		close(e.done)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"approver": e.Name})
 }

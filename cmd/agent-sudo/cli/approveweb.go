@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -12,8 +13,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
@@ -83,23 +86,36 @@ func (o *webOpts) listen(ctx context.Context, addr, rpID string) (net.Listener, 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, "", listenError(addr, err)
 	}
 	if o.noTLS {
 		return ln, "", nil
 	}
-	var cert tls.Certificate
-	var fp string
-	if o.tlsCert != "" || o.tlsKey != "" {
-		cert, fp, err = web.LoadCert(o.tlsCert, o.tlsKey)
-	} else {
-		cert, fp, err = web.LoadOrCreateCert(o.tlsDir, rpID)
-	}
+	cert, fp, err := o.cert(rpID)
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
 	}
 	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), fp, nil
+}
+
+// cert returns the TLS certificate and its fingerprint: --tls-cert's, or
+// the one generated for rpID in --tls-dir.
+func (o *webOpts) cert(rpID string) (tls.Certificate, string, error) {
+	if o.tlsCert != "" || o.tlsKey != "" {
+		return web.LoadCert(o.tlsCert, o.tlsKey)
+	}
+	return web.LoadOrCreateCert(o.tlsDir, rpID)
+}
+
+// webLog is the web processes' log, on stderr, every string escaped.
+func webLog(inv *invocation) *slog.Logger {
+	return slog.New(slog.NewTextHandler(inv.stderr, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Value.Kind() == slog.KindString {
+			a.Value = slog.StringValue(visible(a.Value.String()))
+		}
+		return a
+	}}))
 }
 
 // serveHTTP serves h on ln until ctx ends.
@@ -181,12 +197,7 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 	if err := web.DropPrivileges(uid, gid); err != nil {
 		return inv.fail(exitSoftware, "approve --web: %v", err)
 	}
-	log := slog.New(slog.NewTextHandler(inv.stderr, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-		if a.Value.Kind() == slog.KindString {
-			a.Value = slog.StringValue(visible(a.Value.String()))
-		}
-		return a
-	}}))
+	log := webLog(inv)
 	srv, err := web.New(web.Config{Daemons: daemons, Origin: origin, RPID: rpID, Log: log})
 	if err != nil {
 		return inv.fail(exitSoftware, "approve --web: %v", err)
@@ -253,6 +264,8 @@ func approveWebCommand(ctx context.Context, inv *invocation, args []string, deps
 		return approveWebList(inv, args[1:])
 	case "revoke":
 		return approveWebRevoke(inv, args[1:])
+	case "serve-enrolment":
+		return approveWebServeEnrolment(ctx, inv)
 	}
 	return inv.fail(exitUsage, "approve web: unknown subcommand %q: want enroll, list or revoke", args[0])
 }
@@ -261,18 +274,21 @@ func approveWebUsage() *usage {
 	return &usage{
 		name: "approve web",
 		synopsis: []string{
-			"sudo agent-sudo approve web enroll NAME [--web HOST:PORT] [--origin URL] [--no-tls] [--passkeys DIR]",
+			"sudo agent-sudo approve web enroll NAME [--web HOST:PORT] [--origin URL] [--no-tls] [--passkeys DIR] [--user USER]",
 			"sudo agent-sudo approve web list [--passkeys DIR]",
 			"sudo agent-sudo approve web revoke NAME [--passkeys DIR]",
 		},
 		text: `Manage the passkeys of the web approver (agent-sudo approve --web). Run at
 the root terminal.
 
-enroll NAME serves a one-time link for 5 minutes on --web (stop the web
-approver first if it uses that address, or give another port with the same
-host name) and prints it, also as a QR code, with the TLS certificate's
-fingerprint. Open it on the phone (or scan the code), and the phone registers a passkey (user verification required)
-for the approver NAME; the public key is stored in --passkeys, root only.
+enroll NAME serves a one-time link for 5 minutes on --web, which must be
+the web approver's address (or --origin its URL): the passkey signs only
+from that origin; stop the web approver while you enrol. It prints the
+link, also as a QR code, with the TLS certificate's fingerprint. The page
+is served as --user (default nobody); only the checked public key comes
+back to root. Open the link on the phone (or scan the code), and the phone
+registers a passkey (user verification required) for the approver NAME;
+the public key is stored in --passkeys, root only.
 list shows the enrolled passkeys; revoke NAME removes one (kept under
 revoked/ so that audit verify still checks what it signed).
 See docs/approving.md.
@@ -302,6 +318,9 @@ func parseWeb(inv *invocation, verb string, args []string, named bool) (o *webOp
 	fset := u.newFlagSet()
 	o = &webOpts{}
 	o.addFlags(fset, "localhost:8443")
+	if verb == "enroll" {
+		fset.StringVar(&o.user, "user", "nobody", "the `user` the enrolment page is served as (never root)")
+	}
 	rest, code, ok := inv.parse(u, fset, args)
 	if !ok {
 		return nil, "", code, false
@@ -320,6 +339,12 @@ func parseWeb(inv *invocation, verb string, args []string, named bool) (o *webOp
 	return o, rest[0], 0, true
 }
 
+// approveWebEnroll is the root side of "approve web enroll NAME": it opens
+// the listener and the certificate, draws the link, starts the page's
+// process (serve-enrolment, which drops to --user before it reads a
+// byte from the network) and stores the one passkey that process hands
+// back, once checked (web.KeepEnrolled). The split: docs/security.md,
+// "Enrolment".
 func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	o, name, code, ok := parseWeb(inv, "enroll", args, true)
 	if !ok {
@@ -329,35 +354,189 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	if err != nil {
 		return inv.fail(exitUsage, "approve web enroll: %v", err)
 	}
-	ln, fp, err := o.listen(ctx, listenAddr, rpID)
+	uid, gid, err := webUser(o.user)
 	if err != nil {
-		return inv.fail(exitUnavailable, "approve web enroll: %v", err)
+		return inv.fail(exitUsage, "approve web enroll: %v", err)
+	}
+	store := passkey.Store{Dir: o.passkeys}
+	if _, err := store.List(false); err != nil {
+		return inv.fail(exitConfig, "approve web enroll: %v", err)
+	}
+	setup, err := web.NewEnrolSetup(name, origin, rpID, uid, gid, time.Now())
+	if err != nil {
+		return inv.fail(exitUsage, "approve web enroll: %v", err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", listenAddr)
+	if err != nil {
+		return inv.fail(exitUnavailable, "approve web enroll: %v", listenError(listenAddr, err))
 	}
 	defer ln.Close()
-	// The page is served where this process listens, which may differ
-	// from --origin only by a tunnel: the phone opens --origin.
-	e := &web.Enrolment{Name: name, PageOrigin: origin, RPID: rpID, Origins: []string{origin}, Store: passkey.Store{Dir: o.passkeys}}
-	if err := e.Start(time.Now()); err != nil {
+	fp := ""
+	if !o.noTLS {
+		cert, f, err := o.cert(rpID)
+		if err != nil {
+			return inv.fail(exitUnavailable, "approve web enroll: %v", err)
+		}
+		if err := setup.SetCert(cert); err != nil {
+			return inv.fail(exitSoftware, "approve web enroll: %v", err)
+		}
+		fp = f
+	}
+	ctx, cancel := context.WithDeadline(ctx, setup.Expires)
+	defer cancel()
+	page, conn, err := startEnrolPage(ctx, inv, ln.(*net.TCPListener))
+	if err != nil {
 		return inv.fail(exitSoftware, "approve web enroll: %v", err)
 	}
-	link := origin + e.Path()
+	kept := false
+	defer func() {
+		if !kept {
+			cancel() // ends the page's process
+		}
+		// Once the passkey is kept, the page's process answers the
+		// browser and ends by itself; the link's expiry bounds the wait.
+		_ = page.Wait()
+		_ = conn.Close()
+	}()
+	// The page is served where this process listens, which may differ
+	// from --origin only by a tunnel: the phone opens --origin.
+	link := origin + setup.Path()
 	fmt.Fprintf(inv.stdout, "Open this link on the phone within 5 minutes (until %s), once:\n\n  %s\n\n",
-		e.Expires().Local().Format("15:04:05"), link)
+		setup.Expires.Local().Format("15:04:05"), link)
 	printQR(inv, link)
 	if fp != "" {
 		fmt.Fprintf(inv.stdout, "The page's TLS certificate has the SHA-256 fingerprint\n  %s\ncheck it in the browser before you go on.\n", fp)
 	}
-	ctx, cancel := context.WithDeadline(ctx, e.Expires())
+	en, err := web.KeepEnrolled(ctx, conn, setup, []string{origin}, store)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return inv.fail(exitUnavailable, "approve web enroll: no passkey was enrolled before the link expired")
+	}
+	if err != nil {
+		return inv.fail(exitUnavailable, "approve web enroll: %v", err)
+	}
+	kept = true
+	fmt.Fprintf(inv.stdout, "enrolled %s: credential %x, for %s\n", en.Name, en.Credential.ID, strings.Join(en.Origins, ", "))
+	return 0
+}
+
+// webUser returns the ids of --user, which must not be root.
+func webUser(name string) (uid, gid uint32, err error) {
+	uid, err = account.UID(name)
+	if err == nil {
+		gid, err = userGID(name)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("--user %q: %w", name, err)
+	}
+	if uid == 0 {
+		return 0, 0, fmt.Errorf("--user must not be root: the page is served unprivileged")
+	}
+	return uid, gid, nil
+}
+
+// listenError says what to do when the address is taken: most often by
+// the web approver itself.
+func listenError(addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s is in use, by the web approver (agent-sudo approve --web) or another program: "+
+			"stop it while you enrol, then start it again (the passkey signs only from the origin it was enrolled on, "+
+			"so enrol on the web approver's own address)", addr)
+	}
+	return fmt.Errorf("listen on %s: %w", addr, err)
+}
+
+// startEnrolPage starts this program again as "approve web
+// serve-enrolment", in a session of its own without a terminal, with the
+// listener as descriptor 3 and its end of a socket pair as descriptor 4;
+// it returns the process and this side's end. ctx's end kills it.
+func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (*exec.Cmd, net.Conn, error) {
+	lf, err := ln.File()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the listener's descriptor: %w", err)
+	}
+	defer lf.Close()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socket pair: %w", err)
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "enrol-root"), os.NewFile(uintptr(fds[1]), "enrol-page")
+	defer theirs.Close()
+	conn, err := net.FileConn(mine)
+	_ = mine.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("socket pair: %w", err)
+	}
+	// /proc/self/exe: this very program, whatever became of its path.
+	cmd := exec.CommandContext(ctx, "/proc/self/exe", "approve", "web", "serve-enrolment")
+	cmd.Args[0] = "agent-sudo"
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		cmd.Env = append(cmd.Env, "GORACE="+v)
+	}
+	cmd.Dir = "/"
+	cmd.Stderr = inv.stderr
+	cmd.ExtraFiles = []*os.File{lf, theirs}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = conn.Close()
+		return nil, nil, fmt.Errorf("start the page's process: %w", err)
+	}
+	return cmd, conn, nil
+}
+
+// approveWebServeEnrolment is "approve web serve-enrolment", the page's
+// side of an enrolment, started by approveWebEnroll and not by hand: it
+// reads the setup from descriptor 4, becomes the setup's user, then
+// serves the enrolment page on descriptor 3 until the passkey is kept or
+// the link expires.
+func approveWebServeEnrolment(ctx context.Context, inv *invocation) int {
+	lf, cf := os.NewFile(3, "listener"), os.NewFile(4, "enrol-root")
+	if lf == nil || cf == nil {
+		return inv.fail(exitUsage, "approve web serve-enrolment: run by approve web enroll, not by hand")
+	}
+	ln, err := net.FileListener(lf)
+	_ = lf.Close()
+	if err != nil {
+		return inv.fail(exitUsage, "approve web serve-enrolment: descriptor 3: %v (run by approve web enroll, not by hand)", err)
+	}
+	defer ln.Close()
+	conn, err := net.FileConn(cf)
+	_ = cf.Close()
+	if err != nil {
+		return inv.fail(exitUsage, "approve web serve-enrolment: descriptor 4: %v (run by approve web enroll, not by hand)", err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	setup, err := web.ReadEnrolSetup(br)
+	if err != nil {
+		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
+	}
+	if setup.UID == 0 {
+		return inv.fail(exitSoftware, "approve web serve-enrolment: refusing to serve as root")
+	}
+	if err := web.DropPrivileges(setup.UID, setup.GID); err != nil {
+		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
+	}
+	ln, err = setup.Listener(ln)
+	if err != nil {
+		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
+	}
+	e := setup.Enrolment(conn, br)
+	e.Log = webLog(inv)
+	if err := e.Start(time.Now()); err != nil {
+		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
+	}
+	ctx, cancel := context.WithDeadline(ctx, setup.Expires)
 	defer cancel()
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- serveHTTP(ctx, ln, e.Handler()) }()
-	en, err := e.Wait(ctx)
+	err = e.Wait(ctx)
 	cancel()
 	<-httpErr
 	if err != nil {
-		return inv.fail(exitUnavailable, "approve web enroll: no passkey was enrolled before the link expired")
+		return inv.fail(exitUnavailable, "approve web serve-enrolment: the link expired")
 	}
-	fmt.Fprintf(inv.stdout, "enrolled %s: credential %x, for %s\n", en.Name, en.Credential.ID, strings.Join(en.Origins, ", "))
 	return 0
 }
 

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/agent-sudo/agent-sudo/internal/account"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/passkey"
+	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
+)
+
+// TestApproveWebEnrollPortInUse: when the web approver (here, any
+// listener) holds the port, enrol says which address and what to do.
+func TestApproveWebEnrollPortInUse(t *testing.T) {
+	testenv.NeedsRoot(t)
+	ln, err := net.Listen("tcp", "localhost:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	addr := "localhost:" + port
+	got := runCLI(context.Background(), nil, "approve", "web", "enroll", "alice", "--web", addr, "--no-tls", "--passkeys", filepath.Join(t.TempDir(), "passkeys"))
+	want := "agent-sudo: approve web enroll: " + addr + " is in use, by the web approver (agent-sudo approve --web) or another program: " +
+		"stop it while you enrol, then start it again"
+	if got.code != exitUnavailable || !strings.HasPrefix(got.stderr, want) {
+		t.Fatalf("enroll on a taken port: exit %d, stderr %q; want %d and %q...", got.code, got.stderr, exitUnavailable, want)
+	}
+}
+
+// TestE2EApproveWebEnrollServesUnprivileged runs the real agent-sudo: the
+// enrolment page is served by a process of its own running as --user
+// (nobody), while the passkey it registers is written by the root
+// process, root's, mode 0600; the QR code is printed under the link.
+func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
+	testenv.NeedsRoot(t)
+	_, cli := daemontest.Binaries(t)
+	nobody, err := account.UID("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	ln, err := net.Listen("tcp", "localhost:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	origin := "http://localhost:" + port
+	keys := filepath.Join(t.TempDir(), "passkeys")
+	enrol := exec.Command(cli, "approve", "web", "enroll", "alice", "--web", "localhost:"+port, "--no-tls", "--passkeys", keys, "--user", "nobody")
+	enrol.Env = daemontest.RaceEnv(os.Environ())
+	out, err := enrol.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	enrol.Stderr = &stderr
+	if err := enrol.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = enrol.Process.Kill(); _ = enrol.Wait() }()
+	sc := bufio.NewScanner(out)
+	var link string
+	var printed strings.Builder
+	for link == "" || !strings.Contains(printed.String(), "█") {
+		if !sc.Scan() {
+			t.Fatalf("enroll ended before printing the link and its QR code:\n%s\nstderr: %s", printed.String(), stderr.String())
+		}
+		line := sc.Text()
+		printed.WriteString(line + "\n")
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, origin+"/enroll/") {
+			link = l
+		}
+	}
+	path := strings.TrimPrefix(link, origin)
+
+	post := func(p string, body []byte) []byte {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, origin+p, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d %s\nstderr: %s", p, resp.StatusCode, b, stderr.String())
+		}
+		return b
+	}
+	creation := post(path+"/begin", []byte("{}"))
+	// The page answered: its process has dropped root by now.
+	page := childOf(t, enrol.Process.Pid)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUID := fmt.Sprintf("\t%d\t%d\t%d\t%d\n", nobody, nobody, nobody, nobody)
+	if !strings.Contains(string(status), "\nUid:"+wantUID) {
+		t.Fatalf("the page's process (pid %d) does not run as nobody (%d) alone:\n%s", page, nobody, status)
+	}
+	k, err := passkeytest.New("alice", "localhost", origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := k.Register(creation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := post(path+"/finish", resp); !strings.Contains(string(b), `"approver":"alice"`) {
+		t.Fatalf("finish: %s", b)
+	}
+	for sc.Scan() {
+		printed.WriteString(sc.Text() + "\n")
+	}
+	if err := enrol.Wait(); err != nil {
+		t.Fatalf("enroll: %v\n%s\nstderr: %s", err, printed.String(), stderr.String())
+	}
+	if want := fmt.Sprintf("enrolled alice: credential %x, for %s\n", k.ID, origin); !strings.Contains(printed.String(), want) {
+		t.Fatalf("enroll printed:\n%s\nwant a line %q", printed.String(), want)
+	}
+	stored, err := passkey.Store{Dir: keys}.List(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 1 || !bytes.Equal(stored[0].Credential.ID, k.ID) {
+		t.Fatalf("stored %+v, want alice's passkey %x", stored, k.ID)
+	}
+	fi, err := os.Stat(filepath.Join(keys, "alice.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("alice.json: owner %d, mode %v; want root's, 0600", st.Uid, fi.Mode().Perm())
+	}
+}
+
+// childOf returns the pid of the one child of pid.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err == nil {
+		// Only the main thread's children are listed there; fall back to a
+		// scan of /proc when the child was forked by another thread.
+		if f := strings.Fields(string(b)); len(f) == 1 {
+			if c, err := strconv.Atoi(f[0]); err == nil {
+				return c
+			}
+		}
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []int
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces; split after ')'.
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			found = append(found, c)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("process %d has children %v, want one", pid, found)
+	}
+	return found[0]
+}

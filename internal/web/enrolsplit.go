@@ -1,0 +1,221 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/go-webauthn/webauthn/protocol/webauthncose"
+	"github.com/go-webauthn/webauthn/webauthn"
+
+	"github.com/agent-sudo/agent-sudo/internal/boundedline"
+	"github.com/agent-sudo/agent-sudo/internal/passkey"
+)
+
+// An enrolment runs as two processes joined by a socket pair (the split
+// and its reasons: docs/security.md, "Enrolment"). The root side opens the
+// listener and the certificate, draws the link and writes EnrolSetup as
+// the first line; the serving side drops to the unprivileged user, serves
+// the page and offers each registered credential as one line
+// ({"credential": ...}); the root side answers each with one line
+// ({"error": "..."}, empty when it stored the passkey).
+
+// maxEnrolLine bounds one line between the two sides: a credential is a few
+// hundred bytes, a setup a certificate chain.
+const maxEnrolLine = 256 << 10
+
+// EnrolSetup is what the root side hands the serving side.
+type EnrolSetup struct {
+	Name       string    `json:"name"`
+	PageOrigin string    `json:"page_origin"`
+	RPID       string    `json:"rp_id"`
+	Token      string    `json:"token"`
+	UserID     []byte    `json:"user_id"`
+	Expires    time.Time `json:"expires"`
+	// Cert is the TLS certificate chain (DER) and Key its private key
+	// (PKCS #8), both empty for plain HTTP: the serving side terminates
+	// TLS, as the web approver does.
+	Cert [][]byte `json:"cert,omitempty"`
+	Key  []byte   `json:"key,omitempty"`
+	// UID and GID are the user the serving side runs as.
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+}
+
+// NewEnrolSetup draws the link's token and user handle for an enrolment
+// of name, expiring EnrolTTL after now.
+func NewEnrolSetup(name, pageOrigin, rpID string, uid, gid uint32, now time.Time) (EnrolSetup, error) {
+	if err := passkey.CheckName(name); err != nil {
+		return EnrolSetup{}, err
+	}
+	uh := make([]byte, 32)
+	_, _ = rand.Read(uh)
+	return EnrolSetup{Name: name, PageOrigin: pageOrigin, RPID: rpID, Token: randomToken(), UserID: uh,
+		Expires: now.Add(EnrolTTL), UID: uid, GID: gid}, nil
+}
+
+// Path is the one-time link's path (after the origin).
+func (s EnrolSetup) Path() string { return "/enroll/" + s.Token }
+
+// SetCert makes the serving side speak TLS with cert.
+func (s *EnrolSetup) SetCert(cert tls.Certificate) error {
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return fmt.Errorf("enrolment: the TLS key: %w", err)
+	}
+	s.Cert, s.Key = cert.Certificate, key
+	return nil
+}
+
+// Listener wraps ln in TLS when the setup carries a certificate.
+func (s EnrolSetup) Listener(ln net.Listener) (net.Listener, error) {
+	if len(s.Cert) == 0 {
+		return ln, nil
+	}
+	key, err := x509.ParsePKCS8PrivateKey(s.Key)
+	if err != nil {
+		return nil, fmt.Errorf("enrolment: the TLS key: %w", err)
+	}
+	cert := tls.Certificate{Certificate: s.Cert, PrivateKey: key}
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+}
+
+// Enrolment returns the enrolment the serving side runs for s, whose
+// Keep offers each credential to the root side over conn (whose setup
+// line br has read) and returns its answer.
+func (s EnrolSetup) Enrolment(conn net.Conn, br *bufio.Reader) *Enrolment {
+	return &Enrolment{Name: s.Name, PageOrigin: s.PageOrigin, RPID: s.RPID, Token: s.Token, UserID: s.UserID,
+		Expires: s.Expires, Keep: func(ctx context.Context, cred webauthn.Credential) error {
+			return offer(ctx, conn, br, cred)
+		}}
+}
+
+type enrolOffer struct {
+	Credential *webauthn.Credential `json:"credential"`
+}
+
+type enrolAnswer struct {
+	Error string `json:"error"`
+}
+
+// offer sends cred to the root side and reads its answer; one at a time
+// (the Enrolment takes one session at a time).
+func offer(ctx context.Context, conn net.Conn, br *bufio.Reader, cred webauthn.Credential) error {
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+	if err := writeLine(conn, enrolOffer{Credential: &cred}); err != nil {
+		return fmt.Errorf("hand the passkey to root: %w", err)
+	}
+	var a enrolAnswer
+	if err := readLine(br, &a); err != nil {
+		return fmt.Errorf("hand the passkey to root: %w", err)
+	}
+	if a.Error != "" {
+		return errors.New(a.Error)
+	}
+	return nil
+}
+
+// ReadEnrolSetup reads the setup line, first on the serving side.
+func ReadEnrolSetup(br *bufio.Reader) (EnrolSetup, error) {
+	var s EnrolSetup
+	if err := readLine(br, &s); err != nil {
+		return EnrolSetup{}, fmt.Errorf("enrolment: read the setup: %w", err)
+	}
+	return s, nil
+}
+
+// CheckCredential is the root side's check of what the serving side
+// registered, before it is written: a credential id of 1 to 1023 bytes
+// (WebAuthn's bound), a public key that parses as a COSE key, and the
+// user-present and user-verified flags set. The name, relying party,
+// origins and user handle are the root side's own, never the serving
+// side's.
+func CheckCredential(c webauthn.Credential) error {
+	if len(c.ID) == 0 || len(c.ID) > 1023 {
+		return fmt.Errorf("the credential id is %d bytes, not 1 to 1023", len(c.ID))
+	}
+	if _, err := webauthncose.ParsePublicKey(c.PublicKey); err != nil {
+		return fmt.Errorf("the public key cannot be read: %w", err)
+	}
+	if !c.Flags.UserPresent || !c.Flags.UserVerified {
+		return fmt.Errorf("the passkey did not verify the user (fingerprint, face or PIN)")
+	}
+	return nil
+}
+
+// KeepEnrolled is the root side of an enrolment: it writes setup to conn,
+// then checks each credential the serving side offers (CheckCredential)
+// and stores the first good one in store as setup's name, with origins
+// and the setup's relying party and user handle, answering each offer.
+// It returns the stored passkey, or an error when ctx ends first (the
+// link's expiry), the serving side goes away, or it offers something that
+// is not a credential.
+func KeepEnrolled(ctx context.Context, conn net.Conn, setup EnrolSetup, origins []string, store passkey.Store) (passkey.Enrolled, error) {
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+	if err := writeLine(conn, setup); err != nil {
+		return passkey.Enrolled{}, fmt.Errorf("enrolment: hand the setup to the page's process: %w", err)
+	}
+	br := bufio.NewReader(conn)
+	for {
+		var o enrolOffer
+		if err := readLine(br, &o); err != nil {
+			if ctx.Err() != nil {
+				return passkey.Enrolled{}, ctx.Err()
+			}
+			return passkey.Enrolled{}, fmt.Errorf("enrolment: the page's process: %w", err)
+		}
+		if o.Credential == nil {
+			return passkey.Enrolled{}, fmt.Errorf("enrolment: the page's process offered no credential")
+		}
+		en := passkey.Enrolled{Name: setup.Name, RPID: setup.RPID, Origins: origins, UserID: setup.UserID,
+			Credential: *o.Credential, Created: time.Now().UTC()}
+		err := CheckCredential(en.Credential)
+		if err == nil {
+			err = store.Save(en)
+		}
+		answer := enrolAnswer{}
+		if err != nil {
+			answer.Error = err.Error()
+		}
+		if werr := writeLine(conn, answer); werr != nil && err == nil {
+			// Stored: the page may not say so, the terminal does.
+			return en, nil
+		}
+		if err == nil {
+			return en, nil
+		}
+	}
+}
+
+func writeLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func readLine(br *bufio.Reader, v any) error {
+	line, n, err := boundedline.Read(br, maxEnrolLine)
+	if err != nil {
+		return err
+	}
+	if line == nil {
+		return fmt.Errorf("a line of %d bytes, more than %d", n, maxEnrolLine)
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("a line that is not the expected JSON: %w", err)
+	}
+	return nil
+}
