@@ -194,6 +194,9 @@ func (b *Broker) decideNote(id, hash string, choice Choice, note string, who Con
 	if choice != DenyOnce && e.shown.Approvals > 1 {
 		earlier, done, partial, err := e.approve(choice, who)
 		if !done {
+			if err == nil {
+				b.broadcast(e.approvedMsg())
+			}
 			return partial, err
 		}
 		d.Approvals = earlier

@@ -25,14 +25,18 @@ type subscriber struct {
 const subscriberLimit = 4096
 
 // Subscribe returns the requests waiting now, in arrival order (each as
-// its pending message), and a stream of later pending, resolved and grants
-// messages. The stream is closed by cancel, or by the broker if the
+// its pending message, followed by its approved message when some of the
+// people it needs have allowed it), and a stream of later pending,
+// approved, resolved and grants messages. The stream is closed by cancel, or by the broker if the
 // subscriber falls too far behind.
 func (b *Broker) Subscribe() (waiting []Message, events <-chan Message, cancel func()) {
 	s := &subscriber{ch: make(chan Message), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	b.mu.Lock()
 	for _, e := range b.pending {
 		waiting = append(waiting, e.announce)
+		if len(e.given) > 0 {
+			waiting = append(waiting, e.approvedMsg())
+		}
 	}
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -96,6 +100,7 @@ func (s *subscriber) push(m Message) bool {
 	}
 	switch m.Type {
 	case MsgResolved:
+		s.q = slices.DeleteFunc(s.q, func(o Message) bool { return o.Type == MsgApproved && o.ID == m.ID })
 		if i := slices.IndexFunc(s.q, func(o Message) bool {
 			return o.Type == MsgPending && o.ID == m.ID && o.Hash == m.Hash
 		}); i >= 0 {
@@ -104,6 +109,8 @@ func (s *subscriber) push(m Message) bool {
 		}
 	case MsgGrants, MsgRunning:
 		s.q = slices.DeleteFunc(s.q, func(o Message) bool { return o.Type == m.Type })
+	case MsgApproved:
+		s.q = slices.DeleteFunc(s.q, func(o Message) bool { return o.Type == m.Type && o.ID == m.ID })
 	}
 	if len(s.q) >= subscriberLimit {
 		return false

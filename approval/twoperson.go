@@ -72,3 +72,13 @@ func (e *entry) approve(choice Choice, who Console) (earlier []Approval, done bo
 	}
 	return e.given, true, "", nil
 }
+
+// approvedMsg is the approved message for e, which has some of its
+// approvals; the caller holds the broker's lock.
+func (e *entry) approvedMsg() Message {
+	m := Message{Type: MsgApproved, ID: e.shown.ID, Hash: e.hash}
+	for _, a := range e.given {
+		m.ApprovedBy = append(m.ApprovedBy, a.By)
+	}
+	return m
+}

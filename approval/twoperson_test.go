@@ -22,9 +22,10 @@ func TestTwoPersonRule(t *testing.T) {
 	b := NewBroker(time.Hour, nil)
 	p := pending("tp1")
 	p.Approvals = 2
-	r := askAsync(context.Background(), b, p)
+	// Subscribed before the ask, so that its pending comes as an event.
 	_, events, unsubscribe := b.Subscribe()
 	defer unsubscribe()
+	r := askAsync(context.Background(), b, p)
 	var hash string
 	for hash == "" {
 		if m := next(t, events); m.Type == MsgPending && m.ID == "tp1" {
@@ -92,3 +93,64 @@ func TestOnePersonUnchanged(t *testing.T) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// TestTwoPersonApprovedAnnounced: after the first of two allows, every
+// subscriber is told who allowed (an approved message naming the request
+// and its hash), and one that subscribes later gets it right after the
+// request's pending; a deny then resolves it without another approved,
+// and a queue not read yet coalesces them.
+func TestTwoPersonApprovedAnnounced(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	p := pending("tp2")
+	p.Approvals = 2
+	// Subscribed before the ask, so that its pending comes as an event.
+	_, events, unsubscribe := b.Subscribe()
+	defer unsubscribe()
+	r := askAsync(context.Background(), b, p)
+	var hash string
+	for hash == "" {
+		if m := next(t, events); m.Type == MsgPending && m.ID == "tp2" {
+			hash = m.Hash
+		}
+	}
+	by := "console uid=1000 \x1b[31malice"
+	if _, err := b.decideNote("tp2", hash, AllowOnce, "", Console{By: by, Person: person(1000)}); err != nil {
+		t.Fatal(err)
+	}
+	var got Message
+	for got.Type != MsgApproved {
+		got = next(t, events)
+	}
+	if got.ID != "tp2" || got.Hash != hash || len(got.ApprovedBy) != 1 || got.ApprovedBy[0] != by {
+		t.Fatalf("approved %+v, want tp2 %s approved by %q", got, hash, by)
+	}
+	waiting, _, cancel2 := b.Subscribe()
+	defer cancel2()
+	if len(waiting) != 2 || waiting[0].Type != MsgPending || waiting[1].Type != MsgApproved || waiting[1].ApprovedBy[0] != by {
+		t.Fatalf("a later subscriber got %+v, want tp2's pending then its approved", waiting)
+	}
+	if err := b.Decide("tp2", hash, DenyOnce, "", "console bob"); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-r; d.d.Verdict != Deny {
+		t.Fatalf("decision %+v, want denied", d.d)
+	}
+	for m := next(t, events); m.Type != MsgResolved; m = next(t, events) {
+		if m.Type == MsgApproved {
+			t.Fatalf("a second approved after a deny: %+v", m)
+		}
+	}
+	// In a queue not read yet, a newer approved replaces an older one,
+	// and the resolved takes the pending and the approved with it.
+	q := &subscriber{wake: make(chan struct{}, 1), done: make(chan struct{})}
+	q.push(Message{Type: MsgPending, ID: "tp2", Hash: hash})
+	q.push(Message{Type: MsgApproved, ID: "tp2", Hash: hash, ApprovedBy: []string{"a"}})
+	q.push(Message{Type: MsgApproved, ID: "tp2", Hash: hash, ApprovedBy: []string{"a", "b"}})
+	if len(q.q) != 2 || len(q.q[1].ApprovedBy) != 2 {
+		t.Fatalf("queue %+v, want the pending and the newer approved", q.q)
+	}
+	q.push(Message{Type: MsgResolved, ID: "tp2", Hash: hash})
+	if len(q.q) != 0 {
+		t.Fatalf("queue %+v after the resolved, want empty", q.q)
+	}
+}

@@ -246,6 +246,12 @@ const (
 	// MsgOutput, console -> daemon: send the end of the output of the
 	// running command Run; daemon -> console: that output.
 	MsgOutput = "output"
+	// MsgApproved, daemon -> console: the waiting request ID (Hash) that
+	// needs more than one person (Shown.Approvals) was allowed by the
+	// people ApprovedBy names, and waits for the rest. Sent after each
+	// such allow, and on connect after the request's pending. A console
+	// that does not know it ignores it.
+	MsgApproved = "approved"
 )
 
 // Size bounds of the approver channel; see docs/approver-protocol.md.
@@ -409,6 +415,10 @@ type Message struct {
 	Note     string `json:"note,omitempty"`
 	// decide: a passkey's signature over the decision (signed.go).
 	Signed *Signed `json:"signed,omitempty"`
+
+	// approved: who allowed so far, each as the decision's by names
+	// them (untrusted: a passkey's name, a console's description).
+	ApprovedBy []string `json:"approved_by,omitempty"`
 
 	// resolved
 	Verdict Verdict `json:"verdict,omitempty"`

@@ -109,6 +109,9 @@ type request struct {
 	detailErr   string
 	// escaped: something in the request had to be escaped to be shown.
 	escaped bool
+	// approvedBy names who allowed so far a request that needs more than
+	// one person (shown.Approvals), as the daemon's approved message said.
+	approvedBy []string
 
 	// cache and fullCache are the rendered first screen and details
 	// (details) for cacheWidth, the first screen for cacheRoom lines
@@ -516,6 +519,8 @@ func (m *model) daemon(link int, epoch uint64, msg approval.Message) tea.Cmd {
 		return m.pending(link, epoch, msg)
 	case approval.MsgResolved:
 		return m.resolved(link, msg)
+	case approval.MsgApproved:
+		m.approved(link, msg)
 	case approval.MsgGrants:
 		m.setGrants(link, msg.Grants, msg.GrantsOmitted)
 	case approval.MsgResult:
@@ -579,6 +584,15 @@ func (m *model) pending(link int, epoch uint64, msg approval.Message) tea.Cmd {
 		return m.promptChanged()
 	}
 	return nil
+}
+
+// approved records who allowed so far a request that needs more than one
+// person; an approved message for a request not shown here, or for
+// another version of it, changes nothing.
+func (m *model) approved(link int, msg approval.Message) {
+	if _, r := m.find(link, msg.ID); r != nil && r.hash == msg.Hash {
+		r.approvedBy = slices.Clone(msg.ApprovedBy)
+	}
 }
 
 // complete reports whether r's full text is held (it was announced in
@@ -734,6 +748,15 @@ func (m *model) result(link int, msg approval.Message) tea.Cmd {
 		m.errorf("the daemon refused your decision (%s) on request %s: %s", choiceText(s.choice), termtext.Esc(s.id), termtext.Esc(reason))
 		if r != nil && j == 0 {
 			// The decision is no longer in flight: the prompt is back.
+			return m.promptChanged()
+		}
+		return nil
+	}
+	if r != nil && msg.Note != "" {
+		// An allow that counted, while the request waits for another
+		// person (the two-person rule): it stays on screen.
+		m.addNotice(notice{kind: "decided " + s.id, text: fmt.Sprintf("request %s: your allow counted: %s", termtext.Esc(s.id), termtext.Esc(msg.Note))})
+		if j == 0 {
 			return m.promptChanged()
 		}
 		return nil

@@ -302,6 +302,9 @@ func (m *model) requestView(r *request, full bool) (top, body []string) {
 		// the human's name for the connection: never the agent's claim.
 		top = append(top, styled(st.bold, wrapText("FROM agent-sudod on "+m.label(r.link), m.width))...)
 	}
+	if r.shown.Approvals > 1 {
+		top = append(top, styled(st.bold, wrapText(approvalsLine(r), m.width))...)
+	}
 	if r.escaped {
 		top = append(top, styled(st.danger, wrapText(escapedNotice, m.width))...)
 	}
@@ -337,6 +340,20 @@ func (m *model) requestView(r *request, full bool) (top, body []string) {
 		return top, append(slices.Clip(*c), m.noticeSection()...)
 	}
 	return top, *c
+}
+
+// approvalsLine says how many of the people a request needs have allowed
+// it, and who (escaped: the daemon's names for consoles and passkeys).
+func approvalsLine(r *request) string {
+	n := r.shown.Approvals
+	if len(r.approvedBy) == 0 {
+		return fmt.Sprintf("NEEDS %d DIFFERENT PEOPLE: 0 of %d approvals so far", n, n)
+	}
+	who := make([]string, len(r.approvedBy))
+	for i, b := range r.approvedBy {
+		who[i] = termtext.Esc(b)
+	}
+	return fmt.Sprintf("%d of %d approvals · waiting for another person · allowed by %s", len(r.approvedBy), n, strings.Join(who, ", "))
 }
 
 // roundUp rounds d up to a tenth of a second, so the hint never says 0.0s
