@@ -89,8 +89,8 @@ race: go-version ## go test -race ./... (unit and end-to-end)
 # Here they run at full size without it. docs: TestNoraceList checks that the
 # two lists name exactly the tests that call testenv.SkipUnderRace or
 # hostileSize, and their packages.
-NORACE_TESTS := ^(TestNothingActsWithoutALoneKey|TestRunLargeResponse|TestReadResponseFraming|TestReadLongLine|TestApproverChannelFloodAndHugeGrants|TestE2ERefusedRequestsBounded|TestE2EExecution)$$
-NORACE_PKGS  := ./internal/console ./client ./proto ./internal/audit ./daemon
+NORACE_TESTS := ^(TestNothingActsWithoutALoneKey|TestRunLargeResponse|TestReadResponseFraming|TestReadLongLine|TestApproverChannelFloodAndHugeGrants|TestE2ERefusedRequestsBounded|TestE2EExecution|TestClientLineLimit)$$
+NORACE_PKGS  := ./approval ./internal/console ./client ./proto ./internal/audit ./daemon
 norace: go-version ## the NORACE_TESTS, at full size, without -race
 	$(GO) test -count=1 -run '$(NORACE_TESTS)' $(NORACE_PKGS)
 

@@ -15,8 +15,8 @@ import (
 // Client is an approver's end of the approver channel
 // (docs/approver-protocol.md): the small client for writing approvers. It
 // reads the daemon's messages one at a time (Recv) and sends decisions and
-// the other console messages (Decide, Detail, Watch, Send). One goroutine
-// may call Recv while others send.
+// the other console messages (Decide, Detail, Watch, Send, SendContext).
+// One goroutine may call Recv while others send.
 //
 // A Client checks what it can of what the daemon sends: a pending or detail
 // message whose full request does not hash to its announced hash is
@@ -46,8 +46,9 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 // NewClient speaks the approver channel over rw: a connection to the
 // approver socket, or the pipes of `ssh -T root@HOST agent-sudo
 // approver-stdio`. When rw is an io.Closer, Close closes it, and a Recv
-// whose ctx ends closes it too (a blocked read cannot be abandoned
-// otherwise), except on a net.Conn, where only that read is interrupted.
+// or SendContext whose ctx ends closes it too (a blocked read or write
+// cannot be abandoned otherwise), except on a net.Conn that takes
+// deadlines, where only that read or write is interrupted.
 func NewClient(rw io.ReadWriter) *Client {
 	c := &Client{rw: rw, br: bufio.NewReaderSize(rw, 64<<10)}
 	if cl, ok := rw.(io.Closer); ok {
@@ -63,36 +64,39 @@ func NewClient(rw io.ReadWriter) *Client {
 // never does; the channel cannot be read further.
 var ErrLineTooLong = errors.New("the daemon sent a line longer than the approver channel's limit")
 
+// ErrBadMessage: the daemon sent a line that is not a message. The line
+// has been read whole, and the channel can still be read.
+var ErrBadMessage = errors.New("the daemon sent a line that is not a message")
+
 // Recv returns the daemon's next message. It fails when the channel ends
-// (io.EOF), a line cannot be read or decoded, or ctx ends. A pending
-// message, or a detail, whose request is complete but does not hash to
-// its Hash is returned with an error wrapping ErrHashMismatch; the channel
-// can still be read.
+// (io.EOF; a last line without its newline is io.ErrUnexpectedEOF), a
+// line is longer than MaxLine (ErrLineTooLong), or ctx ends (ctx's error:
+// the line being read is lost, and on a channel without read deadlines
+// the channel is closed). A line that is not a message is an error
+// wrapping ErrBadMessage, and a pending message, or a detail, whose
+// request is complete but does not hash to its Hash is returned with an
+// error wrapping ErrHashMismatch: after either the channel can still be
+// read.
 func (c *Client) Recv(ctx context.Context) (Message, error) {
 	if err := ctx.Err(); err != nil {
 		return Message{}, err
 	}
-	stop := context.AfterFunc(ctx, func() {
-		if c.conn != nil {
-			_ = c.conn.SetReadDeadline(time.Unix(1, 0))
-		} else if c.closer != nil {
-			_ = c.closer.Close()
-		}
+	var line []byte
+	err := c.interruptible(ctx, (net.Conn).SetReadDeadline, func() error {
+		var err error
+		line, err = c.readLine()
+		return err
 	})
-	line, err := c.readLine()
-	if !stop() {
-		// ctx ended: whatever the read returned, it was cut short.
-		if c.conn != nil {
-			_ = c.conn.SetReadDeadline(time.Time{})
-		}
-		return Message{}, ctx.Err()
-	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// Whatever the read returned, it was cut short.
+			return Message{}, ctx.Err()
+		}
 		return Message{}, err
 	}
 	var m Message
 	if err := json.Unmarshal(line, &m); err != nil {
-		return Message{}, fmt.Errorf("the daemon sent a line that is not a message: %w", err)
+		return Message{}, fmt.Errorf("%w: %w", ErrBadMessage, err)
 	}
 	if err := CheckHash(m); err != nil {
 		return m, err
@@ -141,18 +145,72 @@ func CheckHash(m Message) error {
 	return nil
 }
 
-// Send writes m as one line.
+// interruptible runs op, a read or a write on the channel, so that ctx's
+// end interrupts it: on a net.Conn by a deadline in the past (set with
+// setDeadline, SetReadDeadline or SetWriteDeadline), and otherwise, or
+// when the connection refuses the deadline, by closing the channel. Once
+// op has returned, the deadline is cleared again. The error is op's: the
+// caller checks ctx to tell an interruption.
+func (c *Client) interruptible(ctx context.Context, setDeadline func(net.Conn, time.Time) error, op func() error) error {
+	if ctx.Done() == nil {
+		return op()
+	}
+	interrupted := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(interrupted)
+		if c.conn != nil && setDeadline(c.conn, time.Unix(1, 0)) == nil {
+			return
+		}
+		if c.closer != nil {
+			_ = c.closer.Close()
+		}
+	})
+	err := op()
+	if !stop() {
+		// The interruption has started: let it finish before the
+		// deadline is cleared, or it would stay set for the next call.
+		<-interrupted
+		if c.conn != nil {
+			_ = setDeadline(c.conn, time.Time{})
+		}
+	}
+	return err
+}
+
+// Send writes m as one line. It blocks until the line is written; a
+// channel that does not drain blocks it for good (see SendContext).
 func (c *Client) Send(m Message) error {
+	return c.SendContext(context.Background(), m)
+}
+
+// SendContext writes m as one line, and gives up when ctx ends first
+// (a deadline on ctx is a write timeout). A write given up is an error
+// wrapping ctx's, and may have left part of the line on the channel,
+// which the daemon would then read as garbage: after it, close the
+// Client. ctx bounds the write, not the wait for another Send to finish
+// writing (sends are serialised so that lines never interleave); a line
+// that was written whole is sent, even if ctx ended meanwhile.
+func (c *Client) SendContext(ctx context.Context, m Message) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", m.Type, err)
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if _, err := c.rw.Write(append(b, '\n')); err != nil {
+	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("send %s: %w", m.Type, err)
 	}
-	return nil
+	err = c.interruptible(ctx, (net.Conn).SetWriteDeadline, func() error {
+		_, err := c.rw.Write(append(b, '\n'))
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("send %s: %w (%w)", m.Type, ctx.Err(), err)
+	}
+	return fmt.Errorf("send %s: %w", m.Type, err)
 }
 
 // Decide sends a decision on the request id announced with hash. The
