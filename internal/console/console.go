@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,14 +21,6 @@ import (
 
 // DefaultGuard is how long keys are ignored after a prompt appears.
 const DefaultGuard = 500 * time.Millisecond
-
-// maxReadLine bounds a line from the daemon. The daemon never sends a line
-// longer than approval.MaxLine (newline included): pending messages and
-// grant listings are bounded summaries, and a detail that would be longer
-// is answered with an error. A line over the bound ends the channel, so the
-// bound must not be below what the daemon can send: an agent could
-// otherwise disconnect every console at will.
-const maxReadLine = approval.MaxLine
 
 // Timeouts of the channel. A console that cannot write a decision for
 // writeTimeout has lost the daemon.
@@ -289,12 +280,16 @@ func run(ctx context.Context, daemons []Daemon, firsts []*opened, errs []error, 
 }
 
 // writeLoop sends the console's messages in order until outbox is closed.
-func writeLoop(conn net.Conn, outbox <-chan approval.Message, fail func(error)) {
-	enc := json.NewEncoder(conn)
+// A message not written within writeTimeout, or a failed write, calls fail
+// (which closes the connection: the line may be cut short) and drops the
+// rest.
+func writeLoop(c *approval.Client, outbox <-chan approval.Message, fail func(error)) {
 	for m := range outbox {
-		_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if err := enc.Encode(m); err != nil {
-			fail(fmt.Errorf("%w: send %s: %w", ErrDisconnected, m.Type, err))
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		err := c.SendContext(ctx, m)
+		cancel()
+		if err != nil {
+			fail(fmt.Errorf("%w: %w", ErrDisconnected, err))
 			for range outbox {
 			}
 			return

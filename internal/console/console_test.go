@@ -302,6 +302,32 @@ func TestRunSkipsBadLines(t *testing.T) {
 	}
 }
 
+// TestRunRefusesUnverifiedRequests: a pending message whose request does
+// not hash to its announced hash (a relay changed it) is refused where the
+// channel is read (approval.Client.Recv) and never shown; the channel goes
+// on, and the next request is shown.
+func TestRunRefusesUnverifiedRequests(t *testing.T) {
+	d, _, scr, done := startRun(t, context.Background())
+	d.send(approval.Message{Type: approval.MsgHello, Version: "1"})
+	s := shown("r1")
+	hash := s.Hash()
+	s.Reason = "TAMPERED"
+	d.send(approval.Message{Type: approval.MsgPending, ID: "r1", Hash: hash, Request: s})
+	scr.waitFor(t, "request r1 with contents")
+	s2 := shown("r2")
+	s2.Reason = "UNTOUCHED"
+	d.send(approval.Message{Type: approval.MsgPending, ID: "r2", Hash: s2.Hash(), Request: s2})
+	scr.waitFor(t, "REQUEST WAITING")
+	scr.waitFor(t, "UNTOUCHED")
+	if strings.Contains(scr.String(), "TAMPERED") {
+		t.Errorf("the unverified request was drawn:\n%q", scr.String())
+	}
+	d.conn.Close()
+	if err := waitDone(t, done); !errors.Is(err, ErrDisconnected) {
+		t.Errorf("Run = %v", err)
+	}
+}
+
 func TestDialFails(t *testing.T) {
 	_, err := Dial(context.Background(), t.TempDir()+"/nope.sock")
 	if err == nil || !strings.Contains(err.Error(), "connect to the approver socket") {

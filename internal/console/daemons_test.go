@@ -271,6 +271,52 @@ func TestDialCommandSaysHowTheCommandEnded(t *testing.T) {
 	}
 }
 
+// reading is a connection that says when a Read starts.
+type reading struct {
+	net.Conn
+	started chan struct{}
+}
+
+func (r reading) Read(p []byte) (int, error) {
+	select {
+	case r.started <- struct{}{}:
+	default:
+	}
+	return r.Conn.Read(p)
+}
+
+// TestDialCommandRecvCancelled: an approval.Client's Recv blocked on a
+// connection through a command returns when its context ends (the console
+// relies on it for the greeting's timeout), and the connection still works
+// afterwards: its pipes take read deadlines, so the read is interrupted,
+// not the connection closed.
+func TestDialCommandRecvCancelled(t *testing.T) {
+	conn, err := DialCommand(context.Background(), []string{"/bin/cat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reading{Conn: conn, started: make(chan struct{}, 1)}
+	c := approval.NewClient(r)
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Recv(ctx)
+		got <- err
+	}()
+	<-r.started // cat has nothing to say: the read blocks
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Recv after cancel: %v, want context.Canceled", err)
+	}
+	if err := c.Send(approval.Message{Type: approval.MsgHello, Version: "v"}); err != nil {
+		t.Fatalf("Send after the interrupted Recv: %v", err)
+	}
+	if m, err := c.Recv(context.Background()); err != nil || m.Type != approval.MsgHello {
+		t.Fatalf("Recv of what cat echoed: %+v %v, want the hello", m, err)
+	}
+}
+
 // TestSeveralDaemonsRefuseRunningList: a console of several daemons does
 // not list the running commands (w), on the idle screen or on a request's:
 // it asks no daemon for them, says why, and stays where it was, rather

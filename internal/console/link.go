@@ -1,11 +1,10 @@
 package console
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -80,9 +79,9 @@ type (
 
 // opened is a connection whose greeting has been read.
 type opened struct {
-	conn  net.Conn
-	sc    *bufio.Scanner
-	hello approval.Message
+	conn   net.Conn
+	client *approval.Client
+	hello  approval.Message
 }
 
 // open dials d and reads the daemon's greeting, within helloTimeout.
@@ -100,38 +99,36 @@ func open(ctx context.Context, d Daemon) (*opened, error) {
 }
 
 // greet reads the greeting on conn. A greeting that does not come within
-// helloTimeout, or ctx's end, closes conn.
+// helloTimeout, or ctx's end, interrupts the read (approval.Client.Recv:
+// a connection without read deadlines is closed).
 func greet(ctx context.Context, conn net.Conn) (*opened, error) {
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 0, 64<<10), maxReadLine)
-	// Closing the connection, rather than a read deadline, bounds the
-	// wait: a connection through a command (ssh) may not have deadlines.
-	timer := time.AfterFunc(helloTimeout, func() { _ = conn.Close() })
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	hello, err := greeting(sc)
-	timer.Stop()
-	stop()
+	c := approval.NewClient(conn)
+	helloCtx, cancel := context.WithTimeout(ctx, helloTimeout)
+	defer cancel()
+	hello, err := greeting(helloCtx, c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, err
 	}
-	return &opened{conn: conn, sc: sc, hello: hello}, nil
+	return &opened{conn: conn, client: c, hello: hello}, nil
 }
 
-// greeting reads the daemon's first line, which must be hello.
-func greeting(sc *bufio.Scanner) (approval.Message, error) {
-	var m approval.Message
-	if !sc.Scan() {
-		err := sc.Err()
-		if err == nil {
-			err = ErrDisconnected
-		}
-		return m, fmt.Errorf("read the daemon's greeting: %w", err)
-	}
-	if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+// greeting reads the daemon's first message, which must be hello.
+func greeting(ctx context.Context, c *approval.Client) (approval.Message, error) {
+	m, err := c.Recv(ctx)
+	switch {
+	case errors.Is(err, approval.ErrHashMismatch):
+		// Not a hello either: refused below.
+	case errors.Is(err, approval.ErrBadMessage):
 		return m, fmt.Errorf("the daemon's greeting is not a message: %s", termtext.Esc(err.Error()))
+	case errors.Is(err, context.DeadlineExceeded):
+		return m, fmt.Errorf("read the daemon's greeting: none came within %s", helloTimeout)
+	case errors.Is(err, io.EOF):
+		return m, fmt.Errorf("read the daemon's greeting: %w", ErrDisconnected)
+	case err != nil:
+		return m, fmt.Errorf("read the daemon's greeting: %w", err)
 	}
 	switch {
 	case m.Type == approval.MsgResult && m.Error != "":
@@ -269,14 +266,12 @@ func (l *link) serve(ctx context.Context, epoch uint64, o *opened) error {
 	writeErr := make(chan error, 1)
 	go func() {
 		defer close(c.drained)
-		writeLoop(o.conn, c.outbox, func(err error) {
+		writeLoop(o.client, c.outbox, func(err error) {
 			writeErr <- err
 			_ = o.conn.Close()
 		})
 	}()
-	err := readLines(o.sc, func(m approval.Message) {
-		l.deliver(daemonMsg{m: m, link: l.idx, epoch: epoch})
-	})
+	err := l.read(ctx, o.client, epoch)
 	_ = o.conn.Close()
 	l.mu.Lock()
 	l.cur = nil
@@ -294,21 +289,27 @@ func (l *link) serve(ctx context.Context, epoch uint64, o *opened) error {
 	return err
 }
 
-// readLines passes each line from the daemon to deliver until the channel
-// breaks, and returns an error wrapping ErrDisconnected. A line that is not
-// a message is reported and skipped; a line over maxReadLine ends the
-// channel.
-func readLines(sc *bufio.Scanner, deliver func(approval.Message)) error {
-	for sc.Scan() {
-		var m approval.Message
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			deliver(approval.Message{Type: approval.MsgResult, Error: "the daemon sent a line that is not a message: " + err.Error()})
-			continue
+// read passes each message from the daemon on connection epoch to the
+// model until the channel breaks, and returns an error wrapping
+// ErrDisconnected. A line that is not a message is reported and skipped;
+// a request whose full text does not hash to its announced hash (the
+// only place the console checks it: approval.Client.Recv) goes to the
+// model as unverifiedMsg, to be neither shown nor decided; a line over
+// approval.MaxLine ends the channel.
+func (l *link) read(ctx context.Context, c *approval.Client, epoch uint64) error {
+	for {
+		m, err := c.Recv(ctx)
+		switch {
+		case err == nil:
+			l.deliver(daemonMsg{m: m, link: l.idx, epoch: epoch})
+		case errors.Is(err, approval.ErrHashMismatch):
+			l.deliver(unverifiedMsg{m: m, link: l.idx, epoch: epoch})
+		case errors.Is(err, approval.ErrBadMessage):
+			l.deliver(daemonMsg{m: approval.Message{Type: approval.MsgResult, Error: err.Error()}, link: l.idx, epoch: epoch})
+		case errors.Is(err, io.EOF):
+			return ErrDisconnected
+		default:
+			return fmt.Errorf("%w: %w", ErrDisconnected, err)
 		}
-		deliver(m)
 	}
-	if e := sc.Err(); e != nil {
-		return fmt.Errorf("%w: %w", ErrDisconnected, e)
-	}
-	return ErrDisconnected
 }

@@ -31,8 +31,18 @@ const (
 
 // Messages the model gets besides keys and window sizes.
 type (
-	// daemonMsg is one line from daemon link's connection epoch.
+	// daemonMsg is one message from daemon link's connection epoch. A
+	// pending or detail message in full has passed approval.CheckHash
+	// (approval.Client.Recv): its request hashes to its Hash.
 	daemonMsg struct {
+		m     approval.Message
+		link  int
+		epoch uint64
+	}
+	// unverifiedMsg is a pending or detail message from daemon link's
+	// connection epoch whose request does not hash to its Hash
+	// (approval.ErrHashMismatch): it is neither shown nor decided on.
+	unverifiedMsg struct {
 		m     approval.Message
 		link  int
 		epoch uint64
@@ -92,12 +102,11 @@ type request struct {
 	link  int
 	epoch uint64
 	id    string
-	// hash is the hash of shown as received; it goes into the decision.
-	hash string
-	// hashMismatch: the daemon's hash for the request is not the hash of
-	// what it sent, so a decision on it would be refused.
-	hashMismatch bool
-	shown        *approval.Shown
+	// hash is the announced hash, which for a request held in full is
+	// the hash of shown as received (daemonMsg); it goes into the
+	// decision.
+	hash  string
+	shown *approval.Shown
 	// summary is set when the daemon announced the request as a summary:
 	// shown then lacks the pipeline, programs and env, and the request
 	// cannot be allowed until the detail has loaded (loaded).
@@ -283,6 +292,11 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil // from a connection that has ended
 		}
 		return m, m.daemon(msg.link, msg.epoch, msg.m)
+	case unverifiedMsg:
+		if !m.currentConn(msg.link, msg.epoch) {
+			return m, nil
+		}
+		return m, m.unverified(msg.link, msg.m)
 	case linkUpMsg:
 		return m, m.linkUp(msg)
 	case linkDownMsg:
@@ -615,9 +629,8 @@ func (m *model) askDetail(r *request) {
 }
 
 // detail takes the full text of a request announced as a summary. It must
-// be the request announced (same id, same daemon hash); the decision will
-// carry the hash of what arrived, so a detail that does not match what the
-// daemon holds is flagged and any decision on it refused.
+// be the request announced (same id, same daemon hash), and it hashes to
+// that hash (daemonMsg), which the decision carries.
 func (m *model) detail(link int, msg approval.Message) tea.Cmd {
 	i, r := m.find(link, msg.ID)
 	if r == nil || r.complete() {
@@ -644,13 +657,49 @@ func (m *model) detail(link int, msg approval.Message) tea.Cmd {
 	return nil
 }
 
-// newRequest holds s, announced with the daemon's hash daemonHash. The
-// decision will carry the hash of s as received, so that it binds what is
-// displayed; whether anything needs escaping is worked out once, here.
-func newRequest(st *styles, id, daemonHash string, s *approval.Shown) *request {
-	h := s.Hash()
+// newRequest holds s, announced with hash, which is the hash of s as
+// received (daemonMsg). The decision will carry it, so that it binds what
+// is displayed; whether anything needs escaping is worked out once, here.
+func newRequest(st *styles, id, hash string, s *approval.Shown) *request {
 	_, escaped := details(st, s, 0, true)
-	return &request{id: id, hash: h, hashMismatch: daemonHash != h, shown: s, escaped: escaped}
+	return &request{id: id, hash: hash, shown: s, escaped: escaped}
+}
+
+// unverified handles a pending or detail message from daemon link whose
+// request does not hash to its announced hash: what it carries is never
+// shown, and nothing is decided on it. A pending one is a new version of
+// the request, so the version this console held (if any) leaves the
+// screen: a decision on it would be refused. A detail one is a full text
+// that could not be loaded: the request stays a summary, which can only
+// be denied.
+func (m *model) unverified(link int, msg approval.Message) tea.Cmd {
+	id := msg.ID
+	if id == "" && msg.Request != nil {
+		id = msg.Request.ID
+	}
+	i, r := m.find(link, id)
+	if msg.Type == approval.MsgDetail {
+		if r == nil || r.complete() {
+			return nil // resolved meanwhile, or a duplicate
+		}
+		r.detailErr = "it does not match the hash the daemon announced"
+		r.cache, r.fullCache = nil, nil
+		m.errorf("the full text of request %s does not match its hash; it is not shown, and the request can only be denied", termtext.Esc(id))
+		return nil
+	}
+	if msg.Request == nil {
+		m.errorf("the daemon announced request %s without its details; it cannot be decided here", termtext.Esc(id))
+	} else {
+		m.errorf("the daemon announced request %s with contents that do not match its hash; it is not shown and cannot be decided here", termtext.Esc(id))
+	}
+	if r == nil {
+		return nil
+	}
+	m.queue = slices.Delete(m.queue, i, i+1)
+	if i == 0 {
+		return m.promptChanged()
+	}
+	return nil
 }
 
 func (m *model) resolved(link int, msg approval.Message) tea.Cmd {

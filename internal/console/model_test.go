@@ -504,16 +504,64 @@ func TestEveryFieldCanRaiseTheNotice(t *testing.T) {
 	})
 }
 
-func TestHashMismatchIsShown(t *testing.T) {
-	h := newHarness(t, "")
-	s := shown("r1")
-	h.daemon(approval.Message{Type: approval.MsgPending, ID: "r1", Hash: "0000", Request: s})
-	h.wantView("the daemon's hash of this request does not match what it sent")
-	h.pastGuard()
-	h.press("a")
-	// The decision carries the hash of what was shown, never the daemon's.
-	if got := h.takeSent(); len(got) != 1 || got[0].Hash != s.Hash() {
-		t.Errorf("sent %+v, want hash %s", got, s.Hash())
+// TestUnverifiedRequestIsNotShown: a pending or detail message whose
+// request does not hash to its announced hash (approval.Client.Recv
+// refused it: unverifiedMsg) is never shown nor decided on. A new request
+// stays off the screen; a new version of a request on screen takes the
+// old one off (a decision on it would be refused); a full text that does
+// not match leaves a summary that can only be denied, with the announced
+// hash.
+func TestUnverifiedRequestIsNotShown(t *testing.T) {
+	tampered := func(id string) *approval.Shown {
+		s := shown(id)
+		s.Reason = "TAMPERED"
+		return s
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness) *approval.Shown // returns the request announced
+		bad   approval.Message
+		want  []string
+		// deny: d then esc denies with the announced hash; otherwise no
+		// key sends anything.
+		deny bool
+	}{
+		{"new request", func(*harness) *approval.Shown { return shown("r1") },
+			approval.Message{Type: approval.MsgPending, ID: "r1", Hash: shown("r1").Hash(), Request: tampered("r1")},
+			[]string{"the daemon announced request r1 with contents that do not match its hash", idleText}, false},
+		{"new version", func(h *harness) *approval.Shown { s := shown("r1"); h.pending(s); return s },
+			approval.Message{Type: approval.MsgPending, ID: "r1", Hash: "0000", Request: tampered("r1")},
+			[]string{"the daemon announced request r1 with contents that do not match its hash", idleText}, false},
+		{"no details", func(*harness) *approval.Shown { return shown("r1") },
+			approval.Message{Type: approval.MsgPending, ID: "r1", Hash: "0000"},
+			[]string{"the daemon announced request r1 without its details", idleText}, false},
+		{"detail", func(h *harness) *approval.Shown { s := shown("r1"); h.summarised(s); return s },
+			approval.Message{Type: approval.MsgDetail, ID: "r1", Hash: shown("r1").Hash(), Request: tampered("r1")},
+			[]string{"the full text of request r1 does not match its hash", "NOT SHOWN YET", "Allow is disabled"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			s := tc.setup(h)
+			h.takeSent()
+			h.update(unverifiedMsg{m: tc.bad})
+			h.wantView(tc.want...)
+			h.notView("TAMPERED")
+			h.pastGuard()
+			for _, k := range []string{"a", "s", "y", "enter"} {
+				h.press(k)
+			}
+			if got := h.takeSent(); len(got) != 0 {
+				t.Fatalf("keys on an unverified request sent %+v", got)
+			}
+			if !tc.deny {
+				return
+			}
+			h.press("d")
+			h.press("esc")
+			if got := h.takeSent(); len(got) != 1 || got[0].Decision != approval.DenyOnce || got[0].Hash != s.Hash() {
+				t.Fatalf("sent %+v; want a denial with the announced hash", got)
+			}
+		})
 	}
 }
 

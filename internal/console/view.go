@@ -308,9 +308,6 @@ func (m *model) requestView(r *request, full bool) (top, body []string) {
 	if r.escaped {
 		top = append(top, styled(st.danger, wrapText(escapedNotice, m.width))...)
 	}
-	if r.hashMismatch {
-		top = append(top, styled(st.danger, wrapText("✗ the daemon's hash of this request does not match what it sent; the daemon will refuse any decision on it", m.width))...)
-	}
 	// The first screen is laid out for the lines the decision prompt
 	// leaves it (firstScreen); 0 when the terminal's size is not known yet.
 	room := 0
