@@ -7,10 +7,10 @@ import (
 )
 
 // maxMarks is the number of combining marks that may pass through on one
-// base character (rule 6 of the package documentation). Three covers
-// Vietnamese, Thai, Arabic and most Indic and Hebrew text; "Zalgo" text that
-// stacks dozens of marks to draw over neighbouring lines is escaped from the
-// fourth mark on.
+// base character (rule 6 of docs/approving.md, "The escaping rules").
+// Three covers Vietnamese, Thai, Arabic and most Indic and Hebrew text;
+// "Zalgo" text that stacks dozens of marks to draw over neighbouring lines
+// is escaped from the fourth mark on.
 const maxMarks = 3
 
 // noBase is the mark state when the previous character cannot carry a
@@ -20,25 +20,25 @@ const noBase = -1
 const hexDigits = "0123456789abcdef"
 
 // Escape returns s with every character that could control or deceive a
-// terminal replaced by a visible escape, following the rules of the package
-// documentation, and whether anything other than a backslash had to be
-// escaped.
+// terminal replaced by a visible escape, following rules 1 to 7 of
+// docs/approving.md ("The escaping rules"), and whether anything other
+// than a backslash had to be escaped.
 func Escape(s string) (string, bool) {
 	return escapeMode(s, false, false)
 }
 
-// EscapeStrict is Escape with the stricter rules of the package
-// documentation for command lines, program paths, environment variables
-// and directories: every character it passes has one width that every
+// EscapeStrict is Escape with the stricter rules 8 and 9 (docs/approving.md)
+// for command lines, program paths, environment variables and
+// directories: every character it passes has one width that every
 // terminal agrees on, and no stack of combining marks.
 func EscapeStrict(s string) (string, bool) {
 	return escapeMode(s, true, false)
 }
 
 // EscapeASCII is EscapeStrict that also escapes every character outside
-// ASCII (rule 10 of the package documentation): for program paths and
-// arguments that look like options, where a letter of another script is
-// more likely a look-alike than an honest name.
+// ASCII (rule 10 of docs/approving.md, "The escaping rules"): for program
+// paths and arguments that look like options, where a letter of another
+// script is more likely a look-alike than an honest name.
 func EscapeASCII(s string) (string, bool) {
 	return escapeMode(s, true, true)
 }
