@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,15 +26,39 @@ func WriteExecutable(t testing.TB, path string, data []byte) {
 	}
 }
 
-// CopyExecutable copies the program at src to dst with WriteExecutable,
-// and fails the test if it cannot.
+// CopyExecutable copies the program at src to dst (mode 0755 when it
+// creates the file), as WriteExecutable writes one, and fails the test if
+// it cannot. The bytes go from file to file in the kernel (io.Copy between
+// two files is copy_file_range): a race-built test that read a
+// race-built program of tens of megabytes into its memory paid the race
+// detector for every byte, a tenth of the daemon's tests' CPU time
+// (docs/performance.md, "How long the tests take").
 func CopyExecutable(t testing.TB, src, dst string) {
 	t.Helper()
-	data, err := os.ReadFile(src)
+	in, err := os.Open(src)
 	if err != nil {
 		t.Fatalf("read the program to copy: %v", err)
 	}
-	WriteExecutable(t, dst, data)
+	defer in.Close()
+	syscall.ForkLock.RLock() // no fork while the descriptor is open
+	err = copyFile(dst, in)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		t.Fatalf("copy the program %s to %s: %v", src, dst, err)
+	}
+}
+
+// copyFile writes what in holds to path, created with mode 0755.
+func copyFile(path string, in *os.File) error {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // PublicCopy copies the program at src into a new directory under parent
