@@ -28,6 +28,11 @@ type PublicKey struct {
 	// CredentialID and PublicKey (COSE) are the credential's.
 	CredentialID []byte `json:"credential_id"`
 	PublicKey    []byte `json:"public_key"`
+	// Identity is the person the passkey is for the two-person rule, as
+	// the daemon tells people apart ("uid N" or "passkey NAME", see
+	// Approval.Identity); the daemon sets it, so that a relay can tell
+	// that the passkey signed in already allowed a request.
+	Identity string `json:"identity,omitempty"`
 }
 
 // KeySource is a Verifier that can list the public part of its passkeys
@@ -78,7 +83,10 @@ func watchKeys(ctx context.Context, ks KeySource, poll time.Duration, send func(
 			case kerr != nil:
 				m.Error = "the daemon cannot read its passkeys: " + kerr.Error()
 			default:
-				m.Passkeys = keys
+				for _, k := range keys {
+					k.Identity = passkeyIdentity(k.Name)
+					m.Passkeys = append(m.Passkeys, k)
+				}
 			}
 			b, merr := json.Marshal(m)
 			if merr == nil && !bytes.Equal(b, sent) {

@@ -83,6 +83,8 @@ func TestSignedOnlySendsPasskeys(t *testing.T) {
 	}
 	if m := nextKeys(t, c); len(m.Passkeys) != 1 || m.Passkeys[0].Name != "alice" || m.Error != "" {
 		t.Fatalf("first passkeys %+v, want alice's", m)
+	} else if m.Passkeys[0].Identity != passkeyIdentity("alice") {
+		t.Fatalf("alice's passkey is sent as person %q, want %q", m.Passkeys[0].Identity, passkeyIdentity("alice"))
 	}
 	// A second signed_only starts nothing more.
 	if err := c.Send(Message{Type: MsgSignedOnly}); err != nil {

@@ -37,15 +37,20 @@ var ErrNoIdentity = errors.New("this request needs two different people, and thi
 // on their phone is one person.
 func identity(who Console) (string, error) {
 	if who.Signed != nil {
-		if uid, err := account.UID(who.Signed.Approver); err == nil {
-			return "uid " + strconv.FormatUint(uint64(uid), 10), nil
-		}
-		return "passkey " + who.Signed.Approver, nil
+		return passkeyIdentity(who.Signed.Approver), nil
 	}
 	if who.Person != nil && who.Person.LoginUID != nil {
 		return "uid " + strconv.FormatUint(uint64(*who.Person.LoginUID), 10), nil
 	}
 	return "", ErrNoIdentity
+}
+
+// passkeyIdentity names the person behind the passkey of approver name.
+func passkeyIdentity(name string) string {
+	if uid, err := account.UID(name); err == nil {
+		return "uid " + strconv.FormatUint(uint64(uid), 10)
+	}
+	return "passkey " + name
 }
 
 // approve records who's allow of e, which needs e.shown.Approvals people.
@@ -79,6 +84,7 @@ func (e *entry) approvedMsg() Message {
 	m := Message{Type: MsgApproved, ID: e.shown.ID, Hash: e.hash}
 	for _, a := range e.given {
 		m.ApprovedBy = append(m.ApprovedBy, a.By)
+		m.ApprovedIdentities = append(m.ApprovedIdentities, a.Identity)
 	}
 	return m
 }

@@ -124,6 +124,9 @@ func TestTwoPersonApprovedAnnounced(t *testing.T) {
 	if got.ID != "tp2" || got.Hash != hash || len(got.ApprovedBy) != 1 || got.ApprovedBy[0] != by {
 		t.Fatalf("approved %+v, want tp2 %s approved by %q", got, hash, by)
 	}
+	if len(got.ApprovedIdentities) != 1 || got.ApprovedIdentities[0] != "uid 1000" {
+		t.Fatalf("approved identities %q, want [uid 1000]: the two-person rule's name for the person", got.ApprovedIdentities)
+	}
 	waiting, _, cancel2 := b.Subscribe()
 	defer cancel2()
 	if len(waiting) != 2 || waiting[0].Type != MsgPending || waiting[1].Type != MsgApproved || waiting[1].ApprovedBy[0] != by {
@@ -152,5 +155,18 @@ func TestTwoPersonApprovedAnnounced(t *testing.T) {
 	q.push(Message{Type: MsgResolved, ID: "tp2", Hash: hash})
 	if len(q.q) != 0 {
 		t.Fatalf("queue %+v after the resolved, want empty", q.q)
+	}
+}
+
+// TestPasskeyIdentity: a passkey named after a login user is that user's
+// uid for the two-person rule; any other is the passkey's name.
+func TestPasskeyIdentity(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"root", "uid 0"},
+		{"no such user \x1b", "passkey no such user \x1b"},
+	} {
+		if got := passkeyIdentity(tc.name); got != tc.want {
+			t.Errorf("passkeyIdentity(%q) = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

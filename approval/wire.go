@@ -419,6 +419,10 @@ type Message struct {
 	// approved: who allowed so far, each as the decision's by names
 	// them (untrusted: a passkey's name, a console's description).
 	ApprovedBy []string `json:"approved_by,omitempty"`
+	// approved: each of them as the two-person rule tells people apart
+	// (Approval.Identity), in the same order; a relay compares them with
+	// its passkey's PublicKey.Identity.
+	ApprovedIdentities []string `json:"approved_identities,omitempty"`
 
 	// resolved
 	Verdict Verdict `json:"verdict,omitempty"`

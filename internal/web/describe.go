@@ -44,6 +44,12 @@ type requestView struct {
 	Daemon   string
 	Warnings []string
 	TimeLeft string
+	// Approvals says, for a request that needs more than one person, how
+	// many of them allowed it so far and who (escaped); Counted is set
+	// when the signed-in passkey's person is one of them: the page then
+	// offers no second allow, which the daemon would refuse.
+	Approvals string
+	Counted   string
 }
 
 // Elem is the page element id of the request's section.
@@ -119,7 +125,7 @@ func describe(p approval.Message, now time.Time) requestView {
 	v.Session, v.Host = esc(r.Session), esc(r.Host)
 	v.Daemon = esc(r.DaemonHost)
 	if r.Approvals > 1 {
-		v.Warnings = append(v.Warnings, fmt.Sprintf("two-person rule: %d different people must allow it; your allow is one of them", r.Approvals))
+		v.Approvals = fmt.Sprintf("two-person rule: needs %d different people: 0 of %d approvals so far", r.Approvals, r.Approvals)
 	}
 	if r.ForwardAgent {
 		v.Warnings = append(v.Warnings, "forwards your SSH agent to the command")
@@ -128,4 +134,24 @@ func describe(p approval.Message, now time.Time) requestView {
 		v.TimeLeft = r.Deadline.Sub(now).Round(time.Second).String()
 	}
 	return v
+}
+
+// approvedBy records on v, a request that needs need people, who allowed
+// it so far (the daemon's approved message a, for v's version of the
+// request), and whether me, the signed-in passkey's person on that daemon
+// (approval.PublicKey.Identity), is one of them.
+func (v *requestView) approvedBy(need int, a approval.Message, me string) {
+	if need < 2 || a.Type != approval.MsgApproved || a.Hash != v.Hash || len(a.ApprovedBy) == 0 {
+		return
+	}
+	who := make([]string, len(a.ApprovedBy))
+	for i, b := range a.ApprovedBy {
+		who[i] = esc(b)
+	}
+	v.Approvals = fmt.Sprintf("two-person rule: %d of %d approvals · waiting for another person · allowed by %s",
+		len(a.ApprovedBy), need, strings.Join(who, ", "))
+	if me != "" && slices.Contains(a.ApprovedIdentities, me) {
+		v.Counted = fmt.Sprintf("your allow counted (you are %s to the daemon, and it needs %d different people): another person must allow it",
+			esc(me), need)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -25,6 +26,10 @@ type feed struct {
 	mu      sync.Mutex
 	hello   approval.Message
 	pending []approval.Message
+	// approved is, by request id, the daemon's latest approved message
+	// for a waiting request that needs more than one person: who allowed
+	// it so far. It names the pending it was sent for by its hash.
+	approved map[string]approval.Message
 	// keys are the passkeys of the daemon's latest passkeys message, and
 	// keysErr the error it carried; keysSeen is set once one came.
 	keys     []approval.PublicKey
@@ -41,7 +46,7 @@ type feed struct {
 }
 
 func newFeed(name string, c *approval.Client) *feed {
-	return &feed{name: name, client: c, results: make(map[string]chan approval.Message)}
+	return &feed{name: name, client: c, results: make(map[string]chan approval.Message), approved: make(map[string]approval.Message)}
 }
 
 // run reads the channel until it ends or ctx does, and returns why.
@@ -50,6 +55,7 @@ func (f *feed) run(ctx context.Context) error {
 	f.mu.Lock()
 	f.err = err
 	f.pending, f.keys = nil, nil
+	clear(f.approved)
 	f.version++
 	for id, ch := range f.results {
 		close(ch)
@@ -77,9 +83,19 @@ func (f *feed) read(ctx context.Context) error {
 			f.version++
 		case approval.MsgPending:
 			f.pending = append(f.pending, m)
+			if a, ok := f.approved[m.ID]; ok && a.Hash != m.Hash {
+				delete(f.approved, m.ID)
+			}
 			f.version++
+		case approval.MsgApproved:
+			// Kept only for the version of the request it names.
+			if slices.ContainsFunc(f.pending, func(p approval.Message) bool { return p.ID == m.ID && p.Hash == m.Hash }) {
+				f.approved[m.ID] = m
+				f.version++
+			}
 		case approval.MsgResolved:
 			f.pending = slices.DeleteFunc(f.pending, func(p approval.Message) bool { return p.ID == m.ID })
+			delete(f.approved, m.ID)
 			f.version++
 		case approval.MsgPasskeys:
 			f.keys, f.keysErr, f.keysSeen = m.Passkeys, m.Error, true
@@ -99,6 +115,7 @@ type feedState struct {
 	name     string
 	hello    approval.Message
 	pending  []approval.Message
+	approved map[string]approval.Message
 	keys     []approval.PublicKey
 	keysErr  string
 	keysSeen bool
@@ -110,7 +127,8 @@ type feedState struct {
 func (f *feed) state() feedState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return feedState{name: f.name, hello: f.hello, pending: slices.Clone(f.pending), keys: slices.Clone(f.keys),
+	return feedState{name: f.name, hello: f.hello, pending: slices.Clone(f.pending),
+		approved: maps.Clone(f.approved), keys: slices.Clone(f.keys),
 		keysErr: f.keysErr, keysSeen: f.keysSeen, version: f.version, err: f.err}
 }
 
@@ -118,6 +136,16 @@ func (f *feed) state() feedState {
 // passkeys include k: the same credential id with the same public key.
 func (st feedState) knows(k approval.PublicKey) bool {
 	return st.err == nil && slices.ContainsFunc(st.keys, func(e approval.PublicKey) bool { return sameKey(e, k) })
+}
+
+// identity returns the person k is on this daemon for the two-person rule
+// (approval.PublicKey.Identity, as the daemon sent it), or "" when the
+// daemon does not know k or sent no identity (an older daemon).
+func (st feedState) identity(k approval.PublicKey) string {
+	if i := slices.IndexFunc(st.keys, func(e approval.PublicKey) bool { return sameKey(e, k) }); i >= 0 {
+		return st.keys[i].Identity
+	}
+	return ""
 }
 
 // sameKey reports whether a and b are one credential: the same id and the

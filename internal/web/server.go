@@ -339,7 +339,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	states := s.states()
 	var v view
 	if sess, ok := s.session(r, states); ok {
-		v.Approver, v.Version = sess.key.Name, version(states)
+		v.Approver, v.Version = esc(sess.key.Name), version(states)
 		id := r.URL.Query().Get("id")
 		for i, st := range states {
 			dv := daemonView{Label: label(st)}
@@ -356,9 +356,13 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 				}
 			default:
 				dv.State = "connected"
+				me := st.identity(sess.key)
 				for _, p := range st.pending {
 					rv := describe(p, s.now())
 					rv.Link, rv.From = i, dv.Label
+					if p.Request != nil {
+						rv.approvedBy(p.Request.Approvals, st.approved[p.ID], me)
+					}
 					v.Requests = append(v.Requests, rv)
 					if v.Focus == "" && id != "" && p.ID == id {
 						v.Focus = rv.Elem()
@@ -530,6 +534,10 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "this request no longer waits, or changed; reload"})
 		return
 	}
+	if req.Decision == approval.AllowOnce && s.counted(r, link, p) {
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "you already allowed this request, and it needs different people: another person must allow it"})
+		return
+	}
 	if p.Summary != nil && req.Decision == approval.AllowOnce {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "this request is too large to show here in full, so it cannot be allowed here; deny it, or decide at a console"})
 		return
@@ -603,6 +611,21 @@ func (s *Server) mayDecide(r *http.Request, link int) bool {
 	states := s.states()
 	sess, ok := s.session(r, states)
 	return ok && states[link].knows(sess.key)
+}
+
+// counted reports whether the person of r's passkey, as daemon link
+// tells people apart, already allowed p, a request that needs more than
+// one person: the daemon would refuse a second allow from them.
+func (s *Server) counted(r *http.Request, link int, p approval.Message) bool {
+	states := s.states()
+	sess, ok := s.session(r, states)
+	if !ok {
+		return false
+	}
+	st := states[link]
+	me := st.identity(sess.key)
+	a, ok := st.approved[p.ID]
+	return ok && me != "" && a.Hash == p.Hash && slices.Contains(a.ApprovedIdentities, me)
 }
 
 // verifySignIn checks a sign-in assertion a over challenge against the

@@ -409,7 +409,7 @@ func TestWebApprover(t *testing.T) {
 	t.Run("the two-person rule waits for the second approver", func(t *testing.T) {
 		done := r.ask("web-2p", "dangerous", "echo", "two-person", "ran")
 		b.do(map[string]any{"op": "wait", "selector": sel("web-2p")})
-		b.do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "two-person rule"})
+		b.do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "needs 2 different people: 0 of 2 approvals so far"})
 		b.do(map[string]any{"op": "hold", "selector": sel("web-2p") + " button.allow"})
 		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Waiting for another person: web-2p"})
 		// Still waiting: a console connecting now is shown it.
@@ -417,10 +417,17 @@ func TestWebApprover(t *testing.T) {
 		if p := c.Pending("web-2p"); p.Request.Approvals != 2 {
 			t.Fatalf("pending %+v: want the request, needing two", p.Request)
 		}
-		// alice again does not count twice.
-		b.do(map[string]any{"op": "hold", "selector": sel("web-2p") + " button.allow"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "already allowed"})
+		// alice's page, reloaded on the daemon's approved message, shows
+		// her allow counted and offers her no second one (the daemon
+		// would refuse the same person twice).
+		oneOfTwo := `1 of 2 approvals · waiting for another person · allowed by passkey "alice"`
+		b.do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": oneOfTwo})
+		b.do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "your allow counted"})
+		if n := b.do(map[string]any{"op": "count", "selector": sel("web-2p") + " button.allow"})["count"]; n != float64(0) {
+			t.Errorf("alice's page offers her a second allow (%v buttons)", n)
+		}
 		b.do(map[string]any{"op": "wait", "page": "bob", "selector": sel("web-2p")})
+		b.do(map[string]any{"op": "waitText", "page": "bob", "selector": sel("web-2p"), "text": oneOfTwo})
 		b.do(map[string]any{"op": "hold", "page": "bob", "selector": sel("web-2p") + " button.allow"})
 		b.do(map[string]any{"op": "waitText", "page": "bob", "selector": "#status", "text": "Allowed: web-2p"})
 		if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "two-person ran\n" {

@@ -57,6 +57,8 @@ async function decide(section, decision) {
       // The two-person rule: this allow counted; another person must too.
       say("Waiting for another person: " + section.dataset.id + " (" + done.note + ")");
       section.dataset.decided = "partial";
+      const allow = section.querySelector("button.allow");
+      if (allow) allow.disabled = true;
       return;
     }
     say((decision === "deny" ? "Denied" : "Allowed") + ": " + section.dataset.id);
@@ -145,7 +147,10 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   for (const section of document.querySelectorAll("section.request")) {
     section.querySelector("button.deny").addEventListener("click", () => decide(section, "deny"));
-    setupAllow(section, section.querySelector("button.allow"));
+    // A request this passkey's person already allowed (the two-person
+    // rule) has no allow button: the daemon would refuse a second allow.
+    const allow = section.querySelector("button.allow");
+    if (allow) setupAllow(section, allow);
   }
   const focus = document.body.dataset.focus;
   if (focus) {
