@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
@@ -152,14 +154,50 @@ func CheckCredential(c webauthn.Credential) error {
 	return nil
 }
 
+// EnrolOrigins returns the origins a passkey enrolled on the page at
+// pageOrigin, for the relying party rpID, will sign from: forOrigins (the
+// web approver's, "scheme://host[:port]"), or pageOrigin when none is
+// given. A WebAuthn credential is bound to its relying party id, the host
+// name, and not to a port, so the enrolment page may listen on another
+// port of the same host while the web approver runs; an origin on another
+// host is refused, since the passkey could never sign from it.
+func EnrolOrigins(rpID, pageOrigin string, forOrigins []string) ([]string, error) {
+	if len(forOrigins) == 0 {
+		forOrigins = []string{pageOrigin}
+	}
+	var out []string
+	for _, o := range forOrigins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("the origin %q: want scheme://host[:port]", o)
+		}
+		if !strings.EqualFold(u.Hostname(), rpID) {
+			return nil, fmt.Errorf("the origin %s is not on %s, the host of the enrolment page (%s): a passkey signs only "+
+				"from the host name it was enrolled on, so enrol on a port of %s", u.Scheme+"://"+u.Host, rpID, pageOrigin, u.Hostname())
+		}
+		out = append(out, u.Scheme+"://"+strings.ToLower(u.Host))
+	}
+	return out, nil
+}
+
 // KeepEnrolled is the root side of an enrolment: it writes setup to conn,
 // then checks each credential the serving side offers (CheckCredential)
 // and stores the first good one in store as setup's name, with origins
 // and the setup's relying party and user handle, answering each offer.
-// It returns the stored passkey, or an error when ctx ends first (the
-// link's expiry), the serving side goes away, or it offers something that
-// is not a credential.
+// The origins must be on the setup's relying party (EnrolOrigins); the
+// page the passkey registers on is setup.PageOrigin, which may differ from
+// them by its port. It returns the stored passkey, or an error when ctx
+// ends first (the link's expiry), the serving side goes away, or it offers
+// something that is not a credential.
 func KeepEnrolled(ctx context.Context, conn net.Conn, setup EnrolSetup, origins []string, store passkey.Store) (passkey.Enrolled, error) {
+	if len(origins) == 0 {
+		return passkey.Enrolled{}, errors.New("enrolment: no origin for the passkey to sign from")
+	}
+	origins, err := EnrolOrigins(setup.RPID, setup.PageOrigin, origins)
+	if err != nil {
+		return passkey.Enrolled{}, fmt.Errorf("enrolment: %w", err)
+	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
 	if err := writeLine(conn, setup); err != nil {

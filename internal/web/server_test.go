@@ -98,7 +98,9 @@ func newRig(t *testing.T) *rig {
 func newRigOf(t *testing.T, enrolled ...string) *rig {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
-	origin := "http://" + ts.Listener.Addr().String()
+	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+	// The passkeys' relying party is localhost, so the origin is on it.
+	origin := "http://localhost:" + port
 	k, err := passkeytest.New("alice", "localhost", origin)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +170,7 @@ func (r *rig) post(path string, body any) (int, map[string]any) {
 	r.t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", r.srv.URL+path, bytes.NewReader(b))
-	req.Header.Set("Origin", r.srv.URL)
+	req.Header.Set("Origin", r.origin)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := r.http.Do(req)
 	if err != nil {

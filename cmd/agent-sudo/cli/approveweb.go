@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,9 @@ type webOpts struct {
 	noTLS    bool
 	passkeys string
 	user     string
+	// forOrigins (enroll --for) are the origins the passkey will sign
+	// from, when they are not the enrolment page's.
+	forOrigins []string
 }
 
 func (o *webOpts) addFlags(fset *flag.FlagSet, addrDefault string) {
@@ -274,17 +278,21 @@ func approveWebUsage() *usage {
 	return &usage{
 		name: "approve web",
 		synopsis: []string{
-			"sudo agent-sudo approve web enroll NAME [--web HOST:PORT] [--origin URL] [--no-tls] [--passkeys DIR] [--user USER]",
+			"sudo agent-sudo approve web enroll NAME [--web HOST:PORT] [--origin URL] [--for URL]... [--no-tls] [--passkeys DIR] [--user USER]",
 			"sudo agent-sudo approve web list [--passkeys DIR]",
 			"sudo agent-sudo approve web revoke NAME [--passkeys DIR]",
 		},
 		text: `Manage the passkeys of the web approver (agent-sudo approve --web). Run at
 the root terminal.
 
-enroll NAME serves a one-time link for 5 minutes on --web, which must be
-the web approver's address (or --origin its URL): the passkey signs only
-from that origin; stop the web approver while you enrol. It prints the
-link, also as a QR code, with the TLS certificate's fingerprint. The page
+enroll NAME serves a one-time link for 5 minutes on --web (or --origin,
+the URL the phone opens). The passkey signs only from the origins --for
+names: the web approver's URL, on the same host name as the link; by
+default the link's own origin. So while the web approver runs on
+HOST:8443, enrol on another port of HOST with --for https://HOST:8443; no
+restart is needed, the web approver learns of the new passkey from the
+daemon. It prints the link, also as a QR code, with the TLS
+certificate's fingerprint. The page
 is served as --user (default nobody); only the checked public key comes
 back to root. Open the link on the phone (or scan the code), and the phone
 registers a passkey (user verification required) for the approver NAME;
@@ -320,6 +328,11 @@ func parseWeb(inv *invocation, verb string, args []string, named bool) (o *webOp
 	o.addFlags(fset, "localhost:8443")
 	if verb == "enroll" {
 		fset.StringVar(&o.user, "user", "nobody", "the `user` the enrolment page is served as (never root)")
+		fset.Func("for", "the web approver's `URL` (scheme://host[:port], on the link's host name) the passkey will sign from, "+
+			"when the link is served elsewhere (another port while the web approver runs); repeat it for several", func(v string) error {
+			o.forOrigins = append(o.forOrigins, v)
+			return nil
+		})
 	}
 	rest, code, ok := inv.parse(u, fset, args)
 	if !ok {
@@ -362,6 +375,10 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	if _, err := store.List(false); err != nil {
 		return inv.fail(exitConfig, "approve web enroll: %v", err)
 	}
+	signFrom, err := web.EnrolOrigins(rpID, origin, o.forOrigins)
+	if err != nil {
+		return inv.fail(exitUsage, "approve web enroll: --for: %v", err)
+	}
 	setup, err := web.NewEnrolSetup(name, origin, rpID, uid, gid, time.Now())
 	if err != nil {
 		return inv.fail(exitUsage, "approve web enroll: %v", err)
@@ -369,7 +386,7 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", listenAddr)
 	if err != nil {
-		return inv.fail(exitUnavailable, "approve web enroll: %v", listenError(listenAddr, err))
+		return inv.fail(exitUnavailable, "approve web enroll: %v", enrolListenError(listenAddr, err))
 	}
 	defer ln.Close()
 	fp := ""
@@ -408,7 +425,10 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	if fp != "" {
 		fmt.Fprintf(inv.stdout, "The page's TLS certificate has the SHA-256 fingerprint\n  %s\ncheck it in the browser before you go on.\n", fp)
 	}
-	en, err := web.KeepEnrolled(ctx, conn, setup, []string{origin}, store)
+	if !slices.Equal(signFrom, []string{origin}) {
+		fmt.Fprintf(inv.stdout, "The passkey will sign from %s (not from this link's origin).\n", strings.Join(signFrom, ", "))
+	}
+	en, err := web.KeepEnrolled(ctx, conn, setup, signFrom, store)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return inv.fail(exitUnavailable, "approve web enroll: no passkey was enrolled before the link expired")
 	}
@@ -435,15 +455,24 @@ func webUser(name string) (uid, gid uint32, err error) {
 	return uid, gid, nil
 }
 
-// listenError says what to do when the address is taken: most often by
-// the web approver itself.
+// listenError names the address that could not be listened on, and the
+// likely holder when it is in use: the web approver itself.
 func listenError(addr string, err error) error {
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("%s is in use, by the web approver (agent-sudo approve --web) or another program: "+
-			"stop it while you enrol, then start it again (the passkey signs only from the origin it was enrolled on, "+
-			"so enrol on the web approver's own address)", addr)
+		return fmt.Errorf("%s is in use, by the web approver (agent-sudo approve --web) or another program", addr)
 	}
 	return fmt.Errorf("listen on %s: %w", addr, err)
+}
+
+// enrolListenError is listenError with what to do for an enrolment: enrol
+// on another port of the same host, for the web approver's origin.
+func enrolListenError(addr string, err error) error {
+	host, _, serr := net.SplitHostPort(addr)
+	if !errors.Is(err, syscall.EADDRINUSE) || serr != nil {
+		return listenError(addr, err)
+	}
+	return fmt.Errorf("%w: enrol on another port of the same host, for the web approver's URL, which keeps serving "+
+		"(--web %s --for https://%s)", listenError(addr, err), net.JoinHostPort(host, "OTHERPORT"), addr)
 }
 
 // startEnrolPage starts this program again as "approve web

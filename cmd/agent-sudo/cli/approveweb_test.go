@@ -36,7 +36,7 @@ func TestApproveWebEnrollPortInUse(t *testing.T) {
 	addr := "localhost:" + port
 	got := runCLI(context.Background(), nil, "approve", "web", "enroll", "alice", "--web", addr, "--no-tls", "--passkeys", filepath.Join(t.TempDir(), "passkeys"))
 	want := "agent-sudo: approve web enroll: " + addr + " is in use, by the web approver (agent-sudo approve --web) or another program: " +
-		"stop it while you enrol, then start it again"
+		"enrol on another port of the same host, for the web approver's URL, which keeps serving (--web localhost:OTHERPORT --for https://" + addr + ")"
 	if got.code != exitUnavailable || !strings.HasPrefix(got.stderr, want) {
 		t.Fatalf("enroll on a taken port: exit %d, stderr %q; want %d and %q...", got.code, got.stderr, exitUnavailable, want)
 	}

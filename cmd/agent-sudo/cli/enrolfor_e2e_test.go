@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// TestApproveWebEnrollForAnotherHost: --for an origin on another host
+// than the link's is refused before anything listens: the passkey could
+// never sign from it.
+func TestApproveWebEnrollForAnotherHost(t *testing.T) {
+	testenv.NeedsRoot(t)
+	got := runCLI(context.Background(), nil, "approve", "web", "enroll", "alice", "--web", "localhost:1", "--no-tls",
+		"--for", "https://build-01.example:8443", "--passkeys", filepath.Join(t.TempDir(), "passkeys"))
+	want := "agent-sudo: approve web enroll: --for: the origin https://build-01.example:8443 is not on localhost, the host of the enrolment page"
+	if got.code != exitUsage || !strings.HasPrefix(got.stderr, want) {
+		t.Fatalf("enroll --for another host: exit %d, stderr %q; want %d and %q...", got.code, got.stderr, exitUsage, want)
+	}
+}
+
+// freePort returns a port on localhost that nothing listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "localhost:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// TestE2EEnrolWhileTheWebApproverRuns runs the real agent-sudo and a real
+// daemon: while the web approver serves on port B, enroll on port A of the
+// same host --for B stores a passkey for B, into the daemon's passkeys
+// directory; the running web approver learns of it from the daemon, and
+// the passkey signs in there and its allow runs a request, with no restart.
+func TestE2EEnrolWhileTheWebApproverRuns(t *testing.T) {
+	daemontest.RequireRoot(t)
+	dir, err := os.MkdirTemp("", "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "60s", Extra: "passkeys = \"" + dir + "\""})
+	_, cli := daemontest.Binaries(t)
+
+	portB := freePort(t)
+	originB := "http://localhost:" + portB
+	web := exec.Command(cli, "approve", "--web", "localhost:"+portB, "--no-tls", "--approver-socket", d.ApproverSocket, "--user", "nobody")
+	web.Env = daemontest.RaceEnv(os.Environ())
+	webOut, err := web.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var webErr bytes.Buffer
+	web.Stderr = &webErr
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = web.Process.Signal(os.Interrupt)
+		_ = web.Wait()
+		if t.Failed() {
+			t.Logf("the web approver's log:\n%s", webErr.String())
+		}
+	})
+	wsc := bufio.NewScanner(webOut)
+	if !wsc.Scan() || !strings.Contains(wsc.Text(), "web approver for ") {
+		t.Fatalf("first line %q, want the web approver's", wsc.Text())
+	}
+	go func() { _, _ = io.Copy(io.Discard, webOut) }()
+
+	portA := freePort(t)
+	originA := "http://localhost:" + portA
+	enrol := exec.Command(cli, "approve", "web", "enroll", "alice", "--web", "localhost:"+portA, "--no-tls", "--passkeys", dir,
+		"--user", "nobody", "--for", originB)
+	enrol.Env = daemontest.RaceEnv(os.Environ())
+	out, err := enrol.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	enrol.Stderr = &stderr
+	if err := enrol.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = enrol.Process.Kill(); _ = enrol.Wait() }()
+	sc := bufio.NewScanner(out)
+	var link string
+	var printed strings.Builder
+	for link == "" || !strings.Contains(printed.String(), "will sign from "+originB) {
+		if !sc.Scan() {
+			t.Fatalf("enroll ended before printing the link and the origin it enrols for:\n%s\nstderr: %s", printed.String(), stderr.String())
+		}
+		line := sc.Text()
+		printed.WriteString(line + "\n")
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, originA+"/enroll/") {
+			link = l
+		}
+	}
+	path := strings.TrimPrefix(link, originA)
+	post := func(p string, body []byte) []byte {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, originA+p, bytes.NewReader(body))
+		req.Header.Set("Origin", originA)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d %s\nstderr: %s", p, resp.StatusCode, b, stderr.String())
+		}
+		return b
+	}
+	k, err := passkeytest.New("alice", "localhost", originA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowserE2E(t, originB)
+	if code := b.trySignIn(k); code != http.StatusForbidden {
+		t.Fatalf("sign-in before the enrolment: %d, want 403", code)
+	}
+	reg, err := k.Register(post(path+"/begin", []byte("{}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post(path+"/finish", reg)
+	for sc.Scan() {
+		printed.WriteString(sc.Text() + "\n")
+	}
+	if err := enrol.Wait(); err != nil {
+		t.Fatalf("enroll: %v\n%s\nstderr: %s", err, printed.String(), stderr.String())
+	}
+	if want := "for " + originB + "\n"; !strings.Contains(printed.String(), "enrolled alice: credential") || !strings.HasSuffix(printed.String(), want) {
+		t.Fatalf("enroll printed:\n%s\nwant it enrolled for %s", printed.String(), originB)
+	}
+
+	k.Origin = originB
+	eventually(t, "alice signs in at the running web approver", func() bool { return b.trySignIn(k) == 200 })
+	asked := d.Ask(t, &proto.Request{ID: "enrolled-late", Pipeline: [][]string{{"echo", "late"}}, Session: "s", Reason: "t", Time: time.Now()})
+	var hash string
+	eventually(t, "the request shows", func() bool { hash = b.shown()["0/enrolled-late"]; return hash != "" })
+	if code, res := b.decide(k, 0, "enrolled-late", hash, approval.AllowOnce); code != 200 {
+		t.Fatalf("allow: %d %v", code, res)
+	}
+	if resp := asked.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != "late\n" {
+		t.Fatalf("response %+v, want the command run", resp)
+	}
+}
