@@ -30,6 +30,9 @@ type feed struct {
 	// for a waiting request that needs more than one person: who allowed
 	// it so far. It names the pending it was sent for by its hash.
 	approved map[string]approval.Message
+	// refused are the requests whose latest message did not hash as
+	// announced, oldest first, at most maxRefused.
+	refused []refusal
 	// keys are the passkeys of the daemon's latest passkeys message, and
 	// keysErr the error it carried; keysSeen is set once one came.
 	keys     []approval.PublicKey
@@ -54,7 +57,7 @@ func (f *feed) run(ctx context.Context) error {
 	err := f.read(ctx)
 	f.mu.Lock()
 	f.err = err
-	f.pending, f.keys = nil, nil
+	f.pending, f.keys, f.refused = nil, nil, nil
 	clear(f.approved)
 	f.version++
 	for id, ch := range f.results {
@@ -69,8 +72,7 @@ func (f *feed) read(ctx context.Context) error {
 	for {
 		m, err := f.client.Recv(ctx)
 		if errors.Is(err, approval.ErrHashMismatch) {
-			// A request that does not hash as announced is not shown,
-			// so it cannot be decided here.
+			f.refuse(m.ID, err)
 			continue
 		}
 		if err != nil {
@@ -83,6 +85,7 @@ func (f *feed) read(ctx context.Context) error {
 			f.version++
 		case approval.MsgPending:
 			f.pending = append(f.pending, m)
+			f.refused = slices.DeleteFunc(f.refused, func(r refusal) bool { return r.id == m.ID })
 			if a, ok := f.approved[m.ID]; ok && a.Hash != m.Hash {
 				delete(f.approved, m.ID)
 			}
@@ -96,6 +99,7 @@ func (f *feed) read(ctx context.Context) error {
 		case approval.MsgResolved:
 			f.pending = slices.DeleteFunc(f.pending, func(p approval.Message) bool { return p.ID == m.ID })
 			delete(f.approved, m.ID)
+			f.refused = slices.DeleteFunc(f.refused, func(r refusal) bool { return r.id == m.ID })
 			f.version++
 		case approval.MsgPasskeys:
 			f.keys, f.keysErr, f.keysSeen = m.Passkeys, m.Error, true
@@ -110,12 +114,39 @@ func (f *feed) read(ctx context.Context) error {
 	}
 }
 
+// maxRefused bounds the refusals a feed keeps: the latest are shown.
+const maxRefused = 32
+
+// refusal is a request the daemon sent that does not hash to its
+// announced hash (approval.ErrHashMismatch), and why.
+type refusal struct {
+	id, err string
+}
+
+// refuse drops request id from the list, every version of it the daemon
+// announced before included, so that nothing of it is shown or can be
+// decided here, and keeps why, for the page to say so; until the daemon
+// resolves it or announces a version that hashes.
+func (f *feed) refuse(id string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = slices.DeleteFunc(f.pending, func(p approval.Message) bool { return p.ID == id })
+	delete(f.approved, id)
+	f.refused = slices.DeleteFunc(f.refused, func(r refusal) bool { return r.id == id })
+	f.refused = append(f.refused, refusal{id: id, err: err.Error()})
+	if len(f.refused) > maxRefused {
+		f.refused = slices.Delete(f.refused, 0, len(f.refused)-maxRefused)
+	}
+	f.version++
+}
+
 // feedState is a copy of what a feed knows, for one page.
 type feedState struct {
 	name     string
 	hello    approval.Message
 	pending  []approval.Message
 	approved map[string]approval.Message
+	refused  []refusal
 	keys     []approval.PublicKey
 	keysErr  string
 	keysSeen bool
@@ -128,7 +159,7 @@ func (f *feed) state() feedState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return feedState{name: f.name, hello: f.hello, pending: slices.Clone(f.pending),
-		approved: maps.Clone(f.approved), keys: slices.Clone(f.keys),
+		approved: maps.Clone(f.approved), refused: slices.Clone(f.refused), keys: slices.Clone(f.keys),
 		keysErr: f.keysErr, keysSeen: f.keysSeen, version: f.version, err: f.err}
 }
 

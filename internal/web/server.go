@@ -298,6 +298,9 @@ type view struct {
 	// Daemons says which daemons are served and how each is.
 	Daemons  []daemonView
 	Requests []requestView
+	// Refused says, per request a daemon sent that does not hash as
+	// announced, that it is not shown and why (escaped).
+	Refused []string
 	// Focus is the element id of the request asked for with ?id=, when it
 	// waits (on the first daemon that shows it).
 	Focus string
@@ -367,6 +370,10 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 					if v.Focus == "" && id != "" && p.ID == id {
 						v.Focus = rv.Elem()
 					}
+				}
+				for _, rf := range st.refused {
+					v.Refused = append(v.Refused, fmt.Sprintf("agent-sudod on %s sent request %s, which does not match the hash it announced: "+
+						"it is not shown and cannot be decided here (%s)", dv.Label, esc(rf.id), esc(rf.err)))
 				}
 			}
 			v.Daemons = append(v.Daemons, dv)
