@@ -176,9 +176,27 @@ func EnrolOrigins(rpID, pageOrigin string, forOrigins []string) ([]string, error
 			return nil, fmt.Errorf("the origin %s is not on %s, the host of the enrolment page (%s): a passkey signs only "+
 				"from the host name it was enrolled on, so enrol on a port of %s", u.Scheme+"://"+u.Host, rpID, pageOrigin, u.Hostname())
 		}
-		out = append(out, u.Scheme+"://"+strings.ToLower(u.Host))
+		out = append(out, Origin(u))
 	}
 	return out, nil
+}
+
+// Origin returns u's origin as a browser serializes it (the Origin header,
+// WebAuthn's client data): the scheme and the host in lower case, and the
+// port only when it is not the scheme's default, so that
+// "https://Host:443/" is "https://host".
+func Origin(u *url.URL) string {
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if scheme == "https" && port == "443" || scheme == "http" && port == "80" {
+		port = ""
+	}
+	if port == "" {
+		if strings.Contains(host, ":") {
+			return scheme + "://[" + host + "]"
+		}
+		return scheme + "://" + host
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 // KeepEnrolled is the root side of an enrolment: it writes setup to conn,

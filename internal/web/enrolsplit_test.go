@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,5 +209,31 @@ func TestEnrolmentRootRefusalShown(t *testing.T) {
 	// The link still works for another try.
 	if code, creation := r.post(t, r.setup.Path()+"/begin", []byte("{}")); code != http.StatusOK {
 		t.Fatalf("begin after a refusal: %d %s", code, creation)
+	}
+}
+
+// TestOrigin: an origin is written as the browser sends it, without the
+// scheme's default port, or every state-changing call from the page (its
+// Origin header) and every passkey assertion (its client data) would be
+// refused on port 443.
+func TestOrigin(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://build-01.example:443":  "https://build-01.example",
+		"https://Build-01.Example:8443": "https://build-01.example:8443",
+		"http://localhost:80/":          "http://localhost",
+		"http://localhost:8080":         "http://localhost:8080",
+		"https://localhost":             "https://localhost",
+		"HTTPS://host:443":              "https://host",
+		"http://host:443":               "http://host:443",
+		"https://[::1]:443":             "https://[::1]",
+		"https://[::1]:8443":            "https://[::1]:8443",
+	} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Origin(u); got != want {
+			t.Errorf("Origin(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

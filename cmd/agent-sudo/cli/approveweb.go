@@ -76,8 +76,8 @@ func (o *webOpts) endpoints() (listen, origin, rpID string, err error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" && u.Path != "/" {
 		return "", "", "", fmt.Errorf("--origin %q: want scheme://host[:port]", origin)
 	}
-	origin = u.Scheme + "://" + u.Host
-	rpID = u.Hostname()
+	origin = web.Origin(u)
+	rpID = strings.ToLower(u.Hostname())
 	if net.ParseIP(rpID) != nil {
 		return "", "", "", fmt.Errorf("the origin %s is an IP address: passkeys need a host name (localhost, a DNS or Tailscale name; docs/remote.md)", origin)
 	}
