@@ -109,8 +109,19 @@ func TestE2EStopRunning(t *testing.T) {
 	}
 
 	c.Send(approval.Message{Type: approval.MsgStop, Run: r.ID})
-	if m := stopResult(c, r.ID); !m.OK {
-		t.Fatalf("stop refused: %+v", m)
+	// The answer to the stop and the listing without the command come in
+	// either order.
+	var stopped *approval.Message
+	for emptied := false; stopped == nil || !emptied; {
+		switch m := c.Next(); {
+		case m.Type == approval.MsgResult && m.Run == r.ID:
+			stopped = &m
+		case m.Type == approval.MsgRunning && len(m.Running) == 0:
+			emptied = true
+		}
+	}
+	if !stopped.OK {
+		t.Fatalf("stop refused: %+v", stopped)
 	}
 	resp := <-done
 	if resp.Status != proto.StatusTimeout || len(resp.Stages) != 1 || resp.Stages[0].ExitCode != 143 ||
@@ -121,7 +132,6 @@ func TestE2EStopRunning(t *testing.T) {
 	if pids := sleepers(t, arg); len(pids) != 0 {
 		t.Errorf("processes of the stopped command still run: %v", pids)
 	}
-	nextRunning(c, func(rs []approval.Running) bool { return len(rs) == 0 })
 
 	// The audit log says which console stopped it.
 	stoppedBy := ""
