@@ -115,6 +115,11 @@ func output(ctx context.Context, bin string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		// A race-built binary (the tests') would otherwise sleep a
+		// second as it exits.
+		cmd.Env = append(cmd.Env, "GORACE="+v)
+	}
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("%s %s: %w (stderr %q)", bin, strings.Join(args, " "), err, stderr.String())
 	}

@@ -12,7 +12,10 @@ import (
 	"github.com/BurntSushi/toml"
 
 	cfg "github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 )
+
+func TestMain(m *testing.M) { daemontest.Main(m) }
 
 func TestEscape(t *testing.T) {
 	tests := []struct{ in, want string }{
@@ -72,16 +75,11 @@ func TestHeadingEscapes(t *testing.T) {
 // that they carry the help and the configuration reference they are made
 // from, and that groff reads them without a warning.
 func TestPages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binaries")
-	}
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "../../cmd/agent-sudo", "../../cmd/agent-sudod")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	// The binaries of the end-to-end tests (make race builds them once
+	// for every package): their help is what the pages are made from.
+	daemonBin, cliBin := daemontest.Binaries(t)
 	out := t.TempDir()
-	if err := run([]string{"-agent-sudo", filepath.Join(bin, "agent-sudo"), "-agent-sudod", filepath.Join(bin, "agent-sudod"),
+	if err := run([]string{"-agent-sudo", cliBin, "-agent-sudod", daemonBin,
 		"-config-doc", "../../docs/config.md", "-version", "1.2.3", "-date", "2026-01-02", "-out", out}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +92,7 @@ func TestPages(t *testing.T) {
 	}
 	client, daemon, config := read("agent-sudo.1"), read("agent-sudod.8"), read("agent-sudo.toml.5")
 
-	helpOut, err := exec.Command(filepath.Join(bin, "agent-sudo"), "help").Output()
+	helpOut, err := exec.Command(cliBin, "help").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +114,7 @@ func TestPages(t *testing.T) {
 	options, exits, _ := strings.Cut(afterOptions, "\n.SH EXIT STATUS\n")
 	for _, c := range cmds {
 		name := strings.Join(c, " ")
-		help, err := exec.Command(filepath.Join(bin, "agent-sudo"), append([]string{"help"}, c...)...).Output()
+		help, err := exec.Command(cliBin, append([]string{"help"}, c...)...).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
