@@ -48,8 +48,13 @@ go-version: ## check that the Go on PATH is at least the one go.mod names (READM
 build: go-version ## build bin/agent-sudod and bin/agent-sudo
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/agent-sudod ./cmd/agent-sudo
 
-test: ## vet, staticcheck and every test (race and norace), side by side
-	@$(MAKE) --no-print-directory --output-sync=target -j4 vet staticcheck race norace
+# One after the other, not side by side: on a 2-core machine the two test
+# runs at once cost a third more CPU time and took longer than in turn
+# (docs/performance.md, "How long the tests take").
+test: ## vet and staticcheck, then every test under -race, then the volume tests without it
+	@$(MAKE) --no-print-directory --output-sync=target -j2 vet staticcheck
+	@$(MAKE) --no-print-directory race
+	@$(MAKE) --no-print-directory norace
 
 # The inspector tag adds the MCP Inspector check (make mcp-inspector), and
 # the remote tag the sshd tests (make remote-test), so that vet and
@@ -61,8 +66,9 @@ staticcheck: go-version ## staticcheck (installed through the module proxy when 
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install $(STATICCHECK)
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck -tags inspector,remote ./...
 
-unit: ## every test: race and norace, side by side
-	@$(MAKE) --no-print-directory --output-sync=target -j2 race norace
+unit: ## every test: race, then norace
+	@$(MAKE) --no-print-directory race
+	@$(MAKE) --no-print-directory norace
 
 # The end-to-end tests mostly wait for processes, so more of them run at
 # once than there are cores (-parallel), and three packages' tests at once
@@ -72,13 +78,18 @@ unit: ## every test: race and norace, side by side
 # "How the end-to-end tests stay quick"). The end-to-end tests of several packages
 # run agent-sudod and agent-sudo: they are built once, with -race, for all
 # of them (daemontest.BinDirEnv).
+# go test starts the packages' tests in the order it is given them: the
+# longest go first, so that the short ones fill the cores around them
+# instead of the longest running alone at the end.
+RACE_FIRST := ./internal/console ./daemon ./internal/runner ./cmd/agent-sudo ./cmd/agent-sudo/cli ./approval
+RACE_P     ?= 3
 race: export GORACE ?= atexit_sleep_ms=0
 race: go-version ## go test -race ./... (unit and end-to-end)
 	@set -e; bindir=$$(mktemp -d); trap 'rm -rf "$$bindir"' EXIT; \
 	echo "$(GO) build -race -o $$bindir/ ./cmd/agent-sudod ./cmd/agent-sudo"; \
 	$(GO) build -race -o "$$bindir/" ./cmd/agent-sudod ./cmd/agent-sudo; \
-	echo "AGENT_SUDO_TEST_BINDIR=$$bindir $(GO) test -race -count=1 -p 3 -parallel 4 -timeout 15m ./..."; \
-	AGENT_SUDO_TEST_BINDIR="$$bindir" $(GO) test -race -count=1 -p 3 -parallel 4 -timeout 15m ./...
+	echo "AGENT_SUDO_TEST_BINDIR=$$bindir $(GO) test -race -count=1 -p $(RACE_P) -parallel 4 -timeout 15m $(RACE_FIRST) ./..."; \
+	AGENT_SUDO_TEST_BINDIR="$$bindir" $(GO) test -race -count=1 -p $(RACE_P) -parallel 4 -timeout 15m $(RACE_FIRST) ./...
 
 # The NORACE_TESTS are volume tests: they crunch a large input in one
 # goroutine, or push tens of megabytes through the daemon to check a size
