@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/charmbracelet/lipgloss"
@@ -65,5 +66,31 @@ func TestFirstFrameFitsTheTerminal(t *testing.T) {
 	}
 	if m := newModel(config{renderer: r}); m.width != defaultCols || m.height != defaultRows {
 		t.Errorf("without a size the model is %dx%d, want %dx%d", m.width, m.height, defaultCols, defaultRows)
+	}
+}
+
+// TestHeaderKeepsOneLine: the header is one line of the first screen's
+// budget: the daemon's version and host where they fit, the version left
+// out where it does not (the pseudo-version of a go install), then the
+// host.
+func TestHeaderKeepsOneLine(t *testing.T) {
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(termenv.Ascii)
+	const pseudo = "v0.0.0-20261127222217-243e9ad01ba2"
+	for _, tc := range []struct {
+		cols               int
+		version, want, not string
+	}{
+		{120, pseudo, "· agent-sudod " + pseudo + " on build-01", ""},
+		{100, "1.4.2", "· agent-sudod 1.4.2 on build-01", ""},
+		{100, pseudo, "· agent-sudod on build-01", pseudo},
+		{80, pseudo, "0 session grants", "agent-sudod"},
+	} {
+		m := newModel(config{cols: tc.cols, rows: 24, renderer: r, version: tc.version})
+		m.daemons[0].host = "build-01"
+		h := m.header()
+		if len(h) != 1 || !strings.Contains(h[0], tc.want) || tc.not != "" && strings.Contains(h[0], tc.not) {
+			t.Errorf("%d columns, version %s: header %q, want one line with %q", tc.cols, tc.version, h, tc.want)
+		}
 	}
 }

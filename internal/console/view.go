@@ -223,15 +223,26 @@ func (m *model) header() []string {
 		waiting = fmt.Sprintf("%d waiting", n)
 	}
 	h := fmt.Sprintf("agent-sudo approve · %s · %d %s", waiting, len(m.grants), termtext.Plural(len(m.grants), "session grant"))
-	if len(m.daemons) == 1 {
-		if d := m.daemons[0]; d.version != "" {
-			h += " · agent-sudod " + termtext.Esc(d.version)
-			if d.host != "" {
-				h += " on " + termtext.Esc(d.host)
-			}
-		}
-	} else {
+	if len(m.daemons) != 1 {
 		h += fmt.Sprintf(" · %d daemons", len(m.daemons))
+		return styled(m.st.header, wrapText(h, m.width))
+	}
+	// The daemon's version and host, as much of them as fits on the
+	// line: the header takes one line of the first screen's budget, and a
+	// long version (a pseudo-version of go install) would take a second.
+	// The host is on the request's FROM line too.
+	d := m.daemons[0]
+	if d.version == "" {
+		return styled(m.st.header, wrapText(h, m.width))
+	}
+	on := ""
+	if d.host != "" {
+		on = " on " + termtext.Esc(d.host)
+	}
+	for _, tail := range []string{" · agent-sudod " + termtext.Esc(d.version) + on, " · agent-sudod" + on} {
+		if lines := wrapText(h+tail, m.width); len(lines) == 1 {
+			return styled(m.st.header, lines)
+		}
 	}
 	return styled(m.st.header, wrapText(h, m.width))
 }
