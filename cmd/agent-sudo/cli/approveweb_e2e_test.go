@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -11,9 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"os"
-	"os/exec"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -176,30 +173,8 @@ func TestE2EWebApproverTwoDaemons(t *testing.T) {
 		ds = append(ds, daemontest.Start(t, daemontest.Config{ApprovalTimeout: "60s", Extra: fmt.Sprintf("passkeys = %q", dir)}))
 	}
 	_, cli := daemontest.Binaries(t)
-	web := exec.Command(cli, "approve", "--web", "localhost:"+port, "--no-tls", "--approver-socket", ds[0].ApproverSocket,
-		"--approver-socket", ds[1].ApproverSocket, "--user", "nobody")
-	web.Env = daemontest.RaceEnv(os.Environ())
-	out, err := web.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	web.Stderr = &stderr
-	if err := web.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = web.Process.Signal(os.Interrupt)
-		_ = web.Wait()
-		if t.Failed() {
-			t.Logf("the web approver's log:\n%s", stderr.String())
-		}
-	})
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() || !strings.Contains(sc.Text(), "web approver for "+ds[0].ApproverSocket+", "+ds[1].ApproverSocket) {
-		t.Fatalf("first line %q, want the web approver for both daemons", sc.Text())
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	startWebApprover(t, cli, "web approver for "+ds[0].ApproverSocket+", "+ds[1].ApproverSocket,
+		"--web", "localhost:"+port, "--no-tls", "--approver-socket", ds[0].ApproverSocket, "--approver-socket", ds[1].ApproverSocket, "--user", "nobody")
 
 	b := newBrowserE2E(t, origin)
 	eventually(t, "alice signs in", func() bool { return b.trySignIn(alice) == 200 })

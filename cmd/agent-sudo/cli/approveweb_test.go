@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,55 +57,10 @@ func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 	ln.Close()
 	origin := "http://localhost:" + port
 	keys := filepath.Join(t.TempDir(), "passkeys")
-	enrol := exec.Command(cli, "approve", "web", "enroll", "alice", "--web", "localhost:"+port, "--no-tls", "--passkeys", keys, "--user", "nobody")
-	enrol.Env = daemontest.RaceEnv(os.Environ())
-	out, err := enrol.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	enrol.Stderr = &stderr
-	if err := enrol.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = enrol.Process.Kill(); _ = enrol.Wait() }()
-	sc := bufio.NewScanner(out)
-	var link string
-	var printed strings.Builder
-	for link == "" || !strings.Contains(printed.String(), "█") {
-		if !sc.Scan() {
-			t.Fatalf("enroll ended before printing the link and its QR code:\n%s\nstderr: %s", printed.String(), stderr.String())
-		}
-		line := sc.Text()
-		printed.WriteString(line + "\n")
-		if l := strings.TrimSpace(line); strings.HasPrefix(l, origin+"/enroll/") {
-			link = l
-		}
-	}
-	path := strings.TrimPrefix(link, origin)
-
-	post := func(p string, body []byte) []byte {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, origin+p, bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Origin", origin)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("POST %s: %d %s\nstderr: %s", p, resp.StatusCode, b, stderr.String())
-		}
-		return b
-	}
-	creation := post(path+"/begin", []byte("{}"))
+	enrol := startEnrol(t, cli, origin, "█", "alice", "--web", "localhost:"+port, "--no-tls", "--passkeys", keys, "--user", "nobody")
+	creation := enrol.post("/begin", []byte("{}"))
 	// The page answered: its process has dropped root by now.
-	page := childOf(t, enrol.Process.Pid)
+	page := childOf(t, enrol.cmd.Process.Pid)
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", page))
 	if err != nil {
 		t.Fatal(err)
@@ -126,17 +77,11 @@ func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := post(path+"/finish", resp); !strings.Contains(string(b), `"approver":"alice"`) {
+	if b := enrol.post("/finish", resp); !strings.Contains(string(b), `"approver":"alice"`) {
 		t.Fatalf("finish: %s", b)
 	}
-	for sc.Scan() {
-		printed.WriteString(sc.Text() + "\n")
-	}
-	if err := enrol.Wait(); err != nil {
-		t.Fatalf("enroll: %v\n%s\nstderr: %s", err, printed.String(), stderr.String())
-	}
-	if want := fmt.Sprintf("enrolled alice: credential %x, for %s\n", k.ID, origin); !strings.Contains(printed.String(), want) {
-		t.Fatalf("enroll printed:\n%s\nwant a line %q", printed.String(), want)
+	if want, printed := fmt.Sprintf("enrolled alice: credential %x, for %s\n", k.ID, origin), enrol.wait(); !strings.Contains(printed, want) {
+		t.Fatalf("enroll printed:\n%s\nwant a line %q", printed, want)
 	}
 	stored, err := passkey.Store{Dir: keys}.List(false)
 	if err != nil {

@@ -1,14 +1,10 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,75 +62,12 @@ func TestE2EEnrolWhileTheWebApproverRuns(t *testing.T) {
 
 	portB := freePort(t)
 	originB := "http://localhost:" + portB
-	web := exec.Command(cli, "approve", "--web", "localhost:"+portB, "--no-tls", "--approver-socket", d.ApproverSocket, "--user", "nobody")
-	web.Env = daemontest.RaceEnv(os.Environ())
-	webOut, err := web.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var webErr bytes.Buffer
-	web.Stderr = &webErr
-	if err := web.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = web.Process.Signal(os.Interrupt)
-		_ = web.Wait()
-		if t.Failed() {
-			t.Logf("the web approver's log:\n%s", webErr.String())
-		}
-	})
-	wsc := bufio.NewScanner(webOut)
-	if !wsc.Scan() || !strings.Contains(wsc.Text(), "web approver for ") {
-		t.Fatalf("first line %q, want the web approver's", wsc.Text())
-	}
-	go func() { _, _ = io.Copy(io.Discard, webOut) }()
+	startWebApprover(t, cli, "web approver for ", "--web", "localhost:"+portB, "--no-tls", "--approver-socket", d.ApproverSocket, "--user", "nobody")
 
 	portA := freePort(t)
 	originA := "http://localhost:" + portA
-	enrol := exec.Command(cli, "approve", "web", "enroll", "alice", "--web", "localhost:"+portA, "--no-tls", "--passkeys", dir,
+	enrol := startEnrol(t, cli, originA, "will sign from "+originB, "alice", "--web", "localhost:"+portA, "--no-tls", "--passkeys", dir,
 		"--user", "nobody", "--for", originB)
-	enrol.Env = daemontest.RaceEnv(os.Environ())
-	out, err := enrol.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	enrol.Stderr = &stderr
-	if err := enrol.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = enrol.Process.Kill(); _ = enrol.Wait() }()
-	sc := bufio.NewScanner(out)
-	var link string
-	var printed strings.Builder
-	for link == "" || !strings.Contains(printed.String(), "will sign from "+originB) {
-		if !sc.Scan() {
-			t.Fatalf("enroll ended before printing the link and the origin it enrols for:\n%s\nstderr: %s", printed.String(), stderr.String())
-		}
-		line := sc.Text()
-		printed.WriteString(line + "\n")
-		if l := strings.TrimSpace(line); strings.HasPrefix(l, originA+"/enroll/") {
-			link = l
-		}
-	}
-	path := strings.TrimPrefix(link, originA)
-	post := func(p string, body []byte) []byte {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, originA+p, bytes.NewReader(body))
-		req.Header.Set("Origin", originA)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("POST %s: %d %s\nstderr: %s", p, resp.StatusCode, b, stderr.String())
-		}
-		return b
-	}
 	k, err := passkeytest.New("alice", "localhost", originA)
 	if err != nil {
 		t.Fatal(err)
@@ -143,19 +76,13 @@ func TestE2EEnrolWhileTheWebApproverRuns(t *testing.T) {
 	if code := b.trySignIn(k); code != http.StatusForbidden {
 		t.Fatalf("sign-in before the enrolment: %d, want 403", code)
 	}
-	reg, err := k.Register(post(path+"/begin", []byte("{}")))
+	reg, err := k.Register(enrol.post("/begin", []byte("{}")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	post(path+"/finish", reg)
-	for sc.Scan() {
-		printed.WriteString(sc.Text() + "\n")
-	}
-	if err := enrol.Wait(); err != nil {
-		t.Fatalf("enroll: %v\n%s\nstderr: %s", err, printed.String(), stderr.String())
-	}
-	if want := "for " + originB + "\n"; !strings.Contains(printed.String(), "enrolled alice: credential") || !strings.HasSuffix(printed.String(), want) {
-		t.Fatalf("enroll printed:\n%s\nwant it enrolled for %s", printed.String(), originB)
+	enrol.post("/finish", reg)
+	if printed, want := enrol.wait(), "for "+originB+"\n"; !strings.Contains(printed, "enrolled alice: credential") || !strings.HasSuffix(printed, want) {
+		t.Fatalf("enroll printed:\n%s\nwant it enrolled for %s", printed, originB)
 	}
 
 	k.Origin = originB
