@@ -170,3 +170,49 @@ func TestPasskeyIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoPersonSamePasskeyTwice: a passkey is one person. Its second allow
+// of a request that needs two people is refused, through another relay
+// too, and so is the allow of a console whose login user the passkey is
+// named after; another passkey's allow then decides.
+func TestTwoPersonSamePasskeyTwice(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	p := pending("tp3")
+	p.Approvals = 2
+	p.Record = "record-tp3" // what a signed statement must name
+	_, events, unsubscribe := b.Subscribe()
+	defer unsubscribe()
+	r := askAsync(context.Background(), b, p)
+	var hash string
+	for hash == "" {
+		if m := next(t, events); m.Type == MsgPending && m.ID == "tp3" {
+			hash = m.Hash
+		}
+	}
+	signed := func(name, relay string) Console {
+		return Console{By: "passkey " + name + " via " + relay, Signed: &SignedBy{Approver: name, Relay: relay,
+			Signed: Signed{Statement: Statement{Record: p.Record}}}}
+	}
+	if note, err := b.decideNote("tp3", hash, AllowOnce, "", signed("root", "web approver 1")); err != nil || !strings.Contains(note, "1 of 2") {
+		t.Fatalf("the first allow: %q %v, want recorded, 1 of 2", note, err)
+	}
+	for _, who := range []Console{
+		signed("root", "web approver 1"),
+		signed("root", "web approver 2"),
+		{By: "console of root", Person: person(0)},
+	} {
+		if _, err := b.decideNote("tp3", hash, AllowOnce, "", who); err == nil || !strings.Contains(err.Error(), "already allowed") {
+			t.Fatalf("%s: %v, want refused as the same person", who.By, err)
+		}
+	}
+	if b.Waiting() != 1 {
+		t.Fatal("the request no longer waits after the same person's allows")
+	}
+	if _, err := b.decideNote("tp3", hash, AllowOnce, "", signed("no such user alice", "web approver 1")); err != nil {
+		t.Fatalf("another passkey's allow: %v", err)
+	}
+	got := <-r
+	if got.d.Verdict != Allow || len(got.d.Approvals) != 1 || got.d.Approvals[0].Identity != "uid 0" {
+		t.Fatalf("decision %+v, want allowed after root's passkey", got.d)
+	}
+}
