@@ -414,6 +414,7 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 		// Once the passkey is kept, the page's process answers the
 		// browser and ends by itself; the link's expiry bounds the wait.
 		_ = page.Wait()
+		_ = page.Stderr.(*visibleLines).Flush()
 		_ = conn.Close()
 	}()
 	// The page is served where this process listens, which may differ
@@ -476,8 +477,8 @@ func enrolListenError(addr string, err error) error {
 }
 
 // startEnrolPage starts this program again as "approve web
-// serve-enrolment", in a session of its own without a terminal, with the
-// listener as descriptor 3 and its end of a socket pair as descriptor 4;
+// serve-enrolment", in a session of its own without a terminal (its
+// stderr a pipe, relayed made visible), with the listener as descriptor 3 and its end of a socket pair as descriptor 4;
 // it returns the process and this side's end. ctx's end kills it.
 func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (*exec.Cmd, net.Conn, error) {
 	lf, err := ln.File()
@@ -504,7 +505,11 @@ func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (
 		cmd.Env = append(cmd.Env, "GORACE="+v)
 	}
 	cmd.Dir = "/"
-	cmd.Stderr = inv.stderr
+	// Not the terminal itself: a pipe, whose lines this process writes
+	// to it made visible, so that the page's process, which runs as
+	// another user and faces the network, holds no descriptor of root's
+	// terminal (Flush after Wait writes a last line without newline).
+	cmd.Stderr = &visibleLines{w: inv.stderr}
 	cmd.ExtraFiles = []*os.File{lf, theirs}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

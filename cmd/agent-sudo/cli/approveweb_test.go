@@ -69,6 +69,15 @@ func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 	if !strings.Contains(string(status), "\nUid:"+wantUID) {
 		t.Fatalf("the page's process (pid %d) does not run as nobody (%d) alone:\n%s", page, nobody, status)
 	}
+	// Nor does it hold what enroll was started with (a terminal, for a
+	// human): stdin and stdout are /dev/null, stderr a pipe of its own,
+	// which the root side relays.
+	rootErr, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/2", enrol.cmd.Process.Pid))
+	for fd, want := range map[int]string{0: "/dev/null", 1: "/dev/null", 2: "pipe:["} {
+		if got, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", page, fd)); err != nil || !strings.HasPrefix(got, want) || got == rootErr {
+			t.Errorf("the page's process's descriptor %d is %q (%v), want %s, not enroll's stderr (%s)", fd, got, err, want, rootErr)
+		}
+	}
 	k, err := passkeytest.New("alice", "localhost", origin)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -55,4 +57,58 @@ func needsEscape(r rune) bool {
 		return r < 0x20 || r == 0x7f
 	}
 	return !unicode.IsGraphic(r)
+}
+
+// visibleLines is an io.Writer that writes what it is given to w one line
+// at a time, each made visible: for the output of a process that must not
+// hold the terminal itself (the enrolment page's, which runs as another
+// user). A line longer than maxVisibleLine is written in parts; a last
+// line without its newline is kept back until Flush.
+type visibleLines struct {
+	w    io.Writer
+	line []byte
+}
+
+const maxVisibleLine = 4096
+
+func (v *visibleLines) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		end := i < 0
+		if end {
+			i = len(p)
+		}
+		v.line = append(v.line, p[:i]...)
+		for len(v.line) >= maxVisibleLine {
+			if err := v.emit(v.line[:maxVisibleLine]); err != nil {
+				return 0, err
+			}
+			v.line = append(v.line[:0], v.line[maxVisibleLine:]...)
+		}
+		if end {
+			break
+		}
+		p = p[i+1:]
+		if err := v.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// Flush writes the line kept back, if any.
+func (v *visibleLines) Flush() error {
+	if len(v.line) == 0 {
+		return nil
+	}
+	err := v.emit(v.line)
+	v.line = v.line[:0]
+	return err
+}
+
+// emit writes line made visible, and a newline.
+func (v *visibleLines) emit(line []byte) error {
+	_, err := io.WriteString(v.w, visible(string(line))+"\n")
+	return err
 }
