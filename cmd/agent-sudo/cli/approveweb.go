@@ -198,6 +198,9 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 		return inv.fail(exitUnavailable, "approve --web: %v", err)
 	}
 	defer ln.Close()
+	if err := relayTerminalOutput(uid, gid); err != nil {
+		return inv.fail(exitSoftware, "approve --web: %v", err)
+	}
 	if err := web.DropPrivileges(uid, gid); err != nil {
 		return inv.fail(exitSoftware, "approve --web: %v", err)
 	}
@@ -257,6 +260,9 @@ func userGID(name string) (uint32, error) {
 func approveWebCommand(ctx context.Context, inv *invocation, args []string, deps approveDeps) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		return inv.showHelp(approveWebHelp)
+	}
+	if args[0] == "relay-output" { // runs as --user
+		return approveWebRelayOutput(inv)
 	}
 	if deps.geteuid() != 0 {
 		return inv.fail(exitDenied, "approve web %s must run as root: the passkeys are root's", args[0])

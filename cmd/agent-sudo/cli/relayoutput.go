@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// relayTerminalOutput, called as root just before the web approver drops
+// root, gives its standard output and error, where they are a terminal
+// (root's, for a human), to a relay process and takes pipes to it in
+// their place: the relay (approve web relay-output) runs as uid and gid,
+// not dumpable, holds the terminal, and writes each line it reads made
+// visible. So the web approver, which faces the network, keeps no
+// descriptor of root's terminal, and, compromised, cannot write escape
+// sequences there (docs/security.md, "The web approver"). Without a
+// terminal on either, it does nothing.
+func relayTerminalOutput(uid, gid uint32) error {
+	isTTY := func(fd int) bool { _, err := unix.IoctlGetTermios(fd, unix.TCGETS); return err == nil }
+	if !isTTY(1) && !isTTY(2) {
+		return nil
+	}
+	var theirs, ours [2]*os.File
+	for i := range theirs {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("relay the output: %w", err)
+		}
+		theirs[i], ours[i] = r, w
+	}
+	defer func() {
+		for i := range theirs {
+			_ = theirs[i].Close()
+			_ = ours[i].Close()
+		}
+	}()
+	cmd := exec.Command("/proc/self/exe", "approve", "web", "relay-output")
+	cmd.Args[0] = "agent-sudo"
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		cmd.Env = append(cmd.Env, "GORACE="+v)
+	}
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.ExtraFiles = theirs[:]
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("relay the output: %w", err)
+	}
+	_ = cmd.Process.Release() // it ends when the pipes do
+	for i, fd := range []int{1, 2} {
+		if err := unix.Dup3(int(ours[i].Fd()), fd, 0); err != nil {
+			return fmt.Errorf("relay the output: %w", err)
+		}
+	}
+	return nil
+}
+
+// approveWebRelayOutput is "approve web relay-output", started by
+// relayTerminalOutput: it copies descriptor 3 to its standard output and 4
+// to its standard error, a line at a time made visible, until both end.
+func approveWebRelayOutput(inv *invocation) int {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return inv.fail(exitSoftware, "approve web relay-output: not dumpable: %v", err)
+	}
+	var wg sync.WaitGroup
+	for _, p := range []struct {
+		fd uintptr
+		w  io.Writer
+	}{{3, inv.stdout}, {4, inv.stderr}} {
+		f := os.NewFile(p.fd, "relayed")
+		if f == nil {
+			return inv.fail(exitUsage, "approve web relay-output: started by approve --web, not by hand")
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer f.Close()
+			// A terminal that went away (a hangup) does not stop the
+			// relay: it reads on, so that the web approver, which
+			// ignores the hangup, is not killed by a broken pipe.
+			v := &visibleLines{w: lenient{p.w}}
+			_, err := io.Copy(v, f)
+			_ = v.Flush()
+			if err != nil && !errors.Is(err, os.ErrClosed) {
+				fmt.Fprintf(inv.stderr, "agent-sudo: approve web relay-output: %v\n", err)
+			}
+		}()
+	}
+	wg.Wait()
+	return 0
+}
+
+// lenient writes to w and reports every write done, whether it was or not.
+type lenient struct{ w io.Writer }
+
+func (l lenient) Write(p []byte) (int, error) {
+	_, _ = l.w.Write(p)
+	return len(p), nil
+}

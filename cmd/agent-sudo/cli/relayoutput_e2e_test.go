@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agent-sudo/agent-sudo/internal/account"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+)
+
+// TestE2EWebApproverLeavesTheTerminal runs the real web approver with a
+// terminal (a pty) as its output, as a human starts it: once it serves,
+// it holds no descriptor of the terminal (its output goes through pipes),
+// and what it prints reaches the terminal through its relay, which runs
+// as --user (nobody) and holds the terminal.
+func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
+	daemontest.RequireRoot(t)
+	nobody, err := account.UID("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pty here: %v", err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptsName := "/dev/pts/" + strconv.Itoa(n)
+	pts, err := os.OpenFile(ptsName, os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pts.Close()
+	var mu sync.Mutex
+	var screen bytes.Buffer
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			k, err := ptmx.Read(buf)
+			mu.Lock()
+			screen.Write(buf[:k])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	d := daemontest.Start(t, daemontest.Config{})
+	_, cli := daemontest.Binaries(t)
+	web := exec.Command(cli, "approve", "--web", "localhost:"+freePort(t), "--no-tls", "--approver-socket", d.ApproverSocket, "--user", "nobody")
+	web.Env = daemontest.RaceEnv(os.Environ())
+	web.Stdin, web.Stdout, web.Stderr = pts, pts, pts
+	web.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = web.Process.Signal(os.Interrupt); _ = web.Wait() })
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		shown := screen.String()
+		mu.Unlock()
+		if strings.Contains(shown, "web approver for ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal did not show the web approver's first line within 30s:\n%s", shown)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for fd := range 3 {
+		if got, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", web.Process.Pid, fd)); err != nil || got == ptsName {
+			t.Errorf("the web approver's descriptor %d is %q (%v): still the terminal", fd, got, err)
+		}
+	}
+	relay := childOf(t, web.Process.Pid)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", relay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("\t%d\t%d\t%d\t%d\n", nobody, nobody, nobody, nobody); !strings.Contains(string(status), "\nUid:"+want) {
+		t.Errorf("the relay (pid %d) does not run as nobody:\n%s", relay, status)
+	}
+	for _, fd := range []int{1, 2} {
+		if got, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", relay, fd)); got != ptsName {
+			t.Errorf("the relay's descriptor %d is %q, want the terminal %s", fd, got, ptsName)
+		}
+	}
+}
