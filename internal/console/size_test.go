@@ -3,40 +3,19 @@ package console
 import (
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
-	"golang.org/x/sys/unix"
 )
 
 // openPty opens a new pseudo-terminal of cols×rows and returns its
 // terminal side, closed when the test ends.
 func openPty(t *testing.T, cols, rows uint16) *os.File {
 	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { master.Close() })
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlock the pseudo-terminal: %v", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("the pseudo-terminal's number: %v", err)
-	}
-	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Col: cols, Row: rows}); err != nil {
-		t.Fatalf("set the size: %v", err)
-	}
-	tty, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open the terminal side: %v", err)
-	}
-	t.Cleanup(func() { tty.Close() })
+	_, tty, _ := testenv.Pty(t, cols, rows)
 	return tty
 }
 

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,23 +25,7 @@ func TestDetachTerminal(t *testing.T) {
 		detachProbe(out)
 		return
 	}
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pty here: %v", err)
-	}
-	defer ptmx.Close()
-	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pts.Close()
+	ptmx, pts, _ := testenv.Pty(t, 0, 0)
 	dir, err := os.MkdirTemp("", "detach")
 	if err != nil {
 		t.Fatal(err)

@@ -5,17 +5,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // TestE2EWebApproverLeavesTheTerminal runs the real web approver with a
@@ -29,24 +27,7 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 	if err != nil {
 		t.Skipf("no user nobody: %v", err)
 	}
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pty here: %v", err)
-	}
-	defer ptmx.Close()
-	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ptsName := "/dev/pts/" + strconv.Itoa(n)
-	pts, err := os.OpenFile(ptsName, os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pts.Close()
+	ptmx, pts, ptsName := testenv.Pty(t, 0, 0)
 	var mu sync.Mutex
 	var screen bytes.Buffer
 	go func() {
