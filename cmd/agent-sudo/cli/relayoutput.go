@@ -74,10 +74,11 @@ func approveWebRelayOutput(inv *invocation) int {
 		fd uintptr
 		w  io.Writer
 	}{{3, inv.stdout}, {4, inv.stderr}} {
-		f := os.NewFile(p.fd, "relayed")
-		if f == nil {
-			return inv.fail(exitUsage, "approve web relay-output: started by approve --web, not by hand")
+		var st unix.Stat_t
+		if err := unix.Fstat(int(p.fd), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			return inv.fail(exitUsage, "approve web relay-output: descriptor %d is not a pipe: started by approve --web, not by hand", p.fd)
 		}
+		f := os.NewFile(p.fd, "relayed")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -83,6 +84,28 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 	for _, fd := range []int{1, 2} {
 		if got, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", relay, fd)); got != ptsName {
 			t.Errorf("the relay's descriptor %d is %q, want the terminal %s", fd, got, ptsName)
+		}
+	}
+}
+
+// TestRelayOutputByHand: the relay, which anyone may start (it runs as
+// --user), does nothing but say how it is started when its descriptors
+// 3 and 4 are not pipes.
+func TestRelayOutputByHand(t *testing.T) {
+	_, cli := daemontest.Binaries(t)
+	f, err := os.Open("/etc/hostname")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	for name, extra := range map[string][]*os.File{"no descriptors": nil, "files": {f, f}} {
+		cmd := exec.Command(cli, "approve", "web", "relay-output")
+		cmd.Env = daemontest.RaceEnv(os.Environ())
+		cmd.ExtraFiles = extra
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "is not a pipe: started by approve --web, not by hand") {
+			t.Errorf("%s: %v, %q; want exit 2 saying how it is started", name, err, out)
 		}
 	}
 }
