@@ -503,14 +503,7 @@ func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (
 	if err != nil {
 		return nil, nil, fmt.Errorf("socket pair: %w", err)
 	}
-	// /proc/self/exe: this very program, whatever became of its path.
-	cmd := exec.CommandContext(ctx, "/proc/self/exe", "approve", "web", "serve-enrolment")
-	cmd.Args[0] = "agent-sudo"
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	if v, ok := os.LookupEnv("GORACE"); ok {
-		cmd.Env = append(cmd.Env, "GORACE="+v)
-	}
-	cmd.Dir = "/"
+	cmd := selfCommand(ctx, "approve", "web", "serve-enrolment")
 	// Not the terminal itself: a pipe, whose lines this process writes
 	// to it made visible, so that the page's process, which runs as
 	// another user and faces the network, holds no descriptor of root's

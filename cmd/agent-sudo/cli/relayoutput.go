@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -40,13 +41,7 @@ func relayTerminalOutput(uid, gid uint32) error {
 			_ = ours[i].Close()
 		}
 	}()
-	cmd := exec.Command("/proc/self/exe", "approve", "web", "relay-output")
-	cmd.Args[0] = "agent-sudo"
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	if v, ok := os.LookupEnv("GORACE"); ok {
-		cmd.Env = append(cmd.Env, "GORACE="+v)
-	}
-	cmd.Dir = "/"
+	cmd := selfCommand(context.Background(), "approve", "web", "relay-output")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = theirs[:]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}}
@@ -104,4 +99,20 @@ type lenient struct{ w io.Writer }
 func (l lenient) Write(p []byte) (int, error) {
 	_, _ = l.w.Write(p)
 	return len(p), nil
+}
+
+// selfCommand is this very program (/proc/self/exe, whatever became of
+// its path) run again with args, as a helper process of its own: in /,
+// with nothing of the environment but a fixed PATH (and GORACE, so that a
+// race-built test binary does not sleep as it exits), and with standard
+// input, output and error /dev/null until the caller sets them.
+func selfCommand(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "/proc/self/exe", args...)
+	cmd.Args[0] = "agent-sudo"
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		cmd.Env = append(cmd.Env, "GORACE="+v)
+	}
+	cmd.Dir = "/"
+	return cmd
 }
