@@ -64,8 +64,8 @@ func statementFor(p Message, d Choice) Statement {
 // revoke, stop or watch without a signature; a decision signed for the
 // request it names is taken, and the decision carries who signed it; the
 // same signed decision sent again, one signed for another request, one
-// naming another audit record and one signed for deny but sent as allow
-// are refused.
+// naming another audit record, one signed for deny but sent as allow, and
+// one that would make a session grant are refused.
 func TestSignedOnly(t *testing.T) {
 	b := NewBroker(time.Hour, nil)
 	p1, p2 := pending("s1"), pending("s2")
@@ -116,6 +116,13 @@ func TestSignedOnly(t *testing.T) {
 	forged := fakeSign(statementFor(a, AllowOnce))
 	forged.Assertion.Signature = []byte("forged")
 	expectErr("forged signature", Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce, Signed: forged}, "bad signature")
+	// A signature never makes a session grant (docs/security.md, "The
+	// web approver"): neither as allow_session nor with another scope.
+	expectErr("allow for the session, signed", Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowSession,
+		Signed: fakeSign(statementFor(a, AllowSession))}, "a signature decides")
+	sessionScope := statementFor(a, AllowOnce)
+	sessionScope.Scope = "session"
+	expectErr("scope session", Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce, Signed: fakeSign(sessionScope)}, "scope \"session\"")
 	long := statementFor(a, AllowOnce)
 	long.Expires = time.Now().Add(time.Hour)
 	expectErr("valid for an hour", Message{Type: MsgDecide, ID: a.ID, Hash: a.Hash, Decision: AllowOnce, Signed: fakeSign(long)}, "more than")
