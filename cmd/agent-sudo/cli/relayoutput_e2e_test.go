@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -29,20 +28,30 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 		t.Skipf("no user nobody: %v", err)
 	}
 	ptmx, pts, ptsName := testenv.Pty(t, 0, 0)
+	// What the terminal shows; changed is signalled after each growth
+	// (one pending signal covers every change before it), and closed when
+	// the terminal's reading side ends.
 	var mu sync.Mutex
-	var screen bytes.Buffer
+	var screen []byte
+	changed := make(chan struct{}, 1)
 	go func() {
+		defer close(changed)
 		buf := make([]byte, 4096)
 		for {
 			k, err := ptmx.Read(buf)
 			mu.Lock()
-			screen.Write(buf[:k])
+			screen = append(screen, buf[:k]...)
 			mu.Unlock()
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
 			if err != nil {
 				return
 			}
 		}
 	}()
+	shown := func() string { mu.Lock(); defer mu.Unlock(); return string(screen) }
 
 	d := daemontest.Start(t, daemontest.Config{})
 	_, cli := daemontest.Binaries(t)
@@ -55,18 +64,17 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = web.Process.Signal(os.Interrupt); _ = web.Wait() })
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mu.Lock()
-		shown := screen.String()
-		mu.Unlock()
-		if strings.Contains(shown, "web approver for ") {
-			break
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for !strings.Contains(shown(), "web approver for ") {
+		select {
+		case _, open := <-changed:
+			if !open && !strings.Contains(shown(), "web approver for ") {
+				t.Fatalf("the terminal closed before it showed the web approver's first line:\n%s", shown())
+			}
+		case <-timeout.C:
+			t.Fatalf("the terminal did not show the web approver's first line within 30s:\n%s", shown())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the terminal did not show the web approver's first line within 30s:\n%s", shown)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	for fd := range 3 {
 		if got, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", web.Process.Pid, fd)); err != nil || got == ptsName {
