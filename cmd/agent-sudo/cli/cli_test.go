@@ -108,7 +108,7 @@ func TestVisible(t *testing.T) {
 func TestVisibleLines(t *testing.T) {
 	var out bytes.Buffer
 	v := &visibleLines{w: &out}
-	for _, p := range []string{"ok\nan \x1b]0;ti", "tle\x07 escape\n\x9b31m", "\r\n", strings.Repeat("x", maxVisibleLine+10), "\nlast"} {
+	for _, p := range []string{"ok\nan \x1b]0;ti", "tle\x07 escape\n\x9b31m", "\r\n", strings.Repeat("x", maxVisibleLine+10), "\n\nlast"} {
 		if n, err := v.Write([]byte(p)); err != nil || n != len(p) {
 			t.Fatalf("Write(%q) = %d, %v", p, n, err)
 		}
@@ -116,7 +116,7 @@ func TestVisibleLines(t *testing.T) {
 	if err := v.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := "ok\nan \\x1b]0;title\\x07 escape\n\\x9b31m\\x0d\n" + strings.Repeat("x", maxVisibleLine) + "\n" + strings.Repeat("x", 10) + "\nlast\n"
+	want := "ok\nan \\x1b]0;title\\x07 escape\n\\x9b31m\\x0d\n" + strings.Repeat("x", maxVisibleLine) + "\n" + strings.Repeat("x", 10) + "\n\nlast\n"
 	if out.String() != want {
 		t.Errorf("relayed %q,\nwant %q", out.String(), want)
 	}

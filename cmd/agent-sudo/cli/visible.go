@@ -90,7 +90,9 @@ func (v *visibleLines) Write(p []byte) (int, error) {
 			break
 		}
 		p = p[i+1:]
-		if err := v.Flush(); err != nil {
+		err := v.emit(v.line) // an empty line too
+		v.line = v.line[:0]
+		if err != nil {
 			return 0, err
 		}
 	}
