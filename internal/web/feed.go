@@ -19,37 +19,20 @@ import (
 // the web approver has dropped root and cannot dial again
 // (docs/approving.md#several-daemons).
 type feed struct {
-	// name is how the human named the daemon on the command line.
-	name   string
 	client *approval.Client
 
-	mu      sync.Mutex
-	hello   approval.Message
-	pending []approval.Message
-	// approved is, by request id, the daemon's latest approved message
-	// for a waiting request that needs more than one person: who allowed
-	// it so far. It names the pending it was sent for by its hash.
-	approved map[string]approval.Message
-	// refused are the requests whose latest message did not hash as
-	// announced, oldest first, at most maxRefused.
-	refused []refusal
-	// keys are the passkeys of the daemon's latest passkeys message, and
-	// keysErr the error it carried; keysSeen is set once one came.
-	keys     []approval.PublicKey
-	keysErr  string
-	keysSeen bool
-	// version counts the changes to what the page shows of this daemon,
-	// so that a page can tell it is out of date.
-	version uint64
+	mu sync.Mutex
+	// feedState is what the pages show of the daemon, guarded by mu
+	// (its name never changes).
+	feedState
 	// results receives the daemon's answer to a decision, by request id:
 	// one decision per request at a time is relayed (decide holds it).
 	results map[string]chan approval.Message
-	// err is why the channel ended; nil while it is open.
-	err error
 }
 
 func newFeed(name string, c *approval.Client) *feed {
-	return &feed{name: name, client: c, results: make(map[string]chan approval.Message), approved: make(map[string]approval.Message)}
+	return &feed{client: c, feedState: feedState{name: name, approved: make(map[string]approval.Message)},
+		results: make(map[string]chan approval.Message)}
 }
 
 // run reads the channel until it ends or ctx does, and returns why.
@@ -140,27 +123,40 @@ func (f *feed) refuse(id string, err error) {
 	f.version++
 }
 
-// feedState is a copy of what a feed knows, for one page.
+// feedState is what a feed knows of its daemon; state returns a copy for
+// one page.
 type feedState struct {
-	name     string
-	hello    approval.Message
-	pending  []approval.Message
+	// name is how the human named the daemon on the command line.
+	name  string
+	hello approval.Message
+	// pending are the requests waiting, as announced.
+	pending []approval.Message
+	// approved is, by request id, the daemon's latest approved message
+	// for a waiting request that needs more than one person: who allowed
+	// it so far. It names the pending it was sent for by its hash.
 	approved map[string]approval.Message
-	refused  []refusal
+	// refused are the requests whose latest message did not hash as
+	// announced, oldest first, at most maxRefused.
+	refused []refusal
+	// keys are the passkeys of the daemon's latest passkeys message, and
+	// keysErr the error it carried; keysSeen is set once one came.
 	keys     []approval.PublicKey
 	keysErr  string
 	keysSeen bool
-	version  uint64
-	err      error
+	// version counts the changes to what the page shows of this daemon,
+	// so that a page can tell it is out of date.
+	version uint64
+	// err is why the channel ended; nil while it is open.
+	err error
 }
 
 // state returns a copy of what f knows.
 func (f *feed) state() feedState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return feedState{name: f.name, hello: f.hello, pending: slices.Clone(f.pending),
-		approved: maps.Clone(f.approved), refused: slices.Clone(f.refused), keys: slices.Clone(f.keys),
-		keysErr: f.keysErr, keysSeen: f.keysSeen, version: f.version, err: f.err}
+	st := f.feedState
+	st.pending, st.approved, st.refused, st.keys = slices.Clone(f.pending), maps.Clone(f.approved), slices.Clone(f.refused), slices.Clone(f.keys)
+	return st
 }
 
 // knows reports whether the daemon's channel is open and its latest
