@@ -20,21 +20,11 @@ func person(uid uint32) *procinfo.Person { return &procinfo.Person{LoginUID: &ui
 // decides at once.
 func TestTwoPersonRule(t *testing.T) {
 	b := NewBroker(time.Hour, nil)
-	p := pending("tp1")
-	p.Approvals = 2
-	// Subscribed before the ask, so that its pending comes as an event.
-	_, events, unsubscribe := b.Subscribe()
-	defer unsubscribe()
-	r := askAsync(context.Background(), b, p)
-	var hash string
-	for hash == "" {
-		if m := next(t, events); m.Type == MsgPending && m.ID == "tp1" {
-			if m.Request.Approvals != 2 {
-				t.Fatalf("pending %+v: the request does not say it needs two people", m.Request)
-			}
-			hash = m.Hash
-		}
+	r, shown, events := askTwoPerson(t, b, pending("tp1"))
+	if shown.Request.Approvals != 2 {
+		t.Fatalf("pending %+v: the request does not say it needs two people", shown.Request)
 	}
+	hash := shown.Hash
 	alice := Console{By: "console alice", Person: person(1000)}
 	note, err := b.decideNote("tp1", hash, AllowOnce, "", alice)
 	if err != nil || !strings.Contains(note, "1 of 2") {
@@ -101,18 +91,8 @@ func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 // and a queue not read yet coalesces them.
 func TestTwoPersonApprovedAnnounced(t *testing.T) {
 	b := NewBroker(time.Hour, nil)
-	p := pending("tp2")
-	p.Approvals = 2
-	// Subscribed before the ask, so that its pending comes as an event.
-	_, events, unsubscribe := b.Subscribe()
-	defer unsubscribe()
-	r := askAsync(context.Background(), b, p)
-	var hash string
-	for hash == "" {
-		if m := next(t, events); m.Type == MsgPending && m.ID == "tp2" {
-			hash = m.Hash
-		}
-	}
+	r, shown, events := askTwoPerson(t, b, pending("tp2"))
+	hash := shown.Hash
 	by := "console uid=1000 \x1b[31malice"
 	if _, err := b.decideNote("tp2", hash, AllowOnce, "", Console{By: by, Person: person(1000)}); err != nil {
 		t.Fatal(err)
@@ -178,17 +158,9 @@ func TestPasskeyIdentity(t *testing.T) {
 func TestTwoPersonSamePasskeyTwice(t *testing.T) {
 	b := NewBroker(time.Hour, nil)
 	p := pending("tp3")
-	p.Approvals = 2
 	p.Record = "record-tp3" // what a signed statement must name
-	_, events, unsubscribe := b.Subscribe()
-	defer unsubscribe()
-	r := askAsync(context.Background(), b, p)
-	var hash string
-	for hash == "" {
-		if m := next(t, events); m.Type == MsgPending && m.ID == "tp3" {
-			hash = m.Hash
-		}
-	}
+	r, shown, _ := askTwoPerson(t, b, p)
+	hash := shown.Hash
 	signed := func(name, relay string) Console {
 		return Console{By: "passkey " + name + " via " + relay, Signed: &SignedBy{Approver: name, Relay: relay,
 			Signed: Signed{Statement: Statement{Record: p.Record}}}}
@@ -214,5 +186,22 @@ func TestTwoPersonSamePasskeyTwice(t *testing.T) {
 	got := <-r
 	if got.d.Verdict != Allow || len(got.d.Approvals) != 1 || got.d.Approvals[0].Identity != "uid 0" {
 		t.Fatalf("decision %+v, want allowed after root's passkey", got.d)
+	}
+}
+
+// askTwoPerson asks b, in the background, for p as a request that needs
+// two people, and returns its outcome, the pending message announcing it
+// and the events of a subscription made before the ask (so that the
+// pending comes as an event and not in the first list), read up to it.
+func askTwoPerson(t *testing.T, b *Broker, p *Pending) (<-chan outcome, Message, <-chan Message) {
+	t.Helper()
+	p.Approvals = 2
+	_, events, unsubscribe := b.Subscribe()
+	t.Cleanup(unsubscribe)
+	r := askAsync(context.Background(), b, p)
+	for {
+		if m := next(t, events); m.Type == MsgPending && m.ID == p.Request.ID {
+			return r, m, events
+		}
 	}
 }
