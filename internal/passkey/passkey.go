@@ -4,13 +4,16 @@
 // decision with a Store before the broker sees it, and `agent-sudo audit
 // verify` verifies the signatures in the audit log again with one, offline.
 //
-// The WebAuthn ceremonies are github.com/go-webauthn/webauthn's: no CBOR,
-// COSE or signature code is written here.
+// Enrolment, the registration ceremony, is github.com/go-webauthn/webauthn's
+// (package internal/web). The assertion check here makes the checks of that
+// library's assertion verification, with its COSE key parser and signature
+// verifiers, and links no more of it, so that the daemon does not carry its
+// attestation formats, metadata service client and HTTP stack
+// (docs/performance.md, "The daemon's size"); a differential test holds the
+// two to the same answers. No CBOR, COSE or signature code is written here.
 package passkey
 
 import (
-	"bytes"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,9 +25,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/go-webauthn/webauthn/protocol"
-	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/agent-sudo/agent-sudo/approval"
 )
@@ -48,9 +48,9 @@ type Enrolled struct {
 	// UserID is the WebAuthn user handle drawn at enrolment.
 	UserID []byte `json:"user_id"`
 	// Credential is the credential as the library registered it: its id
-	// and public key (COSE).
-	Credential webauthn.Credential `json:"credential"`
-	Created    time.Time           `json:"created"`
+	// and public key (COSE), and the rest of its record, kept as written.
+	Credential Credential `json:"credential"`
+	Created    time.Time  `json:"created"`
 	// Revoked is when it was revoked; zero while it is valid.
 	Revoked time.Time `json:"revoked,omitzero"`
 }
@@ -223,7 +223,7 @@ func Public(e Enrolled) approval.PublicKey {
 // takes it.
 func FromPublic(k approval.PublicKey) Enrolled {
 	return Enrolled{Name: k.Name, RPID: k.RPID, Origins: k.Origins, UserID: k.UserID,
-		Credential: webauthn.Credential{ID: k.CredentialID, PublicKey: k.PublicKey}}
+		Credential: Credential{ID: k.CredentialID, PublicKey: k.PublicKey}}
 }
 
 // KeysStamp returns a stat of the directory (approval.KeySource): enrolling
@@ -266,53 +266,4 @@ func (s Store) Verify(sig approval.Signed) (string, error) {
 // the caller includes them: audit verify checks past signatures).
 func VerifyWith(keys []Enrolled, sig approval.Signed) (string, error) {
 	return VerifyChallenge(keys, sig.Statement.ChallengeString(), sig.Assertion)
-}
-
-// VerifyChallenge checks that one of keys made the assertion a over
-// challenge (base64url, as the client data holds it), from one of its
-// origins, with the user verified, and returns its approver name. The web
-// approver's sign-in is such an assertion over a challenge of its own.
-func VerifyChallenge(keys []Enrolled, challenge string, a approval.Assertion) (string, error) {
-	i := slices.IndexFunc(keys, func(e Enrolled) bool {
-		return subtle.ConstantTimeCompare(e.Credential.ID, a.CredentialID) == 1
-	})
-	if i < 0 {
-		return "", errors.New("the passkey that signed is not enrolled (or was revoked)")
-	}
-	e := keys[i]
-	if len(a.UserHandle) > 0 && !bytes.Equal(a.UserHandle, e.UserID) {
-		return "", fmt.Errorf("the assertion's user handle is not approver %q's", e.Name)
-	}
-	car := protocol.CredentialAssertionResponse{
-		PublicKeyCredential: protocol.PublicKeyCredential{
-			Credential: protocol.Credential{ID: protocol.URLEncodedBase64(a.CredentialID).String(), Type: string(protocol.PublicKeyCredentialType)},
-			RawID:      a.CredentialID,
-		},
-		AssertionResponse: protocol.AuthenticatorAssertionResponse{
-			AuthenticatorResponse: protocol.AuthenticatorResponse{ClientDataJSON: a.ClientDataJSON},
-			AuthenticatorData:     a.AuthenticatorData,
-			Signature:             a.Signature,
-			UserHandle:            a.UserHandle,
-		},
-	}
-	parsed, err := car.Parse()
-	if err != nil {
-		return "", fmt.Errorf("approver %q: the assertion cannot be parsed: %w", e.Name, err)
-	}
-	err = parsed.Verify(challenge, e.RPID, "", e.Origins, nil, nil,
-		protocol.TopOriginExplicitVerificationMode, false, true, true, e.Credential.PublicKey, protocol.SignaturePolicy{})
-	if err != nil {
-		return "", fmt.Errorf("approver %q: the signature does not verify: %w", e.Name, describe(err))
-	}
-	return e.Name, nil
-}
-
-// describe adds the library's details to its error, which its Error leaves
-// out.
-func describe(err error) error {
-	var pe *protocol.Error
-	if errors.As(err, &pe) && (pe.Details != "" || pe.DevInfo != "") {
-		return fmt.Errorf("%w (%s; %s)", err, pe.Details, pe.DevInfo)
-	}
-	return err
 }

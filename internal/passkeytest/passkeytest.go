@@ -18,7 +18,6 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
-	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
@@ -127,7 +126,7 @@ func (k *Key) Enrolled() (passkey.Enrolled, error) {
 		return passkey.Enrolled{}, err
 	}
 	return passkey.Enrolled{Name: k.Name, RPID: k.RPID, Origins: []string{k.Origin}, UserID: k.UserID,
-		Credential: webauthn.Credential{ID: k.ID, PublicKey: cose}, Created: time.Now().UTC()}, nil
+		Credential: passkey.Credential{ID: k.ID, PublicKey: cose}, Created: time.Now().UTC()}, nil
 }
 
 // Sign returns k's assertion over st's challenge.
@@ -151,15 +150,26 @@ func (k *Key) SignChallenge(st approval.Statement, challenge string) (approval.S
 	}
 	ad := append(rp[:], flags)
 	ad = binary.BigEndian.AppendUint32(ad, k.count)
-	cdh := sha256.Sum256(cd)
-	digest := sha256.Sum256(append(append([]byte{}, ad...), cdh[:]...))
-	sig, err := ecdsa.SignASN1(rand.Reader, k.priv, digest[:])
+	sig, err := k.SignRaw(ad, cd)
 	if err != nil {
-		return approval.Signed{}, fmt.Errorf("passkeytest: %w", err)
+		return approval.Signed{}, err
 	}
 	return approval.Signed{Statement: st, Assertion: approval.Assertion{
 		CredentialID: k.ID, AuthenticatorData: ad, ClientDataJSON: cd, Signature: sig, UserHandle: k.UserID,
 	}}, nil
+}
+
+// SignRaw returns k's signature over authenticator data ad and client
+// data cd as an authenticator makes it, whatever they hold: a test builds
+// malformed ones that are validly signed.
+func (k *Key) SignRaw(ad, cd []byte) ([]byte, error) {
+	cdh := sha256.Sum256(cd)
+	digest := sha256.Sum256(append(append([]byte{}, ad...), cdh[:]...))
+	sig, err := ecdsa.SignASN1(rand.Reader, k.priv, digest[:])
+	if err != nil {
+		return nil, fmt.Errorf("passkeytest: %w", err)
+	}
+	return sig, nil
 }
 
 // Nonce returns a fresh nonce for a statement.

@@ -154,6 +154,16 @@ func CheckCredential(c webauthn.Credential) error {
 	return nil
 }
 
+// storedCredential returns c as the passkey store keeps it: the library's
+// whole record.
+func storedCredential(c webauthn.Credential) (passkey.Credential, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return passkey.Credential{}, fmt.Errorf("the credential cannot be written: %w", err)
+	}
+	return passkey.CredentialFromJSON(b)
+}
+
 // EnrolOrigins returns the origins a passkey enrolled on the page at
 // pageOrigin, for the relying party rpID, will sign from: forOrigins (the
 // web approver's, "scheme://host[:port]"), or pageOrigin when none is
@@ -233,9 +243,11 @@ func KeepEnrolled(ctx context.Context, conn net.Conn, setup EnrolSetup, origins 
 		if o.Credential == nil {
 			return passkey.Enrolled{}, fmt.Errorf("enrolment: the page's process offered no credential")
 		}
-		en := passkey.Enrolled{Name: setup.Name, RPID: setup.RPID, Origins: origins, UserID: setup.UserID,
-			Credential: *o.Credential, Created: time.Now().UTC()}
-		err := CheckCredential(en.Credential)
+		en := passkey.Enrolled{Name: setup.Name, RPID: setup.RPID, Origins: origins, UserID: setup.UserID, Created: time.Now().UTC()}
+		err := CheckCredential(*o.Credential)
+		if err == nil {
+			en.Credential, err = storedCredential(*o.Credential)
+		}
 		if err == nil {
 			err = store.Save(en)
 		}

@@ -31,8 +31,8 @@ func TestCheckCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := en.Credential
-	good.Flags = webauthn.CredentialFlags{UserPresent: true, UserVerified: true}
+	good := webauthn.Credential{ID: en.Credential.ID, PublicKey: en.Credential.PublicKey,
+		Flags: webauthn.CredentialFlags{UserPresent: true, UserVerified: true}}
 	with := func(f func(c *webauthn.Credential)) webauthn.Credential {
 		c := good
 		f(&c)

@@ -1,0 +1,65 @@
+package passkey
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+)
+
+// Credential is an enrolled WebAuthn credential: the id and COSE public key
+// the checks use, and every other member of the record the library wrote at
+// enrolment (attestation type, transports, flags, authenticator), kept as it
+// was written so that rewriting a passkey's file (revoking it) loses
+// nothing.
+type Credential struct {
+	ID        []byte
+	PublicKey []byte
+	// rest holds the record's other members, undecoded.
+	rest map[string]json.RawMessage
+}
+
+// CredentialFromJSON returns the credential whose JSON record is b: the
+// library's webauthn.Credential, marshalled. It needs an id and a public
+// key.
+func CredentialFromJSON(b []byte) (Credential, error) {
+	var c Credential
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Credential{}, err
+	}
+	return c, nil
+}
+
+// UnmarshalJSON reads a credential record: "id" and "publicKey" (base64,
+// as encoding/json writes bytes) and any other members, kept.
+func (c *Credential) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("credential: %w", err)
+	}
+	if m == nil {
+		return fmt.Errorf("credential: null")
+	}
+	var id, pub []byte
+	if err := json.Unmarshal(m["id"], &id); err != nil || len(id) == 0 {
+		return fmt.Errorf("credential: no id (%v)", err)
+	}
+	if err := json.Unmarshal(m["publicKey"], &pub); err != nil || len(pub) == 0 {
+		return fmt.Errorf("credential: no public key (%v)", err)
+	}
+	delete(m, "id")
+	delete(m, "publicKey")
+	*c = Credential{ID: id, PublicKey: pub, rest: m}
+	return nil
+}
+
+// MarshalJSON writes the record back: the members it was read with, and
+// the id and public key as they are now.
+func (c Credential) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(c.rest)+2)
+	for k, v := range maps.All(c.rest) {
+		m[k] = v
+	}
+	m["id"] = c.ID
+	m["publicKey"] = c.PublicKey
+	return json.Marshal(m)
+}
