@@ -79,7 +79,8 @@ type Options struct {
 	// SSHAuthSock is the socket forward_agent requests get; empty refuses them.
 	SSHAuthSock string
 	// Foreground, when set, runs a console on the daemon's own terminal
-	// (agent-sudod --tty). Run calls it with the approver socket once both
+	// (agent-sudod --tty, whose Foreground starts agent-sudo approve as a
+	// child: the daemon does not link the console). Run calls it with the approver socket once both
 	// sockets listen, stops the daemon when it returns, and, when the
 	// daemon stops first, cancels ctx and returns only after Foreground
 	// has returned (it restores the terminal).

@@ -63,7 +63,12 @@ Send a request from another terminal, then approve it here (README.md, "Try it")
 Quit the approver with q (the daemon stops with it).
 MSG
 sleep 2
+# --tty runs the console as the agent-sudo beside agent-sudod, and only one
+# nobody but root can change (docs/approving.md): bin/ may be the developer's,
+# so the daemon runs from root's copies in the temporary directory.
+install -d -m 0755 "$dir/bin"
+install -m 0755 "$bin/agent-sudod" "$bin/agent-sudo" "$dir/bin/"
 # Not exec: the directory and the link are removed when the daemon stops.
 status=0
-"$bin/agent-sudod" --config "$dir/config.toml" --tty "$@" || status=$?
+"$dir/bin/agent-sudod" --config "$dir/config.toml" --tty "$@" || status=$?
 exit $status

@@ -17,7 +17,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/daemon"
 	"github.com/agent-sudo/agent-sudo/internal/config"
-	"github.com/agent-sudo/agent-sudo/internal/console"
+	"github.com/agent-sudo/agent-sudo/internal/desktopnotify"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"golang.org/x/sys/unix"
 )
@@ -37,8 +37,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&src.approverSocket, "approver-socket", "", "approver socket `PATH` (overrides the config key approver_socket)")
 	fs.StringVar(&src.auditLog, "audit-log", "", "audit log `PATH` (overrides the config key audit_log)")
 	fs.StringVar(&src.exec, "exec", "", "how commands run, `MODE` \"sudo\" or \"direct\" (overrides the config key exec)")
-	tty := fs.Bool("tty", false, "approve requests on this terminal (foreground mode); logs go to --log-file")
-	desktopNotify := fs.String("desktop-notify", string(console.DesktopAuto), "with --tty: `mode` of the desktop notification sent with the bell: auto, osc9, osc777 or off")
+	tty := fs.Bool("tty", false, "approve requests on this terminal (foreground mode), with the console agent-sudo approve, which must be beside agent-sudod; logs go to --log-file")
+	desktopNotify := fs.String("desktop-notify", string(desktopnotify.Auto), "with --tty: `mode` of the desktop notification sent with the bell: auto, osc9, osc777 or off")
 	logFile := fs.String("log-file", "", "write logs to `FILE` instead of the journal or stderr (default with --tty: agent-sudod.log beside the socket)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	checkConfig := fs.Bool("check-config", false, "load the configuration as at start, print the rule linter's warnings, and exit: 0 if it is valid, 1 (with the errors) if not")
@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agent-sudod: unexpected argument %q; run 'agent-sudod --help' for usage\n", fs.Arg(0))
 		return 2
 	}
-	desktop, err := console.ParseDesktopNotify(*desktopNotify)
+	desktop, err := desktopnotify.Parse(*desktopNotify)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent-sudod: --desktop-notify: %v; run 'agent-sudod --help' for usage\n", err)
 		return 2
@@ -134,9 +134,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "agent-sudod: --tty needs a terminal on stdin and stdout")
 			return 2
 		}
+		exe, err := os.Executable()
+		if err == nil {
+			exe, err = filepath.EvalSymlinks(exe)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-sudod: --tty: cannot find agent-sudod's own executable, beside which its console %s must be: %v\n", consoleName, err)
+			return 1
+		}
+		prog, err := consoleProgram(exe)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
+			return 1
+		}
 		fmt.Fprintf(stderr, "agent-sudod: approving on this terminal; logs in %s\n", *logFile)
 		opts.Foreground = func(ctx context.Context, sock string) error {
-			return hungUp(console.DialAndRun(ctx, sock, os.Stdin, os.Stdout, console.Options{StopsDaemon: true, Desktop: desktop}))
+			return runConsole(ctx, prog, sock, desktop, os.Getenv)
 		}
 	}
 	if err := daemon.Run(ctx, cfg, opts); err != nil {
@@ -152,16 +165,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // and again on a file only a human can fix (docs/install.md, "When the
 // daemon does not start"). --check-config keeps exiting 1.
 const exitConfig = 78
-
-// hungUp is the foreground console's error err, wrapping
-// daemon.ErrTerminalHungUp as well when it says the terminal hung up: its
-// input ended, or reading it failed with EIO.
-func hungUp(err error) error {
-	if errors.Is(err, console.ErrHungUp) || errors.Is(err, syscall.EIO) {
-		return fmt.Errorf("%w: %w", daemon.ErrTerminalHungUp, err)
-	}
-	return err
-}
 
 // source is where the daemon's configuration comes from: the file, and the
 // command-line flags that override some of its keys.
@@ -217,7 +220,9 @@ argv arrays with sudo (never through a shell), and records every request,
 decision and result in a hash-chained audit log. systemd normally starts it
 through agent-sudo.socket or agent-sudo-approver.socket, on the first
 connection of an agent or a console; with --tty it runs in the foreground
-and the human approves on this terminal.
+and the human approves on this terminal, in the console agent-sudo approve,
+which the daemon starts from its own directory (the agent-sudo installed or
+built with it, never one found in PATH).
 
 flags:
 `)
@@ -249,8 +254,9 @@ signals:
 exit status:
   0  stopped by a signal; or --help, --version, or --check-config with a
      valid configuration
-  1  the daemon could not start or failed; or --check-config found the
-     configuration invalid
+  1  the daemon could not start or failed (with --tty: no agent-sudo beside
+     agent-sudod, or one someone other than root can change); or
+     --check-config found the configuration invalid
   78 the configuration is invalid (EX_CONFIG); agent-sudo.service does not
      restart the daemon on it
   2  usage error: a bad flag or argument, --tty without a terminal, or

@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/daemon"
-	"github.com/agent-sudo/agent-sudo/internal/console"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
@@ -206,27 +202,5 @@ func TestReloadSource(t *testing.T) {
 	}
 	if _, err := reload(); err == nil || !strings.Contains(err.Error(), p) {
 		t.Errorf("reload after the file has gone: error %v, want one naming %s (not the built-in defaults)", err, p)
-	}
-}
-
-// TestHungUp: the foreground console's error says the daemon's terminal
-// hung up (daemon.ErrTerminalHungUp, which stops the daemon with that
-// reason) when its input ended or reading it failed with EIO; any other
-// error, and none, are passed on as they are.
-func TestHungUp(t *testing.T) {
-	other := errors.New("console: protocol error")
-	for _, tt := range []struct {
-		err  error
-		want bool
-	}{
-		{fmt.Errorf("console: program was killed: error reading input: %w", console.ErrHungUp), true},
-		{fmt.Errorf("console: error reading input: %w", &os.PathError{Op: "read", Path: "/dev/stdin", Err: syscall.EIO}), true},
-		{other, false},
-		{nil, false},
-	} {
-		got := hungUp(tt.err)
-		if errors.Is(got, daemon.ErrTerminalHungUp) != tt.want || tt.err != nil && !errors.Is(got, tt.err) || tt.err == nil && got != nil {
-			t.Errorf("hungUp(%v) = %v; want ErrTerminalHungUp: %v, wrapping the console's error", tt.err, got, tt.want)
-		}
 	}
 }

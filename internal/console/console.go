@@ -75,12 +75,9 @@ func Dial(ctx context.Context, path string) (net.Conn, error) {
 
 // DialAndRun connects to the approver socket at path and runs a console on
 // the terminal in/out until the human quits, ctx is cancelled or the daemon
-// goes away. It is what agent-sudod --tty runs as its Foreground function,
-// with its own terminal:
-//
-//	func(ctx context.Context, sock string) error {
-//		return console.DialAndRun(ctx, sock, os.Stdin, os.Stdout, console.Options{})
-//	}
+// goes away. It is what "agent-sudo approve --stops-daemon" runs, the
+// console that agent-sudod --tty starts on its own terminal, with
+// Options.StopsDaemon.
 func DialAndRun(ctx context.Context, path string, in io.Reader, out io.Writer, opts Options) error {
 	conn, err := Dial(ctx, path)
 	if err != nil {

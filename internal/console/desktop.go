@@ -5,37 +5,28 @@ import (
 	"strings"
 
 	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/desktopnotify"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // DesktopNotify is whether and how the console asks the terminal for a
 // desktop notification when a request arrives, besides ringing the bell:
-// "agent-sudo approve --desktop-notify MODE".
-type DesktopNotify string
+// "agent-sudo approve --desktop-notify MODE". The modes and their parser
+// are package desktopnotify's, which agent-sudod uses without linking the
+// console.
+type DesktopNotify = desktopnotify.Mode
 
-// The desktop notification modes.
+// The desktop notification modes (see package desktopnotify).
 const (
-	// DesktopAuto (also the zero value) sends the escape sequence the
-	// terminal is known to support, from TERM_PROGRAM and TERM, and none
-	// when the terminal is unknown or the console runs in a multiplexer.
-	DesktopAuto DesktopNotify = "auto"
-	// DesktopOSC9 sends OSC 9 (iTerm2's): ESC ] 9 ; text BEL.
-	DesktopOSC9 DesktopNotify = "osc9"
-	// DesktopOSC777 sends OSC 777 (rxvt-unicode's, also foot's, WezTerm's
-	// and Ghostty's): ESC ] 777 ; notify ; agent-sudo ; text BEL.
-	DesktopOSC777 DesktopNotify = "osc777"
-	// DesktopOff sends nothing but the bell.
-	DesktopOff DesktopNotify = "off"
+	DesktopAuto   = desktopnotify.Auto
+	DesktopOSC9   = desktopnotify.OSC9
+	DesktopOSC777 = desktopnotify.OSC777
+	DesktopOff    = desktopnotify.Off
 )
 
-// ParseDesktopNotify reads a mode, as the --desktop-notify flag gives it.
-func ParseDesktopNotify(s string) (DesktopNotify, error) {
-	switch m := DesktopNotify(s); m {
-	case DesktopAuto, DesktopOSC9, DesktopOSC777, DesktopOff:
-		return m, nil
-	}
-	return "", fmt.Errorf("%q is not a desktop notification mode; want auto, osc9, osc777 or off", s)
-}
+// ParseDesktopNotify reads a mode, as the --desktop-notify flag gives it
+// ([desktopnotify.Parse]).
+func ParseDesktopNotify(s string) (DesktopNotify, error) { return desktopnotify.Parse(s) }
 
 // maxDesktopText bounds the text of a desktop notification, in bytes.
 const maxDesktopText = 200

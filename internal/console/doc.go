@@ -3,9 +3,10 @@
 // human's decision to agent-sudod.
 //
 // "agent-sudo approve" runs it against the daemon's approver socket (or
-// several, and through ssh: [RunDaemons], [DialCommand]), and "agent-sudod
-// --tty" on the daemon's own terminal; both call [Run] (or [DialAndRun])
-// with a connection and a terminal. The channel is read and written
+// several, and through ssh: [RunDaemons], [DialCommand]), and, started by
+// "agent-sudod --tty" on the daemon's own terminal, against that daemon's
+// ([DialAndRun]); both end in [Run]'s loop with a connection and a
+// terminal. The daemon does not link this package. The channel is read and written
 // through [approval.Client] (docs/approver-protocol.md).
 //
 // What it promises: every string from the daemon passes through package

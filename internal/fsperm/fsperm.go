@@ -170,3 +170,21 @@ func octal(m fs.FileMode) uint32 {
 	}
 	return o
 }
+
+// Program returns nil when fi describes a regular file that only root or
+// this process's user can change and that its owner may execute, and
+// otherwise an error as [File] describes. It is for a program the daemon
+// runs as itself; unlike [File] it allows more than one link, since the
+// daemon reads the program and writes nothing to it.
+func Program(what string, fi fs.FileInfo, why string) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (mode %v): %s", what, fi.Mode(), why)
+	}
+	if _, err := check(what, fi, why, true); err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o100 == 0 {
+		return fmt.Errorf("%s is not executable (mode %04o); run chmod u+x on it", what, fi.Mode().Perm())
+	}
+	return nil
+}

@@ -114,6 +114,42 @@ func TestOwnFile(t *testing.T) {
 	}
 }
 
+// TestProgram: a program the daemon runs as itself must be a regular,
+// executable file that only root or the daemon's user can change; unlike a
+// file it writes, it may have several links.
+func TestProgram(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(t *testing.T, p string)
+		want  string // "" for no error
+	}{
+		{"executable", file(0o755), ""},
+		{"owner only", file(0o700), ""},
+		{"two links", func(t *testing.T, p string) {
+			file(0o755)(t, p)
+			must(t, os.Link(p, p+".2"))
+		}, ""},
+		{"not executable", file(0o644), "thing is not executable (mode 0644); run chmod u+x on it"},
+		{"writable by group", file(0o775), "thing is writable by group or others (mode 0775): " + why + "; run chmod go-w on it"},
+		{"a directory", dir(0o755), "thing is not a regular file"},
+		{"a symbolic link", func(t *testing.T, p string) { must(t, os.Symlink("/bin/true", p)) }, "thing is not a regular file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "x")
+			tt.setup(t, p)
+			fi, err := os.Lstat(p)
+			must(t, err)
+			err = fsperm.Program("thing", fi, why)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("got %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestNoOwnershipFailsClosed: a FileInfo that does not say who owns the
 // file is refused, not passed.
 func TestNoOwnershipFailsClosed(t *testing.T) {

@@ -1,9 +1,13 @@
 // Package spawn starts every process of the daemon that is not an approved
-// request's stage (those are package runner's): today the notifiers, and
-// whatever helper is added later. It is one policy, so that no such child
-// can reach what the daemon holds, above all the terminal of the console
-// of agent-sudod --tty or of the root shell that started the daemon. Why
-// each point is needed is written in docs/security.md, "Notifiers".
+// request's stage (those are package runner's), under one of two policies.
+// [Run]'s is for helpers, today the notifiers, and whatever helper is added
+// later: no such child can reach what the daemon holds, above all the
+// terminal of agent-sudod --tty's console or of the root shell that
+// started the daemon. Why each point is needed is written in
+// docs/security.md, "Notifiers". [RunOnTerminal]'s is for the one child
+// whose job is that terminal, the console of agent-sudod --tty
+// ([TerminalCmd] says what it gets; docs/security.md, "Approving at a
+// console").
 //
 // A child started by [Run]:
 //

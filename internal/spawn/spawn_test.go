@@ -98,17 +98,18 @@ func TestRunOutputThroughPipe(t *testing.T) {
 
 // TestOnlyPolicyInTheDaemon: of the module's packages linked into
 // agent-sudod, only this one imports os/exec (runner starts the approved
-// stages with os.StartProcess). The exception is internal/console, whose
-// DialCommand is the ssh transport of agent-sudo approve, a client: the
-// daemon's console (--tty) connects in-process. A new child of the daemon
-// must go through Run.
+// stages with os.StartProcess); a new child of the daemon must go through
+// Run or RunOnTerminal. No package is excepted: the console, whose
+// DialCommand (the ssh transport of agent-sudo approve) imports os/exec,
+// is not linked into the daemon, which starts it as agent-sudo approve
+// (RunOnTerminal), and this test fails if it ever is again.
 func TestOnlyPolicyInTheDaemon(t *testing.T) {
 	const module = "github.com/agent-sudo/agent-sudo/"
 	out, err := exec.Command("go", "list", "-buildvcs=false", "-deps", "-f", `{{if .Module}}{{.ImportPath}} {{join .Imports " "}}{{end}}`, module+"cmd/agent-sudod").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	allowed := []string{module + "internal/spawn", module + "internal/console"}
+	allowed := []string{module + "internal/spawn"}
 	seen := 0
 	for line := range strings.Lines(string(out)) {
 		fields := strings.Fields(line)
@@ -117,7 +118,10 @@ func TestOnlyPolicyInTheDaemon(t *testing.T) {
 		}
 		seen++
 		if slices.Contains(fields[1:], "os/exec") && !slices.Contains(allowed, fields[0]) {
-			t.Errorf("%s imports os/exec and is linked into agent-sudod: start processes with spawn.Run", fields[0])
+			t.Errorf("%s imports os/exec and is linked into agent-sudod: start processes with spawn.Run or spawn.RunOnTerminal", fields[0])
+		}
+		if fields[0] == module+"internal/console" {
+			t.Errorf("internal/console is linked into agent-sudod: the daemon starts the console as agent-sudo approve (docs/development.md)")
 		}
 	}
 	if seen < 10 {

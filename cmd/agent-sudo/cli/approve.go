@@ -34,6 +34,9 @@ type approveDeps struct {
 	dialSocket  func(ctx context.Context, path string) (net.Conn, error)
 	dialCommand func(ctx context.Context, argv []string) (net.Conn, error)
 	run         func(ctx context.Context, daemons []console.Daemon, in io.Reader, out io.Writer, opts console.Options) error
+	// runDaemonConsole runs the console of agent-sudod --tty
+	// (--stops-daemon) for one approver socket.
+	runDaemonConsole func(ctx context.Context, path string, in io.Reader, out io.Writer, opts console.Options) error
 }
 
 func realApproveDeps() approveDeps {
@@ -43,6 +46,8 @@ func realApproveDeps() approveDeps {
 		dialSocket:  console.Dial,
 		dialCommand: console.DialCommand,
 		run:         console.RunDaemons,
+
+		runDaemonConsole: console.DialAndRun,
 	}
 }
 
@@ -74,7 +79,23 @@ type approveOpts struct {
 	// web holds the web approver's flags; web.addr set runs it instead
 	// of the console.
 	web webOpts
+	// stopsDaemon is the hidden --stops-daemon (stopsDaemonUsage).
+	stopsDaemon bool
 }
+
+// exitHungUp is the exit status of approve --stops-daemon when its
+// terminal hung up: 128 + SIGHUP, as a shell reports a program the hang-up
+// killed. agent-sudod (cmd/agent-sudod, consoleHungUp) reads it as the
+// hang-up of its terminal.
+const exitHungUp = 129
+
+// stopsDaemonUsage documents the hidden --stops-daemon, which only
+// agent-sudod passes: the help leaves it out (approveUsage's hidden).
+const stopsDaemonUsage = "internal, for agent-sudod --tty, which starts approve on its own terminal: " +
+	"quitting this console stops that daemon (the keys say so, and quitting with requests waiting asks first); " +
+	"needs exactly one --approver-socket, no --ssh nor --web. " +
+	"Exit status: 0 when the console was quit, 129 when the terminal hung up (its input ended or failed with EIO), " +
+	"130 without a message when interrupted (agent-sudod stopping sends SIGTERM), otherwise as approve"
 
 func approveFlags(inv *invocation) (*flag.FlagSet, *approveOpts) {
 	fset := approveUsage().newFlagSet()
@@ -102,6 +123,7 @@ func approveFlags(inv *invocation) (*flag.FlagSet, *approveOpts) {
 	})
 	fset.StringVar(&o.sshProgram, "ssh-program", "ssh", "the ssh `program` to run (a name looked up in PATH, or a path)")
 	fset.StringVar(&o.desktop, "desktop-notify", string(console.DesktopAuto), "`mode` of the desktop notification sent with the bell: auto, osc9, osc777 or off")
+	fset.BoolVar(&o.stopsDaemon, "stops-daemon", false, stopsDaemonUsage)
 	o.web.addFlags(fset, "")
 	fset.StringVar(&o.web.user, "user", "nobody", "with --web: the `user` the web approver runs as once it has connected (never root)")
 	return fset, o
@@ -253,6 +275,7 @@ docs/approving.md and docs/remote.md.
 			{"77", "not run as root"},
 			{"130", "interrupted"},
 		},
+		hidden: []string{"stops-daemon"},
 	}
 }
 
@@ -274,6 +297,9 @@ func approve(ctx context.Context, inv *invocation, args []string, deps approveDe
 	if _, code, ok := inv.parse(approveUsage(), fset, args); !ok {
 		return code
 	}
+	if opts.stopsDaemon && (len(opts.sockets) != 1 || len(opts.ssh) > 0 || opts.web.addr != "") {
+		return inv.fail(exitUsage, "approve: --stops-daemon needs exactly one --approver-socket, and no --ssh nor --web; see 'agent-sudo help approve'")
+	}
 	if opts.web.addr != "" {
 		return approveWebMain(ctx, inv, opts, deps)
 	}
@@ -286,6 +312,9 @@ func approve(ctx context.Context, inv *invocation, args []string, deps approveDe
 	}
 	if !deps.terminal(inv.stdin, inv.stdout) {
 		return inv.fail(exitUsage, "approve needs a terminal on stdin and stdout: run it in an interactive shell, not in a pipe or a script")
+	}
+	if opts.stopsDaemon {
+		return daemonConsole(ctx, inv, opts.sockets[0], desktop, deps)
 	}
 	daemons := opts.daemons(deps)
 	err = deps.run(ctx, daemons, inv.stdin, inv.stdout, console.Options{Desktop: desktop})
@@ -302,4 +331,22 @@ func approve(ctx context.Context, inv *invocation, args []string, deps approveDe
 		return inv.fail(exitUnavailable, "approve: lost agent-sudod: %v; is the daemon running? (systemctl status agent-sudo)", err)
 	}
 	return inv.fail(exitSoftware, "approve: %v", err)
+}
+
+// daemonConsole is approve --stops-daemon: the console of agent-sudod
+// --tty, connected to its approver socket sock, on the daemon's terminal.
+// Its exit statuses are stopsDaemonUsage's.
+func daemonConsole(ctx context.Context, inv *invocation, sock string, desktop console.DesktopNotify, deps approveDeps) int {
+	err := deps.runDaemonConsole(ctx, sock, inv.stdin, inv.stdout, console.Options{StopsDaemon: true, Desktop: desktop})
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, console.ErrHungUp) || errors.Is(err, unix.EIO):
+		// Said for the log of a test; the terminal it goes to is gone.
+		return inv.fail(exitHungUp, "approve: the terminal hung up: %v", err)
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// The daemon stops, and says why in its log.
+		return exitInterrupted
+	}
+	return inv.fail(exitSoftware, "approve: the console of agent-sudod --tty: %v; agent-sudod stops with it", err)
 }

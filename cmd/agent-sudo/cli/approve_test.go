@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/internal/console"
@@ -28,6 +30,10 @@ type fakeApprove struct {
 	dialed  []string
 	ran     bool
 	desktop console.DesktopNotify
+	// daemonConsole is the socket runDaemonConsole ran for, stopsDaemon
+	// its Options.StopsDaemon.
+	daemonConsole string
+	stopsDaemon   bool
 }
 
 func (f *fakeApprove) deps() approveDeps {
@@ -49,6 +55,10 @@ func (f *fakeApprove) deps() approveDeps {
 					return fmt.Errorf("%w: %w", console.ErrUnreachable, err)
 				}
 			}
+			return f.runErr
+		},
+		runDaemonConsole: func(_ context.Context, path string, _ io.Reader, _ io.Writer, opts console.Options) error {
+			f.daemonConsole, f.stopsDaemon, f.desktop = path, opts.StopsDaemon, opts.Desktop
 			return f.runErr
 		},
 	}
@@ -226,6 +236,60 @@ func TestApproveDesktopNotify(t *testing.T) {
 	got := runApprove(context.Background(), &f, nil, "--desktop-notify", "yes")
 	if want := "agent-sudo: approve: --desktop-notify: \"yes\" is not a desktop notification mode; want auto, osc9, osc777 or off; see 'agent-sudo help approve'\n"; got.code != 2 || got.stderr != want || f.ran {
 		t.Errorf("approve --desktop-notify yes: exit %d, stderr %q, ran %v; want 2, %q, not run", got.code, got.stderr, f.ran, want)
+	}
+}
+
+// TestApproveStopsDaemon: the hidden --stops-daemon, which agent-sudod
+// --tty passes to the console it starts: it runs the daemon's console
+// (Options.StopsDaemon) for exactly one approver socket, and its exit
+// status says how it ended: 0 quit, 129 the terminal hung up (the end of
+// its input, or EIO), 130 without a word when agent-sudod stopped it, 70
+// otherwise; it is refused with --ssh or without exactly one socket; the
+// help does not show it.
+func TestApproveStopsDaemon(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	sock := []string{"--stops-daemon", "--approver-socket", "/run/x/approver.sock", "--desktop-notify", "osc9"}
+	const refused = "agent-sudo: approve: --stops-daemon needs exactly one --approver-socket, and no --ssh nor --web; see 'agent-sudo help approve'\n"
+	for _, tt := range []struct {
+		name     string
+		ctx      context.Context
+		args     []string
+		runErr   error
+		code     int
+		stderr   string
+		consoled bool
+	}{
+		{name: "quit", args: sock, consoled: true},
+		{name: "hung up", args: sock, runErr: fmt.Errorf("console: program was killed: %w", console.ErrHungUp), code: 129, consoled: true,
+			stderr: "agent-sudo: approve: the terminal hung up: console: program was killed: the terminal's input ended: it hung up\n"},
+		{name: "EIO", args: sock, runErr: &os.PathError{Op: "read", Path: "/dev/stdin", Err: syscall.EIO}, code: 129, consoled: true,
+			stderr: "agent-sudo: approve: the terminal hung up: read /dev/stdin: input/output error\n"},
+		{name: "stopped by the daemon", ctx: cancelled, args: sock, runErr: context.Canceled, code: 130, consoled: true},
+		{name: "failed", args: sock, runErr: errors.New("connect to the approver socket /run/x/approver.sock: refused"), code: 70, consoled: true,
+			stderr: "agent-sudo: approve: the console of agent-sudod --tty: connect to the approver socket /run/x/approver.sock: refused; agent-sudod stops with it\n"},
+		{name: "no socket", args: []string{"--stops-daemon"}, code: 2, stderr: refused},
+		{name: "two sockets", args: append(slices.Clone(sock), "--approver-socket", "/b"), code: 2, stderr: refused},
+		{name: "ssh", args: append(slices.Clone(sock), "--ssh", "root@b"), code: 2, stderr: refused},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := tt.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			f := fakeApprove{terminal: true, runErr: tt.runErr}
+			got := runApprove(ctx, &f, nil, tt.args...)
+			if got.code != tt.code || got.stderr != tt.stderr || got.stdout != "" {
+				t.Errorf("approve %q = %d\nstdout %q\nstderr %q\nwant %d, stderr %q", tt.args, got.code, got.stdout, got.stderr, tt.code, tt.stderr)
+			}
+			if tt.consoled != (f.daemonConsole == "/run/x/approver.sock" && f.stopsDaemon && f.desktop == console.DesktopOSC9) || f.ran {
+				t.Errorf("ran the daemon's console for %q (stops the daemon %v, desktop %q), the usual console %v; want the daemon's: %v",
+					f.daemonConsole, f.stopsDaemon, f.desktop, f.ran, tt.consoled)
+			}
+		})
+	}
+	if got := runCLI(context.Background(), nil, "help", "approve"); got.code != 0 || strings.Contains(got.stdout, "stops-daemon") {
+		t.Errorf("help approve = %d, shows the internal --stops-daemon:\n%s", got.code, got.stdout)
 	}
 }
 

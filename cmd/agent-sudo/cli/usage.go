@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -30,6 +31,9 @@ type usage struct {
 	// interspersed lets flags come anywhere among the arguments, up to
 	// "--"; otherwise the first argument that is not a flag ends them.
 	interspersed bool
+	// hidden names flags the help leaves out: internal ones, which only
+	// another of our programs passes (their usage text documents them).
+	hidden []string
 }
 
 // exitDoc is one exit status in a help text. Its meaning may run over
@@ -104,7 +108,7 @@ func (u *usage) write(w io.Writer, fset *flag.FlagSet) error {
 	if u.text != "" {
 		b.WriteString("\n" + u.text)
 	}
-	if flags := flagUsage(fset); flags != "" {
+	if flags := flagUsage(fset, u.hidden); flags != "" {
 		b.WriteString("\nflags:\n" + flags)
 	}
 	if len(u.exits) > 0 {
@@ -127,10 +131,13 @@ func (u *usage) write(w io.Writer, fset *flag.FlagSet) error {
 
 // flagUsage lists a flag set's flags for help text: each flag with its
 // argument's name on one line, then its description and its default, when
-// that is not the zero value.
-func flagUsage(fset *flag.FlagSet) string {
+// that is not the zero value. The flags named in hidden are left out.
+func flagUsage(fset *flag.FlagSet, hidden []string) string {
 	var b strings.Builder
 	fset.VisitAll(func(f *flag.Flag) {
+		if slices.Contains(hidden, f.Name) {
+			return
+		}
 		arg, usage := flag.UnquoteUsage(f)
 		fmt.Fprintf(&b, "  --%s", f.Name)
 		if arg != "" {
