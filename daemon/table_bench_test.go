@@ -109,7 +109,7 @@ func BenchmarkTable(b *testing.B) {
 	for _, n := range []int{1, 8} {
 		idle, peak := rssFor(b, n, big)
 		row(out, fmt.Sprintf("daemon peak RSS for %d concurrent 16 MiB answer(s)", n),
-			fmt.Sprintf("%.1f MB (%.2f× the output)", float64(peak)/1e6, float64(peak)/float64(n*size)),
+			fmt.Sprintf("%.1f MB (%.3f× the output)", float64(peak)/1e6, float64(peak)/float64(n*size)),
 			fmt.Sprintf("the same daemon idle, after a ping: %.1f MB", float64(idle)/1e6),
 			float64(peak)/float64(n*size), "≤ 1.5× the output")
 	}
