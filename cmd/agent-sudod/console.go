@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -35,7 +36,7 @@ const consoleHungUp = 128 + int(syscall.SIGHUP)
 func consoleProgram(exe string) (string, error) {
 	prog := filepath.Join(filepath.Dir(exe), consoleName)
 	if err := spawn.CheckProgram(prog, "console program"); err != nil {
-		if _, statErr := os.Lstat(prog); errors.Is(statErr, os.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("--tty runs its console as %q, which must be beside agent-sudod (%s), and there is none: "+
 				"install or build both binaries together (make build puts both in bin/), "+
 				"or start agent-sudod without --tty and approve from another terminal with 'sudo agent-sudo approve'", prog, exe)

@@ -152,7 +152,8 @@ func terminalCommand(ctx context.Context, c TerminalCmd) (*exec.Cmd, error) {
 // directory that only they can change (so that nobody else can replace it
 // between this check and its start), and otherwise an error naming it as
 // "the what PATH" (what such as "console program") and saying what is
-// wrong. A symbolic link is refused: the daemon runs the file it checked.
+// wrong, wrapping fs.ErrNotExist when the file or its directory is
+// missing. A symbolic link is refused: the daemon runs the file it checked.
 func CheckProgram(path, what string) error {
 	const why = "the daemon runs it as its own user, on its terminal"
 	name := fmt.Sprintf("the %s %s", what, path)
@@ -170,7 +171,8 @@ func CheckProgram(path, what string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s does not exist", name)
+			// Wrapped: a caller tells a missing program apart.
+			return fmt.Errorf("%s does not exist: %w", name, os.ErrNotExist)
 		}
 		return fmt.Errorf("%s: %w", name, err)
 	}
