@@ -77,12 +77,16 @@ func TestTerminalCommandPolicy(t *testing.T) {
 // one that ignores it is killed StopGrace later, and the terminal it left
 // raw gets its modes back and is told to leave the alternate screen.
 func TestRunOnTerminalStops(t *testing.T) {
+	// The grace is long where the child must die of the SIGTERM, so that
+	// a slow machine cannot turn it into a kill, and short where it
+	// ignores it, so that the kill comes soon.
 	for _, tt := range []struct {
 		name, script string
+		grace        time.Duration
 		want         syscall.Signal
 	}{
-		{"SIGTERM", `stty raw -echo; echo ready; exec sleep 60`, syscall.SIGTERM},
-		{"SIGKILL", `stty raw -echo; trap "" TERM; echo ready; exec sleep 60`, syscall.SIGKILL},
+		{"SIGTERM", `stty raw -echo; echo ready; exec sleep 600`, 10 * time.Minute, syscall.SIGTERM},
+		{"SIGKILL", `stty raw -echo; trap "" TERM; echo ready; exec sleep 600`, 200 * time.Millisecond, syscall.SIGKILL},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			master, tty, _ := testenv.Pty(t, 80, 24)
@@ -115,7 +119,7 @@ func TestRunOnTerminalStops(t *testing.T) {
 			done := make(chan result, 1)
 			go func() {
 				end, err := RunOnTerminal(ctx, TerminalCmd{Path: prog, Args: []string{"child"}, Env: []string{"PATH=/usr/bin:/bin"},
-					Stdin: tty, Stdout: tty, Stderr: tty, StopGrace: 200 * time.Millisecond})
+					Stdin: tty, Stdout: tty, Stderr: tty, StopGrace: tt.grace})
 				done <- result{end, err}
 			}()
 			var seen []byte
@@ -128,8 +132,8 @@ func TestRunOnTerminalStops(t *testing.T) {
 							t.Fatalf("the terminal closed; it got %q, no %q", seen, want)
 						}
 						seen = append(seen, b...)
-					case <-time.After(10 * time.Second):
-						t.Fatalf("the terminal got %q: no %q after 10s", seen, want)
+					case <-time.After(time.Minute):
+						t.Fatalf("the terminal got %q: no %q after a minute", seen, want)
 					}
 				}
 			}
