@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
@@ -276,6 +279,32 @@ func TestCredentialKeepsTheLibrarysRecord(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("written back:\n%s\nwant\n%s", out, b)
+	}
+
+	// Revoking rewrites the file, under revoked/: the record stays whole.
+	s := passkey.Store{Dir: filepath.Join(t.TempDir(), "passkeys")}
+	if err := s.Save(passkey.Enrolled{Name: "alice", RPID: testRPID, Origins: []string{testOrigin}, UserID: []byte{7}, Credential: c}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Revoke("alice", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	revoked, err := filepath.Glob(filepath.Join(s.Dir, "revoked", "alice-*.json"))
+	if err != nil || len(revoked) != 1 {
+		t.Fatalf("revoked files %v, %v; want one", revoked, err)
+	}
+	file, err := os.ReadFile(revoked[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rewritten struct {
+		Credential map[string]any `json:"credential"`
+	}
+	if err := json.Unmarshal(file, &rewritten); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rewritten.Credential, want) {
+		t.Fatalf("the revoked file's credential:\n%v\nwant\n%v", rewritten.Credential, want)
 	}
 
 	for _, bad := range []string{`null`, `{}`, `{"id":"AQ=="}`, `{"publicKey":"AQ=="}`, `{"id":"","publicKey":"AQ=="}`, `{"id":1,"publicKey":"AQ=="}`, `[]`} {

@@ -3,7 +3,6 @@ package passkey
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 )
 
 // Credential is an enrolled WebAuthn credential: the id and COSE public key
@@ -56,7 +55,7 @@ func (c *Credential) UnmarshalJSON(b []byte) error {
 // the id and public key as they are now.
 func (c Credential) MarshalJSON() ([]byte, error) {
 	m := make(map[string]any, len(c.rest)+2)
-	for k, v := range maps.All(c.rest) {
+	for k, v := range c.rest {
 		m[k] = v
 	}
 	m["id"] = c.ID
