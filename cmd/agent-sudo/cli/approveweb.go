@@ -261,8 +261,8 @@ func approveWebCommand(ctx context.Context, inv *invocation, args []string, deps
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		return inv.showHelp(approveWebHelp)
 	}
-	if args[0] == "relay-output" { // runs as --user
-		return approveWebRelayOutput(inv)
+	if args[0] == "relay-output" { // drops to --user itself
+		return approveWebRelayOutput(inv, args[1:])
 	}
 	if deps.geteuid() != 0 {
 		return inv.fail(exitDenied, "approve web %s must run as root: the passkeys are root's", args[0])

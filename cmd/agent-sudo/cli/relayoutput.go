@@ -7,24 +7,29 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agent-sudo/agent-sudo/internal/web"
 )
 
 // relayTerminalOutput, called as root just before the web approver drops
 // root, gives its standard output and error, where they are a terminal
 // (root's, for a human), to a relay process and takes pipes to it in
-// their place: the relay (approve web relay-output) runs as uid and gid,
-// not dumpable, holds the terminal, and writes each line it reads made
-// visible. So the web approver, which faces the network, keeps no
-// descriptor of root's terminal, and, compromised, cannot write escape
-// sequences there (docs/security.md, "The web approver"). Without a
-// terminal on either, it does nothing.
+// their place: the relay (approve web relay-output) holds the terminal and
+// writes each line it reads made visible. It is started as root and drops
+// to uid and gid itself, made not dumpable first: a process started as
+// uid would be dumpable from its exec until it could say otherwise, and
+// uid's other processes could take the terminal from it in that window.
+// So the web approver, which faces the network, keeps no descriptor of
+// root's terminal, and, compromised, cannot write escape sequences there
+// (docs/security.md, "The web approver"). Without a terminal on either, it
+// does nothing.
 func relayTerminalOutput(uid, gid uint32) error {
-	isTTY := func(fd int) bool { _, err := unix.IoctlGetTermios(fd, unix.TCGETS); return err == nil }
-	if !isTTY(1) && !isTTY(2) {
+	if !isTerminalWriter(os.Stdout) && !isTerminalWriter(os.Stderr) {
 		return nil
 	}
 	var theirs, ours [2]*os.File
@@ -41,10 +46,10 @@ func relayTerminalOutput(uid, gid uint32) error {
 			_ = ours[i].Close()
 		}
 	}()
-	cmd := selfCommand(context.Background(), "approve", "web", "relay-output")
+	cmd := selfCommand(context.Background(), "approve", "web", "relay-output", strconv.FormatUint(uint64(uid), 10), strconv.FormatUint(uint64(gid), 10))
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = theirs[:]
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("relay the output: %w", err)
 	}
@@ -57,22 +62,42 @@ func relayTerminalOutput(uid, gid uint32) error {
 	return nil
 }
 
-// approveWebRelayOutput is "approve web relay-output", started by
-// relayTerminalOutput: it copies descriptor 3 to its standard output and 4
-// to its standard error, a line at a time made visible, until both end.
-func approveWebRelayOutput(inv *invocation) int {
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return inv.fail(exitSoftware, "approve web relay-output: not dumpable: %v", err)
-	}
-	var wg sync.WaitGroup
-	for _, p := range []struct {
+// approveWebRelayOutput is "approve web relay-output UID GID", started by
+// relayTerminalOutput as root: it makes itself not dumpable, drops to UID
+// and GID (web.DropPrivileges), then copies descriptor 3 to its standard
+// output and 4 to its standard error, a line at a time made visible, until
+// both end.
+func approveWebRelayOutput(inv *invocation, args []string) int {
+	relayed := []struct {
 		fd uintptr
 		w  io.Writer
-	}{{3, inv.stdout}, {4, inv.stderr}} {
+	}{{3, inv.stdout}, {4, inv.stderr}}
+	for _, p := range relayed {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(p.fd), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
 			return inv.fail(exitUsage, "approve web relay-output: descriptor %d is not a pipe: started by approve --web, not by hand", p.fd)
 		}
+	}
+	const badIDs = "approve web relay-output: want the uid and gid to run as, neither 0, as approve --web gives them"
+	if len(args) != 2 {
+		return inv.fail(exitUsage, badIDs)
+	}
+	var ids [2]uint32
+	for i, a := range args {
+		n, err := strconv.ParseUint(a, 10, 32)
+		if err != nil || n == 0 {
+			return inv.fail(exitUsage, badIDs)
+		}
+		ids[i] = uint32(n)
+	}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return inv.fail(exitSoftware, "approve web relay-output: not dumpable: %v", err)
+	}
+	if err := web.DropPrivileges(ids[0], ids[1]); err != nil {
+		return inv.fail(exitSoftware, "approve web relay-output: %v", err)
+	}
+	var wg sync.WaitGroup
+	for _, p := range relayed {
 		f := os.NewFile(p.fd, "relayed")
 		wg.Add(1)
 		go func() {

@@ -20,7 +20,7 @@ import (
 // terminal (a pty) as its output, as a human starts it: once it serves,
 // it holds no descriptor of the terminal (its output goes through pipes),
 // and what it prints reaches the terminal through its relay, which runs
-// as --user (nobody) and holds the terminal.
+// as --user (nobody), not dumpable, and holds the terminal.
 func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 	daemontest.RequireRoot(t)
 	nobody, err := account.UID("nobody")
@@ -76,9 +76,13 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 			t.Fatalf("the terminal did not show the web approver's first line within 30s:\n%s", shown())
 		}
 	}
-	for fd := range 3 {
-		if got, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", web.Process.Pid, fd)); err != nil || got == ptsName {
-			t.Errorf("the web approver's descriptor %d is %q (%v): still the terminal", fd, got, err)
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", web.Process.Pid))
+	if err != nil || len(fds) < 3 {
+		t.Fatalf("the web approver's descriptors: %d, %v", len(fds), err)
+	}
+	for _, fd := range fds {
+		if got, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", web.Process.Pid, fd.Name())); err != nil || got == ptsName {
+			t.Errorf("the web approver's descriptor %s is %q (%v): still the terminal", fd.Name(), got, err)
 		}
 	}
 	relay := childOf(t, web.Process.Pid)
@@ -89,6 +93,11 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 	if want := fmt.Sprintf("\t%d\t%d\t%d\t%d\n", nobody, nobody, nobody, nobody); !strings.Contains(string(status), "\nUid:"+want) {
 		t.Errorf("the relay (pid %d) does not run as nobody:\n%s", relay, status)
 	}
+	// A process that is not dumpable has its /proc files owned by root,
+	// whoever it runs as: nobody's other processes cannot trace it.
+	if fi, err := os.Stat(fmt.Sprintf("/proc/%d/fd", relay)); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("the relay's /proc/%d/fd: %v, %v; want it root's: the relay not dumpable", relay, fi, err)
+	}
 	for _, fd := range []int{1, 2} {
 		if got, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", relay, fd)); got != ptsName {
 			t.Errorf("the relay's descriptor %d is %q, want the terminal %s", fd, got, ptsName)
@@ -96,9 +105,9 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 	}
 }
 
-// TestRelayOutputByHand: the relay, which anyone may start (it runs as
-// --user), does nothing but say how it is started when its descriptors
-// 3 and 4 are not pipes.
+// TestRelayOutputByHand: the relay, which anyone may start, does nothing
+// but say how it is started when its descriptors 3 and 4 are not pipes,
+// or when it is not given the ids to drop to, or root's.
 func TestRelayOutputByHand(t *testing.T) {
 	_, cli := daemontest.Binaries(t)
 	f, err := os.Open("/etc/hostname")
@@ -114,6 +123,26 @@ func TestRelayOutputByHand(t *testing.T) {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "is not a pipe: started by approve --web, not by hand") {
 			t.Errorf("%s: %v, %q; want exit 2 saying how it is started", name, err, out)
+		}
+	}
+	var pipes []*os.File
+	for range 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		pipes = append(pipes, r)
+	}
+	for _, ids := range [][]string{nil, {"0", "0"}, {"65534", "0"}, {"nobody", "nogroup"}, {"65534"}} {
+		cmd := exec.Command(cli, append([]string{"approve", "web", "relay-output"}, ids...)...)
+		cmd.Env = daemontest.RaceEnv(os.Environ())
+		cmd.ExtraFiles = pipes
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "want the uid and gid to run as, neither 0") {
+			t.Errorf("ids %q: %v, %q; want exit 2 asking for the ids", ids, err, out)
 		}
 	}
 }
