@@ -150,8 +150,16 @@ func (v *requestView) approvedBy(need int, a approval.Message, me string) {
 	}
 	v.Approvals = fmt.Sprintf("two-person rule: %d of %d approvals · waiting for another person · allowed by %s",
 		len(a.ApprovedBy), need, strings.Join(who, ", "))
-	if me != "" && slices.Contains(a.ApprovedIdentities, me) {
+	if counted(a, v.Hash, me) {
 		v.Counted = fmt.Sprintf("your allow counted (you are %s to the daemon, and it needs %d different people): another person must allow it",
 			esc(me), need)
 	}
+}
+
+// counted reports whether me, a person as the daemon tells people apart
+// (approval.PublicKey.Identity), is among those who allowed the version
+// hash of a request, by its approved message a: the daemon would refuse a
+// second allow from them.
+func counted(a approval.Message, hash, me string) bool {
+	return me != "" && a.Type == approval.MsgApproved && a.Hash == hash && slices.Contains(a.ApprovedIdentities, me)
 }

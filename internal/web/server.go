@@ -532,7 +532,8 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	link := *req.Daemon
-	if !s.mayDecide(r, link) {
+	state, me, ok := s.mayDecide(r, link)
+	if !ok {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "this daemon is gone, or does not know your passkey; reload"})
 		return
 	}
@@ -541,7 +542,7 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "this request no longer waits, or changed; reload"})
 		return
 	}
-	if req.Decision == approval.AllowOnce && s.counted(r, link, p) {
+	if req.Decision == approval.AllowOnce && counted(state.approved[p.ID], p.Hash, me) {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "you already allowed this request, and it needs different people: another person must allow it"})
 		return
 	}
@@ -585,7 +586,7 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "this decision expired or was already sent; try again"})
 		return
 	}
-	if !s.mayDecide(r, st.link) {
+	if _, _, ok := s.mayDecide(r, st.link); !ok {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "this daemon is gone, or does not know your passkey any more"})
 		return
 	}
@@ -610,29 +611,18 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 
 // mayDecide reports whether r's browser may decide on daemon link's
 // requests: the daemon is one served, its channel is open and it knows the
-// signed-in passkey.
-func (s *Server) mayDecide(r *http.Request, link int) bool {
+// signed-in passkey. It returns that daemon's state and the person the
+// passkey is to it (approval.PublicKey.Identity).
+func (s *Server) mayDecide(r *http.Request, link int) (feedState, string, bool) {
 	if link < 0 || link >= len(s.feeds) {
-		return false
+		return feedState{}, "", false
 	}
 	states := s.states()
 	sess, ok := s.session(r, states)
-	return ok && states[link].knows(sess.key)
-}
-
-// counted reports whether the person of r's passkey, as daemon link
-// tells people apart, already allowed p, a request that needs more than
-// one person: the daemon would refuse a second allow from them.
-func (s *Server) counted(r *http.Request, link int, p approval.Message) bool {
-	states := s.states()
-	sess, ok := s.session(r, states)
-	if !ok {
-		return false
+	if !ok || !states[link].knows(sess.key) {
+		return feedState{}, "", false
 	}
-	st := states[link]
-	me := st.identity(sess.key)
-	a, ok := st.approved[p.ID]
-	return ok && me != "" && a.Hash == p.Hash && slices.Contains(a.ApprovedIdentities, me)
+	return states[link], states[link].identity(sess.key), true
 }
 
 // verifySignIn checks a sign-in assertion a over challenge against the
