@@ -648,6 +648,10 @@ func (m *model) detail(link int, msg approval.Message) tea.Cmd {
 	full := newRequest(m.st, r.id, msg.Hash, s)
 	full.summary, full.loaded, full.detailAsked = r.summary, true, true
 	full.link, full.epoch = r.link, r.epoch
+	// What the daemon said of this version meanwhile still holds: who
+	// allowed it so far (its approved messages). detailErr does not: the
+	// full text has loaded.
+	full.approvedBy = r.approvedBy
 	m.queue[i] = full
 	if i == 0 {
 		// The prompt starts over, guard included, now that the whole

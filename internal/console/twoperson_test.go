@@ -10,8 +10,9 @@ import (
 // TestTwoPersonShown: a request that needs two people says so on its
 // first screen, and after one person's allow (the daemon's approved
 // message, or this console's own allow answered with a note) it says
-// "1 of 2", who allowed (escaped), and that it waits for another person;
-// on 80×24, with three notices, the prompt stays on the second-last line.
+// "1 of 2", who allowed (escaped), and that it waits for another person,
+// also when the allow came while only its summary was held and its full
+// text came after; on 80×24, with three notices, the prompt stays on the second-last line.
 func TestTwoPersonShown(t *testing.T) {
 	const alice = "console uid=0 tty=/dev/pts/3 pid=4242"
 	tests := []struct {
@@ -19,6 +20,9 @@ func TestTwoPersonShown(t *testing.T) {
 		// then acts after the request is announced; hash is its hash.
 		then      func(h *harness, s *approval.Shown)
 		want, not []string
+		// summary: the request is announced as a summary (its full text
+		// comes by a detail message in then).
+		summary bool
 	}{{
 		name: "no one has allowed yet",
 		then: func(*harness, *approval.Shown) {},
@@ -60,13 +64,29 @@ func TestTwoPersonShown(t *testing.T) {
 			"command apt-get install -y nginx | tee '/var/log/x y.log'",
 		},
 		not: []string{"was recorded"},
+	}, {
+		name:    "announced as a summary, allowed by another console, then its full text: the allow still shows",
+		summary: true,
+		then: func(h *harness, s *approval.Shown) {
+			h.daemon(approval.Message{Type: approval.MsgApproved, ID: s.ID, Hash: s.Hash(), ApprovedBy: []string{alice}})
+			h.daemon(approval.Message{Type: approval.MsgDetail, ID: s.ID, Hash: s.Hash(), Request: s})
+		},
+		want: []string{
+			"1 of 2 approvals · waiting for another person · allowed by " + alice,
+			"command apt-get install -y nginx | tee '/var/log/x y.log'",
+		},
+		not: []string{"0 of 2", "NOT SHOWN YET"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := harness80x24(t)
 			s := shown("r1")
 			s.Approvals = 2
-			h.pending(s)
+			if tt.summary {
+				h.summarised(s)
+			} else {
+				h.pending(s)
+			}
 			tt.then(h, s)
 			lines := strings.Split(h.view(), "\n")
 			screen := strings.Join(lines, "\n")
