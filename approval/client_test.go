@@ -77,7 +77,9 @@ func TestClientDecides(t *testing.T) {
 
 // TestClientCheckHash: a pending message whose request was changed after
 // it was hashed (a tampering relay) is refused with ErrHashMismatch; a
-// summary, whose hash covers text it does not carry, passes.
+// summary, whose hash covers text it does not carry, passes. So is a
+// changed full text (detail message); a detail that carries no request
+// (the daemon's refusal to send it) passes.
 func TestClientCheckHash(t *testing.T) {
 	s := pending("k2", "/usr/bin/true").Shown()
 	m := Message{Type: MsgPending, ID: s.ID, Hash: s.Hash(), Request: s}
@@ -93,6 +95,23 @@ func TestClientCheckHash(t *testing.T) {
 	m.Summary = &Summary{Bytes: 1}
 	if err := CheckHash(m); err != nil {
 		t.Fatalf("summary: %v", err)
+	}
+
+	// The full text of a summarised request (a detail message) is checked
+	// against the hash announced with the summary.
+	d := Message{Type: MsgDetail, ID: s.ID, Hash: s.Hash(), Request: s}
+	if err := CheckHash(d); err != nil {
+		t.Fatalf("untouched detail: %v", err)
+	}
+	d.Request = &changed
+	if err := CheckHash(d); !errors.Is(err, ErrHashMismatch) {
+		t.Fatalf("changed detail: got %v, want ErrHashMismatch", err)
+	}
+	// A detail without a request is the daemon saying it could not send
+	// the full text (Error): nothing to check, nothing shown.
+	d.Request, d.Error = nil, "no longer waiting"
+	if err := CheckHash(d); err != nil {
+		t.Fatalf("detail without a request: %v", err)
 	}
 }
 

@@ -305,7 +305,9 @@ func TestRunSkipsBadLines(t *testing.T) {
 // TestRunRefusesUnverifiedRequests: a pending message whose request does
 // not hash to its announced hash (a relay changed it) is refused where the
 // channel is read (approval.Client.Recv) and never shown; the channel goes
-// on, and the next request is shown.
+// on, and the next request is shown. So is a full text (detail message) of
+// a request announced as a summary that does not hash to the announced
+// hash.
 func TestRunRefusesUnverifiedRequests(t *testing.T) {
 	d, _, scr, done := startRun(t, context.Background())
 	d.send(approval.Message{Type: approval.MsgHello, Version: "1"})
@@ -321,6 +323,33 @@ func TestRunRefusesUnverifiedRequests(t *testing.T) {
 	scr.waitFor(t, "UNTOUCHED")
 	if strings.Contains(scr.String(), "TAMPERED") {
 		t.Errorf("the unverified request was drawn:\n%q", scr.String())
+	}
+
+	// A request announced as a summary whose full text comes back changed:
+	// the changed text is refused too, and the request stays a summary.
+	d.send(approval.Message{Type: approval.MsgResolved, ID: "r2", Verdict: approval.Deny, By: "elsewhere"})
+	s3 := shown("r3")
+	short := *s3
+	short.Pipeline, short.Programs, short.Env = nil, nil, nil
+	d.send(approval.Message{Type: approval.MsgPending, ID: "r3", Hash: s3.Hash(), Request: &short,
+		Summary: &approval.Summary{Bytes: 123456, Stages: len(s3.Pipeline), EnvVars: len(s3.Env)}})
+	asked := false
+	for range 20 {
+		if m := d.next(); m.Type == approval.MsgDetail && m.ID == "r3" {
+			asked = true
+			break
+		}
+	}
+	if !asked {
+		t.Fatal("the console did not ask for the full text of r3 in its first 20 messages")
+	}
+	changed := *s3
+	changed.Pipeline = [][]string{{"/usr/bin/rm", "-rf", "/TAMPEREDARG"}}
+	mark := scr.mark()
+	d.send(approval.Message{Type: approval.MsgDetail, ID: "r3", Hash: s3.Hash(), Request: &changed})
+	scr.waitAfterAny(t, mark, "does not match its hash", "TAMPEREDARG")
+	if strings.Contains(scr.String(), "TAMPEREDARG") {
+		t.Errorf("the changed full text was drawn:\n%q", scr.String())
 	}
 	d.conn.Close()
 	if err := waitDone(t, done); !errors.Is(err, ErrDisconnected) {
