@@ -115,30 +115,6 @@ func TestClientCheckHash(t *testing.T) {
 	}
 }
 
-// TestClientRecvCancel: a Recv blocked on a silent daemon returns when its
-// context ends, and the client can read again afterwards.
-func TestClientRecvCancel(t *testing.T) {
-	server, client := net.Pipe()
-	defer server.Close()
-	c := NewClient(client)
-	defer c.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan error, 1)
-	go func() {
-		_, err := c.Recv(ctx)
-		got <- err
-	}()
-	cancel()
-	if err := <-got; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Recv after cancel: %v, want context.Canceled", err)
-	}
-	go func() { _, _ = server.Write([]byte(`{"type":"hello","version":"v"}` + "\n")) }()
-	m, err := c.Recv(context.Background())
-	if err != nil || m.Type != MsgHello {
-		t.Fatalf("Recv after a cancelled one: %+v %v, want the hello", m, err)
-	}
-}
-
 // noDeadlines is a net.Conn that refuses deadlines, as a connection
 // through a command may.
 type noDeadlines struct{ net.Conn }
