@@ -89,9 +89,12 @@ func (s *subscriber) pop() (Message, bool) {
 
 // push queues m, coalescing with what is still queued: a request resolved
 // before its pending message left the queue is dropped with its resolved
-// message (the console never learns of it), and a grants message replaces
-// a queued one, as does a running message. It reports false when the
-// queue is over subscriberLimit.
+// message (the console never learns of it); a resolved message drops the
+// request's queued approved message, which it makes moot; an approved
+// message replaces a queued one for the same request (it lists everyone
+// who allowed so far) and goes to the end of the queue; a grants message
+// replaces a queued one, as does a running message. It reports false when
+// the queue is over subscriberLimit.
 func (s *subscriber) push(m Message) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
