@@ -23,8 +23,8 @@ var (
 	ErrHashMismatch = errors.New("the decision is for a different request than the one waiting (hash mismatch); nothing was decided")
 	// ErrBadChoice: the decision is none of allow_once, allow_session, deny.
 	ErrBadChoice = errors.New("unknown decision")
-	// ErrNoSessionGrant: allow_session for a request whose program someone
-	// other than root can change; nothing was decided.
+	// ErrNoSessionGrant: allow_session for a request that cannot be granted
+	// for the session (Shown.GrantRefusal); nothing was decided.
 	ErrNoSessionGrant = errors.New("allow for this session refused; nothing was decided")
 	// ErrNoGrant: revoke named a grant that does not exist.
 	ErrNoGrant = errors.New("no such session grant")
@@ -191,6 +191,11 @@ func (b *Broker) decideNote(id, hash string, choice Choice, note string, who Con
 	if who.Signed != nil && (e.record == "" || who.Signed.Statement.Record != e.record) {
 		return "", errors.New("signed decision refused: the statement names another audit record than the request's")
 	}
+	if choice == AllowSession {
+		if why := e.shown.GrantRefusal(); why != "" {
+			return "", fmt.Errorf("%w: %s", ErrNoSessionGrant, why)
+		}
+	}
 	if choice != DenyOnce && e.shown.Approvals > 1 {
 		earlier, done, partial, err := e.approve(choice, who)
 		if !done {
@@ -204,9 +209,6 @@ func (b *Broker) decideNote(id, hash string, choice Choice, note string, who Con
 		d.Approvals = e.given
 	}
 	if choice == AllowSession {
-		if why := e.shown.GrantRefusal(); why != "" {
-			return "", fmt.Errorf("%w: %s", ErrNoSessionGrant, why)
-		}
 		g := b.addGrant(e.shown, by)
 		d.By = fmt.Sprintf("%s (new session grant %s)", by, g.ID)
 	}

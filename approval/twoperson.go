@@ -59,7 +59,9 @@ func passkeyIdentity(name string) string {
 // caller holds the broker's lock.
 func (e *entry) approve(choice Choice, who Console) (earlier []Approval, done bool, note string, err error) {
 	if choice != AllowOnce {
-		return nil, false, "", fmt.Errorf("this request needs %d different people: allow it once (no session grant)", e.shown.Approvals)
+		// Decide refused it already (GrantRefusal); kept so that no
+		// other choice can count as an allow.
+		return nil, false, "", fmt.Errorf("%w: %s", ErrNoSessionGrant, e.shown.GrantRefusal())
 	}
 	id, err := identity(who)
 	if err != nil {

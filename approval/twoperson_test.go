@@ -39,8 +39,8 @@ func TestTwoPersonRule(t *testing.T) {
 	if _, err := b.decideNote("tp1", hash, AllowOnce, "", Console{By: "console without login"}); !errors.Is(err, ErrNoIdentity) {
 		t.Fatalf("a console without a login identity: %v, want ErrNoIdentity", err)
 	}
-	if _, err := b.decideNote("tp1", hash, AllowSession, "", Console{By: "console bob", Person: person(1001)}); err == nil {
-		t.Fatal("allow for the session counted as a second approval")
+	if _, err := b.decideNote("tp1", hash, AllowSession, "", Console{By: "console bob", Person: person(1001)}); !errors.Is(err, ErrNoSessionGrant) || !strings.Contains(err.Error(), "needs 2 different people") {
+		t.Fatalf("allow for the session: %v, want ErrNoSessionGrant saying it needs 2 different people", err)
 	}
 	if note, err := b.decideNote("tp1", hash, AllowOnce, "", Console{By: "console bob", Person: person(1001)}); err != nil || note != "" {
 		t.Fatalf("bob's allow: %q %v", note, err)

@@ -111,9 +111,15 @@ type Writable struct {
 	Why string `json:"why"`
 }
 
-// GrantRefusal says why a session grant cannot be given for s (a program
-// someone other than root can replace or rewrite), or returns "".
+// GrantRefusal says why a session grant cannot be given for s (it needs
+// more than one person, or a program someone other than root can replace
+// or rewrite), or returns "". The broker refuses allow_session for this
+// reason and the console shows it and sends no allow_session: both ask
+// here, so they agree.
 func (s *Shown) GrantRefusal() string {
+	if s.Approvals > 1 {
+		return fmt.Sprintf("this request needs %d different people, so it is not granted for the session; allow it once", s.Approvals)
+	}
 	for i, p := range s.Programs {
 		if len(p.Writable) > 0 {
 			return fmt.Sprintf("stage %d's program can be changed by someone other than root, so it is not granted for the session; allow it once after checking it", i+1)

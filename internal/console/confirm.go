@@ -25,10 +25,11 @@ type confirmScreen struct {
 }
 
 // confirmGrant asks before allowing the current request for the session;
-// a request whose full text is not shown yet cannot be allowed, and decide
-// says so.
+// a request whose full text is not shown yet cannot be allowed, nor one
+// that cannot be granted for the session (GrantRefusal), and decide says
+// so.
 func (m *model) confirmGrant() tea.Cmd {
-	if r := m.current(); r == nil || !r.complete() {
+	if r := m.current(); r == nil || !r.complete() || r.shown.GrantRefusal() != "" {
 		return m.decide(approval.AllowSession, "")
 	}
 	m.screen = &confirmScreen{m: m}

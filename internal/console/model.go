@@ -475,6 +475,11 @@ func (m *model) decide(c approval.Choice, note string) tea.Cmd {
 		m.errorf("request %s cannot be allowed: its full text has not been loaded and shown yet (deny works)", termtext.Esc(r.id))
 		return nil
 	}
+	if why := r.shown.GrantRefusal(); c == approval.AllowSession && why != "" {
+		// The daemon would refuse it for the same reason (Decide).
+		m.errorf("request %s cannot be allowed for the session: %s", termtext.Esc(r.id), why)
+		return nil
+	}
 	switch m.screen.(type) {
 	case *noteScreen, *confirmScreen:
 		// The note has been given, or the grant confirmed; the request

@@ -112,3 +112,33 @@ func TestTwoPersonShown(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoPersonNoSessionGrant: a request that needs two people cannot be
+// allowed for the session (the daemon refuses it, approval.Decide, for
+// the reason approval.Shown.GrantRefusal gives): its screen says why, and
+// neither s nor Enter on "Allow for this session" asks or sends anything;
+// the console says why instead. Allow once still goes.
+func TestTwoPersonNoSessionGrant(t *testing.T) {
+	h := newHarness(t, "")
+	s := shown("r1")
+	s.Approvals = 2
+	h.pending(s)
+	h.wantView("needs 2 different people, so it is not granted for the session")
+	h.pastGuard()
+	for _, keys := range [][]string{{"s"}, {"up", "enter"}} {
+		for _, k := range keys {
+			h.press(k)
+		}
+		if h.m.mode() == modeConfirm {
+			t.Fatalf("%v asked to confirm a session grant", keys)
+		}
+		if got := h.takeSent(); len(got) != 0 {
+			t.Fatalf("%v sent %+v; want nothing", keys, got)
+		}
+		h.wantView("request r1 cannot be allowed for the session: this request needs 2 different people")
+	}
+	h.press("a")
+	if got := h.takeSent(); len(got) != 1 || got[0].Type != approval.MsgDecide || got[0].Decision != approval.AllowOnce {
+		t.Fatalf("allow once sent %+v; want one allow_once decision", got)
+	}
+}
