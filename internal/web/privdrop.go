@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -79,6 +80,22 @@ func DropPrivileges(uid, gid uint32) error {
 	}
 	if err := syscall.Setuid(0); err == nil && uid != 0 {
 		return fmt.Errorf("drop privileges: could become root again")
+	}
+	return nil
+}
+
+// ArmParentDeath asks the kernel to kill this process (SIGKILL) when its
+// parent dies, then checks that the parent is still parent, the process
+// whose id was read at start: a change of uid (DropPrivileges) clears
+// that request, so a process started with Pdeathsig arms it again after
+// the drop, and the parent may have died before that. It returns an
+// error, and the caller exits, when the parent is gone.
+func ArmParentDeath(parent int) error {
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent death signal: %w", err)
+	}
+	if p := os.Getppid(); p != parent {
+		return fmt.Errorf("the parent process %d is gone (the parent is now %d)", parent, p)
 	}
 	return nil
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"golang.org/x/sys/unix"
@@ -97,4 +99,28 @@ func detachProbe(out string) {
 	// The file is written by nobody after the drop: into a directory
 	// the parent made writable for it.
 	_ = os.WriteFile(out, []byte(strings.Join(r, "\n")), 0o644)
+}
+
+// TestArmParentDeath: ArmParentDeath leaves SIGKILL as the calling
+// thread's parent-death signal (PR_GET_PDEATHSIG), and says the parent is
+// gone when the parent is not the one named (as when it died before the
+// signal was armed again and the process was given to another).
+func TestArmParentDeath(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer func() { _ = unix.Prctl(unix.PR_SET_PDEATHSIG, 0, 0, 0, 0) }()
+	if err := ArmParentDeath(os.Getppid()); err != nil {
+		t.Fatalf("with the parent alive: %v", err)
+	}
+	var sig int32
+	if err := unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&sig)), 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if syscall.Signal(sig) != syscall.SIGKILL {
+		t.Fatalf("the parent-death signal is %d, want SIGKILL", sig)
+	}
+	err := ArmParentDeath(os.Getppid() + 1)
+	if err == nil || !strings.Contains(err.Error(), "is gone") {
+		t.Fatalf("with another parent: err %v, want one saying the parent is gone", err)
+	}
 }

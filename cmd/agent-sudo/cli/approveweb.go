@@ -524,6 +524,7 @@ func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (
 // serves the enrolment page on descriptor 3 until the passkey is kept or
 // the link expires.
 func approveWebServeEnrolment(ctx context.Context, inv *invocation) int {
+	parent := os.Getppid()
 	lf, cf := os.NewFile(3, "listener"), os.NewFile(4, "enrol-root")
 	if lf == nil || cf == nil {
 		return inv.fail(exitUsage, "approve web serve-enrolment: run by approve web enroll, not by hand")
@@ -549,6 +550,10 @@ func approveWebServeEnrolment(ctx context.Context, inv *invocation) int {
 		return inv.fail(exitSoftware, "approve web serve-enrolment: refusing to serve as root")
 	}
 	if err := web.DropPrivileges(setup.UID, setup.GID); err != nil {
+		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
+	}
+	// The change of uid cleared the Pdeathsig enroll started it with.
+	if err := web.ArmParentDeath(parent); err != nil {
 		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
 	}
 	ln, err = setup.Listener(ln)
