@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -41,7 +42,9 @@ type Enrolment struct {
 	UserID  []byte
 	Expires time.Time
 	// Keep checks and stores a registered credential; its error is shown
-	// on the page, and the enrolment stays open for another try.
+	// on the page, and the enrolment stays open for another try. It is
+	// called one at a time, never again once it returned nil, with a
+	// context that ends at Expires.
 	Keep func(ctx context.Context, cred webauthn.Credential) error
 	Log  *slog.Logger
 
@@ -49,6 +52,10 @@ type Enrolment struct {
 	user *enrolUser
 	tmpl *template.Template
 	done chan struct{}
+
+	// keepMu serializes Keep: one credential is offered at a time, and
+	// none once one was kept.
+	keepMu sync.Mutex
 
 	mu      sync.Mutex
 	session *webauthn.SessionData
@@ -199,17 +206,35 @@ func (e *Enrolment) finish(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "the passkey was not enrolled: " + err.Error()})
 		return
 	}
-	if err := e.Keep(r.Context(), *cred); err != nil {
+	if err := e.keep(*cred); err != nil {
 		e.Log.Warn("enrolment not kept", "err", err)
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "the passkey was not enrolled: " + err.Error()})
 		return
 	}
+	writeJSON(w, http.StatusOK, map[string]any{"approver": e.Name})
+}
+
+// keep hands cred to Keep, one at a time and only while none was kept,
+// under a context that ends with the link (not with the browser's
+// request: a browser that goes away mid-offer must not cut the exchange
+// with the root side short), and closes the enrolment once one is kept.
+func (e *Enrolment) keep(cred webauthn.Credential) error {
+	e.keepMu.Lock()
+	defer e.keepMu.Unlock()
 	e.mu.Lock()
-	first := !e.kept
+	kept := e.kept
+	e.mu.Unlock()
+	if kept {
+		return errors.New("a passkey was already enrolled on this link")
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), e.Expires)
+	defer cancel()
+	if err := e.Keep(ctx, cred); err != nil {
+		return err
+	}
+	e.mu.Lock()
 	e.kept, e.closed = true, true
 	e.mu.Unlock()
-	if first {
-		close(e.done)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"approver": e.Name})
+	close(e.done)
+	return nil
 }

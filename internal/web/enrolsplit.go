@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
@@ -94,10 +95,9 @@ func (s EnrolSetup) Listener(ln net.Listener) (net.Listener, error) {
 // Keep offers each credential to the root side over conn (whose setup
 // line br has read) and returns its answer.
 func (s EnrolSetup) Enrolment(conn net.Conn, br *bufio.Reader) *Enrolment {
+	ch := &enrolChannel{conn: conn, br: br}
 	return &Enrolment{Name: s.Name, PageOrigin: s.PageOrigin, RPID: s.RPID, Token: s.Token, UserID: s.UserID,
-		Expires: s.Expires, Keep: func(ctx context.Context, cred webauthn.Credential) error {
-			return offer(ctx, conn, br, cred)
-		}}
+		Expires: s.Expires, Keep: ch.offer}
 }
 
 type enrolOffer struct {
@@ -108,22 +108,57 @@ type enrolAnswer struct {
 	Error string `json:"error"`
 }
 
-// offer sends cred to the root side and reads its answer; one at a time
-// (the Enrolment takes one session at a time).
-func offer(ctx context.Context, conn net.Conn, br *bufio.Reader, cred webauthn.Credential) error {
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
-	defer stop()
-	if err := writeLine(conn, enrolOffer{Credential: &cred}); err != nil {
-		return fmt.Errorf("hand the passkey to root: %w", err)
+// enrolChannel is the serving side's end of the socket pair: one offer
+// and its answer at a time, in step. An exchange cut short (ctx's end, an
+// I/O error) leaves an answer unread or an offer half written, so it
+// closes the channel: later offers fail as such instead of reading that
+// stale answer. Only root's own answer leaves it open.
+type enrolChannel struct {
+	mu     sync.Mutex
+	conn   net.Conn
+	br     *bufio.Reader
+	kept   bool
+	closed error
+}
+
+// offer sends cred to the root side and reads its answer: nil when root
+// stored it, root's refusal, or the channel's failure.
+func (c *enrolChannel) offer(ctx context.Context, cred webauthn.Credential) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kept {
+		return errors.New("a passkey was already enrolled on this link")
 	}
-	var a enrolAnswer
-	if err := readLine(br, &a); err != nil {
+	if c.closed != nil {
+		return fmt.Errorf("hand the passkey to root: the channel is closed after an earlier failure (%v); run agent-sudo approve web enroll again", c.closed)
+	}
+	a, err := c.exchange(ctx, cred)
+	if err != nil {
+		c.closed = err
+		_ = c.conn.Close()
 		return fmt.Errorf("hand the passkey to root: %w", err)
 	}
 	if a.Error != "" {
 		return errors.New(a.Error)
 	}
+	c.kept = true
 	return nil
+}
+
+// exchange writes one offer and reads its answer; an error when ctx ended
+// during it, even if the answer came, since the connection's deadline is
+// then set.
+func (c *enrolChannel) exchange(ctx context.Context, cred webauthn.Credential) (enrolAnswer, error) {
+	var a enrolAnswer
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Now()) })
+	err := writeLine(c.conn, enrolOffer{Credential: &cred})
+	if err == nil {
+		err = readLine(c.br, &a)
+	}
+	if !stop() {
+		return a, fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+	}
+	return a, err
 }
 
 // ReadEnrolSetup reads the setup line, first on the serving side.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,9 +72,17 @@ type enrolRig struct {
 	srv   *httptest.Server
 	kept  chan error
 	en    passkey.Enrolled
+	e     *Enrolment
 }
 
 func newEnrolRig(t *testing.T, name string) *enrolRig {
+	t.Helper()
+	return newEnrolRigWith(t, name, func(c net.Conn) net.Conn { return c })
+}
+
+// newEnrolRigWith is newEnrolRig with the page's end of the pair wrapped
+// by wrap, after the setup was read.
+func newEnrolRigWith(t *testing.T, name string, wrap func(net.Conn) net.Conn) *enrolRig {
 	t.Helper()
 	const origin = "https://phone.example:8443"
 	setup, err := NewEnrolSetup(name, origin, "phone.example", 65534, 65534, time.Now())
@@ -95,14 +104,14 @@ func newEnrolRig(t *testing.T, name string) *enrolRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := got.Enrolment(pageEnd, br)
+	e := got.Enrolment(wrap(pageEnd), br)
 	if err := e.Start(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if e.Path() != setup.Path() {
 		t.Fatalf("the page serves %s, the root side printed %s", e.Path(), setup.Path())
 	}
-	r.setup = got
+	r.setup, r.e = got, e
 	r.srv = httptest.NewServer(e.Handler())
 	t.Cleanup(r.srv.Close)
 	return r
@@ -235,5 +244,156 @@ func TestOrigin(t *testing.T) {
 		if got := Origin(u); got != want {
 			t.Errorf("Origin(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// gatedConn holds each offer the page's side writes until the test
+// releases it, and counts them.
+type gatedConn struct {
+	net.Conn
+	offered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	offers  int
+}
+
+func (c *gatedConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	c.offers++
+	c.mu.Unlock()
+	c.offered <- struct{}{}
+	<-c.release
+	return c.Conn.Write(b)
+}
+
+func (c *gatedConn) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.offers
+}
+
+// finishAsync runs begin, then finish in the background under ctx; the
+// finish's status (or -1 when the client gave up) arrives on the channel.
+func (r *enrolRig) finishAsync(t *testing.T, ctx context.Context, k *passkeytest.Key) <-chan int {
+	t.Helper()
+	code, creation := r.post(t, r.setup.Path()+"/begin", []byte("{}"))
+	if code != http.StatusOK {
+		t.Fatalf("begin: %d %s", code, creation)
+	}
+	resp, err := k.Register(creation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.srv.URL+r.setup.Path()+"/finish", bytes.NewReader(resp))
+		if err != nil {
+			done <- -1
+			return
+		}
+		req.Header.Set("Origin", r.setup.PageOrigin)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := r.srv.Client().Do(req)
+		if err != nil {
+			done <- -1
+			return
+		}
+		_ = res.Body.Close()
+		done <- res.StatusCode
+	}()
+	return done
+}
+
+// TestEnrolmentOfferOutlivesTheBrowser proves that a browser going away
+// while its credential is with the root side does not cut the exchange
+// short (which would leave root's answer unread for the next finish to
+// take as its own): the passkey is kept and the enrolment ends as done.
+func TestEnrolmentOfferOutlivesTheBrowser(t *testing.T) {
+	gate := &gatedConn{offered: make(chan struct{}, 1), release: make(chan struct{})}
+	r := newEnrolRigWith(t, "alice", func(c net.Conn) net.Conn { gate.Conn = c; return gate })
+	k, err := passkeytest.New("alice", r.setup.RPID, r.setup.PageOrigin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := r.finishAsync(t, ctx, k)
+	<-gate.offered
+	cancel()
+	if code := <-done; code != -1 {
+		t.Fatalf("the finish the client gave up answered %d", code)
+	}
+	close(gate.release)
+	if err := <-r.kept; err != nil {
+		t.Fatalf("KeepEnrolled: %v", err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), EnrolTTL)
+	defer wcancel()
+	if err := r.e.Wait(wctx); err != nil {
+		t.Fatalf("the page's side does not know its passkey was kept: %v", err)
+	}
+}
+
+// TestEnrolmentFinishesSerialized proves that two finishes do not offer
+// at once on the one channel (both would read the same answers): the
+// second waits for the first, and once the first passkey is kept it is
+// refused without being offered.
+func TestEnrolmentFinishesSerialized(t *testing.T) {
+	gate := &gatedConn{offered: make(chan struct{}, 2), release: make(chan struct{})}
+	r := newEnrolRigWith(t, "alice", func(c net.Conn) net.Conn { gate.Conn = c; return gate })
+	k1, err := passkeytest.New("alice", r.setup.RPID, r.setup.PageOrigin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := passkeytest.New("alice", r.setup.RPID, r.setup.PageOrigin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := r.finishAsync(t, context.Background(), k1)
+	<-gate.offered
+	second := r.finishAsync(t, context.Background(), k2)
+	close(gate.release)
+	if code := <-first; code != http.StatusOK {
+		t.Fatalf("the first finish: %d, want 200", code)
+	}
+	// 403 when it waited for the first, 404 when it came after the link
+	// closed: refused either way.
+	if code := <-second; code != http.StatusForbidden && code != http.StatusNotFound {
+		t.Fatalf("the second finish: %d, want 403 or 404 (a passkey was already enrolled)", code)
+	}
+	if err := <-r.kept; err != nil {
+		t.Fatalf("KeepEnrolled: %v", err)
+	}
+	if n := gate.count(); n != 1 {
+		t.Fatalf("%d offers were written on the channel, want 1", n)
+	}
+	keys, err := r.store.List(false)
+	if err != nil || len(keys) != 1 || !bytes.Equal(keys[0].Credential.ID, k1.ID) {
+		t.Fatalf("stored %+v (%v), want the first passkey %x", keys, err, k1.ID)
+	}
+}
+
+// TestEnrolChannelClosedAfterAFailure proves that an exchange cut short
+// closes the channel: the next offer fails as closed, and is not written
+// where it would read the earlier offer's answer.
+func TestEnrolChannelClosedAfterAFailure(t *testing.T) {
+	rootEnd, pageEnd := net.Pipe()
+	defer rootEnd.Close()
+	ch := &enrolChannel{conn: pageEnd, br: bufio.NewReader(pageEnd)}
+	ctx, cancel := context.WithCancel(context.Background())
+	read := make(chan struct{})
+	go func() {
+		br := bufio.NewReader(rootEnd)
+		_, _ = br.ReadString('\n') // the offer; root answers late
+		cancel()
+		close(read)
+	}()
+	if err := ch.offer(ctx, webauthn.Credential{ID: []byte{1}}); err == nil {
+		t.Fatal("an offer whose context ended before the answer succeeded")
+	}
+	<-read
+	err := ch.offer(context.Background(), webauthn.Credential{ID: []byte{2}})
+	if err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("the next offer: err %v, want the channel closed", err)
 	}
 }
