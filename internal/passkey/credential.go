@@ -6,10 +6,11 @@ import (
 )
 
 // Credential is an enrolled WebAuthn credential: the id and COSE public key
-// the checks use, and every other member of the record the library wrote at
-// enrolment (attestation type, transports, flags, authenticator), kept as it
-// was written so that rewriting a passkey's file (revoking it) loses
-// nothing.
+// the checks use, and every other member of the record written at
+// enrolment (the flags; records written before enrolment kept only what
+// root checks also the attestation type, transports and authenticator),
+// kept as it was written so that rewriting a passkey's file (revoking it)
+// loses nothing.
 type Credential struct {
 	ID        []byte
 	PublicKey []byte

@@ -189,10 +189,12 @@ func CheckCredential(c webauthn.Credential) error {
 	return nil
 }
 
-// storedCredential returns c as the passkey store keeps it: the library's
-// whole record.
+// storedCredential returns what the root side keeps of c, what it
+// checked (CheckCredential): the id, the public key and the flags, in the
+// library's record. Nothing else the serving side sent (attestation,
+// transports, authenticator) is kept, since root did not check it.
 func storedCredential(c webauthn.Credential) (passkey.Credential, error) {
-	b, err := json.Marshal(c)
+	b, err := json.Marshal(webauthn.Credential{ID: c.ID, PublicKey: c.PublicKey, Flags: c.Flags})
 	if err != nil {
 		return passkey.Credential{}, fmt.Errorf("the credential cannot be written: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
@@ -157,7 +158,7 @@ func (r *enrolRig) register(t *testing.T, k *passkeytest.Key) (int, []byte) {
 // registers the passkey and the root side stores it, under its own name,
 // relying party, origins and user handle, in a file of mode 0600.
 func TestEnrolmentKeptByTheRootSide(t *testing.T) {
-	r := newEnrolRig(t, "alice")
+	r := newEnrolRigWith(t, "alice", func(c net.Conn) net.Conn { return &embellishConn{Conn: c} })
 	k, err := passkeytest.New("mallory", r.setup.RPID, r.setup.PageOrigin)
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +185,64 @@ func TestEnrolmentKeptByTheRootSide(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Fatalf("alice.json has mode %v, want 0600", fi.Mode().Perm())
 	}
+	// Only what root checked is kept: the members the page's side added
+	// to its offer are absent, or the library's zero value.
+	b, err := os.ReadFile(filepath.Join(r.store.Dir, "alice.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Credential map[string]json.RawMessage `json:"credential"`
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	zb, err := json.Marshal(webauthn.Credential{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zero map[string]json.RawMessage
+	if err := json.Unmarshal(zb, &zero); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range file.Credential {
+		switch k {
+		case "id", "publicKey", "flags":
+		default:
+			if z, ok := zero[k]; !ok || !bytes.Equal(v, z) {
+				t.Errorf("the stored credential has %q: %s, which root did not check", k, v)
+			}
+		}
+	}
+	for _, k := range []string{"id", "publicKey", "flags"} {
+		if _, ok := file.Credential[k]; !ok {
+			t.Errorf("the stored credential has no %q", k)
+		}
+	}
+}
+
+// embellishConn adds to each credential the page's side offers what root
+// does not check: an attestation type and format, transports and an
+// authenticator's AAGUID.
+type embellishConn struct{ net.Conn }
+
+func (c *embellishConn) Write(b []byte) (int, error) {
+	var o enrolOffer
+	if err := json.Unmarshal(b, &o); err != nil || o.Credential == nil {
+		return c.Conn.Write(b)
+	}
+	o.Credential.AttestationType, o.Credential.AttestationFormat = "basic_full", "packed"
+	o.Credential.Transport = []protocol.AuthenticatorTransport{protocol.USB}
+	o.Credential.Authenticator.AAGUID = bytes.Repeat([]byte{7}, 16)
+	o.Credential.Authenticator.SignCount = 42
+	nb, err := json.Marshal(o)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.Conn.Write(append(nb, '\n')); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // TestEnrolmentRootRefusalShown proves that the root side's refusal
