@@ -392,7 +392,7 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", listenAddr)
 	if err != nil {
-		return inv.fail(exitUnavailable, "approve web enroll: %v", enrolListenError(listenAddr, err))
+		return inv.fail(exitUnavailable, "approve web enroll: %v", enrolListenError(listenAddr, origin, o.origin != "", err))
 	}
 	defer ln.Close()
 	fp := ""
@@ -472,14 +472,21 @@ func listenError(addr string, err error) error {
 }
 
 // enrolListenError is listenError with what to do for an enrolment: enrol
-// on another port of the same host, for the web approver's origin.
-func enrolListenError(addr string, err error) error {
+// on another port of the same host, for the web approver's origin, which
+// is the origin this enrolment computed for addr (its --web, --no-tls and
+// --origin); with --origin, that origin's port moves too.
+func enrolListenError(addr, origin string, originGiven bool, err error) error {
 	host, _, serr := net.SplitHostPort(addr)
 	if !errors.Is(err, syscall.EADDRINUSE) || serr != nil {
 		return listenError(addr, err)
 	}
-	return fmt.Errorf("%w: enrol on another port of the same host, for the web approver's URL, which keeps serving "+
-		"(--web %s --for https://%s)", listenError(addr, err), net.JoinHostPort(host, "OTHERPORT"), addr)
+	advice := fmt.Sprintf("--web %s --for %s", net.JoinHostPort(host, "OTHERPORT"), origin)
+	if originGiven {
+		advice = fmt.Sprintf("--web %s --origin URL --for %s, where --origin is the URL that reaches OTHERPORT, not %s",
+			net.JoinHostPort(host, "OTHERPORT"), origin, origin)
+	}
+	return fmt.Errorf("%w: enrol on another port of the same host, for the web approver's URL, which keeps serving (%s)",
+		listenError(addr, err), advice)
 }
 
 // startEnrolPage starts this program again as "approve web

@@ -30,11 +30,25 @@ func TestApproveWebEnrollPortInUse(t *testing.T) {
 	defer ln.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	addr := "localhost:" + port
-	got := runCLI(context.Background(), nil, "approve", "web", "enroll", "alice", "--web", addr, "--no-tls", "--passkeys", filepath.Join(t.TempDir(), "passkeys"))
-	want := "agent-sudo: approve web enroll: " + addr + " is in use, by the web approver (agent-sudo approve --web) or another program: " +
-		"enrol on another port of the same host, for the web approver's URL, which keeps serving (--web localhost:OTHERPORT --for https://" + addr + ")"
-	if got.code != exitUnavailable || !strings.HasPrefix(got.stderr, want) {
-		t.Fatalf("enroll on a taken port: exit %d, stderr %q; want %d and %q...", got.code, got.stderr, exitUnavailable, want)
+	keys := filepath.Join(t.TempDir(), "passkeys")
+	inUse := "agent-sudo: approve web enroll: " + addr + " is in use, by the web approver (agent-sudo approve --web) or another program: " +
+		"enrol on another port of the same host, for the web approver's URL, which keeps serving ("
+	for _, tt := range []struct {
+		name   string
+		flags  []string
+		advice string
+	}{
+		{"plain HTTP: the web approver's URL is http", []string{"--no-tls"}, "--web localhost:OTHERPORT --for http://" + addr + ")"},
+		{"TLS", nil, "--web localhost:OTHERPORT --for https://" + addr + ")"},
+		{"--origin: the web approver's URL is it, and it moves too", []string{"--origin", "https://phone.example"},
+			"--web localhost:OTHERPORT --origin URL --for https://phone.example, where --origin is the URL that reaches OTHERPORT, not https://phone.example)"},
+	} {
+		args := append([]string{"approve", "web", "enroll", "alice", "--web", addr, "--passkeys", keys}, tt.flags...)
+		got := runCLI(context.Background(), nil, args...)
+		want := inUse + tt.advice
+		if got.code != exitUnavailable || !strings.HasPrefix(got.stderr, want) {
+			t.Errorf("%s: enroll on a taken port: exit %d, stderr %q; want %d and %q...", tt.name, got.code, got.stderr, exitUnavailable, want)
+		}
 	}
 }
 
