@@ -160,16 +160,9 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 	if o.passkeys != passkey.DefaultDir {
 		return inv.fail(exitUsage, "approve --web: --passkeys is for approve web enroll, list and revoke; the web approver gets the passkeys' public keys from each daemon")
 	}
-	uid, err := account.UID(o.user)
+	uid, gid, err := webUser(o.user)
 	if err != nil {
-		return inv.fail(exitUsage, "approve --web: --user %q: %v", o.user, err)
-	}
-	gid, err := userGID(o.user)
-	if err != nil {
-		return inv.fail(exitUsage, "approve --web: --user %q: %v", o.user, err)
-	}
-	if uid == 0 {
-		return inv.fail(exitUsage, "approve --web: --user must not be root: the web approver drops root before it serves a page")
+		return inv.fail(exitUsage, "approve --web: %v", err)
 	}
 	var daemons []web.Daemon
 	up := 0
@@ -457,7 +450,7 @@ func webUser(name string) (uid, gid uint32, err error) {
 		return 0, 0, fmt.Errorf("--user %q: %w", name, err)
 	}
 	if uid == 0 {
-		return 0, 0, fmt.Errorf("--user must not be root: the page is served unprivileged")
+		return 0, 0, fmt.Errorf("--user must not be root: pages are served only after root is dropped")
 	}
 	return uid, gid, nil
 }
