@@ -72,7 +72,6 @@ type enrolRig struct {
 	store passkey.Store
 	srv   *httptest.Server
 	kept  chan error
-	en    passkey.Enrolled
 	e     *Enrolment
 }
 
@@ -96,8 +95,7 @@ func newEnrolRigWith(t *testing.T, name string, wrap func(net.Conn) net.Conn) *e
 	ctx, cancel := context.WithTimeout(context.Background(), EnrolTTL)
 	t.Cleanup(cancel)
 	go func() {
-		en, err := KeepEnrolled(ctx, rootEnd, setup, []string{origin}, r.store)
-		r.en = en
+		_, err := KeepEnrolled(ctx, rootEnd, setup, []string{origin}, r.store)
 		r.kept <- err
 	}()
 	br := bufio.NewReader(pageEnd)

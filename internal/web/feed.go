@@ -67,6 +67,10 @@ func (f *feed) read(ctx context.Context) error {
 			f.hello = m
 			f.version++
 		case approval.MsgPending:
+			// A request announced again replaces its earlier version, so
+			// that only the latest can be shown or decided, and who
+			// allowed an earlier version no longer counts for it.
+			f.pending = slices.DeleteFunc(f.pending, func(p approval.Message) bool { return p.ID == m.ID })
 			f.pending = append(f.pending, m)
 			f.refused = slices.DeleteFunc(f.refused, func(r refusal) bool { return r.id == m.ID })
 			if a, ok := f.approved[m.ID]; ok && a.Hash != m.Hash {
@@ -106,7 +110,7 @@ type refusal struct {
 	id, err string
 }
 
-// refuse drops request id from the list, every version of it the daemon
+// refuse drops request id from the list, the version the daemon
 // announced before included, so that nothing of it is shown or can be
 // decided here, and keeps why, for the page to say so; until the daemon
 // resolves it or announces a version that hashes.
@@ -129,7 +133,8 @@ type feedState struct {
 	// name is how the human named the daemon on the command line.
 	name  string
 	hello approval.Message
-	// pending are the requests waiting, as announced.
+	// pending are the requests waiting, as announced: one entry per id,
+	// its latest version.
 	pending []approval.Message
 	// approved is, by request id, the daemon's latest approved message
 	// for a waiting request that needs more than one person: who allowed

@@ -401,7 +401,7 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	}
 	ctx, cancel := context.WithDeadline(ctx, setup.Expires)
 	defer cancel()
-	page, conn, err := startEnrolPage(ctx, inv, ln.(*net.TCPListener))
+	page, pageErr, conn, err := startEnrolPage(ctx, inv, ln.(*net.TCPListener))
 	if err != nil {
 		return inv.fail(exitSoftware, "approve web enroll: %v", err)
 	}
@@ -413,7 +413,7 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 		// Once the passkey is kept, the page's process answers the
 		// browser and ends by itself; the link's expiry bounds the wait.
 		_ = page.Wait()
-		_ = page.Stderr.(*visibleLines).Flush()
+		_ = pageErr.Flush()
 		_ = conn.Close()
 	}()
 	// The page is served where this process listens, which may differ
@@ -485,37 +485,39 @@ func enrolListenError(addr, origin string, originGiven bool, err error) error {
 // startEnrolPage starts this program again as "approve web
 // serve-enrolment", in a session of its own without a terminal (its
 // stderr a pipe, relayed made visible), with the listener as descriptor 3 and its end of a socket pair as descriptor 4;
-// it returns the process and this side's end. ctx's end kills it.
-func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (*exec.Cmd, net.Conn, error) {
+// it returns the process, its stderr's relay (to Flush after Wait) and
+// this side's end. ctx's end kills it.
+func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (*exec.Cmd, *visibleLines, net.Conn, error) {
 	lf, err := ln.File()
 	if err != nil {
-		return nil, nil, fmt.Errorf("the listener's descriptor: %w", err)
+		return nil, nil, nil, fmt.Errorf("the listener's descriptor: %w", err)
 	}
 	defer lf.Close()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("socket pair: %w", err)
+		return nil, nil, nil, fmt.Errorf("socket pair: %w", err)
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "enrol-root"), os.NewFile(uintptr(fds[1]), "enrol-page")
 	defer theirs.Close()
 	conn, err := net.FileConn(mine)
 	_ = mine.Close()
 	if err != nil {
-		return nil, nil, fmt.Errorf("socket pair: %w", err)
+		return nil, nil, nil, fmt.Errorf("socket pair: %w", err)
 	}
 	cmd := selfCommand(ctx, "approve", "web", "serve-enrolment")
 	// Not the terminal itself: a pipe, whose lines this process writes
 	// to it made visible, so that the page's process, which runs as
 	// another user and faces the network, holds no descriptor of root's
 	// terminal (Flush after Wait writes a last line without newline).
-	cmd.Stderr = &visibleLines{w: inv.stderr}
+	stderr := &visibleLines{w: inv.stderr}
+	cmd.Stderr = stderr
 	cmd.ExtraFiles = []*os.File{lf, theirs}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = conn.Close()
-		return nil, nil, fmt.Errorf("start the page's process: %w", err)
+		return nil, nil, nil, fmt.Errorf("start the page's process: %w", err)
 	}
-	return cmd, conn, nil
+	return cmd, stderr, conn, nil
 }
 
 // approveWebServeEnrolment is "approve web serve-enrolment", the page's
@@ -526,9 +528,6 @@ func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (
 func approveWebServeEnrolment(ctx context.Context, inv *invocation) int {
 	parent := os.Getppid()
 	lf, cf := os.NewFile(3, "listener"), os.NewFile(4, "enrol-root")
-	if lf == nil || cf == nil {
-		return inv.fail(exitUsage, "approve web serve-enrolment: run by approve web enroll, not by hand")
-	}
 	ln, err := net.FileListener(lf)
 	_ = lf.Close()
 	if err != nil {
