@@ -484,7 +484,9 @@ func enrolListenError(addr, origin string, originGiven bool, err error) error {
 
 // startEnrolPage starts this program again as "approve web
 // serve-enrolment", in a session of its own without a terminal (its
-// stderr a pipe, relayed made visible), with the listener as descriptor 3 and its end of a socket pair as descriptor 4;
+// stderr a pipe, relayed made visible), with the listener as descriptor 3
+// and its end of a socket pair as descriptor 4, and no other descriptor
+// of this process (inheritNothing);
 // it returns the process, its stderr's relay (to Flush after Wait) and
 // this side's end. ctx's end kills it.
 func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (*exec.Cmd, *visibleLines, net.Conn, error) {
@@ -512,12 +514,34 @@ func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (
 	stderr := &visibleLines{w: inv.stderr}
 	cmd.Stderr = stderr
 	cmd.ExtraFiles = []*os.File{lf, theirs}
+	if err := inheritNothing(); err != nil {
+		_ = conn.Close()
+		return nil, nil, nil, err
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = conn.Close()
 		return nil, nil, nil, fmt.Errorf("start the page's process: %w", err)
 	}
 	return cmd, stderr, conn, nil
+}
+
+// inheritNothing marks every descriptor of this process from 3 up
+// close-on-exec, so that a process it starts holds only what it is given
+// (ExtraFiles), not what this process inherited from whatever started it
+// (a shell's or a job runner's descriptors left open). What Go opens is
+// close-on-exec already.
+func inheritNothing() error {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list the inherited descriptors: %w", err)
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+	return nil
 }
 
 // approveWebServeEnrolment is "approve web serve-enrolment", the page's
