@@ -92,6 +92,14 @@ func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 			t.Errorf("the page's process's descriptor %d is %q (%v), want %s, not enroll's stderr (%s)", fd, got, err, want, rootErr)
 		}
 	}
+	// And nothing else: every other descriptor is its listener, its end
+	// of the socket pair, the test's connection to the page, or the Go
+	// runtime's own; none inherited from whatever started enroll.
+	for fd, what := range pageDescriptors(t, page, port) {
+		if fd > 2 && strings.HasPrefix(what, "unexpected") {
+			t.Errorf("the page's process holds descriptor %d: %s", fd, what)
+		}
+	}
 	k, err := passkeytest.New("alice", "localhost", origin)
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +128,90 @@ func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("alice.json: owner %d, mode %v; want root's, 0600", st.Uid, fi.Mode().Perm())
 	}
+}
+
+// pageDescriptors returns, by descriptor, what each descriptor of the
+// enrolment page's process pid (serving on port) is: "the listener", "the
+// socket pair to enroll", "a connection to the page", "the Go runtime's
+// ..." or, for anything else, "unexpected: " and its link. The listener
+// and the pair are dup'ed away from 3 and 4 by net.FileListener and
+// net.FileConn, so they are found by their inodes in the process's
+// /proc/PID/net tables, not by number.
+func pageDescriptors(t *testing.T, pid int, port string) map[int]string {
+	t.Helper()
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hexPort := fmt.Sprintf(":%04X", p)
+	sockets := map[string]string{} // inode: what
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || !strings.HasSuffix(f[1], hexPort) {
+				continue
+			}
+			if f[3] == "0A" { // TCP_LISTEN
+				sockets[f[9]] = "the listener"
+			} else {
+				sockets[f[9]] = "a connection to the page"
+			}
+		}
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/unix", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unixInodes := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		if f := strings.Fields(line); len(f) >= 7 {
+			unixInodes[f[6]] = true
+		}
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]string{}
+	count := map[string]int{}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, fd))
+		if err != nil {
+			continue // closed since the listing
+		}
+		what := "unexpected: " + link
+		switch {
+		case fd <= 2:
+			what = link
+		case strings.HasPrefix(link, "socket:["):
+			inode := strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")
+			if w, ok := sockets[inode]; ok {
+				what = w
+			} else if unixInodes[inode] {
+				what = "the socket pair to enroll"
+			}
+		case link == "anon_inode:[eventpoll]", link == "anon_inode:[eventfd]":
+			what = "the Go runtime's network poller"
+		case strings.HasPrefix(link, "/sys/fs/cgroup/"):
+			what = "the Go runtime's CPU limit (cgroup)"
+		}
+		out[fd] = what
+		count[what]++
+	}
+	for _, one := range []string{"the listener", "the socket pair to enroll"} {
+		if count[one] != 1 {
+			t.Errorf("the page's process holds %d of %s, want 1: %v", count[one], one, out)
+		}
+	}
+	return out
 }
 
 // childOf returns the pid of the one child of pid.
