@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -25,14 +24,7 @@ import (
 func TestE2ESignedDecision(t *testing.T) {
 	t.Parallel()
 	daemontest.RequireRoot(t)
-	keys, err := os.MkdirTemp("", "pk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(keys) })
-	if err := os.Chmod(keys, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	keys := passkeytest.Dir(t)
 	store := passkey.Store{Dir: keys}
 	k, err := passkeytest.New("alice", "localhost", "https://localhost:8443")
 	if err != nil {

@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,14 +22,7 @@ import (
 func TestE2ETwoPersonOneOfTwo(t *testing.T) {
 	t.Parallel()
 	needE2E(t)
-	keys, err := os.MkdirTemp("", "pk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(keys) })
-	if err := os.Chmod(keys, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	keys := passkeytest.Dir(t)
 	k, err := passkeytest.New("alice-e2e", "localhost", "https://localhost:8443")
 	if err != nil {
 		t.Fatal(err)

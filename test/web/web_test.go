@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -120,18 +121,6 @@ func (b *browser) do(cmd map[string]any) map[string]any {
 	return m
 }
 
-// freePort returns a TCP port free on localhost now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "localhost:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
-}
-
 // readUntil reads r's lines until one contains want, and returns it.
 func readUntil(t *testing.T, lines <-chan string, want string) string {
 	t.Helper()
@@ -181,14 +170,7 @@ func setup(t *testing.T) *rig {
 	t.Helper()
 	b := startBrowser(t)
 	daemontest.RequireRoot(t)
-	keys, err := os.MkdirTemp("", "pk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(keys) })
-	if err := os.Chmod(keys, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	keys := passkeytest.Dir(t)
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "90s", Extra: fmt.Sprintf("passkeys = %q", keys), Rules: `
 [[rule]]
 name = "two people"
@@ -198,7 +180,7 @@ approvals = 2
 `})
 	d2 := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "90s", Extra: fmt.Sprintf("passkeys = %q", keys)})
 	_, cli := daemontest.Binaries(t)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	addr := "localhost:" + port
 	r := &rig{d: d, d2: d2, keys: keys, cli: cli, origin: "http://" + addr, b: b}
 

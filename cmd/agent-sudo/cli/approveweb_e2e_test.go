@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"os"
 	"regexp"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -138,13 +137,7 @@ func (b *browserE2E) shown() map[string]string {
 // cannot sign in again.
 func TestE2EWebApproverTwoDaemons(t *testing.T) {
 	daemontest.RequireRoot(t)
-	ln, err := net.Listen("tcp", "localhost:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	_, port, _ := net.SplitHostPort(addr)
+	port := testenv.FreePort(t)
 	origin := "http://localhost:" + port
 	alice, err := passkeytest.New("alice", "localhost", origin)
 	if err != nil {
@@ -153,14 +146,7 @@ func TestE2EWebApproverTwoDaemons(t *testing.T) {
 	var stores []passkey.Store
 	var ds []*daemontest.Daemon
 	for range 2 {
-		dir, err := os.MkdirTemp("", "pk")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		if err := os.Chmod(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		dir := passkeytest.Dir(t)
 		s := passkey.Store{Dir: dir}
 		e, err := alice.Enrolled()
 		if err != nil {

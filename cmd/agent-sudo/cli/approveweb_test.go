@@ -63,12 +63,7 @@ func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Skipf("no user nobody: %v", err)
 	}
-	ln, err := net.Listen("tcp", "localhost:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
+	port := testenv.FreePort(t)
 	origin := "http://localhost:" + port
 	keys := filepath.Join(t.TempDir(), "passkeys")
 	enrol := startEnrol(t, cli, origin, "█", "alice", "--web", "localhost:"+port, "--no-tls", "--passkeys", keys, "--user", "nobody")

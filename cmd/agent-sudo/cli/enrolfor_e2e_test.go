@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,17 +28,8 @@ func TestApproveWebEnrollForAnotherHost(t *testing.T) {
 	}
 }
 
-// freePort returns a port on localhost that nothing listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "localhost:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
-}
+// freePort is testenv.FreePort, kept for relayoutput_e2e_test.go.
+func freePort(t *testing.T) string { return testenv.FreePort(t) }
 
 // TestE2EEnrolWhileTheWebApproverRuns runs the real agent-sudo and a real
 // daemon: while the web approver serves on port B, enroll on port A of the
@@ -49,22 +38,15 @@ func freePort(t *testing.T) string {
 // the passkey signs in there and its allow runs a request, with no restart.
 func TestE2EEnrolWhileTheWebApproverRuns(t *testing.T) {
 	daemontest.RequireRoot(t)
-	dir, err := os.MkdirTemp("", "pk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir := passkeytest.Dir(t)
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "60s", Extra: "passkeys = \"" + dir + "\""})
 	_, cli := daemontest.Binaries(t)
 
-	portB := freePort(t)
+	portB := testenv.FreePort(t)
 	originB := "http://localhost:" + portB
 	startWebApprover(t, cli, "web approver for ", "--web", "localhost:"+portB, "--no-tls", "--approver-socket", d.ApproverSocket, "--user", "nobody")
 
-	portA := freePort(t)
+	portA := testenv.FreePort(t)
 	originA := "http://localhost:" + portA
 	enrol := startEnrol(t, cli, originA, "will sign from "+originB, "alice", "--web", "localhost:"+portA, "--no-tls", "--passkeys", dir,
 		"--user", "nobody", "--for", originB)
