@@ -165,6 +165,39 @@ type writerOnly struct{ w io.Writer }
 
 func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 
+// CloseInherited closes every descriptor of this process from 3 up that
+// is not marked close-on-exec. Called at a process's start, before it
+// opened anything without going through Go (whose descriptors all have
+// the flag), those are the descriptors it inherited from whoever started
+// it, which it does not use: a process that will face the network, or
+// drop to another user, must not keep them. It returns the first error
+// other than a descriptor already closed.
+func CloseInherited() error {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("close the inherited descriptors: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	_ = d.Close()
+	if err != nil {
+		return fmt.Errorf("close the inherited descriptors: %w", err)
+	}
+	for _, n := range names {
+		fd, err := strconv.Atoi(n)
+		if err != nil || fd < 3 {
+			continue
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC != 0 {
+			continue // closed since the listing (the listing's own), or ours
+		}
+		if err := unix.Close(fd); err != nil && err != unix.EBADF {
+			return fmt.Errorf("close inherited descriptor %d: %w", fd, err)
+		}
+	}
+	return nil
+}
+
 // MarkCloseOnExec sets close-on-exec on every descriptor of the process
 // from 3 up. Go's own descriptors already have it; this catches those a
 // library created without it (an epoll descriptor of a terminal reader,

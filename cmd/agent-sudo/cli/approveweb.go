@@ -23,6 +23,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
+	"github.com/agent-sudo/agent-sudo/internal/spawn"
 	"github.com/agent-sudo/agent-sudo/internal/web"
 )
 
@@ -156,6 +157,11 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 	}
 	if deps.geteuid() != 0 {
 		return inv.fail(exitDenied, "approve --web must start as root (it connects to the approver socket, then runs as %s)", o.user)
+	}
+	// What it was started with beyond 0-2 is not its own to keep once it
+	// faces the network as --user, nor its children's (ssh, the relay).
+	if err := spawn.CloseInherited(); err != nil {
+		return inv.fail(exitSoftware, "approve --web: %v", err)
 	}
 	if o.passkeys != passkey.DefaultDir {
 		return inv.fail(exitUsage, "approve --web: --passkeys is for approve web enroll, list and revoke; the web approver gets the passkeys' public keys from each daemon")
@@ -486,7 +492,7 @@ func enrolListenError(addr, origin string, originGiven bool, err error) error {
 // serve-enrolment", in a session of its own without a terminal (its
 // stderr a pipe, relayed made visible), with the listener as descriptor 3
 // and its end of a socket pair as descriptor 4, and no other descriptor
-// of this process (inheritNothing);
+// of this process (spawn.MarkCloseOnExec);
 // it returns the process, its stderr's relay (to Flush after Wait) and
 // this side's end. ctx's end kills it.
 func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (*exec.Cmd, *visibleLines, net.Conn, error) {
@@ -514,34 +520,13 @@ func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (
 	stderr := &visibleLines{w: inv.stderr}
 	cmd.Stderr = stderr
 	cmd.ExtraFiles = []*os.File{lf, theirs}
-	if err := inheritNothing(); err != nil {
-		_ = conn.Close()
-		return nil, nil, nil, err
-	}
+	spawn.MarkCloseOnExec()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = conn.Close()
 		return nil, nil, nil, fmt.Errorf("start the page's process: %w", err)
 	}
 	return cmd, stderr, conn, nil
-}
-
-// inheritNothing marks every descriptor of this process from 3 up
-// close-on-exec, so that a process it starts holds only what it is given
-// (ExtraFiles), not what this process inherited from whatever started it
-// (a shell's or a job runner's descriptors left open). What Go opens is
-// close-on-exec already.
-func inheritNothing() error {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return fmt.Errorf("list the inherited descriptors: %w", err)
-	}
-	for _, e := range ents {
-		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
-			syscall.CloseOnExec(fd)
-		}
-	}
-	return nil
 }
 
 // approveWebServeEnrolment is "approve web serve-enrolment", the page's

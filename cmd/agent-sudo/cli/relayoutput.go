@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sudo/agent-sudo/internal/spawn"
 	"github.com/agent-sudo/agent-sudo/internal/web"
 )
 
@@ -50,6 +51,7 @@ func relayTerminalOutput(uid, gid uint32) error {
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = theirs[:]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	spawn.MarkCloseOnExec() // the pipes go as 3 and 4, nothing else
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("relay the output: %w", err)
 	}

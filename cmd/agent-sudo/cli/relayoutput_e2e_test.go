@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,6 +60,15 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 	web.Env = daemontest.RaceEnv(os.Environ())
 	web.Stdin, web.Stdout, web.Stderr = pts, pts, pts
 	web.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	// A descriptor whoever started it left open, which it must not keep
+	// nor pass on.
+	strayPath := filepath.Join(t.TempDir(), "stray")
+	stray, err := os.Create(strayPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stray.Close()
+	web.ExtraFiles = []*os.File{stray}
 	if err := web.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +91,8 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 		t.Fatalf("the web approver's descriptors: %d, %v", len(fds), err)
 	}
 	for _, fd := range fds {
-		if got, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", web.Process.Pid, fd.Name())); err != nil || got == ptsName {
-			t.Errorf("the web approver's descriptor %s is %q (%v): still the terminal", fd.Name(), got, err)
+		if got, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", web.Process.Pid, fd.Name())); err != nil || got == ptsName || got == strayPath {
+			t.Errorf("the web approver's descriptor %s is %q (%v): the terminal, or the one it was started with", fd.Name(), got, err)
 		}
 	}
 	relay := childOf(t, web.Process.Pid)
@@ -101,6 +111,15 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 	for _, fd := range []int{1, 2} {
 		if got, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", relay, fd)); got != ptsName {
 			t.Errorf("the relay's descriptor %d is %q, want the terminal %s", fd, got, ptsName)
+		}
+	}
+	relayFDs, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", relay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range relayFDs {
+		if got, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", relay, fd.Name())); got == strayPath {
+			t.Errorf("the relay holds, as descriptor %s, the file the web approver was started with", fd.Name())
 		}
 	}
 }
