@@ -214,10 +214,9 @@ func EnrolOrigins(rpID, pageOrigin string, forOrigins []string) ([]string, error
 	}
 	var out []string
 	for _, o := range forOrigins {
-		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
-			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("the origin %q: want scheme://host[:port]", o)
+		u, err := ParseOrigin(o)
+		if err != nil {
+			return nil, fmt.Errorf("the %w", err)
 		}
 		if !strings.EqualFold(u.Hostname(), rpID) {
 			return nil, fmt.Errorf("the origin %s is not on %s, the host of the enrolment page (%s): a passkey signs only "+
@@ -226,6 +225,18 @@ func EnrolOrigins(rpID, pageOrigin string, forOrigins []string) ([]string, error
 		out = append(out, Origin(u))
 	}
 	return out, nil
+}
+
+// ParseOrigin reads an origin as a flag gives it, "scheme://host[:port]"
+// with http or https, a host, and nothing else (no user, path beyond "/",
+// query or fragment); Origin writes it as a browser does.
+func ParseOrigin(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("origin %q: want scheme://host[:port]", s)
+	}
+	return u, nil
 }
 
 // Origin returns u's origin as a browser serializes it (the Origin header,

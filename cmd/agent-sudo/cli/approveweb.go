@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -73,9 +72,9 @@ func (o *webOpts) endpoints() (listen, origin, rpID string, err error) {
 	if origin == "" {
 		origin = scheme + "://" + net.JoinHostPort(host, port)
 	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" && u.Path != "/" {
-		return "", "", "", fmt.Errorf("--origin %q: want scheme://host[:port]", origin)
+	u, err := web.ParseOrigin(origin)
+	if err != nil {
+		return "", "", "", fmt.Errorf("--%w", err)
 	}
 	origin = web.Origin(u)
 	rpID = strings.ToLower(u.Hostname())

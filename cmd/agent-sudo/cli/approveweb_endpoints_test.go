@@ -19,6 +19,10 @@ func TestWebEndpoints(t *testing.T) {
 		{o: webOpts{addr: "example.org:8080", noTLS: true}, err: true}, // plain HTTP off loopback
 		{o: webOpts{addr: "localhost:http"}, err: true},
 		{o: webOpts{addr: "localhost:8443", origin: "https://localhost/path"}, err: true},
+		// What the origin would drop: refused, as enroll's --for refuses it.
+		{o: webOpts{addr: "localhost:8443", origin: "https://u@localhost:8443"}, err: true},
+		{o: webOpts{addr: "localhost:8443", origin: "https://localhost:8443?x=1"}, err: true},
+		{o: webOpts{addr: "localhost:8443", origin: "https://localhost:8443#x"}, err: true},
 	} {
 		listen, origin, rpID, err := tc.o.endpoints()
 		if tc.err {
