@@ -338,13 +338,18 @@ func TestWebAssertionForAnotherRequest(t *testing.T) {
 	resA := ask(r.broker, "wa", "first", "true")
 	_ = ask(r.broker, "wb", "second", "false")
 	r.signIn()
+	// The two requests reach the page in either order: wait for both.
+	r.waitPage(`data-id="wa"`)
 	body := r.waitPage(`data-id="wb"`)
 	hashOf := func(id string) string {
 		i := strings.Index(body, `data-id="`+id+`" data-hash="`) + len(`data-id="`+id+`" data-hash="`)
 		return body[i : i+64]
 	}
-	_, beginA := r.post("/api/decide/begin", map[string]any{"daemon": 0, "id": "wa", "hash": hashOf("wa"), "decision": "allow_once"})
-	_, beginB := r.post("/api/decide/begin", map[string]any{"daemon": 0, "id": "wb", "hash": hashOf("wb"), "decision": "allow_once"})
+	codeA, beginA := r.post("/api/decide/begin", map[string]any{"daemon": 0, "id": "wa", "hash": hashOf("wa"), "decision": "allow_once"})
+	codeB, beginB := r.post("/api/decide/begin", map[string]any{"daemon": 0, "id": "wb", "hash": hashOf("wb"), "decision": "allow_once"})
+	if codeA != 200 || codeB != 200 {
+		t.Fatalf("decide begin: A %d %v, B %d %v\npage:\n%s", codeA, beginA, codeB, beginB, body)
+	}
 	var stA, stB approval.Statement
 	a, _ := json.Marshal(beginA["statement"])
 	b, _ := json.Marshal(beginB["statement"])
