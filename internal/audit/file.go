@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +21,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/boundedline"
 	"github.com/agent-sudo/agent-sudo/internal/fsperm"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // MaxLineBytes bounds one line of the log. The largest request (1 MiB, see
@@ -32,13 +34,30 @@ const logGroupName = "adm"
 
 // writer is the state of the file the log appends to. Only the writer
 // goroutine uses it.
+//
+// The writer keeps its file, and with it the writers' lock (flock), open
+// for as long as path names that file: a failed write or sync, and a
+// Reopen of a path that still names it, keep the descriptor. Were it closed
+// and opened again, the lock would be taken anew on the same file, and a
+// child the daemon is starting (which shares the old open file description
+// between its fork and its exec) would still hold the old one: the new lock
+// would be refused. Only when path names another file (logrotate renamed
+// it, someone removed it) is the old file closed and the new one opened and
+// locked.
 type writer struct {
 	path string
 	wrap func(logFile) logFile
 	log  *slog.Logger
+	// lost, when set, is told of records reported written that a failed
+	// sync cut from the file, and of the head of the chain after the cut.
+	lost func(lost []LostRecord, head Receipt)
 
-	f  logFile     // nil after a failure, until the next successful open
+	f  logFile     // nil after a failed open, until the next successful one
 	fi os.FileInfo // f's identity, to notice a rename
+	// stale is set when the file may not end where size says (a failed
+	// write or sync could not cut it back): the next append reads where
+	// its chain ends again, from the same descriptor.
+	stale bool
 	// size is the length of the file's complete lines written; prev and
 	// seq are the hash and number of its last record. synced, syncedPrev
 	// and syncedSeq are the same for the lines known to be synced: size
@@ -49,12 +68,21 @@ type writer struct {
 	synced     int64
 	syncedPrev string
 	syncedSeq  uint64
-	// epoch counts the failures that cut records already reported
+	// epoch counts the failed syncs that cut records already reported
 	// written (lazy ones, not yet synced) off the file: a request whose
 	// earlier records were written in an older epoch may have lost them,
 	// and goes no further (Log.write's checkEpoch).
 	epoch uint64
 	buf   []byte
+}
+
+// LostRecord is a record that was reported written, without waiting for
+// its sync, and that a failed sync then cut from the log.
+type LostRecord struct {
+	Seq  uint64
+	Hash string
+	Type Type
+	ID   string
 }
 
 // dirty reports whether written records wait for a sync.
@@ -66,15 +94,14 @@ func (w *writer) markSynced() {
 }
 
 // syncPending syncs the records written lazily, if any. A failure cuts
-// them off like a failed append (they were reported written, so the
-// epoch moves on) and is logged: their callers were already answered.
+// them off (they were reported written, so the epoch moves on) and logs
+// each one lost: their callers were already answered.
 func (w *writer) syncPending() {
 	if !w.dirty() {
 		return
 	}
 	if err := w.f.Sync(); err != nil {
-		w.log.Error("audit: records written without waiting for their sync are lost: the sync failed",
-			"file", w.path, "records", w.seq-w.syncedSeq, "err", w.fail("sync", err))
+		_ = w.failSync(err)
 		return
 	}
 	w.markSynced()
@@ -100,12 +127,45 @@ func (w *writer) open() error {
 		_ = lf.Close()
 		return fmt.Errorf("audit log %s: %w", w.path, err)
 	}
+	w.continueFrom(prev, seq)
+	w.f, w.fi, w.size, w.prev, w.seq, w.stale = lf, fi, size, prev, seq, false
+	w.markSynced()
+	return nil
+}
+
+// continueFrom warns when the chain continues from another record than the
+// one this writer wrote last.
+func (w *writer) continueFrom(prev string, seq uint64) {
 	if w.prev != "" && (prev != w.prev || seq != w.seq) {
 		w.log.Warn("audit: the chain continues from a different record than the one last written",
 			"file", w.path, "last_written_seq", w.seq, "last_written_hash", w.prev, "continues_seq", seq, "continues_hash", prev)
 	}
-	w.f, w.fi, w.size, w.prev, w.seq = lf, fi, size, prev, seq
+}
+
+// resync reads where the chain of the open file ends again, after a
+// failure left the file's end unknown or someone shrank it, and syncs the
+// file, so that whatever of it is kept is on disk. It keeps the
+// descriptor, and with it the lock.
+func (w *writer) resync() error {
+	fi, err := w.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log %s: stat: %w (the record was not written)", w.path, err)
+	}
+	size, prev, seq, err := w.chainEnd(w.f, fi.Size())
+	if err != nil {
+		return fmt.Errorf("audit log %s: %w (the record was not written)", w.path, err)
+	}
+	if size < w.synced {
+		// Someone shrank the file: what was synced is not there to lose.
+		w.synced, w.syncedPrev, w.syncedSeq = size, prev, seq
+	}
+	w.continueFrom(prev, seq)
+	w.size, w.prev, w.seq = size, prev, seq
+	if err := w.f.Sync(); err != nil {
+		return w.failSync(err)
+	}
 	w.markSynced()
+	w.stale = false
 	return nil
 }
 
@@ -156,22 +216,13 @@ func (w *writer) chainEnd(f logFile, size int64) (int64, string, uint64, error) 
 
 // append writes one line per body, chained, with one write and, when sync
 // is set, one sync, which also covers every line written before. On any
-// failure nothing of the batch is reported written, the file is cut back to
-// its last synced line when possible, and it is closed; the next append
-// opens it again.
+// failure nothing of the batch is reported written. A failed write cuts the
+// file back to where the batch began: the lines before it, synced or not,
+// were reported written and stay. Only a failed sync cuts back further, to
+// the last synced line (see failSync).
 func (w *writer) append(bodies [][]byte, sync bool) ([]Receipt, error) {
-	if w.f != nil && w.moved() {
-		// Lines written lazily to the old file are synced there first.
-		w.syncPending()
-		if w.f != nil {
-			_ = w.f.Close()
-			w.f = nil
-		}
-	}
-	if w.f == nil {
-		if err := w.open(); err != nil {
-			return nil, fmt.Errorf("%w (the record was not written)", err)
-		}
+	if err := w.ready(); err != nil {
+		return nil, err
 	}
 	buf := w.buf[:0]
 	rcpts := make([]Receipt, len(bodies))
@@ -195,13 +246,13 @@ func (w *writer) append(bodies [][]byte, sync bool) ([]Receipt, error) {
 		w.buf = nil
 	}
 	if _, err := w.f.Write(buf); err != nil {
-		return nil, w.fail("write", err)
+		return nil, w.failWrite(err)
 	}
 	if sync {
 		// On failure the size is still the one before this batch, so that
-		// fail tells lost lazy records from this batch's own.
+		// failSync tells lost lazy records from this batch's own.
 		if err := w.f.Sync(); err != nil {
-			return nil, w.fail("sync", err)
+			return nil, w.failSync(err)
 		}
 	}
 	w.size += int64(len(buf))
@@ -212,43 +263,124 @@ func (w *writer) append(bodies [][]byte, sync bool) ([]Receipt, error) {
 	return rcpts, nil
 }
 
-// fail undoes what was written since the last sync and closes the file.
-// Lazily written records among it were reported written: the epoch moves
-// on, so that the requests they belong to go no further.
-func (w *writer) fail(what string, err error) error {
-	// Cut back only what may have been added since the last sync: never
-	// extend a file that someone else shrank.
+// ready makes sure the writer has the file path names open and knows where
+// its chain ends: it opens path when the open file was renamed or removed
+// (after syncing what was written to it lazily), and reads the chain's end
+// again, from the same descriptor, after a failure or when someone shrank
+// the file (copytruncate).
+func (w *writer) ready() error {
+	if w.f != nil {
+		fi, err := os.Lstat(w.path)
+		if err == nil && os.SameFile(fi, w.fi) {
+			if w.stale || fi.Size() < w.size {
+				return w.resync()
+			}
+			return nil
+		}
+		// Lines written lazily to the old file are synced there first.
+		w.syncPending()
+		if err := w.f.Close(); err != nil {
+			w.log.Warn("audit: closing the renamed or removed log file failed", "file", w.path, "err", err)
+		}
+		w.f = nil
+	}
+	if err := w.open(); err != nil {
+		return fmt.Errorf("%w (the record was not written)", err)
+	}
+	return nil
+}
+
+// failWrite handles a failed write of a batch: it cuts the file back to
+// where the batch began, removing only the batch's own partial bytes. The
+// records before it (synced or not) were reported written, and stay; the
+// descriptor stays open, and with it the lock. When the file cannot be cut
+// back, the next append reads its end again (resync), removing the
+// incomplete line.
+func (w *writer) failWrite(err error) error {
+	// Never extend a file that someone else shrank.
+	if fi, serr := w.f.Stat(); serr != nil || fi.Size() < w.size {
+		w.log.Warn("audit: not cutting the log back after a failed write: it is shorter than what was written",
+			"file", w.path, "written_size", w.size)
+		w.stale = true
+	} else if terr := w.f.Truncate(w.size); terr != nil {
+		w.log.Warn("audit: could not cut a failed write off the log; the next write removes the incomplete line",
+			"file", w.path, "size", w.size, "err", terr)
+		w.stale = true
+	}
+	return fmt.Errorf("audit log %s: write: %w (the record was not written)", w.path, err)
+}
+
+// failSync handles a failed sync: what was written since the last
+// successful sync may not be on disk, so the file is cut back to the last
+// synced line. Lazily written records among it were reported written: each
+// one lost is logged and reported to w.lost (the journal), and the epoch
+// moves on, so that the requests they belong to go no further.
+func (w *writer) failSync(err error) error {
+	lost := w.lostRecords()
+	// Never extend a file that someone else shrank.
 	if fi, serr := w.f.Stat(); serr != nil || fi.Size() < w.synced {
-		w.log.Warn("audit: not cutting the log back after a failed write: it is shorter than what was synced",
+		w.log.Warn("audit: not cutting the log back after a failed sync: it is shorter than what was synced",
 			"file", w.path, "synced_size", w.synced)
+		w.stale = true
 	} else if terr := w.f.Truncate(w.synced); terr != nil {
-		w.log.Warn("audit: could not cut the log back to its last synced record after a failed write; the next open removes an incomplete line",
+		w.log.Warn("audit: could not cut the log back to its last synced record after a failed sync; the next write removes an incomplete line",
 			"file", w.path, "size", w.synced, "err", terr)
+		w.stale = true
 	}
 	if w.size > w.synced {
 		w.epoch++
 	}
 	w.size, w.prev, w.seq = w.synced, w.syncedPrev, w.syncedSeq
-	_ = w.f.Close()
-	w.f = nil
-	return fmt.Errorf("audit log %s: %s: %w (the record was not written)", w.path, what, err)
-}
-
-// moved reports whether path no longer names the open file as the writer
-// left it: logrotate renamed it, someone removed it, or it shrank
-// (copytruncate). The writer then opens path again and continues the chain
-// from what is on disk.
-func (w *writer) moved() bool {
-	fi, err := os.Lstat(w.path)
-	return err != nil || !os.SameFile(fi, w.fi) || fi.Size() < w.size
-}
-
-func (w *writer) reopen() error {
-	if w.f != nil {
-		_ = w.f.Close()
-		w.f = nil
+	if len(lost) > 0 {
+		for _, r := range lost {
+			w.log.Error("audit: a record reported written is lost: the sync that was to make it durable failed, and the log was cut back to its last synced record",
+				"file", w.path, "seq", r.Seq, "hash", r.Hash, "type", r.Type, "id", r.ID, "err", err)
+		}
+		if w.lost != nil {
+			w.lost(lost, w.head())
+		}
 	}
-	return w.open()
+	return fmt.Errorf("audit log %s: sync: %w (the record was not written)", w.path, err)
+}
+
+// lostRecords reads back the records written since the last sync (the
+// lines between synced and size), which a failed sync is about to cut. A
+// record it cannot read is still counted, with its seq.
+func (w *writer) lostRecords() []LostRecord {
+	n := w.size - w.synced
+	if n <= 0 {
+		return nil
+	}
+	out := make([]LostRecord, 0, w.seq-w.syncedSeq)
+	buf := make([]byte, n)
+	if _, err := w.f.ReadAt(buf, w.synced); err == nil || errors.Is(err, io.EOF) {
+		for line := range bytes.Lines(buf) {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			var r struct {
+				Type Type   `json:"type"`
+				ID   string `json:"id"`
+				Seq  uint64 `json:"seq"`
+			}
+			if json.Unmarshal(line, &r) != nil {
+				continue
+			}
+			out = append(out, LostRecord{Seq: r.Seq, Hash: LineHash(line), Type: r.Type, ID: r.ID})
+		}
+	}
+	if len(out) == 0 {
+		// Unreadable: name them by seq alone.
+		for s := w.syncedSeq + 1; s <= w.seq; s++ {
+			out = append(out, LostRecord{Seq: s})
+		}
+	}
+	return out
+}
+
+// reopen opens path again when it no longer names the open file; when it
+// still does, the file (and its lock) is kept. Lines written lazily are
+// synced first.
+func (w *writer) reopen() error {
+	return w.ready()
 }
 
 func (w *writer) close() error {
@@ -363,12 +495,60 @@ func lockFile(f *os.File) error {
 		return fmt.Errorf("lock: %w", err)
 	}
 	if errors.Is(lockErr, unix.EWOULDBLOCK) {
-		return errors.New("another process (a second agent-sudod?) is writing this log; two writers would break its hash chain")
+		return lockedBy(f)
 	}
 	if lockErr != nil {
 		return fmt.Errorf("lock: %w", lockErr)
 	}
 	return nil
+}
+
+// lockedBy says who holds the writers' lock on f, as /proc/locks tells:
+// the kernel records the process that took a flock lock. When that is this
+// process, an earlier descriptor of its own holds the lock (kept open by a
+// child between its fork and its exec), not a second writer.
+func lockedBy(f *os.File) error {
+	const twoWriters = "two writers would break its hash chain"
+	pid, ok := flockHolder(f)
+	switch {
+	case !ok:
+		return fmt.Errorf("another process holds the writers' lock on this log (a second agent-sudod? /proc/locks does not say which process); %s", twoWriters)
+	case pid == os.Getpid():
+		return errors.New("this daemon's own earlier descriptor of this log still holds its writers' lock (a child process being started shares it until it runs its program); try again")
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		exe = "unknown program"
+	}
+	return fmt.Errorf("process %d (%s) holds the writers' lock on this log; %s", pid, termtext.Esc(exe), twoWriters)
+}
+
+// flockHolder returns the pid that took the flock lock on f's file, read
+// from /proc/locks, whose lines read "1: FLOCK  ADVISORY  WRITE PID
+// MAJOR:MINOR:INODE START END" (major and minor in hex).
+func flockHolder(f *os.File) (int, bool) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, false
+	}
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(data)) {
+		fields := strings.Fields(line)
+		// A blocked waiter's line has "->" after the number.
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != want {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[4])
+		if err != nil || pid <= 0 {
+			return 0, false
+		}
+		return pid, true
+	}
+	return 0, false
 }
 
 func setNewFileMode(f *os.File) error {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/journal"
+
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // Genesis is the prev of the first record of a new chain: the SHA-256 of the
@@ -127,7 +130,7 @@ func Open(path string, opts Options) (*Log, error) {
 	if l.opts.Logger == nil {
 		l.opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	l.w = writer{path: path, wrap: opts.wrap, log: l.opts.Logger}
+	l.w = writer{path: path, wrap: opts.wrap, log: l.opts.Logger, lost: l.cut}
 	if err := l.w.open(); err != nil {
 		return nil, err
 	}
@@ -179,12 +182,13 @@ func (l *Log) write(ctx context.Context, r *Record, lazy, checkEpoch bool, epoch
 	return res.rcpt, res.epoch, res.err
 }
 
-// Reopen closes the file and opens path again, so that the log continues in
-// a new file after logrotate renamed the old one. The daemon calls it on
-// SIGHUP. The log also notices a renamed or removed file by itself before
-// each write, so a missed SIGHUP delays the switch, it loses nothing. An
-// error means the new file could not be opened; later Appends fail, and
-// each tries again.
+// Reopen opens path again when it no longer names the open file, so that
+// the log continues in a new file after logrotate renamed the old one; when
+// path still names the open file, it keeps that file, and its writers'
+// lock. The daemon calls it on SIGHUP. The log also notices a renamed or
+// removed file by itself before each write, so a missed SIGHUP delays the
+// switch, it loses nothing. An error means the new file could not be
+// opened; later Appends fail, and each tries again.
 func (l *Log) Reopen(ctx context.Context) error {
 	res, err := l.submit(ctx, &op{reopen: true, res: make(chan opResult, 1)})
 	if err != nil {
@@ -415,6 +419,36 @@ func (l *Log) anchor(event string, head Receipt) {
 	if err := l.opts.Journal.Send(msg, journal.PriInfo, fields); err != nil {
 		l.opts.Logger.Warn("audit: could not send the journal entry", "event", event, "err", err)
 	}
+}
+
+// cut tells the journal that a failed sync cut records reported written
+// from the end of the log: one entry per record lost (type "lost", with
+// the lost record's hash in AGENT_SUDO_LOST_HASH), then one with the head
+// of the chain after the cut (type "cut"), the anchor that holds from then
+// on. The journal entries sent for the lost records name hashes that are
+// no longer in the log; these entries say why.
+func (l *Log) cut(lost []LostRecord, head Receipt) {
+	if l.opts.Journal == nil {
+		return
+	}
+	for _, r := range lost {
+		fields := map[string]string{
+			"SYSLOG_IDENTIFIER":     "agent-sudod",
+			"AGENT_SUDO_AUDIT_TYPE": "lost",
+			"AGENT_SUDO_AUDIT_LOG":  l.path,
+			"AGENT_SUDO_LOST_HASH":  r.Hash,
+			"AGENT_SUDO_LOST_SEQ":   strconv.FormatUint(r.Seq, 10),
+		}
+		if r.ID != "" {
+			fields["AGENT_SUDO_ID"] = r.ID
+		}
+		msg := fmt.Sprintf("audit: %s record %d of request %s (hash %s) was reported written but is lost: the sync that was to make it durable failed",
+			termtext.Esc(string(r.Type)), r.Seq, termtext.Esc(cmp.Or(r.ID, "-")), cmp.Or(r.Hash, "unknown"))
+		if err := l.opts.Journal.Send(msg, journal.PriErr, fields); err != nil {
+			l.opts.Logger.Warn("audit: could not send the journal entry", "event", "lost", "err", err)
+		}
+	}
+	l.anchor("cut", head)
 }
 
 // logFile is what the writer needs of its file; *os.File has it.
