@@ -71,3 +71,25 @@ func (d *Daemon) WaitLog(s string) string {
 	}
 	return logs
 }
+
+// WaitCount blocks until what was written contains s at least n times and
+// returns it, or returns what was written and ctx's error once ctx is done.
+func (b *Buffer) WaitCount(ctx context.Context, s string, n int) (string, error) {
+	for {
+		b.mu.Lock()
+		if all := b.buf.String(); strings.Count(all, s) >= n {
+			b.mu.Unlock()
+			return all, nil
+		}
+		if b.grew == nil {
+			b.grew = make(chan struct{})
+		}
+		grew := b.grew
+		b.mu.Unlock()
+		select {
+		case <-grew:
+		case <-ctx.Done():
+			return b.String(), ctx.Err()
+		}
+	}
+}
