@@ -14,6 +14,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -190,4 +191,49 @@ func TestE2EAuditReopenUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests during %d SIGHUPs", len(ids), hups)
+}
+
+// TestE2EReplayAfterRestartAroundClockStep: a request runs; then the clock
+// steps (back or forward an hour) and requests are recorded under the
+// stepped clock; the clock is put right and the daemon restarts. The
+// request line that already ran is refused as a replay: the restarted
+// daemon reads back the ids of the request records in its window wherever
+// they are in the log, not only until the first record dated before it.
+// The steps are injected: the test writes the records under the stepped
+// clock itself, as the daemon would have, between the two daemons.
+func TestE2EReplayAfterRestartAroundClockStep(t *testing.T) {
+	t.Parallel()
+	for _, step := range []time.Duration{-time.Hour, time.Hour, -24 * time.Hour} {
+		t.Run(step.String(), func(t *testing.T) {
+			t.Parallel()
+			d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
+			id := "replay-around-step"
+			l := line(map[string]any{"id": id, "pipeline": [][]string{{"true"}}})
+			if first := d.Send(l); !strings.Contains(first, `"status":"ok"`) {
+				t.Fatalf("first use: %s", first)
+			}
+			d.Stop()
+			// What the daemon writes while the clock is stepped.
+			alog, err := audit.Open(d.AuditLog, audit.Options{Now: func() time.Time { return time.Now().Add(step) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				req := &proto.Request{ID: fmt.Sprintf("while-stepped-%d", i), Action: proto.ActionExecute,
+					Time: time.Now().Add(step), Pipeline: [][]string{{"true"}}}
+				if _, err := alog.Received(context.Background(), req, peercred.Creds{UID: 0, PID: 1, Exe: "/usr/bin/agent"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := alog.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// The clock is right again; the daemon restarts.
+			d.StartAgain()
+			second := d.Send(l)
+			if !contains(second, `"status":"error"`, `request id \"replay-around-step\" was already used by a request that can still be fresh; refusing it as a replay`) {
+				t.Fatalf("replay after a restart around a clock step of %s: %s", step, second)
+			}
+		})
+	}
 }

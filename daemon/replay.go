@@ -90,9 +90,10 @@ func (c *replayCache) forget(id string, e replayEntry) {
 	delete(c.seen, id)
 }
 
-// rememberMargin widens what remember reads back, for the records' own
-// order: concurrent requests' records are written a few milliseconds out of
-// the order of their times.
+// rememberMargin widens what remember reads back: a margin over the
+// window, for the moments between a request's receipt and its record's
+// time. The read-back does not depend on the records' order
+// (audit.RecentRequests), so a clock step between records loses none.
 const rememberMargin = time.Minute
 
 // remember fills the cache, at the start of a daemon at now, with the ids of

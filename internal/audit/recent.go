@@ -24,38 +24,39 @@ type Recent struct {
 }
 
 // RecentRequests returns the request records of the log at path written at
-// or after since, newest first, read backwards from the end of the file
-// and, when the file starts after since (or is missing), from its rotated
-// predecessor: path.1, or path.1.gz, read whole since gzip cannot be read
-// backwards. It stops at the first record older than since: records are
-// appended in the order they are written, and a caller that asks for a
-// margin more than the few milliseconds by which concurrent records can be
-// out of order sees them all. No log at all is no records. Lines that are
-// not records (a torn last line, a corrupt one) are skipped: audit.Verify
-// reports them.
+// or after since: those of the file path and of its rotated predecessor,
+// path.1 or path.1.gz, newest file first and, within a file, last line
+// first. It reads both files whole and does not assume that record times
+// grow from line to line: after a clock step (NTP after boot, a resumed
+// VM) a record written later can carry an earlier time, and one written
+// before it a time within the window. No log at all is no records. Lines
+// that are not records (a torn last line, a corrupt one) are skipped:
+// audit.Verify reports them.
 //
 // The daemon reads these at start to remember the request ids that could
-// still be replayed (docs/security.md, "Replaying a captured request").
+// still be replayed (docs/security.md, "Replaying a captured request"). The
+// cost is one pass over the two files; request records older than since
+// are skipped on their time alone, without decoding the rest of the line.
 func RecentRequests(path string, since time.Time) ([]Recent, error) {
 	var out []Recent
-	done, err := recentInFile(path, since, &out)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) || done {
-		return out, err
+	for _, name := range []string{path, path + ".1", path + ".1.gz"} {
+		if name == path+".1.gz" {
+			if _, err := os.Stat(path + ".1"); err == nil {
+				break // the predecessor is path.1
+			}
+		}
+		err := recentInFile(name, since, &out)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return out, err
+		}
 	}
-	done, err = recentInFile(path+".1", since, &out)
-	if !errors.Is(err, fs.ErrNotExist) || done {
-		return out, err
-	}
-	err = recentInGzip(path+".1.gz", since, &out)
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
-	return out, err
+	return out, nil
 }
 
-// recentInGzip appends the request records of the gzip file name written at
-// or after since to out, newest first, reading it from its start.
-func recentInGzip(name string, since time.Time, out *[]Recent) error {
+// recentInFile appends the request records of the file name (plain or
+// gzip) written at or after since to out, last line first, reading it
+// from its start.
+func recentInFile(name string, since time.Time, out *[]Recent) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
@@ -85,60 +86,28 @@ func recentInGzip(name string, since time.Time, out *[]Recent) error {
 	return nil
 }
 
-// recentInFile appends the request records of the file name written at or
-// after since to out, newest first; done reports that it met an older
-// record, so that no earlier file need be read.
-func recentInFile(name string, since time.Time, out *[]Recent) (done bool, err error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", name, err)
-	}
-	const chunk = 64 << 10
-	var tail []byte // the start of a line whose beginning is not read yet
-	for end := info.Size(); end > 0; {
-		start := max(0, end-chunk)
-		buf := make([]byte, end-start, int(end-start)+len(tail))
-		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-			return false, fmt.Errorf("read %s: %w", name, err)
-		}
-		buf = append(buf, tail...)
-		// Every complete line in buf but the first, which may begin
-		// before start, newest first.
-		for {
-			i := bytes.LastIndexByte(buf[:max(0, len(buf)-1)], '\n')
-			if i < 0 {
-				break
-			}
-			if older := recentLine(buf[i+1:], since, out); older {
-				return true, nil
-			}
-			buf = buf[:i+1]
-		}
-		if start == 0 {
-			if older := recentLine(buf, since, out); older {
-				return true, nil
-			}
-			return false, nil
-		}
-		if len(buf) > MaxLineBytes {
-			// A line longer than any record: skip it, as Read does.
-			buf = nil
-		}
-		tail = buf
-		end = start
-	}
-	return false, nil
-}
+// The start of every record line the writer writes: its type, then its
+// time (see Record).
+var (
+	typePrefix    = []byte(`{"type":"`)
+	requestPrefix = []byte(`{"type":"request","time":"`)
+)
 
 // recentLine appends line's request to out when it is a request record
-// written at or after since; older reports a record written before since.
-func recentLine(line []byte, since time.Time, out *[]Recent) (older bool) {
-	line = bytes.TrimSuffix(line, []byte("\n"))
+// written at or after since. A line the writer wrote is judged on its
+// prefix (type, then time) first, so that the many lines that are not
+// recent request records are not decoded whole.
+func recentLine(line []byte, since time.Time, out *[]Recent) {
+	if bytes.HasPrefix(line, typePrefix) && !bytes.HasPrefix(line, requestPrefix) {
+		return
+	}
+	if rest, ok := bytes.CutPrefix(line, requestPrefix); ok {
+		if end := bytes.IndexByte(rest, '"'); end > 0 {
+			if at, err := time.Parse(time.RFC3339Nano, string(rest[:end])); err == nil && at.Before(since) {
+				return
+			}
+		}
+	}
 	var r struct {
 		Type    Type      `json:"type"`
 		Time    time.Time `json:"time"`
@@ -147,14 +116,10 @@ func recentLine(line []byte, since time.Time, out *[]Recent) (older bool) {
 			RequestTime time.Time `json:"request_time"`
 		} `json:"request"`
 	}
-	if len(line) == 0 || json.Unmarshal(line, &r) != nil || r.Time.IsZero() {
-		return false
-	}
-	if r.Time.Before(since) {
-		return true
+	if len(line) == 0 || json.Unmarshal(line, &r) != nil || r.Time.IsZero() || r.Time.Before(since) {
+		return
 	}
 	if r.Type == TypeRequest && r.ID != "" && r.Request != nil {
 		*out = append(*out, Recent{ID: r.ID, RequestTime: r.Request.RequestTime, Received: r.Time})
 	}
-	return false
 }

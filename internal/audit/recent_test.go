@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -103,5 +104,81 @@ func TestRecentRequests(t *testing.T) {
 	}
 	if got, w := ids(15), want(15, 19); !slices.Equal(got, w) {
 		t.Errorf("without the current file, since +15s: %v\nwant %v", got, w)
+	}
+}
+
+// TestRecentRequestsAroundClockSteps: the read-back does not depend on the
+// records' order. Records are written through the log with a clock that
+// steps back or forward (as NTP after boot or a resumed VM does), in the
+// current file and in its rotated predecessor; every request record whose
+// time is in the window is read back, however the records around it are
+// dated.
+func TestRecentRequestsAroundClockSteps(t *testing.T) {
+	base := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	type rec struct {
+		id   string
+		step time.Duration // the clock's offset when it is written
+	}
+	tests := []struct {
+		name string
+		// rotated, when set, is written first, then rotated to path.1.
+		rotated, current []rec
+		want             []string
+	}{
+		{"stepped back an hour after the request",
+			nil, []rec{{"before", 0}, {"ran", 0}, {"after-step", -time.Hour}, {"after-step-2", -time.Hour}},
+			[]string{"ran", "before"}},
+		{"stepped forward, then put right",
+			nil, []rec{{"future", time.Hour}, {"ran", 0}, {"after", 0}},
+			[]string{"after", "ran", "future"}},
+		{"stepped back a day, twice",
+			nil, []rec{{"ran", 0}, {"back", -24 * time.Hour}, {"ran-2", 0}, {"back-2", -24 * time.Hour}},
+			[]string{"ran-2", "ran"}},
+		{"in the rotated file, the current one stepped back",
+			[]rec{{"ran", 0}, {"back", -time.Hour}}, []rec{{"back-2", -time.Hour}},
+			[]string{"ran"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := logPath(t)
+			write := func(recs []rec) {
+				var step time.Duration
+				n := 0
+				l, err := Open(path, Options{Now: func() time.Time {
+					n++
+					return base.Add(step).Add(time.Duration(n) * time.Millisecond)
+				}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range recs {
+					step = r.step
+					req := testRequest(r.id)
+					req.Time = base.Add(r.step)
+					if _, err := l.Received(context.Background(), req, testPeer); err != nil {
+						t.Fatal(err)
+					}
+				}
+				must(t, l.Close())
+			}
+			if tt.rotated != nil {
+				write(tt.rotated)
+				must(t, os.Rename(path, path+".1"))
+			}
+			write(tt.current)
+			// The daemon restarts with the clock put right, and reads
+			// back the last five minutes.
+			got, err := RecentRequests(path, base.Add(-5*time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, r := range got {
+				ids = append(ids, r.ID)
+			}
+			if !slices.Equal(ids, tt.want) {
+				t.Errorf("read back %q, want %q", ids, tt.want)
+			}
+		})
 	}
 }
