@@ -74,3 +74,31 @@ func TestGrantBindsProgramFile(t *testing.T) {
 		t.Fatalf("allow once: %+v", got)
 	}
 }
+
+// TestGrantListedWithTimeLeft: a grant's listing carries the time it has
+// left on the clock that ends it, and its expiry as now plus that, so that
+// an approver need not read the daemon's wall clock (which a clock step
+// moves) to say when it ends.
+func TestGrantListedWithTimeLeft(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	b := NewBroker(time.Hour, func() time.Time { return now })
+	_, events, cancel := b.Subscribe()
+	defer cancel()
+	r := askAsync(context.Background(), b, pending("g1"))
+	m := next(t, events)
+	if err := b.Decide("g1", m.Hash, AllowSession, "", "console"); err != nil {
+		t.Fatal(err)
+	}
+	<-r
+	for _, elapsed := range []time.Duration{0, 20 * time.Minute, 59*time.Minute + 59*time.Second} {
+		now = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).Add(elapsed)
+		gs, _ := b.Grants()
+		if len(gs) != 1 {
+			t.Fatalf("after %s: grants %+v", elapsed, gs)
+		}
+		left := time.Hour - elapsed
+		if gs[0].ExpiresInMS != left.Milliseconds() || !gs[0].Expires.Equal(now.Add(left)) {
+			t.Errorf("after %s: expires %s in %dms, want %s in %dms", elapsed, gs[0].Expires, gs[0].ExpiresInMS, now.Add(left), left.Milliseconds())
+		}
+	}
+}

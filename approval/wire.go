@@ -225,7 +225,18 @@ type Grant struct {
 	StdinSHA256 string    `json:"stdin_sha256,omitempty"`
 	By          string    `json:"by"`
 	Created     time.Time `json:"created"`
-	Expires     time.Time `json:"expires"`
+	// Expires is when the grant ends, on the daemon's wall clock as the
+	// message is sent. The daemon ends the grant on elapsed time, which a
+	// clock step (NTP, a resumed VM) does not move: after a step, or on
+	// an approver whose clock differs, Expires read later no longer says
+	// when the grant ends. ExpiresInMS does.
+	Expires time.Time `json:"expires"`
+	// ExpiresInMS is the grant's time left, in milliseconds, as the
+	// message is sent, on the elapsed-time clock that ends it: an
+	// approver shows its expiry counted from when it received the
+	// message, on its own elapsed-time clock. Absent (0) from daemons
+	// older than this field, and for a grant ending within a millisecond.
+	ExpiresInMS int64 `json:"expires_in_ms,omitempty"`
 }
 
 // Message types on the approver channel; see docs/approver-protocol.md.

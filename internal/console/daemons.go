@@ -195,6 +195,17 @@ func (m *model) forget(i int) tea.Cmd {
 func (m *model) setGrants(i int, grants []approval.Grant, omitted int) {
 	old := m.grants
 	d := m.daemons[i]
+	// The daemon ends a grant on elapsed time: its expiry is counted from
+	// now on this console's elapsed-time clock (time.Now's monotonic
+	// reading), not read from the daemon's wall clock, which a clock step
+	// moves.
+	now := m.cfg.now()
+	grants = slices.Clone(grants)
+	for k := range grants {
+		if ms := grants[k].ExpiresInMS; ms > 0 {
+			grants[k].Expires = now.Add(time.Duration(ms) * time.Millisecond)
+		}
+	}
 	d.grants, d.grantsOmitted = grants, omitted
 	m.grants, m.grantsOmitted = nil, 0
 	for j, d := range m.daemons {

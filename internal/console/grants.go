@@ -31,7 +31,7 @@ func (g *grantsScreen) build(keep string) {
 	m := g.m
 	g.list.build(m, m.grants, func(gr heldGrant) string {
 		label := fmt.Sprintf("%s  uid %d  session %s  expires %s",
-			termtext.Esc(gr.ID), gr.UID, termtext.Esc(gr.Session), gr.Expires.In(m.cfg.now().Location()).Format("2006-01-02 15:04:05"))
+			termtext.Esc(gr.ID), gr.UID, termtext.Esc(gr.Session), shownExpiry(gr.Grant, m.cfg.now()).Format("2006-01-02 15:04:05"))
 		if len(m.daemons) > 1 {
 			label += "  on " + m.label(gr.link)
 		}
@@ -136,6 +136,13 @@ func grantDetails(st *styles, g approval.Grant, width int, now time.Time) []stri
 	if d := g.Expires.Sub(now); d > 0 {
 		left = "in " + d.Round(time.Second).String()
 	}
-	l.field("expires", fmt.Sprintf("%s (%s)", g.Expires.In(now.Location()).Format(time.DateTime), left), nil)
+	l.field("expires", fmt.Sprintf("%s (%s)", shownExpiry(g, now).Format(time.DateTime), left), nil)
 	return l.out
+}
+
+// shownExpiry is when g ends, on the wall clock as it reads now: now plus
+// the time left, measured on the elapsed-time clock that setGrants counted
+// it on, so that a clock step since cannot make the two disagree.
+func shownExpiry(g approval.Grant, now time.Time) time.Time {
+	return now.Round(0).Add(g.Expires.Sub(now)).In(now.Location())
 }
