@@ -237,9 +237,11 @@ func feedWatchdog(ctx context.Context, log *slog.Logger) {
 	}
 }
 
-// onHangup does what SIGHUP asks: it reopens the audit log the daemon
-// opened itself (logrotate's postrotate sends SIGHUP; the log also notices a
-// rename by itself before its next write), and, when reload is set, reloads
+// onHangup does what SIGHUP asks: it has the audit log the daemon opened
+// itself continue in a new file if its path no longer names the open one
+// (logrotate's postrotate sends SIGHUP; the log also notices a rename by
+// itself before its next write; a path that still names the open file
+// changes nothing), and, when reload is set, reloads
 // the configuration (see Server.Reload), telling systemd RELOADING=1, then
 // READY=1 with the outcome in STATUS=.
 func onHangup(ctx context.Context, log *slog.Logger, alog *audit.Log, srv *Server, broker *approval.Broker,
@@ -248,7 +250,7 @@ func onHangup(ctx context.Context, log *slog.Logger, alog *audit.Log, srv *Serve
 		if err := alog.Reopen(ctx); err != nil {
 			log.Error("audit log: reopen after SIGHUP failed", "err", err)
 		} else {
-			log.Info("audit log reopened")
+			log.Info("audit log checked: it continues in the file its path names")
 		}
 	}
 	if reload == nil {

@@ -283,6 +283,7 @@ func (w *writer) ready() error {
 			w.log.Warn("audit: closing the renamed or removed log file failed", "file", w.path, "err", err)
 		}
 		w.f = nil
+		w.log.Info("audit: the log's path no longer names the open file (rotated, removed or replaced): continuing in the file it names", "file", w.path)
 	}
 	if err := w.open(); err != nil {
 		return fmt.Errorf("%w (the record was not written)", err)
