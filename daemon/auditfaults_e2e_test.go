@@ -237,3 +237,24 @@ func TestE2EReplayAfterRestartAroundClockStep(t *testing.T) {
 		})
 	}
 }
+
+// TestE2EStagesDoNotHoldTheAuditLog: a stage has no descriptor of the audit
+// log once it runs its program (every descriptor of the log is
+// close-on-exec, and clone3's child closes them at its exec), so no
+// command can keep the log, or its writers' lock, from the daemon.
+func TestE2EStagesDoNotHoldTheAuditLog(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll})
+	for _, pipeline := range [][][]string{
+		{{"ls", "-l", "/proc/self/fd/"}},
+		{{"true"}, {"ls", "-l", "/proc/self/fd/"}},
+	} {
+		resp := d.Run(&proto.Request{Pipeline: pipeline, Privileged: true})
+		if resp.Status != proto.StatusOK || !strings.Contains(string(resp.Stdout), "0 ->") {
+			t.Fatalf("%q: %s %q %q", pipeline, resp.Status, resp.Message, resp.Stdout)
+		}
+		if strings.Contains(string(resp.Stdout), filepath.Dir(d.AuditLog)) {
+			t.Errorf("a stage holds a descriptor of the audit log's directory or file:\n%s", resp.Stdout)
+		}
+	}
+}
