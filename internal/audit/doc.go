@@ -15,8 +15,12 @@
 // ([Trail.Started]), so nothing runs that is not on disk first. Records
 // written at the same time share one sync (group commit), and the records
 // that need not wait are synced by the next group or 50 ms later. A failed
-// write or sync cuts the file back to its last synced line and closes it;
-// the next Append opens it again. [Open] refuses a log that anyone but root
+// write cuts back only its own partial bytes: a record reported written
+// stays. Only a failed sync cuts the file back to its last synced line,
+// and then each record reported written that it cut is logged and sent to
+// the journal ([LostRecord]). The writer keeps its file, and the lock, for
+// as long as the path names that file, and opens the file the path names
+// once it is renamed or removed. [Open] refuses a log that anyone but root
 // could rewrite, and locks it. [Verify] and [VerifyWith] check the chain and
 // name the first line that is not as it was written; [Read], [Follow] and
 // [Joiner] read it back.
