@@ -18,7 +18,7 @@
 // write cuts back only its own partial bytes: a record reported written
 // stays. Only a failed sync cuts the file back to its last synced line,
 // and then each record reported written that it cut is logged and sent to
-// the journal ([LostRecord]). The writer keeps its file, and the lock, for
+// the journal. The writer keeps its file, and the lock, for
 // as long as the path names that file, and opens the file the path names
 // once it is renamed or removed. [Open] refuses a log that anyone but root
 // could rewrite, and locks it. [Verify] and [VerifyWith] check the chain and

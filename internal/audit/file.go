@@ -50,7 +50,7 @@ type writer struct {
 	log  *slog.Logger
 	// lost, when set, is told of records reported written that a failed
 	// sync cut from the file, and of the head of the chain after the cut.
-	lost func(lost []LostRecord, head Receipt)
+	lost func(lost []lostRecord, head Receipt)
 
 	f  logFile     // nil after a failed open, until the next successful one
 	fi os.FileInfo // f's identity, to notice a rename
@@ -76,9 +76,9 @@ type writer struct {
 	buf   []byte
 }
 
-// LostRecord is a record that was reported written, without waiting for
+// lostRecord is a record that was reported written, without waiting for
 // its sync, and that a failed sync then cut from the log.
-type LostRecord struct {
+type lostRecord struct {
 	Seq  uint64
 	Hash string
 	Type Type
@@ -347,12 +347,12 @@ func (w *writer) failSync(err error) error {
 // lostRecords reads back the records written since the last sync (the
 // lines between synced and size), which a failed sync is about to cut. A
 // record it cannot read is still counted, with its seq.
-func (w *writer) lostRecords() []LostRecord {
+func (w *writer) lostRecords() []lostRecord {
 	n := w.size - w.synced
 	if n <= 0 {
 		return nil
 	}
-	out := make([]LostRecord, 0, w.seq-w.syncedSeq)
+	out := make([]lostRecord, 0, w.seq-w.syncedSeq)
 	buf := make([]byte, n)
 	if _, err := w.f.ReadAt(buf, w.synced); err == nil || errors.Is(err, io.EOF) {
 		for line := range bytes.Lines(buf) {
@@ -365,13 +365,13 @@ func (w *writer) lostRecords() []LostRecord {
 			if json.Unmarshal(line, &r) != nil {
 				continue
 			}
-			out = append(out, LostRecord{Seq: r.Seq, Hash: LineHash(line), Type: r.Type, ID: r.ID})
+			out = append(out, lostRecord{Seq: r.Seq, Hash: LineHash(line), Type: r.Type, ID: r.ID})
 		}
 	}
 	if len(out) == 0 {
 		// Unreadable: name them by seq alone.
 		for s := w.syncedSeq + 1; s <= w.seq; s++ {
-			out = append(out, LostRecord{Seq: s})
+			out = append(out, lostRecord{Seq: s})
 		}
 	}
 	return out

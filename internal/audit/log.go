@@ -427,7 +427,7 @@ func (l *Log) anchor(event string, head Receipt) {
 // of the chain after the cut (type "cut"), the anchor that holds from then
 // on. The journal entries sent for the lost records name hashes that are
 // no longer in the log; these entries say why.
-func (l *Log) cut(lost []LostRecord, head Receipt) {
+func (l *Log) cut(lost []lostRecord, head Receipt) {
 	if l.opts.Journal == nil {
 		return
 	}
