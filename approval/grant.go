@@ -37,19 +37,16 @@ func (b *Broker) Grants() (grants []Grant, omitted int) {
 	return b.listGrants()
 }
 
-// listGrants is Grants with b.mu held. Each grant's expiry is listed as
-// the time it has left, measured on the clock that ends it (b.now's
-// elapsed-time reading, which a clock step does not move), and as the wall
-// time that is now plus that.
+// listGrants is Grants with b.mu held. Each grant's listing carries the
+// time it has left (ExpiresInMS), measured on the clock that ends it: b.now's
+// elapsed-time reading, which a clock step does not move.
 func (b *Broker) listGrants() ([]Grant, int) {
 	n := min(len(b.grants), MaxGrantsListed)
 	out := make([]Grant, n)
 	now := b.now()
 	for i, g := range b.grants[:n] {
 		out[i] = g.listed
-		left := max(0, g.Expires.Sub(now))
-		out[i].Expires = now.Round(0).Add(left)
-		out[i].ExpiresInMS = left.Milliseconds()
+		out[i].ExpiresInMS = max(0, g.Expires.Sub(now)).Milliseconds()
 	}
 	return out, len(b.grants) - n
 }

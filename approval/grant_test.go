@@ -76,9 +76,8 @@ func TestGrantBindsProgramFile(t *testing.T) {
 }
 
 // TestGrantListedWithTimeLeft: a grant's listing carries the time it has
-// left on the clock that ends it, and its expiry as now plus that, so that
-// an approver need not read the daemon's wall clock (which a clock step
-// moves) to say when it ends.
+// left on the clock that ends it, so that an approver need not read the
+// daemon's wall clock (which a clock step moves) to say when it ends.
 func TestGrantListedWithTimeLeft(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	b := NewBroker(time.Hour, func() time.Time { return now })

@@ -225,10 +225,10 @@ type Grant struct {
 	StdinSHA256 string    `json:"stdin_sha256,omitempty"`
 	By          string    `json:"by"`
 	Created     time.Time `json:"created"`
-	// Expires is when the grant ends, on the daemon's wall clock as the
-	// message is sent. The daemon ends the grant on elapsed time, which a
-	// clock step (NTP, a resumed VM) does not move: after a step, or on
-	// an approver whose clock differs, Expires read later no longer says
+	// Expires is Created plus the grant's lifetime, on the daemon's wall
+	// clock when the grant was made. The daemon ends the grant on elapsed
+	// time, which a clock step (NTP, a resumed VM) does not move: after a
+	// step, or on an approver whose clock differs, Expires no longer says
 	// when the grant ends. ExpiresInMS does.
 	Expires time.Time `json:"expires"`
 	// ExpiresInMS is the grant's time left, in milliseconds, as the
