@@ -513,7 +513,7 @@ func lockedBy(f *os.File) error {
 	pid, ok := flockHolder(f)
 	switch {
 	case !ok:
-		return fmt.Errorf("another process holds the writers' lock on this log (a second agent-sudod? /proc/locks does not say which process); %s", twoWriters)
+		return fmt.Errorf("the writers' lock on this log is held, and /proc/locks does not say by which process; %s", twoWriters)
 	case pid == os.Getpid():
 		return errors.New("this daemon's own earlier descriptor of this log still holds its writers' lock (a child process being started shares it until it runs its program); try again")
 	}
