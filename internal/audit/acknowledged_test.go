@@ -320,7 +320,11 @@ func TestLockHolderNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(path, Options{})
-	want := fmt.Sprintf("process %d (%s) holds the writers' lock on this log; two writers would break its hash chain", cmd.Process.Pid, flock)
+	exe, rerr := filepath.EvalSymlinks(flock)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	want := fmt.Sprintf("process %d (%s) holds the writers' lock on this log; two writers would break its hash chain", cmd.Process.Pid, exe)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Open while flock holds the lock: %v\nwant %q", err, want)
 	}
