@@ -352,6 +352,22 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 	if gid < 0 {
 		t.Fatalf("after systemd-sysusers, %s/etc/group has no agent-sudo group:\n%s", root, group)
 	}
+	// The web approver's own user (its --user default, web.DefaultUser):
+	// a system user no other program runs as, without a login shell.
+	passwd, err := os.ReadFile(filepath.Join(root, "etc", "passwd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	webUser := false
+	for _, l := range strings.Split(string(passwd), "\n") {
+		if f := strings.Split(l, ":"); len(f) == 7 && f[0] == "agent-sudo-web" {
+			uid, _ := strconv.Atoi(f[2])
+			webUser = uid > 0 && uid < 1000 && f[6] == "/usr/sbin/nologin"
+		}
+	}
+	if !webUser {
+		t.Errorf("after systemd-sysusers, %s/etc/passwd has no system user agent-sudo-web with the shell /usr/sbin/nologin:\n%s", root, passwd)
+	}
 
 	tests := []struct {
 		path     string

@@ -10,6 +10,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// DefaultUser is the user the web approver and the enrolment page run as
+// once they drop root (--user): a user of their own, created by the
+// package (packaging/sysusers.d/agent-sudo.conf), so that no other
+// program's process shares their uid and could signal, trace or prlimit
+// them (as nobody's many users could).
+const DefaultUser = "agent-sudo-web"
+
 // DetachTerminal gives up the process's controlling terminal (TIOCNOTTY)
 // and points its standard input at /dev/null, so that a compromised web
 // approver cannot type into the terminal it was started from (TIOCSTI

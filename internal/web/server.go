@@ -80,7 +80,7 @@ type Config struct {
 	// Daemons are the daemons served, at least one.
 	Daemons []Daemon
 	// Origin is the page's origin as the browser sees it
-	// ("https://host:8443"), and RPID the passkeys' relying party id (the
+	// ("https://host:844"), and RPID the passkeys' relying party id (the
 	// host name).
 	Origin, RPID string
 	// Log receives what happens; nil discards it.

@@ -11,12 +11,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -38,14 +40,61 @@ func LoadOrCreateCert(dir, host string) (tls.Certificate, string, error) {
 }
 
 // LoadCert loads a certificate and its key, and returns the certificate's
-// fingerprint.
+// fingerprint. The key must be a regular file of this process's user
+// (root) that neither group nor others may read or write (ReadKey): a
+// local user who could read it could serve the page as the web approver.
 func LoadCert(certPath, keyPath string) (tls.Certificate, string, error) {
-	c, err := tls.LoadX509KeyPair(certPath, keyPath)
+	certPEM, err := os.ReadFile(certPath)
 	if err != nil {
 		return tls.Certificate{}, "", fmt.Errorf("TLS certificate: %w", err)
 	}
+	keyPEM, err := ReadKey(keyPath)
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, "", fmt.Errorf("TLS certificate %s with key %s: %w", certPath, keyPath, err)
+	}
 	return c, Fingerprint(c.Certificate[0]), nil
 }
+
+// ReadKey reads the private key file at path, refusing one that is not a
+// regular file owned by this process's effective user, or that group or
+// others may read or write: the mode and owner are those of the file read
+// (fstat on the open descriptor), not of a name that may change between
+// a check and the read.
+func ReadKey(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("TLS key: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("TLS key: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("TLS key %s: not a regular file", path)
+	case !ok || int(st.Uid) != os.Geteuid():
+		return nil, fmt.Errorf("TLS key %s: owned by uid %d, not by this process's user (uid %d): chown it, then chmod 600 it", path, st.Uid, os.Geteuid())
+	case fi.Mode().Perm()&0o077 != 0:
+		return nil, fmt.Errorf("TLS key %s: group or others may read or write it (mode %04o): any local user who reads it can serve a page as the web approver; chmod 600 it, and make a new key if others could read it", path, fi.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("TLS key %s: %w", path, err)
+	}
+	if len(b) > maxKeyFile {
+		return nil, fmt.Errorf("TLS key %s: longer than %d bytes", path, maxKeyFile)
+	}
+	return b, nil
+}
+
+// maxKeyFile bounds a TLS key file.
+const maxKeyFile = 1 << 20
 
 // Fingerprint is the SHA-256 of a DER certificate in colon-separated
 // upper-case hex.

@@ -32,3 +32,59 @@ func TestLoadOrCreateCert(t *testing.T) {
 		t.Fatalf("second load: %q %v, want the same fingerprint %q (32 bytes)", fp2, err, fp1)
 	}
 }
+
+// TestLoadCertRefusesAnOpenKey: a --tls-key that group or others may
+// read or write, that another user owns, or that is not a regular file
+// (a symbolic link, a directory) is refused, saying why; mode 0600 of
+// this process's user is taken.
+func TestLoadCertRefusesAnOpenKey(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "web")
+	if _, _, err := web.LoadOrCreateCert(dir, "box.example"); err != nil {
+		t.Fatal(err)
+	}
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	link := filepath.Join(dir, "link.pem")
+	if err := os.Symlink(key, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mode os.FileMode
+		key  string
+		uid  int // -1: leave it
+		err  string
+	}{
+		{"root's, 0600", 0o600, key, -1, ""},
+		{"root's, 0400", 0o400, key, -1, ""},
+		{"0644", 0o644, key, -1, "group or others may read or write it (mode 0644)"},
+		{"0640", 0o640, key, -1, "group or others may read or write it (mode 0640)"},
+		{"0602", 0o602, key, -1, "group or others may read or write it (mode 0602)"},
+		{"another user's", 0o600, key, 65534, "owned by uid 65534, not by this process's user"},
+		{"a symbolic link", 0o600, link, -1, "TLS key: open " + link},
+		{"a directory", 0o600, dir, -1, "not a regular file"},
+	} {
+		if err := os.Chmod(key, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		if tc.uid >= 0 {
+			if os.Geteuid() != 0 {
+				continue // only root can give the file away
+			}
+			if err := os.Chown(key, tc.uid, -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, _, err := web.LoadCert(cert, tc.key)
+		if tc.uid >= 0 {
+			if cerr := os.Chown(key, os.Geteuid(), -1); cerr != nil {
+				t.Fatal(cerr)
+			}
+		}
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v, want it taken", tc.name, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.err)
+		}
+	}
+}

@@ -164,6 +164,9 @@ type rig struct {
 	origin string
 	b      *browser
 	webPID int
+	// webUID is agent-sudo-web's, the web approver's and the enrolment
+	// page's default --user.
+	webUID uint32
 }
 
 func setup(t *testing.T) *rig {
@@ -180,9 +183,9 @@ approvals = 2
 `})
 	d2 := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "90s", Extra: fmt.Sprintf("passkeys = %q", keys)})
 	_, cli := daemontest.Binaries(t)
-	port := testenv.FreePort(t)
+	port := testenv.FreePrivilegedPort(t)
 	addr := "localhost:" + port
-	r := &rig{d: d, d2: d2, keys: keys, cli: cli, origin: "http://" + addr, b: b}
+	r := &rig{d: d, d2: d2, keys: keys, cli: cli, origin: "http://" + addr, b: b, webUID: testenv.WebUser(t)}
 
 	// Enrolment, at the "root terminal": a one-time link. alice's passkey
 	// is the main page's authenticator, bob's the "bob" page's.
@@ -215,7 +218,7 @@ approvals = 2
 		t.Fatal("the enrolment link still works after its use")
 	}
 
-	web := exec.Command(cli, "approve", "--web", addr, "--no-tls", "--approver-socket", d.ApproverSocket, "--approver-socket", d2.ApproverSocket, "--user", "nobody")
+	web := exec.Command(cli, "approve", "--web", addr, "--no-tls", "--approver-socket", d.ApproverSocket, "--approver-socket", d2.ApproverSocket)
 	web.Env = daemontest.RaceEnv(os.Environ())
 	wout, err := web.StdoutPipe()
 	if err != nil {
@@ -464,10 +467,11 @@ func TestWebApprover(t *testing.T) {
 		if out := curl("--unix-socket", r.d.ApproverSocket, "http://x/"); !strings.Contains(out, "not allowed") && !strings.Contains(out, "Permission denied") && !strings.Contains(out, "Couldn't connect") {
 			t.Errorf("the approver socket as the agent: %s, want refused", out)
 		}
-		// The web approver runs as nobody, not dumpable: the agent cannot
-		// read its memory (its sessions, its TLS key) through /proc.
+		// The web approver runs as agent-sudo-web, a user of its own, not
+		// dumpable: the agent cannot read its memory (its sessions, its
+		// TLS key) through /proc.
 		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.webPID))
-		if err != nil || !strings.Contains(string(st), "\nUid:\t65534\t65534\t65534\t65534\n") {
+		if err != nil || !strings.Contains(string(st), fmt.Sprintf("\nUid:\t%d\t%d\t%d\t%d\n", r.webUID, r.webUID, r.webUID, r.webUID)) {
 			t.Errorf("the web approver's ids: %v\n%s", err, st)
 		}
 		if out, err := agent.Command("cat", fmt.Sprintf("/proc/%d/environ", r.webPID)).CombinedOutput(); err == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/console"
+	"github.com/agent-sudo/agent-sudo/internal/web"
 )
 
 // Where approve connects unless told otherwise.
@@ -125,7 +126,7 @@ func approveFlags(inv *invocation) (*flag.FlagSet, *approveOpts) {
 	fset.StringVar(&o.desktop, "desktop-notify", string(console.DesktopAuto), "`mode` of the desktop notification sent with the bell: auto, osc9, osc777 or off")
 	fset.BoolVar(&o.stopsDaemon, "stops-daemon", false, stopsDaemonUsage)
 	o.web.addFlags(fset, "")
-	fset.StringVar(&o.web.user, "user", "nobody", "with --web: the `user` the web approver runs as once it has connected (never root)")
+	fset.StringVar(&o.web.user, "user", web.DefaultUser, "with --web: the `user` the web approver runs as once it has connected (never root; a user no other program runs as)")
 	return fset, o
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,7 @@ type webOpts struct {
 }
 
 func (o *webOpts) addFlags(fset *flag.FlagSet, addrDefault string) {
-	fset.StringVar(&o.addr, "web", addrDefault, "serve the web approver on `host:port` (loopback unless you say otherwise; see docs/remote.md)")
+	fset.StringVar(&o.addr, "web", addrDefault, "serve the web approver on `host:port`: on every address of host (loopback unless you say otherwise), on a port below 1024, which only root may take (docs/remote.md)")
 	fset.StringVar(&o.origin, "origin", "", "the `URL` the phone's browser opens (scheme://host[:port]), when it differs from --web's (a tunnel, a proxy)")
 	fset.StringVar(&o.tlsDir, "tls-dir", web.DefaultTLSDir, "`dir` of the TLS certificate generated at first use (cert.pem, key.pem)")
 	fset.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate `file` to use instead of the generated one (with --tls-key)")
@@ -84,23 +85,65 @@ func (o *webOpts) endpoints() (listen, origin, rpID string, err error) {
 	return net.JoinHostPort(host, port), origin, rpID, nil
 }
 
-// listen opens the listener, with TLS unless --no-tls, and returns the
-// certificate's fingerprint ("" without TLS).
-func (o *webOpts) listen(ctx context.Context, addr, rpID string) (net.Listener, string, error) {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
+// listen opens the listeners, on every address of --web's host
+// (web.Listen), with TLS unless --no-tls, and returns the certificate's
+// fingerprint ("" without TLS).
+func (o *webOpts) listen(ctx context.Context, addr, rpID string) ([]net.Listener, string, error) {
+	lns, err := listenAll(ctx, addr)
 	if err != nil {
-		return nil, "", listenError(addr, err)
+		return nil, "", err
 	}
 	if o.noTLS {
-		return ln, "", nil
+		return lns, "", nil
 	}
 	cert, fp, err := o.cert(rpID)
 	if err != nil {
-		_ = ln.Close()
+		closeAll(lns)
 		return nil, "", err
 	}
-	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), fp, nil
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	for i, ln := range lns {
+		lns[i] = tls.NewListener(ln, cfg)
+	}
+	return lns, fp, nil
+}
+
+// checkPort refuses --web's port unless only root may listen on it
+// (web.CheckPort): the web approver's and the enrolment's address must be
+// one no local user can take, for as long as passkeys may be used at it.
+func checkPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--web %q: %w", addr, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return fmt.Errorf("--web %q: the port is not a number", addr)
+	}
+	if err := web.CheckPort(uint16(p), web.UnprivilegedPortStartFile); err != nil {
+		return fmt.Errorf("--web %s: %w", addr, err)
+	}
+	return nil
+}
+
+// listenAll listens on addr's port on every address of its host
+// (web.Listen).
+func listenAll(ctx context.Context, addr string) ([]net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--web %q: %w", addr, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("--web %q: the port is not a number", addr)
+	}
+	return web.Listen(ctx, host, uint16(p))
+}
+
+func closeAll(lns []net.Listener) {
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
 }
 
 // cert returns the TLS certificate and its fingerprint: --tls-cert's, or
@@ -122,13 +165,16 @@ func webLog(inv *invocation) *slog.Logger {
 	}}))
 }
 
-// serveHTTP serves h on ln until ctx ends.
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+// serveHTTP serves h on every listener of lns until ctx ends, or one of
+// them fails.
+func serveHTTP(ctx context.Context, lns []net.Listener, h http.Handler) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10,
 		ErrorLog: nil}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- srv.Serve(ln) }()
+	}
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -136,6 +182,7 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
 		_ = srv.Shutdown(sctx)
 		return ctx.Err()
 	case err := <-errc:
+		_ = srv.Close()
 		return err
 	}
 }
@@ -151,6 +198,9 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
 func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, deps approveDeps) int {
 	o := &opts.web
 	listenAddr, origin, rpID, err := o.endpoints()
+	if err == nil {
+		err = checkPort(listenAddr)
+	}
 	if err != nil {
 		return inv.fail(exitUsage, "approve --web: %v", err)
 	}
@@ -191,11 +241,11 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 	if up == 0 {
 		return inv.fail(exitUnavailable, "approve --web: no daemon could be reached")
 	}
-	ln, fp, err := o.listen(ctx, listenAddr, rpID)
+	lns, fp, err := o.listen(ctx, listenAddr, rpID)
 	if err != nil {
 		return inv.fail(exitUnavailable, "approve --web: %v", err)
 	}
-	defer ln.Close()
+	defer closeAll(lns)
 	if err := relayTerminalOutput(uid, gid); err != nil {
 		return inv.fail(exitSoftware, "approve --web: %v", err)
 	}
@@ -220,7 +270,7 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 	feedErr := make(chan error, 1)
 	go func() { feedErr <- srv.Run(ctx) }()
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- serveHTTP(ctx, ln, srv.Handler()) }()
+	go func() { httpErr <- serveHTTP(ctx, lns, srv.Handler()) }()
 	select {
 	case err = <-feedErr:
 		cancel()
@@ -273,7 +323,7 @@ func approveWebCommand(ctx context.Context, inv *invocation, args []string, deps
 	case "revoke":
 		return approveWebRevoke(inv, args[1:])
 	case "serve-enrolment":
-		return approveWebServeEnrolment(ctx, inv)
+		return approveWebServeEnrolment(ctx, inv, args[1:])
 	}
 	return inv.fail(exitUsage, "approve web: unknown subcommand %q: want enroll, list or revoke", args[0])
 }
@@ -293,11 +343,11 @@ enroll NAME serves a one-time link for 5 minutes on --web (or --origin,
 the URL the phone opens). The passkey signs only from the origins --for
 names: the web approver's URL, on the same host name as the link; by
 default the link's own origin. So while the web approver runs on
-HOST:8443, enrol on another port of HOST with --for https://HOST:8443; no
+HOST:844, enrol on another port of HOST with --for https://HOST:844; no
 restart is needed, the web approver learns of the new passkey from the
 daemon. It prints the link, also as a QR code, with the TLS
 certificate's fingerprint. The page
-is served as --user (default nobody); only the checked public key comes
+is served as --user (default agent-sudo-web); only the checked public key comes
 back to root. Open the link on the phone (or scan the code), and the phone
 registers a passkey (user verification required) for the approver NAME;
 the public key is stored in --passkeys, root only.
@@ -318,8 +368,24 @@ See docs/approving.md.
 
 func approveWebHelp(inv *invocation, w io.Writer) error {
 	fset := approveWebUsage().newFlagSet()
-	(&webOpts{}).addFlags(fset, "localhost:8443")
+	o := &webOpts{}
+	o.addFlags(fset, defaultWebAddr)
+	o.addEnrolFlags(fset)
 	return approveWebUsage().write(w, fset)
+}
+
+// defaultWebAddr is enroll's --web: loopback, on a port only root may
+// listen on (web.CheckPort).
+const defaultWebAddr = "localhost:844"
+
+// addEnrolFlags adds the flags of enroll alone.
+func (o *webOpts) addEnrolFlags(fset *flag.FlagSet) {
+	fset.StringVar(&o.user, "user", web.DefaultUser, "the `user` the enrolment page is served as (never root; a user no other program runs as)")
+	fset.Func("for", "the web approver's `URL` (scheme://host[:port], on the link's host name) the passkey will sign from, "+
+		"when the link is served elsewhere (another port while the web approver runs); repeat it for several", func(v string) error {
+		o.forOrigins = append(o.forOrigins, v)
+		return nil
+	})
 }
 
 // parseWeb parses the flags of "approve web VERB" and, when named, its one
@@ -329,14 +395,9 @@ func parseWeb(inv *invocation, verb string, args []string, named bool) (o *webOp
 	u := approveWebUsage()
 	fset := u.newFlagSet()
 	o = &webOpts{}
-	o.addFlags(fset, "localhost:8443")
+	o.addFlags(fset, defaultWebAddr)
 	if verb == "enroll" {
-		fset.StringVar(&o.user, "user", "nobody", "the `user` the enrolment page is served as (never root)")
-		fset.Func("for", "the web approver's `URL` (scheme://host[:port], on the link's host name) the passkey will sign from, "+
-			"when the link is served elsewhere (another port while the web approver runs); repeat it for several", func(v string) error {
-			o.forOrigins = append(o.forOrigins, v)
-			return nil
-		})
+		o.addEnrolFlags(fset)
 	}
 	rest, code, ok := inv.parse(u, fset, args)
 	if !ok {
@@ -368,6 +429,9 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 		return code
 	}
 	listenAddr, origin, rpID, err := o.endpoints()
+	if err == nil {
+		err = checkPort(listenAddr)
+	}
 	if err != nil {
 		return inv.fail(exitUsage, "approve web enroll: %v", err)
 	}
@@ -387,12 +451,11 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	if err != nil {
 		return inv.fail(exitUsage, "approve web enroll: %v", err)
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", listenAddr)
+	lns, err := listenAll(ctx, listenAddr)
 	if err != nil {
 		return inv.fail(exitUnavailable, "approve web enroll: %v", enrolListenError(listenAddr, origin, o.origin != "", err))
 	}
-	defer ln.Close()
+	defer closeAll(lns)
 	fp := ""
 	if !o.noTLS {
 		cert, f, err := o.cert(rpID)
@@ -406,7 +469,7 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	}
 	ctx, cancel := context.WithDeadline(ctx, setup.Expires)
 	defer cancel()
-	page, pageErr, conn, err := startEnrolPage(ctx, inv, ln.(*net.TCPListener))
+	page, pageErr, conn, err := startEnrolPage(ctx, inv, lns)
 	if err != nil {
 		return inv.fail(exitSoftware, "approve web enroll: %v", err)
 	}
@@ -445,9 +508,20 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	return 0
 }
 
-// webUser returns the ids of --user, which must not be root.
+// webUser returns the ids of --user, which must not be root. A user that
+// does not exist is named with how to create it.
 func webUser(name string) (uid, gid uint32, err error) {
 	uid, err = account.UID(name)
+	var unknown user.UnknownUserError
+	if errors.As(err, &unknown) {
+		how := "the package creates it (/usr/lib/sysusers.d/agent-sudo.conf; systemd-sysusers agent-sudo.conf)"
+		if name != web.DefaultUser {
+			how = "name an existing user"
+		}
+		return 0, 0, fmt.Errorf("--user %s: no such user: %s; or create it as root: "+
+			"useradd --system --user-group --no-create-home --home-dir / --shell /usr/sbin/nologin %s "+
+			"(a user of its own: a process of the same uid could stop, trace or kill the web approver)", visible(name), how, visible(name))
+	}
 	if err == nil {
 		gid, err = userGID(name)
 	}
@@ -460,46 +534,51 @@ func webUser(name string) (uid, gid uint32, err error) {
 	return uid, gid, nil
 }
 
-// listenError names the address that could not be listened on, and the
-// likely holder when it is in use: the web approver itself.
-func listenError(addr string, err error) error {
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("%s is in use, by the web approver (agent-sudo approve --web) or another program", addr)
-	}
-	return fmt.Errorf("listen on %s: %w", addr, err)
-}
-
-// enrolListenError is listenError with what to do for an enrolment: enrol
-// on another port of the same host, for the web approver's origin, which
-// is the origin this enrolment computed for addr (its --web, --no-tls and
-// --origin); with --origin, that origin's port moves too.
+// enrolListenError is web.ListenError's error with what to do for an
+// enrolment: enrol on another port of the same host, for the web
+// approver's origin, which is the origin this enrolment computed for addr
+// (its --web, --no-tls and --origin); with --origin, that origin's port
+// moves too.
 func enrolListenError(addr, origin string, originGiven bool, err error) error {
 	host, _, serr := net.SplitHostPort(addr)
 	if !errors.Is(err, syscall.EADDRINUSE) || serr != nil {
-		return listenError(addr, err)
+		return err
 	}
 	advice := fmt.Sprintf("--web %s --for %s", net.JoinHostPort(host, "OTHERPORT"), origin)
 	if originGiven {
 		advice = fmt.Sprintf("--web %s --origin URL --for %s, where --origin is the URL that reaches OTHERPORT, not %s",
 			net.JoinHostPort(host, "OTHERPORT"), origin, origin)
 	}
-	return fmt.Errorf("%w: enrol on another port of the same host, for the web approver's URL, which keeps serving (%s)",
-		listenError(addr, err), advice)
+	return fmt.Errorf("%w: enrol on another port below 1024 of the same host, for the web approver's URL, which keeps serving (%s)",
+		err, advice)
 }
 
 // startEnrolPage starts this program again as "approve web
-// serve-enrolment", in a session of its own without a terminal (its
-// stderr a pipe, relayed made visible), with the listener as descriptor 3
-// and its end of a socket pair as descriptor 4, and no other descriptor
-// of this process (spawn.MarkCloseOnExec);
+// serve-enrolment N", in a session of its own without a terminal (its
+// stderr a pipe, relayed made visible), with the first of the N listeners
+// lns as descriptor 3, its end of a socket pair as descriptor 4 and the
+// other listeners from descriptor 5 on, and no other descriptor of this
+// process (spawn.MarkCloseOnExec);
 // it returns the process, its stderr's relay (to Flush after Wait) and
 // this side's end. ctx's end kills it.
-func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (*exec.Cmd, *visibleLines, net.Conn, error) {
-	lf, err := ln.File()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("the listener's descriptor: %w", err)
+func startEnrolPage(ctx context.Context, inv *invocation, lns []net.Listener) (*exec.Cmd, *visibleLines, net.Conn, error) {
+	var lfs []*os.File
+	defer func() {
+		for _, f := range lfs {
+			_ = f.Close()
+		}
+	}()
+	for _, ln := range lns {
+		tl, ok := ln.(*net.TCPListener)
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("the listener on %s is not TCP", ln.Addr())
+		}
+		lf, err := tl.File()
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("the listener's descriptor: %w", err)
+		}
+		lfs = append(lfs, lf)
 	}
-	defer lf.Close()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("socket pair: %w", err)
@@ -511,14 +590,14 @@ func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("socket pair: %w", err)
 	}
-	cmd := selfCommand(ctx, "approve", "web", "serve-enrolment")
+	cmd := selfCommand(ctx, "approve", "web", "serve-enrolment", strconv.Itoa(len(lfs)))
 	// Not the terminal itself: a pipe, whose lines this process writes
 	// to it made visible, so that the page's process, which runs as
 	// another user and faces the network, holds no descriptor of root's
 	// terminal (Flush after Wait writes a last line without newline).
 	stderr := &visibleLines{w: inv.stderr}
 	cmd.Stderr = stderr
-	cmd.ExtraFiles = []*os.File{lf, theirs}
+	cmd.ExtraFiles = append([]*os.File{lfs[0], theirs}, lfs[1:]...)
 	spawn.MarkCloseOnExec()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -533,15 +612,28 @@ func startEnrolPage(ctx context.Context, inv *invocation, ln *net.TCPListener) (
 // reads the setup from descriptor 4, becomes the setup's user, then
 // serves the enrolment page on descriptor 3 until the passkey is kept or
 // the link expires.
-func approveWebServeEnrolment(ctx context.Context, inv *invocation) int {
+func approveWebServeEnrolment(ctx context.Context, inv *invocation, args []string) int {
 	parent := os.Getppid()
-	lf, cf := os.NewFile(3, "listener"), os.NewFile(4, "enrol-root")
-	ln, err := net.FileListener(lf)
-	_ = lf.Close()
-	if err != nil {
-		return inv.fail(exitUsage, "approve web serve-enrolment: descriptor 3: %v (run by approve web enroll, not by hand)", err)
+	n, err := strconv.Atoi(strings.Join(args, " "))
+	if err != nil || n < 1 || n > web.MaxAddresses {
+		return inv.fail(exitUsage, "approve web serve-enrolment: want the number of listeners, 1 to %d (run by approve web enroll, not by hand)", web.MaxAddresses)
 	}
-	defer ln.Close()
+	var lns []net.Listener
+	defer func() { closeAll(lns) }()
+	for i := range n {
+		fd := uintptr(3)
+		if i > 0 {
+			fd = uintptr(4 + i)
+		}
+		lf := os.NewFile(fd, "listener")
+		ln, err := net.FileListener(lf)
+		_ = lf.Close()
+		if err != nil {
+			return inv.fail(exitUsage, "approve web serve-enrolment: descriptor %d: %v (run by approve web enroll, not by hand)", fd, err)
+		}
+		lns = append(lns, ln)
+	}
+	cf := os.NewFile(4, "enrol-root")
 	conn, err := net.FileConn(cf)
 	_ = cf.Close()
 	if err != nil {
@@ -563,9 +655,12 @@ func approveWebServeEnrolment(ctx context.Context, inv *invocation) int {
 	if err := web.ArmParentDeath(parent); err != nil {
 		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
 	}
-	ln, err = setup.Listener(ln)
-	if err != nil {
-		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
+	for i, ln := range lns {
+		tl, err := setup.Listener(ln)
+		if err != nil {
+			return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
+		}
+		lns[i] = tl
 	}
 	e := setup.Enrolment(conn, br)
 	e.Log = webLog(inv)
@@ -575,7 +670,7 @@ func approveWebServeEnrolment(ctx context.Context, inv *invocation) int {
 	ctx, cancel := context.WithDeadline(ctx, setup.Expires)
 	defer cancel()
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- serveHTTP(ctx, ln, e.Handler()) }()
+	go func() { httpErr <- serveHTTP(ctx, lns, e.Handler()) }()
 	err = e.Wait(ctx)
 	cancel()
 	<-httpErr

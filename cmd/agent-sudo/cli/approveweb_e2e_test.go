@@ -137,7 +137,7 @@ func (b *browserE2E) shown() map[string]string {
 // cannot sign in again.
 func TestE2EWebApproverTwoDaemons(t *testing.T) {
 	daemontest.RequireRoot(t)
-	port := testenv.FreePort(t)
+	port := testenv.FreePrivilegedPort(t)
 	origin := "http://localhost:" + port
 	alice, err := passkeytest.New("alice", "localhost", origin)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
@@ -23,16 +22,16 @@ import (
 // listener) holds the port, enrol says which address and what to do.
 func TestApproveWebEnrollPortInUse(t *testing.T) {
 	testenv.NeedsRoot(t)
-	ln, err := net.Listen("tcp", "localhost:0")
+	port := testenv.FreePrivilegedPort(t)
+	ln, err := net.Listen("tcp", "[::1]:"+port)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	addr := "localhost:" + port
 	keys := filepath.Join(t.TempDir(), "passkeys")
-	inUse := "agent-sudo: approve web enroll: " + addr + " is in use, by the web approver (agent-sudo approve --web) or another program: " +
-		"enrol on another port of the same host, for the web approver's URL, which keeps serving ("
+	inUse := "agent-sudo: approve web enroll: [::1]:" + port + " (an address of localhost) is in use, by the web approver (agent-sudo approve --web) or another program: " +
+		"enrol on another port below 1024 of the same host, for the web approver's URL, which keeps serving ("
 	for _, tt := range []struct {
 		name   string
 		flags  []string
@@ -53,20 +52,18 @@ func TestApproveWebEnrollPortInUse(t *testing.T) {
 }
 
 // TestE2EApproveWebEnrollServesUnprivileged runs the real agent-sudo: the
-// enrolment page is served by a process of its own running as --user
-// (nobody), while the passkey it registers is written by the root
+// enrolment page is served by a process of its own running as --user, by
+// default agent-sudo-web (a user of its own, not nobody, whom other
+// programs run as), while the passkey it registers is written by the root
 // process, root's, mode 0600; the QR code is printed under the link.
 func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 	testenv.NeedsRoot(t)
 	_, cli := daemontest.Binaries(t)
-	nobody, err := account.UID("nobody")
-	if err != nil {
-		t.Skipf("no user nobody: %v", err)
-	}
-	port := testenv.FreePort(t)
+	webUID := testenv.WebUser(t)
+	port := testenv.FreePrivilegedPort(t)
 	origin := "http://localhost:" + port
 	keys := filepath.Join(t.TempDir(), "passkeys")
-	enrol := startEnrol(t, cli, origin, "█", "alice", "--web", "localhost:"+port, "--no-tls", "--passkeys", keys, "--user", "nobody")
+	enrol := startEnrol(t, cli, origin, "█", "alice", "--web", "localhost:"+port, "--no-tls", "--passkeys", keys)
 	creation := enrol.post("/begin", []byte("{}"))
 	// The page answered: its process has dropped root by now.
 	page := childOf(t, enrol.cmd.Process.Pid)
@@ -74,9 +71,9 @@ func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantUID := fmt.Sprintf("\t%d\t%d\t%d\t%d\n", nobody, nobody, nobody, nobody)
+	wantUID := fmt.Sprintf("\t%d\t%d\t%d\t%d\n", webUID, webUID, webUID, webUID)
 	if !strings.Contains(string(status), "\nUid:"+wantUID) {
-		t.Fatalf("the page's process (pid %d) does not run as nobody (%d) alone:\n%s", page, nobody, status)
+		t.Fatalf("the page's process (pid %d) does not run as agent-sudo-web (%d) alone:\n%s", page, webUID, status)
 	}
 	// Nor does it hold what enroll was started with (a terminal, for a
 	// human): stdin and stdout are /dev/null, stderr a pipe of its own,
@@ -125,8 +122,26 @@ func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 	}
 }
 
+// TestWebUserMissing: a --user that does not exist is named, with how to
+// create it; the default is agent-sudo-web, for the web approver and the
+// enrolment alike.
+func TestWebUserMissing(t *testing.T) {
+	_, _, err := webUser("agent-sudo-no-such-user")
+	want := "--user agent-sudo-no-such-user: no such user: name an existing user; or create it as root: " +
+		"useradd --system --user-group --no-create-home --home-dir / --shell /usr/sbin/nologin agent-sudo-no-such-user"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("webUser of a missing user: %v, want %q...", err, want)
+	}
+	for _, args := range [][]string{{"approve", "--help"}, {"approve", "web", "help"}} {
+		got := runCLI(context.Background(), nil, args...)
+		if !strings.Contains(got.stdout+got.stderr, `(default "agent-sudo-web")`) {
+			t.Errorf("%v: the help does not give --user's default as agent-sudo-web:\n%s%s", args, got.stdout, got.stderr)
+		}
+	}
+}
+
 // pageDescriptors returns, by descriptor, what each descriptor of the
-// enrolment page's process pid (serving on port) is: "the listener", "the
+// enrolment page's process pid (serving on port) is: "the listener (tcp)" or "(tcp6)", "the
 // socket pair to enroll", "a connection to the page", "the Go runtime's
 // ..." or, for anything else, "unexpected: " and its link. The listener
 // and the pair are dup'ed away from 3 and 4 by net.FileListener and
@@ -151,7 +166,7 @@ func pageDescriptors(t *testing.T, pid int, port string) map[int]string {
 				continue
 			}
 			if f[3] == "0A" { // TCP_LISTEN
-				sockets[f[9]] = "the listener"
+				sockets[f[9]] = "the listener (" + table + ")"
 			} else {
 				sockets[f[9]] = "a connection to the page"
 			}
@@ -201,10 +216,15 @@ func pageDescriptors(t *testing.T, pid int, port string) map[int]string {
 		out[fd] = what
 		count[what]++
 	}
-	for _, one := range []string{"the listener", "the socket pair to enroll"} {
+	// One listener per address of localhost: 127.0.0.1, and ::1 where
+	// the host has IPv6.
+	for _, one := range []string{"the listener (tcp)", "the socket pair to enroll"} {
 		if count[one] != 1 {
 			t.Errorf("the page's process holds %d of %s, want 1: %v", count[one], one, out)
 		}
+	}
+	if count["the listener (tcp6)"] > 1 {
+		t.Errorf("the page's process holds %d listeners on ::1, want at most 1: %v", count["the listener (tcp6)"], out)
 	}
 	return out
 }

@@ -28,9 +28,6 @@ func TestApproveWebEnrollForAnotherHost(t *testing.T) {
 	}
 }
 
-// freePort is testenv.FreePort, kept for relayoutput_e2e_test.go.
-func freePort(t *testing.T) string { return testenv.FreePort(t) }
-
 // TestE2EEnrolWhileTheWebApproverRuns runs the real agent-sudo and a real
 // daemon: while the web approver serves on port B, enroll on port A of the
 // same host --for B stores a passkey for B, into the daemon's passkeys
@@ -42,11 +39,11 @@ func TestE2EEnrolWhileTheWebApproverRuns(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "60s", Extra: "passkeys = \"" + dir + "\""})
 	_, cli := daemontest.Binaries(t)
 
-	portB := testenv.FreePort(t)
+	portB := testenv.FreePrivilegedPort(t)
 	originB := "http://localhost:" + portB
 	startWebApprover(t, cli, "web approver for ", "--web", "localhost:"+portB, "--no-tls", "--approver-socket", d.ApproverSocket, "--user", "nobody")
 
-	portA := testenv.FreePort(t)
+	portA := testenv.FreePrivilegedPort(t)
 	originA := "http://localhost:" + portA
 	enrol := startEnrol(t, cli, originA, "will sign from "+originB, "alice", "--web", "localhost:"+portA, "--no-tls", "--passkeys", dir,
 		"--user", "nobody", "--for", originB)

@@ -56,7 +56,7 @@ func TestE2EWebApproverLeavesTheTerminal(t *testing.T) {
 
 	d := daemontest.Start(t, daemontest.Config{})
 	_, cli := daemontest.Binaries(t)
-	web := exec.Command(cli, "approve", "--web", "localhost:"+freePort(t), "--no-tls", "--approver-socket", d.ApproverSocket, "--user", "nobody")
+	web := exec.Command(cli, "approve", "--web", "localhost:"+testenv.FreePrivilegedPort(t), "--no-tls", "--approver-socket", d.ApproverSocket, "--user", "nobody")
 	web.Env = daemontest.RaceEnv(os.Environ())
 	web.Stdin, web.Stdout, web.Stderr = pts, pts, pts
 	web.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
