@@ -58,7 +58,7 @@ func TestWebRequestNotMatchingItsHash(t *testing.T) {
 	ts.Config.Handler = w.Handler()
 	ts.Start()
 	t.Cleanup(func() { ts.Close(); cancel(); webEnd.Close(); <-ran })
-	r := &rig{t: t, srv: ts, origin: origin, key: k, http: &http.Client{Jar: newJar()}}
+	r := &rig{t: t, srv: ts, origin: origin, key: k, http: newBrowserClient()}
 
 	id := "tp\x1b[2J<b>"
 	shown := func(id, reason string) approval.Message {

@@ -145,7 +145,7 @@ func TestWebPasskeyEnrolledAndRevoked(t *testing.T) {
 	body := r.waitPage(`data-id="late"`)
 	hash := hashOf(t, body, 0, "late")
 	r.daemons[0].keys.set()
-	r.waitPage(`id="signin"`)
+	r.waitPage(`sign in with your passkey first`)
 	if code, out := r.decide(r.key, 0, "late", hash, approval.AllowOnce); code != http.StatusUnauthorized {
 		t.Fatalf("decision after the revocation: %d %v, want 401", code, out)
 	}
@@ -202,6 +202,6 @@ func TestWebOnlyDaemonsThatKnowThePasskey(t *testing.T) {
 // newClient returns r with a browser of its own (no cookie).
 func newClient(r *rig) *rig {
 	c := *r
-	c.http = &http.Client{Jar: newJar()}
+	c.http = newBrowserClient()
 	return &c
 }

@@ -50,8 +50,13 @@ const (
 	// challengeTTL is how long a sign-in challenge or a statement to sign
 	// may wait for the passkey.
 	challengeTTL = 2 * time.Minute
-	// maxOutstanding bounds the challenges and sessions kept.
-	maxOutstanding = 256
+	// maxSessions bounds the signed-in browsers kept.
+	maxSessions = 64
+	// maxStatementsPerSession bounds the statements one signed-in browser
+	// may have out to sign; its next one replaces its oldest. Together
+	// with maxSessions it bounds the statements kept (256), so that no
+	// session can crowd out another's.
+	maxStatementsPerSession = 4
 	// maxBody bounds a request body.
 	maxBody = 64 << 10
 )
@@ -106,7 +111,8 @@ type Server struct {
 	// usedLogins are the sign-in challenges already used, until they
 	// expire: only a verified assertion adds one.
 	usedLogins map[string]time.Time
-	// sessions are the signed-in browsers, by cookie value.
+	// sessions are the signed-in browsers, by the token the page sends in
+	// its SessionHeader.
 	sessions map[string]session
 	// statements are the statements given out to sign, by nonce.
 	statements map[string]statement
@@ -120,10 +126,13 @@ type session struct {
 }
 
 // statement is a statement given out to sign, with the daemon whose
-// request it decides.
+// request it decides and the session it was given to, which alone may
+// send its signature.
 type statement struct {
 	approval.Statement
-	link int
+	link    int
+	session string
+	given   time.Time
 }
 
 // New returns the web approver for cfg; Run reads the daemons' channels.
@@ -193,6 +202,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.index)
 	mux.Handle("GET /static/", http.FileServerFS(files))
 	mux.HandleFunc("GET /api/state", s.signedIn(s.state))
+	mux.HandleFunc("GET /api/page", s.signedIn(s.page))
 	mux.HandleFunc("POST /api/login/begin", s.ownPage(s.loginBegin))
 	mux.HandleFunc("POST /api/login/finish", s.ownPage(s.loginFinish))
 	mux.HandleFunc("POST /api/decide/begin", s.ownPage(s.signedIn(s.decideBegin)))
@@ -244,7 +254,15 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-const cookieName = "agent_sudo_session"
+// SessionHeader carries the session token the page got at sign-in. The
+// session is never a cookie: a cookie goes to every port of the host, so
+// a page an agent serves on another port of localhost would be sent it.
+// The page's script keeps the token in its origin's storage, which no
+// other origin (another port included) can read, and sends it in this
+// header, which another origin's page cannot make the browser send here
+// (it is not a CORS-safelisted header, and the web approver answers no
+// preflight).
+const SessionHeader = "Agent-Sudo-Session"
 
 // states returns what every feed knows, in the order of Config.Daemons.
 func (s *Server) states() []feedState {
@@ -259,24 +277,31 @@ func (s *Server) states() []feedState {
 // daemon in states knows any more (it was revoked, or every daemon that
 // knew it is gone) is ended.
 func (s *Server) session(r *http.Request, states []feedState) (session, bool) {
-	c, err := r.Cookie(cookieName)
-	if err != nil {
-		return session{}, false
+	_, sess, ok := s.sessionToken(r, states)
+	return sess, ok
+}
+
+// sessionToken is session, with the session's token.
+func (s *Server) sessionToken(r *http.Request, states []feedState) (string, session, bool) {
+	tok := r.Header.Get(SessionHeader)
+	if tok == "" {
+		return "", session{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, sess := range s.sessions {
-		if subtle.ConstantTimeCompare([]byte(k), []byte(c.Value)) != 1 || !s.now().Before(sess.expires) {
+		if subtle.ConstantTimeCompare([]byte(k), []byte(tok)) != 1 || !s.now().Before(sess.expires) {
 			continue
 		}
 		if !slices.ContainsFunc(states, func(st feedState) bool { return st.knows(sess.key) }) {
 			delete(s.sessions, k)
+			s.dropStatements(k)
 			s.log.Info("web: signed out: no daemon knows the passkey any more", "approver", sess.key.Name)
-			return session{}, false
+			return "", session{}, false
 		}
-		return sess, true
+		return k, sess, true
 	}
-	return session{}, false
+	return "", session{}, false
 }
 
 // fromPage refuses a state-changing request that does not come from the
@@ -338,7 +363,21 @@ func version(states []feedState) uint64 {
 	return v
 }
 
+// index serves the page's shell, the same for everyone: a navigation
+// carries no session (it is not a cookie), so the page's script fetches
+// what a signed-in browser sees from /api/page, with its session.
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := s.tmpl.ExecuteTemplate(w, "index.html", nil); err != nil {
+		s.log.Warn("web: render the page", "err", err)
+	}
+}
+
+// page renders what the signed-in browser sees (page.html): the daemons,
+// and the requests waiting on those that know its passkey, each section
+// keyed by its element id and hash, for the script to merge into the page
+// in place.
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	states := s.states()
 	var v view
 	if sess, ok := s.session(r, states); ok {
@@ -379,8 +418,12 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 			v.Daemons = append(v.Daemons, dv)
 		}
 	}
+	if v.Approver == "" {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "sign in with your passkey first"})
+		return
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := s.tmpl.ExecuteTemplate(w, "index.html", v); err != nil {
+	if err := s.tmpl.ExecuteTemplate(w, "page.html", v); err != nil {
 		s.log.Warn("web: render the page", "err", err)
 	}
 }
@@ -450,6 +493,11 @@ func (s *Server) expire() {
 	}
 	for k, sess := range s.sessions {
 		if !now.Before(sess.expires) {
+			s.dropStatements(k)
+		}
+	}
+	for k, sess := range s.sessions {
+		if !now.Before(sess.expires) {
 			delete(s.sessions, k)
 		}
 	}
@@ -495,7 +543,7 @@ func (s *Server) loginFinish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.usedLogins[req.Challenge] = exp
-	if len(s.sessions) >= maxOutstanding {
+	if len(s.sessions) >= maxSessions {
 		s.mu.Unlock()
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too many browsers signed in"})
 		return
@@ -503,9 +551,9 @@ func (s *Server) loginFinish(w http.ResponseWriter, r *http.Request) {
 	s.sessions[tok] = session{key: key, expires: s.now().Add(sessionTTL)}
 	s.mu.Unlock()
 	s.log.Info("web: signed in", "approver", name)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
-		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL.Seconds())})
-	writeJSON(w, http.StatusOK, map[string]any{"approver": name})
+	// The token goes to the page's script alone (never a cookie,
+	// SessionHeader).
+	writeJSON(w, http.StatusOK, map[string]any{"approver": name, "session": tok})
 }
 
 // decideBegin gives the page the statement to sign for a decision on a
@@ -532,7 +580,7 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	link := *req.Daemon
-	state, me, ok := s.mayDecide(r, link)
+	tok, state, me, ok := s.mayDecide(r, link)
 	if !ok {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "this daemon is gone, or does not know your passkey; reload"})
 		return
@@ -556,12 +604,8 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 		Expires: s.now().Add(challengeTTL).UTC().Truncate(time.Second), Nonce: base64.RawURLEncoding.EncodeToString(nonce)}
 	s.mu.Lock()
 	s.expire()
-	if len(s.statements) >= maxOutstanding {
-		s.mu.Unlock()
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too many decisions under way"})
-		return
-	}
-	s.statements[st.Nonce] = statement{Statement: st, link: link}
+	s.makeRoom(tok)
+	s.statements[st.Nonce] = statement{Statement: st, link: link, session: tok, given: s.now()}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"statement": st, "challenge": st.ChallengeString(), "rpId": s.cfg.RPID,
 		"timeout": challengeTTL.Milliseconds()})
@@ -578,15 +622,20 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
 		return
 	}
+	tok, _, signedIn := s.sessionToken(r, s.states())
 	s.mu.Lock()
 	st, ok := s.statements[req.Nonce]
-	delete(s.statements, req.Nonce)
+	// Only the session it was given to may send its signature.
+	ok = ok && signedIn && subtle.ConstantTimeCompare([]byte(st.session), []byte(tok)) == 1
+	if ok {
+		delete(s.statements, req.Nonce)
+	}
 	s.mu.Unlock()
 	if !ok {
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "this decision expired or was already sent; try again"})
 		return
 	}
-	if _, _, ok := s.mayDecide(r, st.link); !ok {
+	if _, _, _, ok := s.mayDecide(r, st.link); !ok {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "this daemon is gone, or does not know your passkey any more"})
 		return
 	}
@@ -611,18 +660,52 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 
 // mayDecide reports whether r's browser may decide on daemon link's
 // requests: the daemon is one served, its channel is open and it knows the
-// signed-in passkey. It returns that daemon's state and the person the
-// passkey is to it (approval.PublicKey.Identity).
-func (s *Server) mayDecide(r *http.Request, link int) (feedState, string, bool) {
+// signed-in passkey. It returns the session's token, that daemon's state
+// and the person the passkey is to it (approval.PublicKey.Identity).
+func (s *Server) mayDecide(r *http.Request, link int) (string, feedState, string, bool) {
 	if link < 0 || link >= len(s.feeds) {
-		return feedState{}, "", false
+		return "", feedState{}, "", false
 	}
 	states := s.states()
-	sess, ok := s.session(r, states)
+	tok, sess, ok := s.sessionToken(r, states)
 	if !ok || !states[link].knows(sess.key) {
-		return feedState{}, "", false
+		return "", feedState{}, "", false
 	}
-	return states[link], states[link].identity(sess.key), true
+	return tok, states[link], states[link].identity(sess.key), true
+}
+
+// makeRoom drops the oldest statements of session tok until it has fewer
+// than maxStatementsPerSession out, so that its next one fits; the caller
+// holds s.mu. A browser that asks for more (a passkey prompt dismissed
+// and asked again) gives up its own oldest, never another session's.
+func (s *Server) makeRoom(tok string) {
+	for {
+		n, oldest := 0, ""
+		var at time.Time
+		for k, st := range s.statements {
+			if st.session != tok {
+				continue
+			}
+			n++
+			if oldest == "" || st.given.Before(at) {
+				oldest, at = k, st.given
+			}
+		}
+		if n < maxStatementsPerSession {
+			return
+		}
+		delete(s.statements, oldest)
+	}
+}
+
+// dropStatements drops the statements of session tok; the caller holds
+// s.mu.
+func (s *Server) dropStatements(tok string) {
+	for k, st := range s.statements {
+		if st.session == tok {
+			delete(s.statements, k)
+		}
+	}
 }
 
 // verifySignIn checks a sign-in assertion a over challenge against the

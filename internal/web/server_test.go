@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -156,13 +155,50 @@ func newRigOf(t *testing.T, enrolled ...string) *rig {
 		served.Wait()
 		<-ran
 	})
-	r.http = &http.Client{Jar: newJar()}
+	r.http = newBrowserClient()
 	return r
 }
 
-func newJar() http.CookieJar {
-	jar, _ := cookiejar.New(nil)
-	return jar
+// newBrowserClient returns a browser as the page's script is one: it
+// keeps the session token a sign-in answers with and sends it in
+// web.SessionHeader; it keeps no cookie.
+func newBrowserClient() *http.Client {
+	return &http.Client{Transport: &sessionTransport{}}
+}
+
+// sessionTransport is newBrowserClient's.
+type sessionTransport struct {
+	mu    sync.Mutex
+	token string
+}
+
+func (s *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	s.mu.Lock()
+	if s.token != "" {
+		req.Header.Set(web.SessionHeader, s.token)
+	}
+	s.mu.Unlock()
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || req.URL.Path != "/api/login/finish" || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Session string `json:"session"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil || out.Session == "" {
+		return nil, fmt.Errorf("sign-in answered %q, without a session", b)
+	}
+	s.mu.Lock()
+	s.token = out.Session
+	s.mu.Unlock()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
 }
 
 // post sends body as the page's script does (its origin, JSON).
@@ -227,7 +263,19 @@ func (r *rig) signInWith(key *passkeytest.Key) {
 
 func (r *rig) page() (string, http.Header) {
 	r.t.Helper()
-	resp, err := r.http.Get(r.srv.URL + "/")
+	resp, err := r.http.Get(r.srv.URL + "/api/page")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp.Header
+}
+
+// get returns the body and headers of GET path.
+func (r *rig) get(path string) (string, http.Header) {
+	r.t.Helper()
+	resp, err := r.http.Get(r.srv.URL + path)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -279,9 +327,13 @@ func (r *rig) waitPage(want string) string {
 func TestWebSignedAllow(t *testing.T) {
 	r := newRig(t)
 	res := ask(r.broker, "w1", `<script>alert(1)</script><img src=x onerror=alert(2)>`, "echo", `"><b>bold</b>`)
-	body, hdr := r.page()
-	if strings.Contains(body, "w1") || !strings.Contains(body, `id="signin"`) {
+	body, _ := r.page()
+	if strings.Contains(body, "w1") || !strings.Contains(body, `sign in with your passkey first`) {
 		t.Fatalf("the page shows a request before sign-in:\n%s", body)
+	}
+	body, hdr := r.get("/")
+	if strings.Contains(body, "w1") || !strings.Contains(body, `id="signin"`) {
+		t.Fatalf("the page's shell shows a request, or no sign-in:\n%s", body)
 	}
 	if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
 		t.Fatalf("Content-Security-Policy %q", csp)

@@ -61,7 +61,7 @@ func TestWebTwoPerson(t *testing.T) {
 
 	// eve, in a browser of her own.
 	aliceBrowser := r.http
-	r.http = &http.Client{Jar: newJar()}
+	r.http = newBrowserClient()
 	r.signInWith(eveKey)
 	body := r.waitPage("needs 2 different people: 0 of 2 approvals so far")
 	if s := section(t, body, "tp"); !strings.Contains(s, `class="allow"`) {

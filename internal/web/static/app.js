@@ -1,19 +1,44 @@
 // The web approver's page script. It is served from the binary, never
-// inline (the Content-Security-Policy forbids inline script), and it never
-// puts text into the page as HTML: only textContent and attributes.
+// inline (the Content-Security-Policy forbids inline script). It never
+// turns text into HTML itself: what it shows a signed-in browser is the
+// page fragment the web approver renders with html/template (every string
+// escaped as text), fetched with the session from /api/page and parsed
+// into inert nodes (DOMParser runs no script, and the CSP forbids inline
+// script anyway), which it merges into the page in place.
 "use strict";
 
-// How long the allow button stays disabled after the page shows a request,
-// and how long it must be held down: as the console's key guard, a tap
-// that was meant for something else never allows.
+// How long the allow button stays disabled after a request first appears
+// on this page, and how long it must be held down: as the console's key
+// guard, a tap that was meant for something else never allows.
 const ARM_DELAY_MS = 1500;
 const HOLD_MS = 1000;
 const POLL_MS = 2000;
 
+// SESSION_KEY names the session token in this origin's storage
+// (localStorage: scheme, host and port; no page on another port of the
+// host can read it). The session is never a cookie, which the browser
+// would send to every port of the host.
+const SESSION_KEY = "agent-sudo-session";
+
 // busy is set while a decision is under way, holding while an allow
-// button is held: the page does not reload under either.
+// button is held: the list is not updated under either.
 let busy = false;
 let holding = false;
+
+// firstSeen is when each request (by its element id and hash) first
+// appeared on this page: its allow guard runs from then, however often
+// the list changes around it.
+const firstSeen = new Map();
+// rendered is, per section on the page, the markup it was made from
+// (without its time left), so that a section that did not change is kept
+// as it is, with its buttons.
+const rendered = new WeakMap();
+let focused = false;
+
+function sessionHeaders() {
+  const tok = localStorage.getItem(SESSION_KEY);
+  return tok ? { "Agent-Sudo-Session": tok } : {};
+}
 
 // assert asks the passkey to sign challenge (base64url), the user verified.
 async function assert(challenge, rpId, timeout) {
@@ -35,11 +60,25 @@ async function signIn() {
     say("Touch your passkey to sign in…");
     const begin = await post("/api/login/begin", {});
     const a = await assert(begin.challenge, begin.rpId, begin.timeout);
-    await post("/api/login/finish", { challenge: begin.challenge, assertion: a });
-    location.reload();
+    const done = await post("/api/login/finish", { challenge: begin.challenge, assertion: a });
+    localStorage.setItem(SESSION_KEY, done.session);
+    say("");
+    await refresh();
   } catch (e) {
     say("Not signed in: " + e.message);
   }
+}
+
+// showSignIn shows the sign-in button alone: no session, or it ended.
+function showSignIn() {
+  localStorage.removeItem(SESSION_KEY);
+  document.getElementById("app").hidden = true;
+  document.getElementById("who").replaceChildren();
+  document.getElementById("daemons").replaceChildren();
+  document.getElementById("requests").replaceChildren();
+  document.getElementById("notes").replaceChildren();
+  document.getElementById("signin-box").hidden = false;
+  document.body.dataset.version = "";
 }
 
 async function decide(section, decision) {
@@ -50,9 +89,9 @@ async function decide(section, decision) {
     say("Touch your passkey to " + words + "…");
     const begin = await post("/api/decide/begin", {
       daemon: Number(section.dataset.daemon), id: section.dataset.id, hash: section.dataset.hash, decision: decision,
-    });
+    }, sessionHeaders());
     const a = await assert(begin.challenge, begin.rpId, begin.timeout);
-    const done = await post("/api/decide/finish", { nonce: begin.statement.nonce, assertion: a });
+    const done = await post("/api/decide/finish", { nonce: begin.statement.nonce, assertion: a }, sessionHeaders());
     if (done.note) {
       // The two-person rule: this allow counted; another person must too.
       say("Waiting for another person: " + section.dataset.id + " (" + done.note + ")");
@@ -71,7 +110,9 @@ async function decide(section, decision) {
   }
 }
 
-function setupAllow(section, button) {
+// setupAllow wires an allow button: held for HOLD_MS, and enabled only
+// ARM_DELAY_MS after seen, when its request first appeared on this page.
+function setupAllow(section, button, seen) {
   let timer = null;
   const cancel = () => {
     holding = false;
@@ -107,29 +148,106 @@ function setupAllow(section, button) {
   });
   // A click alone (a keyboard's Enter or Space, a stray tap) never allows.
   button.addEventListener("click", (ev) => ev.preventDefault());
-  setTimeout(() => {
-    if (section.dataset.summary !== "1") {
+  const arm = () => {
+    if (section.dataset.summary !== "1" && section.dataset.decided === undefined) {
       button.disabled = false;
       button.dataset.ready = "1";
     }
-  }, ARM_DELAY_MS);
+  };
+  setTimeout(arm, Math.max(0, seen + ARM_DELAY_MS - performance.now()));
+}
+
+// markup is what a section was rendered as, without its time left, which
+// changes at every render.
+function markup(section) {
+  const c = section.cloneNode(true);
+  const left = c.querySelector(".left");
+  if (left) left.textContent = "";
+  return c.outerHTML;
+}
+
+// apply merges the rendered page into this one: the header's parts are
+// replaced; a request whose section did not change keeps its node (its
+// buttons, its guard, what was decided on it), only its time left set; a
+// new or changed one gets a new node whose guard runs from when the
+// request first appeared; one no longer listed leaves.
+function apply(next) {
+  for (const id of ["who", "daemons", "notes"]) {
+    document.getElementById(id).replaceWith(document.importNode(next.querySelector("#" + id), true));
+  }
+  const live = document.getElementById("requests");
+  const old = new Map();
+  for (const s of live.querySelectorAll("section.request")) old.set(s.id, s);
+  const now = performance.now();
+  const keys = new Set();
+  const nodes = [];
+  for (const ns of next.querySelectorAll("#requests > section.request")) {
+    const key = ns.id + "/" + ns.dataset.hash;
+    keys.add(key);
+    if (!firstSeen.has(key)) firstSeen.set(key, now);
+    const m = markup(ns);
+    const prev = old.get(ns.id);
+    if (prev && rendered.get(prev) === m) {
+      const left = prev.querySelector(".left"), nleft = ns.querySelector(".left");
+      if (left && nleft) left.textContent = nleft.textContent;
+      nodes.push(prev);
+      continue;
+    }
+    const node = document.importNode(ns, true);
+    rendered.set(node, m);
+    node.querySelector("button.deny").addEventListener("click", () => decide(node, "deny"));
+    // A request this passkey's person already allowed (the two-person
+    // rule) has no allow button: the daemon would refuse a second allow.
+    const allow = node.querySelector("button.allow");
+    if (allow) setupAllow(node, allow, firstSeen.get(key));
+    nodes.push(node);
+  }
+  for (const k of firstSeen.keys()) if (!keys.has(k)) firstSeen.delete(k);
+  live.replaceChildren(...nodes);
+  document.body.dataset.version = next.dataset.version;
+  document.getElementById("signin-box").hidden = true;
+  document.getElementById("app").hidden = false;
+  const focus = next.dataset.focus;
+  if (focus && !focused) {
+    focused = true;
+    const el = document.getElementById(focus);
+    if (el) el.scrollIntoView();
+  }
+}
+
+// refresh fetches what this session sees and merges it in; without a
+// session, or when it ended, it shows the sign-in.
+async function refresh() {
+  const h = sessionHeaders();
+  if (!h["Agent-Sudo-Session"]) {
+    showSignIn();
+    return;
+  }
+  const id = new URLSearchParams(location.search).get("id");
+  const r = await fetch("/api/page" + (id ? "?id=" + encodeURIComponent(id) : ""), { headers: h, credentials: "omit" });
+  if (r.status === 401) {
+    // Signed out: the passkey was revoked, or no daemon that knew it is
+    // left, or the web approver restarted.
+    showSignIn();
+    return;
+  }
+  if (!r.ok) throw new Error("the web approver answered " + r.status);
+  const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+  const next = doc.getElementById("page");
+  if (!next) throw new Error("the web approver sent no page");
+  apply(next);
 }
 
 async function poll() {
-  const mine = document.body.dataset.version;
   try {
-    const r = await fetch("/api/state", { credentials: "same-origin" });
-    if (r.status === 401 && !busy && !holding) {
-      // Signed out: the passkey was revoked, or no daemon that knew it
-      // is left.
-      location.reload();
-      return;
-    }
-    if (r.ok) {
-      const j = await r.json();
-      if (String(j.version) !== mine && !busy && !holding) {
-        location.reload();
-        return;
+    const h = sessionHeaders();
+    if (h["Agent-Sudo-Session"] && !busy && !holding) {
+      const r = await fetch("/api/state", { headers: h, credentials: "omit" });
+      if (r.status === 401) {
+        showSignIn();
+      } else if (r.ok) {
+        const j = await r.json();
+        if (String(j.version) !== document.body.dataset.version && !busy && !holding) await refresh();
       }
     }
   } catch (e) {
@@ -138,24 +256,12 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
-document.addEventListener("DOMContentLoaded", () => {
-  const signin = document.getElementById("signin");
-  if (signin) {
-    signin.addEventListener("click", signIn);
-    document.body.dataset.ready = "1";
-    return;
-  }
-  for (const section of document.querySelectorAll("section.request")) {
-    section.querySelector("button.deny").addEventListener("click", () => decide(section, "deny"));
-    // A request this passkey's person already allowed (the two-person
-    // rule) has no allow button: the daemon would refuse a second allow.
-    const allow = section.querySelector("button.allow");
-    if (allow) setupAllow(section, allow);
-  }
-  const focus = document.body.dataset.focus;
-  if (focus) {
-    const el = document.getElementById(focus);
-    if (el) el.scrollIntoView();
+document.addEventListener("DOMContentLoaded", async () => {
+  document.getElementById("signin").addEventListener("click", signIn);
+  try {
+    await refresh();
+  } catch (e) {
+    say("The web approver cannot be reached: " + e.message);
   }
   document.body.dataset.ready = "1";
   setTimeout(poll, POLL_MS);

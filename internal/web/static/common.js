@@ -21,12 +21,14 @@ function say(text) {
   document.getElementById("status").textContent = text;
 }
 
-async function post(path, body) {
+// post sends body as JSON to path, with the extra headers, and returns
+// the answer's JSON; it throws the refusal's error.
+async function post(path, body, headers) {
   const r = await fetch(path, {
     method: "POST",
-    headers: { "Content-Type": "application/json" },
+    headers: { "Content-Type": "application/json", ...(headers || {}) },
     body: JSON.stringify(body),
-    credentials: "same-origin",
+    credentials: "omit",
   });
   const j = await r.json().catch(() => ({ error: "bad answer (" + r.status + ")" }));
   if (!r.ok) throw new Error(j.error || "refused (" + r.status + ")");
