@@ -50,9 +50,8 @@ async function run(cmd) {
     case "hold": {
       // The deliberate gesture: wait until the button is enabled, press,
       // wait until it says it is armed, release.
-      // The page reloads when the list of requests changes, except while
-      // a button is held: a press that a reload swallowed is tried again,
-      // at most 5 times.
+      // The page updates its list in place, never while a button is
+      // held; a press lost all the same is tried again, at most 5 times.
       const sel = cmd.selector;
       for (let i = 0; ; i++) {
         await p.page.waitForSelector(sel + "[data-ready='1']:not([disabled])");
@@ -108,13 +107,49 @@ async function run(cmd) {
     case "post": {
       // POST body to path from the page, as its script would.
       const r = await p.page.evaluate(async ([path, body]) => {
-        const r = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: body });
+        // With the page's session, as its script sends it (none when
+        // the page is not signed in).
+        const tok = localStorage.getItem("agent-sudo-session");
+        const headers = { "Content-Type": "application/json" };
+        if (tok) headers["Agent-Sudo-Session"] = tok;
+        const r = await fetch(path, { method: "POST", headers: headers, body: body });
         return { status: r.status, text: await r.text() };
       }, [cmd.path, cmd.body]);
       return r;
     }
     case "dialogs":
       return { dialogs };
+    case "storage":
+      // What this page's origin keeps in localStorage under key.
+      return { value: await p.page.evaluate((k) => localStorage.getItem(k), cmd.key) };
+    case "watch":
+      // Watch the button at selector (enabled now): from here on, note it
+      // if it is disabled or leaves the page, and count the changes of the
+      // list's version (body[data-version]). A reload ends the watch.
+      await p.page.evaluate((sel) => {
+        const button = document.querySelector(sel);
+        const w = { broken: !button || button.disabled, why: button ? "" : "no such button", versions: 0 };
+        window.agentSudoWatch = w;
+        let v = document.body.dataset.version;
+        new MutationObserver(() => {
+          if (document.body.dataset.version !== v) {
+            v = document.body.dataset.version;
+            w.versions++;
+          }
+          if (w.broken) return;
+          if (!button.isConnected) {
+            w.broken = true;
+            w.why = "the button left the page after " + w.versions + " changes of the list";
+          } else if (button.disabled) {
+            w.broken = true;
+            w.why = "the button was disabled after " + w.versions + " changes of the list";
+          }
+        }).observe(document.body, { subtree: true, childList: true, attributes: true });
+      }, cmd.selector);
+      return {};
+    case "watched":
+      return await p.page.evaluate(() =>
+        window.agentSudoWatch ? { installed: true, ...window.agentSudoWatch } : { installed: false });
     default:
       throw new Error("unknown op " + cmd.op);
   }

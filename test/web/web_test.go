@@ -11,10 +11,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,10 +252,16 @@ func (r *rig) ask(id, reason string, argv ...string) <-chan *proto.Response {
 }
 
 func (r *rig) askOn(d *daemontest.Daemon, id, reason string, argv ...string) <-chan *proto.Response {
+	return r.askCtx(context.Background(), d, id, reason, argv...)
+}
+
+// askCtx asks d as an agent does until ctx ends, when the agent gives up
+// (and the daemon drops the request).
+func (r *rig) askCtx(ctx context.Context, d *daemontest.Daemon, id, reason string, argv ...string) <-chan *proto.Response {
 	ch := make(chan *proto.Response, 1)
 	go func() {
 		req := &proto.Request{ID: id, Session: "web", Host: "h", Reason: reason, Pipeline: [][]string{argv}, Time: time.Now()}
-		resp, err := client.New(d.Socket).Run(context.Background(), req)
+		resp, err := client.New(d.Socket).Run(ctx, req)
 		if err != nil {
 			resp = &proto.Response{Status: "client-error", Message: err.Error()}
 		}
@@ -481,6 +491,79 @@ func TestWebApprover(t *testing.T) {
 		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-6"})
 		if resp := <-done; resp.Status != proto.StatusDenied {
 			t.Fatalf("web-6: %s, want denied by the human", resp.Status)
+		}
+	})
+
+	t.Run("requests coming and going keep a waiting request's allow usable", func(t *testing.T) {
+		// An agent churning requests changes the list every moment; the
+		// page updates it in place, and a request's allow guard runs from
+		// when that request first appeared, not from the last change.
+		done := r.ask("web-stay", "stays while others come and go", "echo", "stayed")
+		allow := sel("web-stay") + " button.allow"
+		b.do(map[string]any{"op": "wait", "selector": allow + "[data-ready='1']:not([disabled])"})
+		b.do(map[string]any{"op": "watch", "selector": allow})
+		const churn = 6
+		for i := range churn {
+			id := fmt.Sprintf("web-churn-%d", i)
+			ctx, cancel := context.WithCancel(context.Background())
+			gone := r.askCtx(ctx, r.d, id, "churn", "echo", "churn")
+			b.do(map[string]any{"op": "wait", "selector": sel(id)})
+			cancel()
+			<-gone
+			b.do(map[string]any{"op": "wait", "selector": sel(id), "state": "detached"})
+		}
+		w := b.do(map[string]any{"op": "watched"})
+		if w["installed"] != true || w["broken"] == true {
+			t.Fatalf("the waiting request's allow did not stay usable while requests came and went: %v (a reload ends the watch)", w)
+		}
+		if n, _ := w["versions"].(float64); n < 2*churn {
+			t.Fatalf("the list changed %v times, want at least %d", w["versions"], 2*churn)
+		}
+		b.do(map[string]any{"op": "hold", "selector": allow})
+		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-stay"})
+		if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "stayed\n" {
+			t.Fatalf("web-stay: %+v", resp)
+		}
+	})
+
+	t.Run("a page on another port of localhost gets no session", func(t *testing.T) {
+		// The agent serves a page on another port of localhost and the
+		// human opens it in the browser signed in to the web approver: it
+		// is sent no cookie (cookies ignore ports), and cannot read the
+		// session, kept in the web approver's origin's storage.
+		var mu sync.Mutex
+		var cookies []string
+		agentPage := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			mu.Lock()
+			cookies = append(cookies, req.Header.Values("Cookie")...)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, "<!doctype html><html><body data-ready='1'>the agent's page</body></html>")
+		}))
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		agentPage.Listener = ln
+		agentPage.Start()
+		defer agentPage.Close()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		b.do(map[string]any{"op": "goto", "url": "http://localhost:" + port + "/"})
+		if v := b.do(map[string]any{"op": "storage", "key": "agent-sudo-session"})["value"]; v != nil {
+			t.Errorf("the agent's page reads the session from its storage: %v", v)
+		}
+		mu.Lock()
+		got := cookies
+		mu.Unlock()
+		if len(got) != 0 {
+			t.Errorf("the agent's page on port %s was sent the cookies %q, want none", port, got)
+		}
+		// Back on the web approver, the browser is still signed in: the
+		// session is in that origin's storage.
+		b.do(map[string]any{"op": "goto", "url": r.origin + "/"})
+		b.do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
+		if tok := b.do(map[string]any{"op": "storage", "key": "agent-sudo-session"})["value"]; tok == nil {
+			t.Error("the web approver's page keeps no session in its origin's storage")
 		}
 	})
 
