@@ -1,0 +1,256 @@
+//go:build remote
+
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/passkey"
+	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
+	"github.com/agent-sudo/agent-sudo/internal/web"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// TestWebApproverThroughTheDocsTunnel: docs/remote.md's ssh tunnel, as
+// written, through a real sshd: the web approver started as the docs say
+// (`approve --web localhost:844 --no-tls --origin http://localhost:8443`)
+// holds 127.0.0.1:844 and [::1]:844, on which an unprivileged local user
+// (nobody, as an agent) can listen on no address; `ssh -N -L
+// 8443:127.0.0.1:844 root@HOST` reaches it, and a browser at
+// http://localhost:8443 (through ::1 and 127.0.0.1, as browsers try both)
+// signs in with a passkey enrolled for that origin and allows a request,
+// which runs.
+func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
+	t.Parallel()
+	_, cli := daemontest.Binaries(t)
+	dir := tempDir(t)
+	k := makeKeys(t, dir)
+	const origin = "http://localhost:8443"
+	alice, err := passkeytest.New("alice", "localhost", origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keysDir := passkeytest.Dir(t)
+	en, err := alice.Enrolled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (passkey.Store{Dir: keysDir}).Save(en); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "60s", Hostname: "host-w", Extra: fmt.Sprintf("passkeys = %q", keysDir)})
+	startSSHD(t, k, 2204, filepath.Dir(cli), d.ApproverSocket)
+
+	// An agent on the host finds the port free before the web approver
+	// starts: the kernel refuses it all the same.
+	squatAsNobody(t, "844", "before the web approver starts")
+	webLog := &daemontest.Buffer{}
+	wa := exec.Command(cli, "approve", "--web", "localhost:844", "--no-tls", "--origin", origin,
+		"--approver-socket", d.ApproverSocket, "--user", "nobody")
+	wa.Env = daemontest.RaceEnv(os.Environ())
+	wa.Stdout, wa.Stderr = webLog, webLog
+	if err := wa.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waDone := make(chan struct{})
+	go func() { _ = wa.Wait(); close(waDone) }()
+	t.Cleanup(func() {
+		_ = wa.Process.Signal(os.Interrupt)
+		<-waDone
+		if t.Failed() {
+			t.Logf("the web approver's log:\n%s", webLog.String())
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := webLog.Wait(ctx, "web approver for "+d.ApproverSocket+" at "+origin); err != nil {
+		t.Fatalf("the web approver did not start: %v\n%s", err, out)
+	}
+	squatAsNobody(t, "844", "while the web approver runs")
+
+	// The tunnel, as docs/remote.md writes it.
+	args := []string{"-v", "-N", "-T", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes"}
+	for _, o := range sshOptions(k, k.forward) {
+		args = append(args, "-o", o)
+	}
+	args = append(args, "-L", "8443:127.0.0.1:844", "ssh://root@127.0.0.1:2204")
+	t.Logf("the tunnel: ssh %s", strings.Join(args, " "))
+	tun := exec.Command("ssh", args...)
+	tunLog := &daemontest.Buffer{}
+	tun.Stdout, tun.Stderr = tunLog, tunLog
+	if err := tun.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tunDone := make(chan struct{})
+	go func() { _ = tun.Wait(); close(tunDone) }()
+	t.Cleanup(func() {
+		_ = tun.Process.Kill()
+		<-tunDone
+		if t.Failed() {
+			t.Logf("ssh -L's log:\n%s", tunLog.String())
+		}
+	})
+	if out, err := tunLog.Wait(ctx, "Local forwarding listening on 127.0.0.1 port 8443"); err != nil {
+		t.Fatalf("the tunnel was not set up: %v\n%s", err, out)
+	}
+
+	for _, via := range []string{"[::1]:8443", "127.0.0.1:8443"} {
+		b := &tunnelBrowser{t: t, base: "http://" + via, origin: origin}
+		b.signIn(alice)
+		id := fmt.Sprintf("tunnel-%d", time.Now().UnixNano())
+		asked := d.Ask(t, &proto.Request{ID: id, Pipeline: [][]string{{"echo", "through the tunnel"}}, Session: "web", Host: "h",
+			Reason: "through " + via, Time: time.Now()})
+		hash := b.waitFor(id)
+		b.allow(alice, id, hash)
+		if resp := asked.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != "through the tunnel\n" {
+			t.Fatalf("through %s: %+v, want it run", via, resp)
+		}
+	}
+}
+
+// squatAsNobody tries, as nobody, to listen on port at every loopback
+// and wildcard address (with python3, as the full run installs it), and
+// fails the test for each one it could.
+func squatAsNobody(t *testing.T, port, when string) {
+	t.Helper()
+	const script = `
+import socket, sys
+for a in sys.argv[2:]:
+    s = socket.socket(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((a, int(sys.argv[1]))); s.listen(1); print(a, "listening")
+    except OSError as e:
+        print(a, "refused", e.errno)
+`
+	cmd := exec.Command("/usr/bin/python3", "-c", script, port, "127.0.0.1", "::1", "0.0.0.0", "::")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Dir = "/"
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: python3 as nobody: %v\n%s", when, err, out)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !strings.HasSuffix(l, " refused 13") {
+			t.Errorf("%s: nobody on port %s: %s, want refused by the kernel (13, EACCES)", when, port, l)
+		}
+	}
+}
+
+// tunnelBrowser calls the web approver's API at base as its page's script
+// does from origin, with its session in web.SessionHeader.
+type tunnelBrowser struct {
+	t            *testing.T
+	base, origin string
+	session      string
+}
+
+func (b *tunnelBrowser) do(method, path string, body any) (int, []byte) {
+	b.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		j, _ := json.Marshal(body)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, b.base+path, rd)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Origin", b.origin)
+	req.Header.Set("Content-Type", "application/json")
+	if b.session != "" {
+		req.Header.Set(web.SessionHeader, b.session)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+func assertionJSON(a approval.Assertion) map[string]string {
+	e := base64.RawURLEncoding.EncodeToString
+	return map[string]string{"id": e(a.CredentialID), "authenticatorData": e(a.AuthenticatorData),
+		"clientDataJSON": e(a.ClientDataJSON), "signature": e(a.Signature), "userHandle": e(a.UserHandle)}
+}
+
+// signIn signs in with k, once the web approver has its passkeys from the
+// daemon (sent on its own time: at most 600 tries 50ms apart).
+func (b *tunnelBrowser) signIn(k *passkeytest.Key) {
+	b.t.Helper()
+	var last []byte
+	for range 600 {
+		code, out := b.do("POST", "/api/login/begin", map[string]any{})
+		var begin struct {
+			Challenge string `json:"challenge"`
+		}
+		if code != 200 || json.Unmarshal(out, &begin) != nil {
+			b.t.Fatalf("login begin through %s: %d %s", b.base, code, out)
+		}
+		sig, err := k.SignChallenge(approval.Statement{}, begin.Challenge)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		code, out = b.do("POST", "/api/login/finish", map[string]any{"challenge": begin.Challenge, "assertion": assertionJSON(sig.Assertion)})
+		var done struct {
+			Session string `json:"session"`
+		}
+		if code == 200 && json.Unmarshal(out, &done) == nil && done.Session != "" {
+			b.session = done.Session
+			return
+		}
+		last = out
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.t.Fatalf("no sign-in through %s: %s", b.base, last)
+}
+
+// waitFor returns the hash of request id once the page shows it.
+func (b *tunnelBrowser) waitFor(id string) string {
+	b.t.Helper()
+	re := regexp.MustCompile(`data-id="` + regexp.QuoteMeta(id) + `" data-hash="([0-9a-f]{64})"`)
+	for range 600 {
+		if _, page := b.do("GET", "/api/page", nil); re.Match(page) {
+			return string(re.FindSubmatch(page)[1])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.t.Fatalf("the page through %s never showed %s", b.base, id)
+	return ""
+}
+
+// allow allows request id with k's signature.
+func (b *tunnelBrowser) allow(k *passkeytest.Key, id, hash string) {
+	b.t.Helper()
+	code, out := b.do("POST", "/api/decide/begin", map[string]any{"daemon": 0, "id": id, "hash": hash, "decision": approval.AllowOnce})
+	var begin struct {
+		Statement approval.Statement `json:"statement"`
+	}
+	if code != 200 || json.Unmarshal(out, &begin) != nil {
+		b.t.Fatalf("decide begin through %s: %d %s", b.base, code, out)
+	}
+	sig, err := k.Sign(begin.Statement)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if code, out := b.do("POST", "/api/decide/finish", map[string]any{"nonce": begin.Statement.Nonce, "assertion": assertionJSON(sig.Assertion)}); code != 200 {
+		b.t.Fatalf("decide finish through %s: %d %s", b.base, code, out)
+	}
+}
