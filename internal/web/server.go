@@ -10,9 +10,11 @@
 // docs/security.md#the-web-approver.
 //
 // Everything the agent wrote reaches the page as text: the templates are
-// html/template, the script (served from the binary, never inline) sets
-// only textContent and attributes, and a strict Content-Security-Policy
-// forbids inline script and any other origin.
+// html/template; the script (served from the binary, never inline) sets
+// only textContent and attributes itself, and merges in the nodes of the
+// fragment the web approver rendered for its session (/api/page), parsed
+// inert; a strict Content-Security-Policy forbids inline script and any
+// other origin. The session is never a cookie (SessionHeader).
 package web
 
 import (
