@@ -235,6 +235,9 @@ async function refresh() {
   const doc = new DOMParser().parseFromString(await r.text(), "text/html");
   const next = doc.getElementById("page");
   if (!next) throw new Error("the web approver sent no page");
+  // A button pressed, or a decision begun, while the list was on its way:
+  // leave the list as it is; the next poll brings it.
+  if (busy || holding) return;
   apply(next);
 }
 
