@@ -115,7 +115,11 @@ func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 		b.mu.Unlock()
 		return Decision{}, fmt.Errorf("request id %q: %w", shown.ID, ErrDuplicateID)
 	}
-	size, hash := shown.canonical()
+	size, hash, err := shown.canonical()
+	if err != nil {
+		b.mu.Unlock()
+		return Decision{}, fmt.Errorf("request id %q: %w", shown.ID, err)
+	}
 	e := &entry{shown: shown, hash: hash, decided: make(chan Decision, 1)}
 	e.announce = announce(shown, hash, size)
 	e.record, e.announce.Record = p.Record, p.Record

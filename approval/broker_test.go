@@ -560,7 +560,10 @@ func TestBrokerGrantListingBounded(t *testing.T) {
 }
 
 func fullSize(s *Shown) int {
-	n, _ := s.canonical()
+	n, _, err := s.canonical()
+	if err != nil {
+		panic(err)
+	}
 	return n
 }
 

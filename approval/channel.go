@@ -302,7 +302,7 @@ func decodeConsoleLine(line []byte) (Message, error) {
 	if off, esc := strictjson.LoneSurrogate(line); off >= 0 {
 		return m, errors.New(strictjson.Describe(esc, off, "the line"))
 	}
-	if err := json.Unmarshal(line, &m); err != nil {
+	if err := strictjson.Unmarshal(line, &m); err != nil {
 		return m, err
 	}
 	return m, nil

@@ -10,6 +10,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
 // Client is an approver's end of the approver channel
@@ -95,7 +97,7 @@ func (c *Client) Recv(ctx context.Context) (Message, error) {
 		return Message{}, err
 	}
 	var m Message
-	if err := json.Unmarshal(line, &m); err != nil {
+	if err := strictjson.Unmarshal(line, &m); err != nil {
 		return Message{}, fmt.Errorf("%w: %w", ErrBadMessage, err)
 	}
 	if err := CheckHash(m); err != nil {
@@ -139,7 +141,11 @@ func CheckHash(m Message) error {
 	if m.Request == nil {
 		return fmt.Errorf("%s message for %q has no request: %w", m.Type, m.ID, ErrHashMismatch)
 	}
-	if h := m.Request.Hash(); h != m.Hash {
+	_, h, err := m.Request.canonical()
+	if err != nil {
+		return fmt.Errorf("%s message for %q: %w: %w", m.Type, m.ID, err, ErrHashMismatch)
+	}
+	if h != m.Hash {
 		return fmt.Errorf("%s message for %q: the request hashes to %s, not the announced %s: %w", m.Type, m.ID, h, m.Hash, ErrHashMismatch)
 	}
 	return nil

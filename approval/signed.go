@@ -60,21 +60,41 @@ type Statement struct {
 }
 
 // Challenge returns the WebAuthn challenge for s: the SHA-256 of
-// StatementVersion followed by s's JSON encoding.
-func (s Statement) Challenge() []byte {
+// StatementVersion followed by s's JSON encoding. It fails, and there is no
+// challenge, when s cannot be encoded (an expiry whose offset is outside
+// ±23:59 or whose year is outside 0 to 9999 has no RFC 3339 form) or is
+// not a statement at all (an empty id, hash or nonce, or no expiry): a
+// caller never signs or verifies over anything but a full statement's hash.
+func (s Statement) Challenge() ([]byte, error) {
+	switch {
+	case s.ID == "" || s.Hash == "" || s.Nonce == "":
+		return nil, errors.New("the statement has no id, hash or nonce, so it has no challenge")
+	case s.Expires.IsZero():
+		return nil, errors.New("the statement has no expiry, so it has no challenge")
+	}
 	b, err := json.Marshal(s)
 	if err != nil {
-		return nil // cannot happen for these field types
+		return nil, fmt.Errorf("the statement cannot be encoded, so it has no challenge: %w", err)
 	}
 	sum := sha256.Sum256(append([]byte(StatementVersion), b...))
-	return sum[:]
+	return sum[:], nil
 }
 
 // ChallengeString is Challenge as the client data's challenge holds it:
-// base64url without padding.
-func (s Statement) ChallengeString() string {
-	return base64.RawURLEncoding.EncodeToString(s.Challenge())
+// base64url without padding (43 characters); it fails when Challenge does.
+func (s Statement) ChallengeString() (string, error) {
+	c, err := s.Challenge()
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(c), nil
 }
+
+// MinChallenge is the fewest bytes a challenge a passkey signs may have, for
+// a decision (a SHA-256, Statement.Challenge) or a sign-in alike: a
+// verifier refuses a shorter one, so that no assertion over an empty or
+// guessable challenge counts for anything.
+const MinChallenge = sha256.Size
 
 // Assertion is a WebAuthn assertion as the browser returned it (each field
 // raw bytes, base64 in JSON).
@@ -172,8 +192,11 @@ func (g *Signatures) check(id, hash string, choice Choice, s *Signed, relay stri
 	case st.Expires.After(t.Add(MaxSignedValidity)):
 		return nil, fmt.Errorf("signed decision refused: it claims to be valid for more than %s", MaxSignedValidity)
 	}
-	if n, err := base64.RawURLEncoding.DecodeString(st.Nonce); err != nil || len(n) < 16 {
+	if n, err := base64.RawURLEncoding.Strict().DecodeString(st.Nonce); err != nil || len(n) < 16 {
 		return nil, errors.New("signed decision refused: the nonce is not 16 or more bytes in base64url")
+	}
+	if _, err := st.Challenge(); err != nil {
+		return nil, fmt.Errorf("signed decision refused: %w", err)
 	}
 	name, err := g.Verifier.Verify(*s)
 	if err != nil {

@@ -175,23 +175,27 @@ func (p PeerInfo) valid() PeerInfo {
 
 // Hash returns the hex SHA-256 of s's canonical JSON encoding (struct fields
 // in declaration order, map keys sorted, times in RFC 3339 with
-// nanoseconds), which binds a decision to exactly what was shown.
+// nanoseconds), which binds a decision to exactly what was shown; "" when s
+// cannot be encoded (canonical says why), which matches no decision. The
+// daemon and CheckHash use canonical, which returns the error.
 func (s *Shown) Hash() string {
-	_, h := s.canonical()
+	_, h, err := s.canonical()
+	if err != nil {
+		return ""
+	}
 	return h
 }
 
 // canonical returns the length of s's canonical JSON encoding and its hex
-// SHA-256 (Hash).
-func (s *Shown) canonical() (size int, hash string) {
+// SHA-256 (Hash), or why s cannot be encoded (a time outside what RFC 3339
+// can write, such as an offset of 24 hours or more).
+func (s *Shown) canonical() (size int, hash string, err error) {
 	b, err := json.Marshal(s)
 	if err != nil {
-		// Marshal cannot fail for these field types; an empty hash matches
-		// no decision, so even this impossible path fails closed.
-		return 0, ""
+		return 0, "", fmt.Errorf("the request cannot be encoded to be shown: %w", err)
 	}
 	sum := sha256.Sum256(b)
-	return len(b), hex.EncodeToString(sum[:])
+	return len(b), hex.EncodeToString(sum[:]), nil
 }
 
 // Choice is what a human decides.

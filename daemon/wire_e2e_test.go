@@ -3,8 +3,12 @@ package daemon_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -178,6 +182,56 @@ func TestE2EEscapesThatChangeMeaning(t *testing.T) {
 	} {
 		if got := d.Send(tt.line); !contains(got, `"status":"error"`, tt.want) {
 			t.Errorf("%s: %s", tt.line, got)
+		}
+	}
+}
+
+// TestE2EApproverCaseFoldedKey: over the real daemon, a console's
+// "decision":"deny" decides deny however a key that differs from
+// "decision" only in case or by Unicode folding says allow_once: the
+// command does not run (issue 31, finding 7: encoding/json read
+// "Decision" as "decision", and the touch ran as root).
+func TestE2EApproverCaseFoldedKey(t *testing.T) {
+	t.Parallel()
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s"})
+	console := daemontest.Dial(t, d.ApproverSocket)
+	raw, err := net.Dial("unix", d.ApproverSocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	sc := bufio.NewScanner(raw)
+	sc.Buffer(nil, approval.MaxLine)
+	dir := t.TempDir()
+	for i, key := range []string{`"Decision"`, `"DECISION"`, `"deci\u017fion"`} {
+		id := fmt.Sprintf("fold-%d", i)
+		target := filepath.Join(dir, id)
+		answer := make(chan string, 1)
+		go func() { answer <- d.Send(line(map[string]any{"id": id, "pipeline": [][]string{{"touch", target}}})) }()
+		p := console.Pending(id)
+		bad := `{"type":"decide","id":"` + id + `","hash":"` + p.Hash + `","decision":"deny",` + key + `:"allow_once"}` + "\n"
+		if _, err := raw.Write([]byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+		_ = raw.SetReadDeadline(time.Now().Add(30 * time.Second))
+		var result approval.Message
+		for result.Type != approval.MsgResult {
+			if !sc.Scan() {
+				t.Fatalf("approver channel closed before the result: %v", sc.Err())
+			}
+			result = approval.Message{}
+			if err := json.Unmarshal(sc.Bytes(), &result); err != nil {
+				t.Fatalf("bad line %q: %v", sc.Bytes(), err)
+			}
+		}
+		if !result.OK {
+			t.Fatalf("%s: answered %+v, want the deny taken", key, result)
+		}
+		if got := <-answer; !strings.Contains(got, `"status":"denied"`) {
+			t.Fatalf("%s: the agent's answer: %s, want denied", key, got)
+		}
+		if _, err := os.Stat(target); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s: %s exists (%v): the command ran", key, target, err)
 		}
 	}
 }

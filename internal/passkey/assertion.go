@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +13,7 @@ import (
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
 
 	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
 // Authenticator data flags (WebAuthn §6.1).
@@ -53,7 +54,14 @@ type clientData struct {
 // refused (an assertion has none). TestVerifyAgreesWithTheLibrary and
 // FuzzVerifyAgreesWithTheLibrary hold it to the library: it never accepts
 // what the library refuses.
+//
+// A challenge that is not unpadded base64url of at least
+// approval.MinChallenge bytes is refused before anything else: an empty or
+// short challenge names no statement and no sign-in.
 func VerifyChallenge(keys []Enrolled, challenge string, a approval.Assertion) (string, error) {
+	if c, err := base64.RawURLEncoding.Strict().DecodeString(challenge); err != nil || len(c) < approval.MinChallenge {
+		return "", fmt.Errorf("the challenge is not %d or more bytes in base64url; a passkey's signature over it counts for nothing", approval.MinChallenge)
+	}
 	i := slices.IndexFunc(keys, func(e Enrolled) bool {
 		return subtle.ConstantTimeCompare(e.Credential.ID, a.CredentialID) == 1
 	})
@@ -86,7 +94,7 @@ func VerifyChallenge(keys []Enrolled, challenge string, a approval.Assertion) (s
 // ceremony over challenge, from one of origins, not cross-origin.
 func checkClientData(raw []byte, challenge string, origins []string) error {
 	var c clientData
-	if err := json.Unmarshal(raw, &c); err != nil {
+	if err := strictjson.Unmarshal(raw, &c); err != nil {
 		return fmt.Errorf("the client data is not a JSON object: %w", err)
 	}
 	if c.Type != "webauthn.get" {

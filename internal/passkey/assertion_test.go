@@ -22,6 +22,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
+	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
 // libraryVerify is passkey.VerifyChallenge as it was written on
@@ -113,7 +114,7 @@ func TestVerifyAgreesWithTheLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := []passkey.Enrolled{en}
-	const challenge = "Y2hhbGxlbmdl"
+	const challenge = "LdAL134CIs7YgmZUganB2fkHMJ0W4F7QB6HqY5KEd6k"
 	cd := func(edit func(m map[string]any)) []byte {
 		m := map[string]any{"type": "webauthn.get", "challenge": challenge, "origin": testOrigin, "crossOrigin": false}
 		if edit != nil {
@@ -208,8 +209,10 @@ func TestVerifyAgreesWithTheLibrary(t *testing.T) {
 // FuzzVerifyAgreesWithTheLibrary: for any client data, flags and bytes
 // after the authenticator data's fixed part, validly signed by the
 // enrolled passkey, VerifyChallenge never accepts what the library
-// refuses, and refuses what the library accepts only for its two stricter
-// rules.
+// refuses, and refuses what the library accepts only for its three stricter
+// rules: the origin, attested data, and client data read strictly
+// (strictjson.Unmarshal: a key given twice, or in another case, is not the
+// member the library's case-insensitive, last-wins reading takes).
 func FuzzVerifyAgreesWithTheLibrary(f *testing.F) {
 	k, err := passkeytest.New("alice", testRPID, testOrigin)
 	if err != nil {
@@ -220,14 +223,14 @@ func FuzzVerifyAgreesWithTheLibrary(f *testing.F) {
 		f.Fatal(err)
 	}
 	keys := []passkey.Enrolled{en}
-	const challenge = "Y2hhbGxlbmdl"
+	const challenge = "LdAL134CIs7YgmZUganB2fkHMJ0W4F7QB6HqY5KEd6k"
 	good := fmt.Sprintf(`{"type":"webauthn.get","challenge":%q,"origin":%q,"crossOrigin":false}`, challenge, testOrigin)
 	f.Add([]byte(good), byte(0x05), []byte{})
 	f.Add([]byte(good), byte(0x85), []byte{0xa1, 0x61, 'x', 0x01})
 	f.Add([]byte(good), byte(0x45), make([]byte, 20))
 	f.Add([]byte(strings.Replace(good, "false", "true", 1)), byte(0x05), []byte{})
-	f.Add([]byte(`{"type":"webauthn.get","type":"x","challenge":"Y2hhbGxlbmdl","origin":"https://localhost:8443"}`), byte(0x05), []byte{})
-	f.Add([]byte(`{"Type":"webauthn.get","CHALLENGE":"Y2hhbGxlbmdl","origin":"https://localhost:8443","tokenBinding":{"status":"present"}}`), byte(0x1d), []byte{})
+	f.Add([]byte(`{"type":"webauthn.get","type":"x","challenge":"LdAL134CIs7YgmZUganB2fkHMJ0W4F7QB6HqY5KEd6k","origin":"https://localhost:8443"}`), byte(0x05), []byte{})
+	f.Add([]byte(`{"Type":"webauthn.get","CHALLENGE":"LdAL134CIs7YgmZUganB2fkHMJ0W4F7QB6HqY5KEd6k","origin":"https://localhost:8443","tokenBinding":{"status":"present"}}`), byte(0x1d), []byte{})
 	f.Fuzz(func(t *testing.T, clientData []byte, flags byte, ext []byte) {
 		a := assertionCase{clientData, flags, ext, testRPID}.sign(t, k)
 		name, err := passkey.VerifyChallenge(keys, challenge, a)
@@ -236,11 +239,17 @@ func FuzzVerifyAgreesWithTheLibrary(f *testing.F) {
 			t.Fatalf("VerifyChallenge accepts (%q) what the library refuses: %v", name, libErr)
 		}
 		if err != nil && libErr == nil {
-			var c struct {
-				Origin string `json:"origin"`
+			type members struct {
+				Type        string `json:"type"`
+				Challenge   string `json:"challenge"`
+				Origin      string `json:"origin"`
+				TopOrigin   string `json:"topOrigin"`
+				CrossOrigin bool   `json:"crossOrigin"`
 			}
-			_ = json.Unmarshal(clientData, &c)
-			if flags&0x40 == 0 && c.Origin == testOrigin {
+			var lax, strict members
+			_ = json.Unmarshal(clientData, &lax)
+			strictErr := strictjson.Unmarshal(clientData, &strict)
+			if flags&0x40 == 0 && lax.Origin == testOrigin && strictErr == nil && lax == strict {
 				t.Fatalf("VerifyChallenge refuses what the library accepts, and not for an origin or attested data: %v", err)
 			}
 		}

@@ -3,6 +3,8 @@ package passkey
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
 // Credential is an enrolled WebAuthn credential: the id and COSE public key
@@ -23,27 +25,28 @@ type Credential struct {
 // key.
 func CredentialFromJSON(b []byte) (Credential, error) {
 	var c Credential
-	if err := json.Unmarshal(b, &c); err != nil {
+	if err := strictjson.Unmarshal(b, &c); err != nil {
 		return Credential{}, err
 	}
 	return c, nil
 }
 
 // UnmarshalJSON reads a credential record: "id" and "publicKey" (base64,
-// as encoding/json writes bytes) and any other members, kept.
+// as encoding/json writes bytes) and any other members, kept. It reads as
+// strictly as the rest of a passkey file (strictjson.Unmarshal).
 func (c *Credential) UnmarshalJSON(b []byte) error {
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := strictjson.Unmarshal(b, &m); err != nil {
 		return fmt.Errorf("credential: %w", err)
 	}
 	if m == nil {
 		return fmt.Errorf("credential: null")
 	}
 	var id, pub []byte
-	if err := json.Unmarshal(m["id"], &id); err != nil || len(id) == 0 {
+	if err := strictjson.Unmarshal(m["id"], &id); err != nil || len(id) == 0 {
 		return fmt.Errorf("credential: no id (%v)", err)
 	}
-	if err := json.Unmarshal(m["publicKey"], &pub); err != nil || len(pub) == 0 {
+	if err := strictjson.Unmarshal(m["publicKey"], &pub); err != nil || len(pub) == 0 {
 		return fmt.Errorf("credential: no public key (%v)", err)
 	}
 	delete(m, "id")

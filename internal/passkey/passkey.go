@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
 // DefaultDir is where the passkeys are kept: root's, mode 0700, one file
@@ -122,7 +123,7 @@ func (s Store) List(revoked bool) ([]Enrolled, error) {
 				return nil, fmt.Errorf("passkeys: %w", err)
 			}
 			var en Enrolled
-			if err := json.Unmarshal(b, &en); err != nil {
+			if err := strictjson.Unmarshal(b, &en); err != nil {
 				return nil, fmt.Errorf("passkeys: %s: %w", filepath.Join(dir, e.Name()), err)
 			}
 			out = append(out, en)
@@ -177,7 +178,7 @@ func (s Store) Revoke(name string, now time.Time) error {
 		return fmt.Errorf("passkeys: no approver %q is enrolled: %w", name, err)
 	}
 	var e Enrolled
-	if err := json.Unmarshal(b, &e); err != nil {
+	if err := strictjson.Unmarshal(b, &e); err != nil {
 		return fmt.Errorf("passkeys: %s: %w", path, err)
 	}
 	e.Revoked = now.UTC()
@@ -264,6 +265,13 @@ func (s Store) Verify(sig approval.Signed) (string, error) {
 
 // VerifyWith is Verify against the passkeys keys (revoked ones included if
 // the caller includes them: audit verify checks past signatures).
+//
+// A statement that has no challenge (approval.Statement.Challenge) is
+// refused: nothing verifies for it.
 func VerifyWith(keys []Enrolled, sig approval.Signed) (string, error) {
-	return VerifyChallenge(keys, sig.Statement.ChallengeString(), sig.Assertion)
+	challenge, err := sig.Statement.ChallengeString()
+	if err != nil {
+		return "", err
+	}
+	return VerifyChallenge(keys, challenge, sig.Assertion)
 }

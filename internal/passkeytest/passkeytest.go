@@ -131,7 +131,11 @@ func (k *Key) Enrolled() (passkey.Enrolled, error) {
 
 // Sign returns k's assertion over st's challenge.
 func (k *Key) Sign(st approval.Statement) (approval.Signed, error) {
-	return k.SignChallenge(st, st.ChallengeString())
+	challenge, err := st.ChallengeString()
+	if err != nil {
+		return approval.Signed{}, err
+	}
+	return k.SignChallenge(st, challenge)
 }
 
 // SignChallenge returns k's assertion over challenge (base64url), with st

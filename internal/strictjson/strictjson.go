@@ -1,11 +1,15 @@
-// Package strictjson is the one strict reading of a JSON object line that
-// the agent socket (package proto) and the approver channel (package
-// approval) share: exactly one object, valid UTF-8, no key given twice,
-// nothing after it, and no escape that is not a character. encoding/json
-// lets the last of two equal keys win and turns a lone UTF-16 surrogate
-// escape into U+FFFD; a front end, proxy or logger that reads the first key
-// or the escape otherwise would see something else than what the daemon
-// acts on (docs/security.md, "The wire decoder and the audit log").
+// Package strictjson is the one strict reading of JSON that the daemon and
+// the web approver share. Object is how the agent socket (package proto)
+// and the approver channel (package approval) take a line: exactly one
+// object, valid UTF-8, no key given twice, nothing after it, and no escape
+// that is not a character, with errors worded for the line. Unmarshal is
+// how every message is then decoded, at every depth: keys matched exactly
+// (encoding/json matches "Decision" and "deci\u017fion" to "decision"), no
+// key given twice in any nested object, strict base64 and RFC 3339 times.
+// encoding/json lets the last of two equal keys win and turns a lone UTF-16
+// surrogate escape into U+FFFD; a front end, proxy or logger that reads the
+// first key or the escape otherwise would see something else than what the
+// daemon acts on (docs/security.md, "The wire decoder and the audit log").
 package strictjson
 
 import (

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/boundedline"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
+	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
 // An enrolment runs as two processes joined by a socket pair (the split
@@ -330,7 +331,7 @@ func readLine(br *bufio.Reader, v any) error {
 	if line == nil {
 		return fmt.Errorf("a line of %d bytes, more than %d", n, maxEnrolLine)
 	}
-	if err := json.Unmarshal(line, v); err != nil {
+	if err := strictjson.Unmarshal(line, v); err != nil {
 		return fmt.Errorf("a line that is not the expected JSON: %w", err)
 	}
 	return nil

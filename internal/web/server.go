@@ -35,11 +35,13 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
+	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
 //go:embed static templates
@@ -450,7 +452,7 @@ func readJSON(r *http.Request, v any) error {
 	if len(b) > maxBody {
 		return errors.New("the request is too long")
 	}
-	return json.Unmarshal(b, v)
+	return strictjson.Unmarshal(b, v)
 }
 
 // assertionJSON is an assertion as the page sends it (base64url fields,
@@ -463,6 +465,8 @@ type assertionJSON struct {
 	UserHandle        string `json:"userHandle"`
 }
 
+// decode reads each field strictly: unpadded base64url with zero unused
+// bits and no line break, so that each byte string has one spelling.
 func (a assertionJSON) decode() (approval.Assertion, error) {
 	var out approval.Assertion
 	for _, f := range []struct {
@@ -470,9 +474,12 @@ func (a assertionJSON) decode() (approval.Assertion, error) {
 		src string
 	}{{&out.CredentialID, a.ID}, {&out.AuthenticatorData, a.AuthenticatorData}, {&out.ClientDataJSON, a.ClientDataJSON},
 		{&out.Signature, a.Signature}, {&out.UserHandle, a.UserHandle}} {
-		b, err := base64.RawURLEncoding.DecodeString(f.src)
+		if strings.ContainsAny(f.src, "\r\n") {
+			return out, errors.New("the assertion is not base64url: it has a line break")
+		}
+		b, err := base64.RawURLEncoding.Strict().DecodeString(f.src)
 		if err != nil {
-			return out, fmt.Errorf("the assertion is not base64url: %w", err)
+			return out, fmt.Errorf("the assertion is not base64url without padding and with zero unused bits: %w", err)
 		}
 		*f.dst = b
 	}
@@ -604,12 +611,17 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 	_, _ = rand.Read(nonce)
 	st := approval.Statement{Record: p.Record, ID: p.ID, Hash: p.Hash, Decision: req.Decision, Scope: approval.ScopeOnce,
 		Expires: s.now().Add(challengeTTL).UTC().Truncate(time.Second), Nonce: base64.RawURLEncoding.EncodeToString(nonce)}
+	challenge, err := st.ChallengeString()
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "this decision cannot be signed: " + err.Error()})
+		return
+	}
 	s.mu.Lock()
 	s.expire()
 	s.makeRoom(tok)
 	s.statements[st.Nonce] = statement{Statement: st, link: link, session: tok, given: s.now()}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"statement": st, "challenge": st.ChallengeString(), "rpId": s.cfg.RPID,
+	writeJSON(w, http.StatusOK, map[string]any{"statement": st, "challenge": challenge, "rpId": s.cfg.RPID,
 		"timeout": challengeTTL.Milliseconds()})
 }
 
