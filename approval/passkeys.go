@@ -89,6 +89,12 @@ func watchKeys(ctx context.Context, ks KeySource, poll time.Duration, send func(
 				}
 			}
 			b, merr := json.Marshal(m)
+			if merr != nil {
+				// The keys cannot be listed: the relay signs nobody in,
+				// and is told why.
+				m = Message{Type: MsgPasskeys, Error: "the daemon cannot encode its passkeys: " + merr.Error()}
+				b, merr = json.Marshal(m)
+			}
 			if merr == nil && !bytes.Equal(b, sent) {
 				if !send(m) {
 					return

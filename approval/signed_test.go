@@ -183,3 +183,24 @@ func TestSignedRefusedWithoutPasskeys(t *testing.T) {
 	}
 	_ = r
 }
+
+// acceptAll is a Verifier that takes any signature, as alice's.
+type acceptAll struct{}
+
+func (acceptAll) Verify(Signed) (string, error) { return "alice", nil }
+
+// TestSignedWithoutChallengeRefused: a statement that has no challenge (its
+// expiry at the offset +24:00 cannot be encoded) is refused before any
+// verifier sees it, whatever the verifier would say. Issue 31, finding 6.
+func TestSignedWithoutChallengeRefused(t *testing.T) {
+	g := &Signatures{Verifier: acceptAll{}}
+	st := Statement{Record: "r", ID: "x", Hash: "h", Decision: AllowOnce, Scope: ScopeOnce,
+		Expires: time.Now().Add(time.Minute).In(time.FixedZone("+24:00", 24*3600)), Nonce: freshNonce()}
+	if by, err := g.check("x", "h", AllowOnce, &Signed{Statement: st}, "relay"); err == nil || !strings.Contains(err.Error(), "cannot be encoded") {
+		t.Fatalf("a statement with no challenge: %+v %v, want refused", by, err)
+	}
+	st.Expires = st.Expires.UTC()
+	if by, err := g.check("x", "h", AllowOnce, &Signed{Statement: st}, "relay"); err != nil || by.Approver != "alice" {
+		t.Fatalf("the same statement in UTC: %+v %v, want taken", by, err)
+	}
+}

@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -102,5 +103,61 @@ func TestE2ESignedDecision(t *testing.T) {
 	out, err = exec.Command(cli, "audit", "verify", "--log", d.AuditLog, "--passkeys", forged).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 65 || !strings.Contains(string(out), "signed decision does not verify") {
 		t.Fatalf("audit verify against another key: %v\n%s; want status 65 naming the decision", err, out)
+	}
+}
+
+// TestE2ESignedEmptyChallenge: over the real daemon, a signed decision
+// whose statement expires at an offset of +24:00 (which no statement can be
+// encoded with, so it has no challenge) and whose assertion is over the
+// empty challenge is refused, and the request still waits for a decision.
+// Issue 31, finding 6: the daemon took it (one such assertion verified for
+// any request, either decision) and the request was errored out with a
+// false "audit log unavailable".
+func TestE2ESignedEmptyChallenge(t *testing.T) {
+	t.Parallel()
+	daemontest.RequireRoot(t)
+	keys := passkeytest.Dir(t)
+	k, err := passkeytest.New("alice", "localhost", "https://localhost:8443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := k.Enrolled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (passkey.Store{Dir: keys}).Save(e); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "30s", Extra: "passkeys = " + `"` + keys + `"`})
+	c := daemontest.Dial(t, d.ApproverSocket)
+	asked := d.Ask(t, &proto.Request{ID: "empty-1", Pipeline: [][]string{{"echo", "signed"}}, Session: "s1", Reason: "test", Time: time.Now()})
+	p := c.Pending("empty-1")
+	exp := time.Now().Add(time.Minute).UTC().Truncate(time.Second)
+	st := approval.Statement{Record: p.Record, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce,
+		Scope: approval.ScopeOnce, Expires: exp, Nonce: passkeytest.Nonce()}
+	sig, err := k.SignChallenge(st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.AllowOnce, Signed: &sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same instant at +24:00: the next day's date, the same clock.
+	utc, plus24 := exp.Format(time.RFC3339), exp.Add(24*time.Hour).Format("2006-01-02T15:04:05")+"+24:00"
+	line := strings.Replace(string(b), `"expires":"`+utc+`"`, `"expires":"`+plus24+`"`, 1)
+	if line == string(b) {
+		t.Fatalf("no expires %q in %s", utc, b)
+	}
+	c.SendLine(line)
+	if r := c.NextOf(approval.MsgResult); r.OK || !strings.Contains(r.Error, "timezone hour out of range") {
+		t.Fatalf("a signed decision over the empty challenge: %+v, want it refused for its expiry", r)
+	}
+	c.Send(approval.Message{Type: approval.MsgDecide, ID: p.ID, Hash: p.Hash, Decision: approval.DenyOnce})
+	if r := c.Result("empty-1"); !r.OK {
+		t.Fatalf("the deny after it: %+v", r)
+	}
+	if resp := asked.Wait(); resp.Status != proto.StatusDenied {
+		t.Fatalf("response %+v, want denied by the console's deny", resp)
 	}
 }

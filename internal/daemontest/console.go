@@ -106,3 +106,12 @@ func (c *Console) Send(m approval.Message) {
 		c.t.Fatal(err)
 	}
 }
+
+// SendLine writes line, a raw line without its newline, as a console that
+// spells its JSON by hand would.
+func (c *Console) SendLine(line string) {
+	c.t.Helper()
+	if _, err := c.conn.Write([]byte(line + "\n")); err != nil {
+		c.t.Fatal(err)
+	}
+}

@@ -438,10 +438,17 @@ func (s *Server) state(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"version": version(s.states())})
 }
 
+// writeJSON answers v with code; when v cannot be encoded it answers 500
+// with why, never a part of v. A failed write is the client's going away.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b = []byte(`{"error":"the answer cannot be encoded"}`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 func readJSON(r *http.Request, v any) error {
