@@ -163,7 +163,16 @@ func writeMessage(conn net.Conn, m Message) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", m.Type, err)
 	}
-	if len(b)+1 > MaxLine {
+	if len(b)+1 > MaxLine && m.Type == MsgPasskeys {
+		// Not a request's answer: the passkeys message itself says why
+		// it lists none, and the relay signs nobody in.
+		b, err = json.Marshal(Message{Type: MsgPasskeys, Error: fmt.Sprintf(
+			"the daemon's passkeys would make a message of %d bytes, more than the approver channel's limit of %d; none is listed (revoke some in the passkeys directory)",
+			len(b), MaxLine)})
+		if err != nil {
+			return fmt.Errorf("encode passkeys: %w", err)
+		}
+	} else if len(b)+1 > MaxLine {
 		b, err = json.Marshal(Message{Type: MsgResult, ID: m.ID, Error: fmt.Sprintf(
 			"the %s message for request %s would be %d bytes, more than the approver channel's limit of %d; it cannot be shown here, so it cannot be allowed",
 			m.Type, m.ID, len(b), MaxLine)})

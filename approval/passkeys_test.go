@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,5 +123,30 @@ func TestSignedOnlySendsPasskeys(t *testing.T) {
 		if m.Type == MsgRunning {
 			break
 		}
+	}
+}
+
+// TestPasskeysOverTheLineLimit: passkeys whose listing would be longer
+// than MaxLine are answered with a passkeys message listing none and
+// saying why, not with a result for no request (issue 31, finding 10: it
+// came as a result with an empty id, which no relay reads as the
+// passkeys').
+func TestPasskeysOverTheLineLimit(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	ks := &keySource{}
+	ks.set(nil, PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: make([]byte, MaxLine)})
+	c := serveSigned(t, b, &Signatures{Verifier: ks, KeysPoll: time.Hour})
+	if err := c.Send(Message{Type: MsgSignedOnly}); err != nil {
+		t.Fatal(err)
+	}
+	if r := recvType(t, c, MsgResult); !r.OK {
+		t.Fatalf("signed_only: %+v", r)
+	}
+	m, err := c.Recv(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Type != MsgPasskeys || len(m.Passkeys) != 0 || !strings.Contains(m.Error, "more than the approver channel's limit") {
+		t.Fatalf("after signed_only: %+v, want a passkeys message listing none and saying why", m)
 	}
 }

@@ -754,6 +754,9 @@ func (c *Config) Validate() error {
 	}
 	checkSocket("socket", c.Socket)
 	checkSocket("approver_socket", c.ApproverSocket)
+	if err := checkPath(c.Passkeys); err != nil {
+		add("passkeys", "%v", err)
+	}
 	if c.WebApproverURL != "" {
 		if err := checkWebApproverURL(c.WebApproverURL); err != nil {
 			add("web_approver_url", "%v", err)
@@ -878,6 +881,11 @@ func checkWebApproverURL(s string) error {
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, " \t\r\n") {
 		return fmt.Errorf("%q: want scheme://host[:port], https or http, nothing after the host", s)
+	}
+	if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
+			return fmt.Errorf("%q: the port %q is not a port number from 1 to 65535", s, p)
+		}
 	}
 	return nil
 }

@@ -10,10 +10,13 @@ import (
 // TestApprovals: an ask rule with approvals = 2 makes a request it asks
 // for need two people, also when another stage is asked for by a plain
 // rule; a request that no such rule asks for needs one. approvals on an
-// allow or deny rule, or above 2, is refused.
+// allow or deny rule (1 included), or other than 1 or 2, is refused (issue
+// 31, finding 10: approvals = 0, and 1 on an allow or deny rule, were
+// taken).
 func TestApprovals(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
 	two := ask("two", "dd", "**")
-	two.Approvals = 2
+	two.Approvals = n(2)
 	e, err := rules.New([]rules.Rule{two, ask("sh", "sh", "**"), allow("cat", "cat", "**")}, trusted, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -36,16 +39,23 @@ func TestApprovals(t *testing.T) {
 			t.Errorf("Decide(%s).Reason = %q, want it to say two people must allow it", describe(tt.query), d.Reason)
 		}
 	}
-	for _, r := range []rules.Rule{allow("a", "ls"), deny("d", "rm", "**"), two} {
-		r.Approvals = 2
-		if r.Action != rules.Ask {
+	for _, v := range []int64{1, 2} {
+		for _, r := range []rules.Rule{allow("a", "ls"), deny("d", "rm", "**")} {
+			r.Approvals = n(v)
 			if _, err := rules.New([]rules.Rule{r}, trusted, nil); err == nil || !strings.Contains(err.Error(), "only meaningful on an ask rule") {
-				t.Errorf("approvals = 2 on a %s rule: %v, want refused", r.Action, err)
+				t.Errorf("approvals = %d on a %s rule: %v, want refused", v, r.Action, err)
 			}
 		}
 	}
-	two.Approvals = 3
-	if _, err := rules.New([]rules.Rule{two}, trusted, nil); err == nil {
-		t.Error("approvals = 3 was accepted")
+	one := ask("one", "dd", "**")
+	one.Approvals = n(1)
+	if _, err := rules.New([]rules.Rule{one}, trusted, nil); err != nil {
+		t.Errorf("approvals = 1 on an ask rule: %v", err)
+	}
+	for _, v := range []int64{0, -1, 3} {
+		two.Approvals = n(v)
+		if _, err := rules.New([]rules.Rule{two}, trusted, nil); err == nil || !strings.Contains(err.Error(), "it must be 1 or 2") {
+			t.Errorf("approvals = %d: %v, want refused", v, err)
+		}
 	}
 }

@@ -88,9 +88,10 @@ type Rule struct {
 	// write whatever it likes there. Only allow rules may have it.
 	Stdin bool `toml:"stdin"`
 	// Approvals, on an ask rule, is how many different people must allow
-	// a request it asks for: 2 asks for two (the two-person rule); 0 and 1
-	// mean one.
-	Approvals int64 `toml:"approvals"`
+	// a request it asks for: 2 asks for two (the two-person rule); 1, or
+	// nil (the key absent), means one. Any other value, and the key on an
+	// allow or deny rule, is refused.
+	Approvals *int64 `toml:"approvals"`
 }
 
 // Validate reports the first thing that makes r unusable, or nil. The error
@@ -178,13 +179,15 @@ func compile(r Rule) (compiledRule, error) {
 	if err := compileIdentity(r, &c); err != nil {
 		return c, err
 	}
-	if r.Approvals < 0 || r.Approvals > 2 {
-		return c, fmt.Errorf("approvals = %d: it must be 1 or 2 (the two-person rule)", r.Approvals)
+	if r.Approvals != nil {
+		if n := *r.Approvals; n != 1 && n != 2 {
+			return c, fmt.Errorf("approvals = %d: it must be 1 or 2 (the two-person rule)", n)
+		}
+		if r.Action != Ask {
+			return c, fmt.Errorf("approvals is only meaningful on an ask rule (this one is %q): only a request a human is asked about can wait for two", string(r.Action))
+		}
+		c.approvals = int(*r.Approvals)
 	}
-	if r.Approvals > 1 && r.Action != Ask {
-		return c, fmt.Errorf("approvals is only meaningful on an ask rule (this one is %q): only a request a human is asked about can wait for two", string(r.Action))
-	}
-	c.approvals = int(r.Approvals)
 	if r.Action != Allow {
 		if r.Env != nil {
 			return c, fmt.Errorf("env is only meaningful on an allow rule (this one is %q): deny and ask rules apply whatever the request's environment", string(r.Action))
