@@ -14,9 +14,11 @@
 package passkey
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,6 +29,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/fsperm"
 	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
@@ -93,8 +96,86 @@ func checkDir(dir string) error {
 	return nil
 }
 
+// maxKeyFile bounds one passkey file: an enrolled passkey is a few
+// hundred bytes.
+const maxKeyFile = 1 << 20
+
+// readKey reads the passkey file name in dir, as List and Revoke take it:
+// a regular file with one link, owned by root (or by whoever reads it, for
+// audit verify on a copy of one's own) and writable by nobody else
+// (fsperm.File), read strictly (strictjson.Unmarshal), whose name inside is
+// a valid approver name and the one its file name gives: NAME.json, or
+// NAME-NANOSECONDS.json under revoked/. A file's inner name is what
+// decisions are signed as, so bob.json holding "name":"alice" is refused
+// rather than signing as alice.
+func readKey(dir, name string, revoked bool) (Enrolled, error) {
+	path := filepath.Join(dir, name)
+	// The file name is untrusted until checked: every error quotes it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return Enrolled{}, fmt.Errorf("passkeys: open %q: %w", path, unwrapPath(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Enrolled{}, fmt.Errorf("passkeys: stat %q: %w", path, unwrapPath(err))
+	}
+	if err := fsperm.File(fmt.Sprintf("passkey file %q", path), fi, "whoever can write it can approve requests to run as root"); err != nil {
+		return Enrolled{}, fmt.Errorf("passkeys: %w", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return Enrolled{}, fmt.Errorf("passkeys: read %q: %w", path, unwrapPath(err))
+	}
+	if len(b) > maxKeyFile {
+		return Enrolled{}, fmt.Errorf("passkeys: %q is over %d bytes; a passkey file is a few hundred", path, maxKeyFile)
+	}
+	var en Enrolled
+	if err := strictjson.Unmarshal(b, &en); err != nil {
+		return Enrolled{}, fmt.Errorf("passkeys: %q: %w", path, err)
+	}
+	if err := CheckName(en.Name); err != nil {
+		return Enrolled{}, fmt.Errorf("passkeys: %q: %w", path, err)
+	}
+	want := strings.TrimSuffix(name, ".json")
+	if revoked {
+		if i := strings.LastIndexByte(want, '-'); i > 0 && isDigits(want[i+1:]) {
+			want = want[:i]
+		}
+	}
+	if en.Name != want {
+		return Enrolled{}, fmt.Errorf("passkeys: %q holds the passkey of %q, not of the name its file name gives (%q); a passkey file must be NAME.json for the NAME inside it", path, en.Name, want)
+	}
+	return en, nil
+}
+
+// unwrapPath returns a *fs.PathError's error without its path, which the
+// caller quotes.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // List returns the valid passkeys, and with revoked set the revoked ones
-// too, sorted by name. A missing directory means none.
+// too, sorted by name. A missing directory means none. Each file is
+// checked as readKey says; two passkeys that share a credential id under
+// different names or keys are refused, since a signature names the
+// credential and could not tell which of them made it.
 func (s Store) List(revoked bool) ([]Enrolled, error) {
 	var out []Enrolled
 	dirs := []string{s.Dir}
@@ -118,32 +199,50 @@ func (s Store) List(revoked bool) ([]Enrolled, error) {
 			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
 				continue
 			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			en, err := readKey(dir, e.Name(), i == 1)
 			if err != nil {
-				return nil, fmt.Errorf("passkeys: %w", err)
-			}
-			var en Enrolled
-			if err := strictjson.Unmarshal(b, &en); err != nil {
-				return nil, fmt.Errorf("passkeys: %s: %w", filepath.Join(dir, e.Name()), err)
+				return nil, err
 			}
 			out = append(out, en)
 		}
 	}
 	slices.SortFunc(out, func(a, b Enrolled) int { return strings.Compare(a.Name, b.Name) })
+	for i, a := range out {
+		for _, b := range out[i+1:] {
+			if bytes.Equal(a.Credential.ID, b.Credential.ID) && (a.Name != b.Name || !bytes.Equal(a.Credential.PublicKey, b.Credential.PublicKey)) {
+				return nil, fmt.Errorf("passkeys: %q and %q are enrolled with the same credential id; remove the one enrolled by mistake", a.Name, b.Name)
+			}
+		}
+	}
 	return out, nil
 }
 
 // Save writes e as the passkey of e.Name, refusing a name already
-// enrolled.
+// enrolled and a credential id already enrolled (valid or revoked) under
+// another name or with another key: a signature names its credential, and
+// two passkeys with one id would make one approver's signatures count as
+// the other's, or fail for both.
 func (s Store) Save(e Enrolled) error {
 	if err := CheckName(e.Name); err != nil {
 		return err
+	}
+	if len(e.Credential.ID) == 0 {
+		return fmt.Errorf("passkeys: %s: the credential has no id", e.Name)
 	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return fmt.Errorf("passkeys: %w", err)
 	}
 	if err := checkDir(s.Dir); err != nil {
 		return err
+	}
+	have, err := s.List(true)
+	if err != nil {
+		return err
+	}
+	for _, h := range have {
+		if bytes.Equal(h.Credential.ID, e.Credential.ID) && (h.Name != e.Name || !bytes.Equal(h.Credential.PublicKey, e.Credential.PublicKey)) {
+			return fmt.Errorf("passkeys: this passkey's credential is already enrolled as %q; one credential is one approver", h.Name)
+		}
 	}
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
@@ -173,13 +272,12 @@ func (s Store) Revoke(name string, now time.Time) error {
 		return err
 	}
 	path := filepath.Join(s.Dir, name+".json")
-	b, err := os.ReadFile(path)
-	if err != nil {
+	if _, err := os.Lstat(path); err != nil {
 		return fmt.Errorf("passkeys: no approver %q is enrolled: %w", name, err)
 	}
-	var e Enrolled
-	if err := strictjson.Unmarshal(b, &e); err != nil {
-		return fmt.Errorf("passkeys: %s: %w", path, err)
+	e, err := readKey(s.Dir, name+".json", false)
+	if err != nil {
+		return err
 	}
 	e.Revoked = now.UTC()
 	dir := filepath.Join(s.Dir, revokedDir)

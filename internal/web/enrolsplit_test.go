@@ -248,10 +248,15 @@ func (c *embellishConn) Write(b []byte) (int, error) {
 // try: here the name is already enrolled.
 func TestEnrolmentRootRefusalShown(t *testing.T) {
 	r := newEnrolRig(t, "alice")
-	if err := os.MkdirAll(r.store.Dir, 0o700); err != nil {
+	first, err := passkeytest.New("alice", r.setup.RPID, r.setup.PageOrigin)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(r.store.Dir, "alice.json"), []byte("{}\n"), 0o600); err != nil {
+	fe, err := first.Enrolled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.Save(fe); err != nil {
 		t.Fatal(err)
 	}
 	k, err := passkeytest.New("alice", r.setup.RPID, r.setup.PageOrigin)
@@ -269,8 +274,8 @@ func TestEnrolmentRootRefusalShown(t *testing.T) {
 		t.Fatalf("KeepEnrolled returned (%v) after a refusal", err)
 	default:
 	}
-	if b, _ := os.ReadFile(filepath.Join(r.store.Dir, "alice.json")); string(b) != "{}\n" {
-		t.Fatalf("alice.json was rewritten: %s", b)
+	if keys, err := r.store.List(false); err != nil || len(keys) != 1 || string(keys[0].Credential.ID) != string(first.ID) {
+		t.Fatalf("alice's passkey was rewritten: %+v %v", keys, err)
 	}
 	// The link still works for another try.
 	if code, creation := r.post(t, r.setup.Path()+"/begin", []byte("{}")); code != http.StatusOK {
