@@ -30,8 +30,10 @@ type PublicKey struct {
 	PublicKey    []byte `json:"public_key"`
 	// Identity is the person the passkey is for the two-person rule, as
 	// the daemon tells people apart ("uid N" or "passkey NAME", see
-	// Approval.Identity); the daemon sets it, so that a relay can tell
-	// that the passkey signed in already allowed a request.
+	// Approval.Identity), as root recorded it at enrolment (Signer.Person);
+	// empty for a passkey enrolled before that, which cannot count as one
+	// of two people. A relay uses it to tell that the passkey signed in
+	// already allowed a request.
 	Identity string `json:"identity,omitempty"`
 }
 
@@ -83,10 +85,7 @@ func watchKeys(ctx context.Context, ks KeySource, poll time.Duration, send func(
 			case kerr != nil:
 				m.Error = "the daemon cannot read its passkeys: " + kerr.Error()
 			default:
-				for _, k := range keys {
-					k.Identity = passkeyIdentity(k.Name)
-					m.Passkeys = append(m.Passkeys, k)
-				}
+				m.Passkeys = append(m.Passkeys, keys...)
 			}
 			b, merr := json.Marshal(m)
 			if merr != nil {

@@ -59,7 +59,7 @@ func nextKeys(t *testing.T, c *Client) Message {
 func TestSignedOnlySendsPasskeys(t *testing.T) {
 	b := NewBroker(time.Hour, nil)
 	ks := &keySource{}
-	ks.set(nil, PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: []byte{2}})
+	ks.set(nil, PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: []byte{2}, Identity: "uid 5123"})
 	sigs := &Signatures{Verifier: ks, KeysPoll: time.Millisecond}
 
 	plain := serveSigned(t, b, sigs)
@@ -84,8 +84,8 @@ func TestSignedOnlySendsPasskeys(t *testing.T) {
 	}
 	if m := nextKeys(t, c); len(m.Passkeys) != 1 || m.Passkeys[0].Name != "alice" || m.Error != "" {
 		t.Fatalf("first passkeys %+v, want alice's", m)
-	} else if m.Passkeys[0].Identity != passkeyIdentity("alice") {
-		t.Fatalf("alice's passkey is sent as person %q, want %q", m.Passkeys[0].Identity, passkeyIdentity("alice"))
+	} else if m.Passkeys[0].Identity != "uid 5123" {
+		t.Fatalf("alice's passkey is sent as person %q, want the one recorded with it, %q", m.Passkeys[0].Identity, "uid 5123")
 	}
 	// A second signed_only starts nothing more.
 	if err := c.Send(Message{Type: MsgSignedOnly}); err != nil {

@@ -118,16 +118,31 @@ type Signed struct {
 type SignedBy struct {
 	// Approver is the name the passkey was enrolled under.
 	Approver string `json:"approver"`
+	// Person is who the passkey is for the two-person rule, as root
+	// resolved it at enrolment (Signer.Person); empty for a passkey
+	// enrolled before it was recorded.
+	Person string `json:"person,omitempty"`
 	// Relay names the console connection that carried it.
 	Relay string `json:"relay"`
 	Signed
 }
 
 // Verifier checks an assertion against the enrolled passkeys and returns
-// the name of the approver whose passkey made it. The daemon's is
-// internal/passkey's Store.
+// the passkey that made it. The daemon's is internal/passkey's Store.
 type Verifier interface {
-	Verify(s Signed) (approver string, err error)
+	Verify(s Signed) (Signer, error)
+}
+
+// Signer is the passkey that made a signature.
+type Signer struct {
+	// Name is the approver's name the passkey was enrolled under.
+	Name string
+	// Person is who the passkey is for the two-person rule, as root
+	// resolved the name through the system's name service at enrolment:
+	// "uid N" for a login user, "passkey NAME" for a name that is no
+	// user's; empty when the passkey was enrolled before this was recorded,
+	// and then it cannot count as one of two people.
+	Person string
 }
 
 // ErrUnsigned: a signed-only connection sent something other than a
@@ -198,7 +213,7 @@ func (g *Signatures) check(id, hash string, choice Choice, s *Signed, relay stri
 	if _, err := st.Challenge(); err != nil {
 		return nil, fmt.Errorf("signed decision refused: %w", err)
 	}
-	name, err := g.Verifier.Verify(*s)
+	signer, err := g.Verifier.Verify(*s)
 	if err != nil {
 		return nil, fmt.Errorf("signed decision refused: %w", err)
 	}
@@ -219,7 +234,7 @@ func (g *Signatures) check(id, hash string, choice Choice, s *Signed, relay stri
 		return nil, errors.New("signed decision refused: too many signed decisions are valid at once; try again in a few minutes")
 	}
 	g.used[st.Nonce] = st.Expires
-	return &SignedBy{Approver: name, Relay: relay, Signed: *s}, nil
+	return &SignedBy{Approver: signer.Name, Person: signer.Person, Relay: relay, Signed: *s}, nil
 }
 
 // decide passes a console's decide message to the broker: a signed one

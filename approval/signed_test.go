@@ -19,15 +19,15 @@ import (
 // are what these tests prove (internal/passkey tests the signatures).
 type fakeVerifier struct{}
 
-func (fakeVerifier) Verify(s Signed) (string, error) {
+func (fakeVerifier) Verify(s Signed) (Signer, error) {
 	c, err := s.Statement.Challenge()
 	if err != nil {
-		return "", err
+		return Signer{}, err
 	}
 	if !bytes.Equal(s.Assertion.Signature, c) {
-		return "", errors.New("bad signature")
+		return Signer{}, errors.New("bad signature")
 	}
-	return "alice", nil
+	return Signer{Name: "alice", Person: "passkey alice"}, nil
 }
 
 // fakeSign signs st's challenge; a statement with no challenge gets an
@@ -187,7 +187,9 @@ func TestSignedRefusedWithoutPasskeys(t *testing.T) {
 // acceptAll is a Verifier that takes any signature, as alice's.
 type acceptAll struct{}
 
-func (acceptAll) Verify(Signed) (string, error) { return "alice", nil }
+func (acceptAll) Verify(Signed) (Signer, error) {
+	return Signer{Name: "alice", Person: "passkey alice"}, nil
+}
 
 // TestSignedWithoutChallengeRefused: a statement that has no challenge (its
 // expiry at the offset +24:00 cannot be encoded) is refused before any

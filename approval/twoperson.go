@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 )
 
@@ -32,25 +31,28 @@ type Approval struct {
 // console whose login identity the daemon could not read.
 var ErrNoIdentity = errors.New("this request needs two different people, and this console's login identity (loginuid) could not be read, so its allow cannot count as one of them; allow it with a passkey or from a login session")
 
-// identity names the person behind who for the two-person rule. A passkey
-// named after a login user is that user: the same person at a console and
-// on their phone is one person.
+// ErrPasskeyNoPerson: an allow, signed with a passkey whose file records
+// no person, of a request that needs two people.
+var ErrPasskeyNoPerson = errors.New("this request needs two different people, and the passkey that signed this allow was enrolled before agent-sudo recorded who it is, so its allow cannot count as one of them; enrol it again (agent-sudo approve web revoke NAME, then enroll NAME) or allow from a console")
+
+// identity names the person behind who for the two-person rule. A
+// passkey is the person root resolved at its enrolment through the
+// system's name service (SignedBy.Person): a login user's uid, the same
+// as a console of theirs, so that the same person at a console and on
+// their phone is one person, wherever the user database is (LDAP, SSSD).
+// The daemon never resolves a passkey's name itself: its static build
+// reads /etc/passwd alone.
 func identity(who Console) (string, error) {
 	if who.Signed != nil {
-		return passkeyIdentity(who.Signed.Approver), nil
+		if who.Signed.Person == "" {
+			return "", ErrPasskeyNoPerson
+		}
+		return who.Signed.Person, nil
 	}
 	if who.Person != nil && who.Person.LoginUID != nil {
 		return "uid " + strconv.FormatUint(uint64(*who.Person.LoginUID), 10), nil
 	}
 	return "", ErrNoIdentity
-}
-
-// passkeyIdentity names the person behind the passkey of approver name.
-func passkeyIdentity(name string) string {
-	if uid, err := account.UID(name); err == nil {
-		return "uid " + strconv.FormatUint(uint64(uid), 10)
-	}
-	return "passkey " + name
 }
 
 // approve records who's allow of e, which needs e.shown.Approvals people.

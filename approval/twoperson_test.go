@@ -138,16 +138,57 @@ func TestTwoPersonApprovedAnnounced(t *testing.T) {
 	}
 }
 
-// TestPasskeyIdentity: a passkey named after a login user is that user's
-// uid for the two-person rule; any other is the passkey's name.
+// TestPasskeyIdentity: a passkey is the person recorded with it at
+// enrolment, never its name looked up again (the daemon's static build
+// reads /etc/passwd alone, so a directory user's passkey was "passkey
+// NAME" and their console "uid N": two people; issue 31, finding 3); a
+// passkey recorded with no person cannot count as one of two people.
 func TestPasskeyIdentity(t *testing.T) {
-	for _, tc := range []struct{ name, want string }{
-		{"root", "uid 0"},
-		{"no such user \x1b", "passkey no such user \x1b"},
+	for _, tc := range []struct {
+		signed *SignedBy
+		want   string
+		err    error
+	}{
+		{&SignedBy{Approver: "dirk", Person: "uid 5123"}, "uid 5123", nil},
+		{&SignedBy{Approver: "root", Person: "passkey root"}, "passkey root", nil},
+		{&SignedBy{Approver: "root"}, "", ErrPasskeyNoPerson},
 	} {
-		if got := passkeyIdentity(tc.name); got != tc.want {
-			t.Errorf("passkeyIdentity(%q) = %q, want %q", tc.name, got, tc.want)
+		got, err := identity(Console{Signed: tc.signed})
+		if got != tc.want || !errors.Is(err, tc.err) {
+			t.Errorf("identity(%+v) = %q %v, want %q %v", tc.signed, got, err, tc.want, tc.err)
 		}
+	}
+}
+
+// TestTwoPersonDirectoryUser: a directory user's passkey (recorded at
+// enrolment as their uid) and their console (its login uid) are one
+// person; a passkey recorded with no person is refused, and the request
+// keeps waiting. Issue 31, finding 3.
+func TestTwoPersonDirectoryUser(t *testing.T) {
+	b := NewBroker(time.Hour, nil)
+	p := pending("tp-dir")
+	p.Record = "record-tp-dir"
+	r, shown, _ := askTwoPerson(t, b, p)
+	if _, err := b.decideNote("tp-dir", shown.Hash, AllowOnce, "", Console{By: "console of dirk", Person: person(5123)}); err != nil {
+		t.Fatalf("dirk's console: %v", err)
+	}
+	dirk := Console{By: "passkey dirk", Signed: &SignedBy{Approver: "dirk", Person: "uid 5123", Relay: "web",
+		Signed: Signed{Statement: Statement{Record: p.Record}}}}
+	if _, err := b.decideNote("tp-dir", shown.Hash, AllowOnce, "", dirk); err == nil || !strings.Contains(err.Error(), "already allowed") {
+		t.Fatalf("dirk's passkey after dirk's console: %v, want refused as the same person", err)
+	}
+	old := Console{By: "passkey old", Signed: &SignedBy{Approver: "old", Relay: "web", Signed: Signed{Statement: Statement{Record: p.Record}}}}
+	if _, err := b.decideNote("tp-dir", shown.Hash, AllowOnce, "", old); !errors.Is(err, ErrPasskeyNoPerson) {
+		t.Fatalf("a passkey with no person: %v, want ErrPasskeyNoPerson", err)
+	}
+	if b.Waiting() != 1 {
+		t.Fatal("the request no longer waits")
+	}
+	if _, err := b.decideNote("tp-dir", shown.Hash, DenyOnce, "", Console{By: "console of root", Person: person(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-r; got.d.Verdict != Deny {
+		t.Fatalf("decision %+v, want denied", got.d)
 	}
 }
 
@@ -162,7 +203,11 @@ func TestTwoPersonSamePasskeyTwice(t *testing.T) {
 	r, shown, _ := askTwoPerson(t, b, p)
 	hash := shown.Hash
 	signed := func(name, relay string) Console {
-		return Console{By: "passkey " + name + " via " + relay, Signed: &SignedBy{Approver: name, Relay: relay,
+		person := "passkey " + name
+		if name == "root" {
+			person = "uid 0"
+		}
+		return Console{By: "passkey " + name + " via " + relay, Signed: &SignedBy{Approver: name, Person: person, Relay: relay,
 			Signed: Signed{Statement: Statement{Record: p.Record}}}}
 	}
 	if note, err := b.decideNote("tp3", hash, AllowOnce, "", signed("root", "web approver 1")); err != nil || !strings.Contains(note, "1 of 2") {

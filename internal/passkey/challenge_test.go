@@ -45,8 +45,8 @@ func TestNoEmptyChallenge(t *testing.T) {
 		if name, err := passkey.VerifyWith(keys, sig); err == nil {
 			t.Errorf("%s: an assertion over the empty challenge verified as %q", tt.name, name)
 		}
-		if name, err := s.Verify(sig); err == nil {
-			t.Errorf("%s: Verify took an assertion over the empty challenge as %q", tt.name, name)
+		if signer, err := s.Verify(sig); err == nil {
+			t.Errorf("%s: Verify took an assertion over the empty challenge as %q", tt.name, signer.Name)
 		}
 	}
 	for _, short := range []string{"", "AA", strings.Repeat("A", 42)} {

@@ -36,8 +36,8 @@ func TestSaveRefusesAnEnrolledCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name, err := s.Verify(sig); err != nil || name != "alice" {
-		t.Fatalf("alice's signature after the refused enrolment: %q %v", name, err)
+	if signer, err := s.Verify(sig); err != nil || signer.Name != "alice" {
+		t.Fatalf("alice's signature after the refused enrolment: %+v %v", signer, err)
 	}
 	if err := s.Revoke("alice", time.Now()); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ package passkey
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,11 +25,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/fsperm"
 	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
@@ -57,6 +60,33 @@ type Enrolled struct {
 	Created    time.Time  `json:"created"`
 	// Revoked is when it was revoked; zero while it is valid.
 	Revoked time.Time `json:"revoked,omitzero"`
+	// Person is who the passkey is for the two-person rule, resolved by
+	// root at enrolment through the system's name service (ResolvePerson):
+	// "uid N" when Name is a login user, "passkey NAME" when the name
+	// service knows no such user. Empty in a file enrolled before it was
+	// recorded: such a passkey cannot count as one of two people.
+	Person string `json:"person,omitempty"`
+}
+
+// ResolvePerson returns who the approver name is for the two-person rule,
+// as the system's name service (account.NSSUID, getent, with environment
+// env; nil for none) resolves it: "uid N" for a login user, "passkey NAME"
+// for a name no user has. Root's side of an enrolment calls it, so that the
+// daemon, whose static build reads /etc/passwd alone, tells a directory
+// user's passkey and console apart no more than the kernel's login uid
+// does.
+func ResolvePerson(ctx context.Context, name string, env []string) (string, error) {
+	if err := CheckName(name); err != nil {
+		return "", err
+	}
+	uid, found, err := account.NSSUID(ctx, name, env)
+	if err != nil {
+		return "", fmt.Errorf("who is %q: %w", name, err)
+	}
+	if !found {
+		return "passkey " + name, nil
+	}
+	return "uid " + strconv.FormatUint(uint64(uid), 10), nil
 }
 
 // Store is the directory of enrolled passkeys.
@@ -315,14 +345,14 @@ func (s Store) PublicKeys() ([]approval.PublicKey, error) {
 // Public returns the public part of e.
 func Public(e Enrolled) approval.PublicKey {
 	return approval.PublicKey{Name: e.Name, RPID: e.RPID, Origins: slices.Clone(e.Origins), UserID: slices.Clone(e.UserID),
-		CredentialID: slices.Clone(e.Credential.ID), PublicKey: slices.Clone(e.Credential.PublicKey)}
+		CredentialID: slices.Clone(e.Credential.ID), PublicKey: slices.Clone(e.Credential.PublicKey), Identity: e.Person}
 }
 
 // FromPublic returns the passkey whose public part is k, as VerifyChallenge
 // takes it.
 func FromPublic(k approval.PublicKey) Enrolled {
 	return Enrolled{Name: k.Name, RPID: k.RPID, Origins: k.Origins, UserID: k.UserID,
-		Credential: Credential{ID: k.CredentialID, PublicKey: k.PublicKey}}
+		Credential: Credential{ID: k.CredentialID, PublicKey: k.PublicKey}, Person: k.Identity}
 }
 
 // KeysStamp returns a stat of the directory (approval.KeySource): enrolling
@@ -352,13 +382,22 @@ func (s Store) KeysStamp() (string, time.Time, error) {
 // Verify checks s's assertion against the valid passkeys (approval.Verifier):
 // the one whose credential id it names must have signed s's statement's
 // challenge, from one of its origins, with the user verified. It returns
-// the passkey's approver name.
-func (s Store) Verify(sig approval.Signed) (string, error) {
+// the passkey's approver name and the person recorded with it.
+func (s Store) Verify(sig approval.Signed) (approval.Signer, error) {
 	keys, err := s.List(false)
 	if err != nil {
-		return "", err
+		return approval.Signer{}, err
 	}
-	return VerifyWith(keys, sig)
+	name, err := VerifyWith(keys, sig)
+	if err != nil {
+		return approval.Signer{}, err
+	}
+	for _, k := range keys {
+		if k.Name == name {
+			return approval.Signer{Name: name, Person: k.Person}, nil
+		}
+	}
+	return approval.Signer{}, fmt.Errorf("passkeys: %q verified but is not listed", name)
 }
 
 // VerifyWith is Verify against the passkeys keys (revoked ones included if

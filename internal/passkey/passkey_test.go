@@ -46,8 +46,8 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name, err := s.Verify(sig); err != nil || name != "alice" {
-		t.Fatalf("Verify: %q %v, want alice", name, err)
+	if signer, err := s.Verify(sig); err != nil || signer.Name != "alice" {
+		t.Fatalf("Verify: %+v %v, want alice", signer, err)
 	}
 
 	other := sig

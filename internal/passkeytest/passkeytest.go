@@ -34,6 +34,10 @@ type Key struct {
 	count  uint32
 	// NoUV makes its assertions without the user-verified flag.
 	NoUV bool
+	// Person is who the passkey is for the two-person rule, as enrolment
+	// records it (passkey.Enrolled.Person); empty means "passkey NAME",
+	// a name that is no login user's.
+	Person string
 }
 
 // New returns a fresh passkey for the approver name on rpID, signing from
@@ -125,8 +129,12 @@ func (k *Key) Enrolled() (passkey.Enrolled, error) {
 	if err != nil {
 		return passkey.Enrolled{}, err
 	}
+	person := k.Person
+	if person == "" {
+		person = "passkey " + k.Name
+	}
 	return passkey.Enrolled{Name: k.Name, RPID: k.RPID, Origins: []string{k.Origin}, UserID: k.UserID,
-		Credential: passkey.Credential{ID: k.ID, PublicKey: cose}, Created: time.Now().UTC()}, nil
+		Credential: passkey.Credential{ID: k.ID, PublicKey: cose}, Created: time.Now().UTC(), Person: person}, nil
 }
 
 // Sign returns k's assertion over st's challenge.

@@ -267,7 +267,20 @@ func Origin(u *url.URL) string {
 // them by its port. It returns the stored passkey, or an error when ctx
 // ends first (the link's expiry), the serving side goes away, or it offers
 // something that is not a credential.
+//
+// The passkey is stored with the person it is for the two-person rule, as
+// the system's name service resolves setup's name here, in root's process
+// (passkey.ResolvePerson with an empty environment); an enrolment whose
+// name cannot be resolved (the directory does not answer) stores nothing.
 func KeepEnrolled(ctx context.Context, conn net.Conn, setup EnrolSetup, origins []string, store passkey.Store) (passkey.Enrolled, error) {
+	return KeepEnrolledWith(ctx, conn, setup, origins, store, func(ctx context.Context, name string) (string, error) {
+		return passkey.ResolvePerson(ctx, name, nil)
+	})
+}
+
+// KeepEnrolledWith is KeepEnrolled with resolve in place of the system's
+// name service: a test's (nss_wrapper's).
+func KeepEnrolledWith(ctx context.Context, conn net.Conn, setup EnrolSetup, origins []string, store passkey.Store, resolve func(ctx context.Context, name string) (string, error)) (passkey.Enrolled, error) {
 	if len(origins) == 0 {
 		return passkey.Enrolled{}, errors.New("enrolment: no origin for the passkey to sign from")
 	}
@@ -294,6 +307,9 @@ func KeepEnrolled(ctx context.Context, conn net.Conn, setup EnrolSetup, origins 
 		}
 		en := passkey.Enrolled{Name: setup.Name, RPID: setup.RPID, Origins: origins, UserID: setup.UserID, Created: time.Now().UTC()}
 		err := CheckCredential(*o.Credential)
+		if err == nil {
+			en.Person, err = resolve(ctx, setup.Name)
+		}
 		if err == nil {
 			en.Credential, err = storedCredential(*o.Credential)
 		}

@@ -34,10 +34,19 @@ type keyring struct {
 	changes int
 }
 
-func (k *keyring) Verify(s approval.Signed) (string, error) {
+func (k *keyring) Verify(s approval.Signed) (approval.Signer, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return passkey.VerifyWith(k.keys, s)
+	name, err := passkey.VerifyWith(k.keys, s)
+	if err != nil {
+		return approval.Signer{}, err
+	}
+	for _, e := range k.keys {
+		if e.Name == name {
+			return approval.Signer{Name: name, Person: e.Person}, nil
+		}
+	}
+	return approval.Signer{Name: name}, nil
 }
 
 func (k *keyring) PublicKeys() ([]approval.PublicKey, error) {
