@@ -121,6 +121,11 @@ func TestListChecksEveryFile(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, ""}, // not a regular file: not a passkey, skipped
+		{"no credential", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "alice.json"), []byte(`{"name":"alice"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "has no credential, relying party or origin"},
 		{"one credential under two names", func(t *testing.T, dir string) {
 			write(t, dir, "alice.json", "alice", 0o600)
 			write(t, dir, "bob.json", "bob", 0o600)

@@ -167,6 +167,9 @@ func readKey(dir, name string, revoked bool) (Enrolled, error) {
 	if err := CheckName(en.Name); err != nil {
 		return Enrolled{}, fmt.Errorf("passkeys: %q: %w", path, err)
 	}
+	if len(en.Credential.ID) == 0 || len(en.Credential.PublicKey) == 0 || en.RPID == "" || len(en.Origins) == 0 {
+		return Enrolled{}, fmt.Errorf("passkeys: %q has no credential, relying party or origin; it is not a passkey", path)
+	}
 	want := strings.TrimSuffix(name, ".json")
 	if revoked {
 		if i := strings.LastIndexByte(want, '-'); i > 0 && isDigits(want[i+1:]) {
