@@ -22,6 +22,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/rules"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
+	"golang.org/x/sys/unix"
 )
 
 // handle serves one connection: one request, one response. Every request
@@ -395,22 +396,89 @@ const maxLogPipeline = 4096
 // connection that sends no byte within cfg's first_byte_timeout is idle
 // (true); read_timeout bounds the whole line. The line is returned as read,
 // also with an error when it was read but something else failed.
+//
+// A deadline that has passed does not make bytes already in the socket
+// late: when the daemon was stopped (SIGSTOP, a paused VM) while the agent
+// sent its line, the line is read and served on resuming, not answered as
+// idle or timed out (see waitingReader).
 func readLine(cfg *config.Config, conn *net.UnixConn, accepted time.Time) (line []byte, idle bool, err error) {
 	deadline := accepted.Add(cfg.ReadTimeout.Duration)
 	first := accepted.Add(cfg.FirstByteTimeout.Duration)
 	if deadline.Before(first) {
 		first = deadline
 	}
+	r := waitingReader{conn}
 	_ = conn.SetReadDeadline(first)
 	var b [1]byte
-	n, err := conn.Read(b[:])
+	n, err := r.Read(b[:])
 	if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil, true, nil
 	}
 	_ = conn.SetReadDeadline(deadline)
-	line, err = proto.ReadLine(io.MultiReader(bytes.NewReader(b[:n]), conn))
+	line, err = proto.ReadLine(io.MultiReader(bytes.NewReader(b[:n]), r))
 	_ = conn.SetReadDeadline(time.Time{})
 	return line, false, err
+}
+
+// waitingReader reads a connection whose read deadline may have passed.
+// Go's poller fails a read whose deadline has passed without asking the
+// kernel, so bytes that arrived in time but were not read in time (the
+// daemon was stopped) would count as never sent. When a read fails on its
+// deadline, waitingReader reads, without waiting, what the socket already
+// holds, and reports the deadline only when that is nothing. A peer cannot
+// stretch the deadline with it: what it adds is only what was already
+// waiting at each read, and the line is bounded (proto.MaxRequestBytes).
+type waitingReader struct{ conn *net.UnixConn }
+
+func (r waitingReader) Read(p []byte) (int, error) {
+	n, err := r.conn.Read(p)
+	if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, err
+	}
+	m, werr := readWaiting(r.conn, p)
+	if werr != nil {
+		return m, werr
+	}
+	if m > 0 {
+		return m, nil
+	}
+	return 0, err
+}
+
+// readWaiting reads into p what conn already holds, without waiting and
+// whatever conn's deadlines: 0 and no error when nothing is waiting, io.EOF
+// when the peer has closed its end.
+func readWaiting(conn *net.UnixConn, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return 0, fmt.Errorf("reading what the socket holds: %w", err)
+	}
+	var n int
+	var rerr error
+	// Control, unlike Read, does not look at the deadline; the descriptor
+	// is non-blocking, so the read returns at once.
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			n, rerr = unix.Read(int(fd), p)
+			if rerr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return 0, fmt.Errorf("reading what the socket holds: %w", err)
+	}
+	switch {
+	case rerr == unix.EAGAIN:
+		return 0, nil
+	case rerr != nil:
+		return 0, fmt.Errorf("reading what the socket holds: %w", rerr)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // maxRefusalMessage bounds the message of a refusal sent to the agent.
