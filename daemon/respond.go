@@ -87,14 +87,22 @@ const maxSurvivorsShown = 16
 // and that they were killed. Executable paths are quoted with Go escapes, so
 // no byte of a file name reaches a terminal raw.
 func survivorsMessage(sv []runner.Survivor) string {
+	return fmt.Sprintf("the pipeline exited but left %d process(es) running in its cgroup; they were killed: %s", len(sv), listSurvivors(sv))
+}
+
+// listSurvivors lists processes, each as pid and quoted executable, at
+// most maxSurvivorsShown of them.
+func listSurvivors(sv []runner.Survivor) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the pipeline exited but left %d process(es) running in its cgroup; they were killed:", len(sv))
 	for i, p := range sv {
 		if i == maxSurvivorsShown {
 			fmt.Fprintf(&b, " and %d more", len(sv)-i)
 			break
 		}
-		fmt.Fprintf(&b, " pid %d %s", p.PID, strconv.QuoteToASCII(p.Exe))
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "pid %d %s", p.PID, strconv.QuoteToASCII(p.Exe))
 		if i < len(sv)-1 && i < maxSurvivorsShown-1 {
 			b.WriteByte(',')
 		}

@@ -81,6 +81,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
+	// What a killed daemon left running is ended, and recorded, before
+	// anything is served (docs/execution.md, "One cgroup per pipeline").
+	if err := srv.reapAbandoned(ctx, opts.Audit); err != nil {
+		return err
+	}
 	// Notifiers end with the daemon: stop, below, kills those still
 	// running, and Run returns only once they have ended.
 	notifiers := notify.NewRunner(log)

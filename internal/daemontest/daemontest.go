@@ -58,6 +58,12 @@ type Config struct {
 	// with this host name (unshare --uts), so that daemons on one machine
 	// stand in for daemons on several hosts.
 	Hostname string
+	// CgroupDir, when set, is a cgroup v2 directory (see Cgroup) the
+	// daemon is started in, from its first instruction (clone3's
+	// CLONE_INTO_CGROUP): its request cgroups are made under it, where no
+	// other test's daemon sees them, and a limit set on it (pids.max)
+	// binds the daemon and its requests together.
+	CgroupDir string
 }
 
 // AllowAll allows any program from the secure path with any arguments,
@@ -113,9 +119,10 @@ type Daemon struct {
 	// Done receives the result of Cmd.Wait once the daemon exits.
 	Done chan error
 
-	activate func(socket string) *os.File
-	env      []string
-	hostname string
+	activate  func(socket string) *os.File
+	env       []string
+	hostname  string
+	cgroupDir string
 }
 
 // Configure writes the configuration c describes into a temporary directory
@@ -165,6 +172,7 @@ func Configure(t testing.TB, c Config) *Daemon {
 		activate:       c.Activate,
 		env:            c.Env,
 		hostname:       c.Hostname,
+		cgroupDir:      c.CgroupDir,
 	}
 	cfg := fmt.Sprintf(`
 socket = %q
@@ -258,6 +266,14 @@ func (d *Daemon) launch() {
 	}
 	d.Cmd.Stdout = d.Logs
 	d.Cmd.Stderr = d.Logs
+	if d.cgroupDir != "" {
+		cg, err := os.Open(d.cgroupDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cg.Close()
+		d.Cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
+	}
 	if err := d.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +328,22 @@ func (d *Daemon) Stop() {
 	case <-time.After(20 * time.Second):
 		_ = d.Cmd.Process.Kill()
 		d.t.Errorf("agent-sudod did not exit within 20s of SIGTERM\n%s", d.Logs.String())
+	}
+}
+
+// Kill sends SIGKILL to a daemon started by Start and waits until it has
+// exited: a daemon that dies with no chance to clean up (kill -9, a crash,
+// the OOM killer). StartAgain starts it again on the same state.
+func (d *Daemon) Kill() {
+	d.t.Helper()
+	if d.Cmd == nil || d.Cmd.ProcessState != nil {
+		return
+	}
+	_ = d.Cmd.Process.Kill()
+	select {
+	case <-d.Done:
+	case <-time.After(20 * time.Second):
+		d.t.Fatalf("agent-sudod did not exit within 20s of SIGKILL")
 	}
 }
 

@@ -50,7 +50,7 @@ func OpenCgroups() (*Cgroups, error) {
 	c := &Cgroups{parent: parent, prefix: "agent-sudo-" + strconv.Itoa(os.Getpid()) + "-"}
 	c.removeStale()
 	// A probe cgroup shows that this process may make, use and remove one.
-	g, err := c.create()
+	g, err := c.create("")
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +144,18 @@ type cgroup struct {
 	killed bool
 }
 
-// create makes a new, empty request cgroup.
-func (c *Cgroups) create() (*cgroup, error) {
+// create makes a new, empty request cgroup, its name ending in tag when
+// tag is set (see Spec.CgroupTag).
+func (c *Cgroups) create(tag string) (*cgroup, error) {
+	if tag != "" && !validTag.MatchString(tag) {
+		return nil, fmt.Errorf("cgroup: tag %q is not 1 to 64 lower-case hex digits", tag)
+	}
+	if tag != "" {
+		tag = "-" + tag
+	}
 	var dir string
 	for tries := 0; ; tries++ {
-		dir = filepath.Join(c.parent, c.prefix+strconv.FormatUint(c.seq.Add(1), 10))
+		dir = filepath.Join(c.parent, c.prefix+strconv.FormatUint(c.seq.Add(1), 10)+tag)
 		err := os.Mkdir(dir, 0o755)
 		if err == nil {
 			break
@@ -171,8 +178,11 @@ func (c *Cgroups) create() (*cgroup, error) {
 const maxStaleNames = 1000
 
 // staleName matches the name of a request cgroup and captures the pid of
-// the daemon that made it.
-var staleName = regexp.MustCompile(`^agent-sudo-([0-9]+)-[0-9]+$`)
+// the daemon that made it and the tag, if any, that ends it.
+var staleName = regexp.MustCompile(`^agent-sudo-([0-9]+)-[0-9]+(?:-([0-9a-f]{1,64}))?$`)
+
+// validTag is what Spec.CgroupTag may be.
+var validTag = regexp.MustCompile(`^[0-9a-f]{1,64}$`)
 
 // removeStale removes the empty request cgroups that daemons no longer
 // running left in the parent, for example after a crash: those named for a
@@ -200,6 +210,101 @@ func (c *Cgroups) removeStale() {
 		}
 		_ = unix.Rmdir(filepath.Join(c.parent, e.Name()))
 	}
+}
+
+// Leftover is a request cgroup that a daemon no longer running left
+// behind, as [Cgroups.ReapStale] found and emptied it.
+type Leftover struct {
+	// Dir is the cgroup's directory; DaemonPID the pid of the daemon that
+	// made it and Tag the Spec.CgroupTag it was made with (both from its
+	// name; Tag is empty for a cgroup made without one).
+	Dir       string
+	DaemonPID int
+	Tag       string
+	// Killed lists the live processes it still held, which were killed
+	// (pid and executable, as for survivors).
+	Killed []Survivor
+	// Err says what went wrong killing them or removing the cgroup; the
+	// cgroup may then still be there.
+	Err error
+}
+
+// ReapStale empties and removes the request cgroups that daemons no longer
+// running left in the parent: those named for a pid with no process (see
+// removeStale). Whatever such a cgroup still holds outlived the daemon
+// that should have applied command_timeout to it; it gets SIGKILL
+// (cgroup.kill, or, before Linux 5.14, the cgroup frozen and each member
+// killed, repeated until it is empty), and the cgroup is removed with any
+// cgroups made inside it. It returns one Leftover per such cgroup, empty
+// or not. The daemon calls it once at start, before it serves.
+func (c *Cgroups) ReapStale() []Leftover {
+	entries, err := os.ReadDir(c.parent)
+	if err != nil {
+		return []Leftover{{Dir: c.parent, Err: fmt.Errorf("cgroup: listing %s: %w", c.parent, err)}}
+	}
+	own := os.Getpid()
+	var out []Leftover
+	for _, e := range entries {
+		m := staleName.FindStringSubmatch(e.Name())
+		if m == nil || !e.IsDir() {
+			continue
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil || pid == own || unix.Kill(pid, 0) != unix.ESRCH {
+			continue // ours, a live daemon's, or a pid now in use
+		}
+		out = append(out, reap(filepath.Join(c.parent, e.Name()), pid, m[2]))
+	}
+	return out
+}
+
+// reapTries bounds how many times reap kills a cgroup that is not yet
+// empty: without cgroup.kill, a member may fork between the listing and
+// the kill; frozen, it cannot, so a second round is already rare.
+const reapTries = 5
+
+// reap kills what the stale cgroup dir holds, waits until it is empty and
+// removes it.
+func reap(dir string, pid int, tag string) Leftover {
+	lo := Leftover{Dir: dir, DaemonPID: pid, Tag: tag}
+	_, statErr := os.Stat(filepath.Join(dir, "cgroup.kill"))
+	g := &cgroup{dir: dir, hasKill: statErr == nil}
+	empty := g.waitEmpty(0)
+	if !empty {
+		lo.Killed = g.survivors(nil)
+	}
+	var errs []error
+	for try := 0; !empty && try < reapTries; try++ {
+		g.killed = false
+		if err := g.kill(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		empty = g.waitEmpty(goneTimeout)
+	}
+	if !empty {
+		errs = append(errs, fmt.Errorf("cgroup: %s still has processes after SIGKILL", dir))
+	} else if err := removeTree(dir); err != nil {
+		errs = append(errs, err)
+	}
+	lo.Err = errors.Join(errs...)
+	return lo
+}
+
+// removeTree removes the empty cgroup dir and the cgroups inside it (a
+// root command may have made some), deepest first.
+func removeTree(dir string) error {
+	entries, _ := os.ReadDir(dir)
+	var errs []error
+	for _, e := range entries {
+		if e.IsDir() {
+			errs = append(errs, removeTree(filepath.Join(dir, e.Name())))
+		}
+	}
+	if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {
+		errs = append(errs, fmt.Errorf("cgroup: removing %s: %w", dir, err))
+	}
+	return errors.Join(errs...)
 }
 
 // members returns the pids in the cgroup.

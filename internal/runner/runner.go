@@ -107,6 +107,12 @@ type Spec struct {
 	// Cgroups, when set, puts the pipeline in a cgroup of its own (see the
 	// docs/execution.md, "One cgroup per pipeline"); nil runs it in process groups only.
 	Cgroups *Cgroups
+	// CgroupTag, when set, ends the name of the pipeline's cgroup, so that
+	// a later daemon finding the cgroup left behind can tell whose it was
+	// (the daemon puts the start of the request's audit ref there; see
+	// [Cgroups.ReapStale]). At most 64 lower-case hex digits; anything
+	// else fails the run before it starts.
+	CgroupTag string
 	// Stdin is written to the first stage's standard input, which is then
 	// closed; empty means the first stage reads /dev/null.
 	Stdin []byte
@@ -333,7 +339,7 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 		return nil, err
 	}
 	if p.spec.Cgroups != nil {
-		cg, err := p.spec.Cgroups.create()
+		cg, err := p.spec.Cgroups.create(p.spec.CgroupTag)
 		if err != nil {
 			return nil, fmt.Errorf("runner: the pipeline needs a cgroup of its own and none could be made: %w", err)
 		}
