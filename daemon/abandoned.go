@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
@@ -15,15 +14,11 @@ import (
 const cgroupTagLen = 16
 
 // cgroupTag is the runner.Spec.CgroupTag of the request whose request
-// record has hash ref; "" when ref is not a record hash.
+// record has hash ref (lower-case hex, which the runner checks); "" when
+// there is no ref.
 func cgroupTag(ref string) string {
 	if len(ref) < cgroupTagLen {
 		return ""
-	}
-	for _, c := range ref[:cgroupTagLen] {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return ""
-		}
 	}
 	return ref[:cgroupTagLen]
 }
@@ -31,7 +26,8 @@ func cgroupTag(ref string) string {
 // reapAbandoned ends what a daemon that stopped without finishing its
 // requests (killed, crashed) left behind: it kills what the request
 // cgroups of daemons no longer running still hold and removes them
-// (runner.Cgroups.ReapStale), and writes a result record for each request
+// (runner.Cgroups.ReapStale), enables the pids controller for the request
+// cgroups (request_pids_max; a warning says when it cannot), and writes a result record for each request
 // the audit log shows allowed and never finished, naming the processes
 // that were killed for it; each is logged. It runs once at start, before
 // anything is served. An error means a record could not be written or the
@@ -41,6 +37,15 @@ func (s *Server) reapAbandoned(ctx context.Context, l *audit.Log) error {
 	var left []runner.Leftover
 	if s.cgroups != nil {
 		left = s.cgroups.ReapStale()
+		// Once no stale cgroup holds a process: the controller cannot be
+		// enabled beside populated children.
+		pidsMax := s.policy().cfg.RequestPidsMax
+		if err := s.cgroups.EnablePids(); err != nil {
+			s.log.Warn("no pids controller for the request cgroups: request_pids_max is not applied, and a fork bomb can take every pid the daemon needs",
+				"request_pids_max", pidsMax, "err", err)
+		} else {
+			s.log.Info("each request's cgroup may hold at most request_pids_max processes", "request_pids_max", pidsMax)
+		}
 	}
 	byTag := map[string]*runner.Leftover{}
 	for i := range left {
@@ -84,22 +89,18 @@ func (s *Server) reapAbandoned(ctx context.Context, l *audit.Log) error {
 // left unfinished; lo is what was found of its cgroup (nil when none was),
 // and cgroups whether this daemon uses per-request cgroups.
 func abandonedMessage(u audit.Unfinished, lo *runner.Leftover, cgroups bool) string {
-	stopped := "agent-sudod"
-	if u.DaemonPID > 0 {
-		stopped = fmt.Sprintf("agent-sudod (pid %d)", u.DaemonPID)
-	}
-	now := fmt.Sprintf("the next daemon (pid %d)", os.Getpid())
+	msg := fmt.Sprintf("abandoned: agent-sudod (pid %d) stopped ", u.DaemonPID)
 	if !u.Started {
-		return fmt.Sprintf("abandoned: %s stopped after the request was allowed and before it started; nothing ran (recorded by %s)", stopped, now)
+		return msg + "after the request was allowed and before it started; nothing ran"
 	}
-	msg := fmt.Sprintf("abandoned: %s stopped while the command ran, without recording how it ended; ", stopped)
+	msg += "while the command ran, without recording how it ended; "
 	switch {
 	case lo != nil && len(lo.Killed) > 0:
-		msg += fmt.Sprintf("%s killed the %d process(es) still running in its cgroup: %s", now, len(lo.Killed), listSurvivors(lo.Killed))
+		msg += fmt.Sprintf("the next daemon killed the %d process(es) still running in its cgroup: %s", len(lo.Killed), listSurvivors(lo.Killed))
 	case lo != nil || cgroups:
-		msg += fmt.Sprintf("no process of it was still running when %s started", now)
+		msg += "no process of it was left in its cgroup"
 	default:
-		msg += fmt.Sprintf("without per-request cgroups %s cannot find processes it left", now)
+		msg += "without per-request cgroups, processes it left cannot be found"
 	}
 	if lo != nil && lo.Err != nil {
 		msg += "; emptying its cgroup failed: " + lo.Err.Error()

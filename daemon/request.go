@@ -207,6 +207,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	spec := p.spec()
 	spec.Cgroups = s.cgroups
 	spec.CgroupTag = cgroupTag(recordOf(trail))
+	spec.PidsMax = pol.cfg.RequestPidsMax
 	if err := trail.Started(execCtx, spec); err != nil {
 		return auditFailed(log, req.ID, trail, err)
 	}

@@ -134,6 +134,10 @@ type Config struct {
 	// ShutdownTimeout is how long running commands may finish after the
 	// daemon gets SIGTERM.
 	ShutdownTimeout Duration `toml:"shutdown_timeout"`
+	// RequestPidsMax bounds the processes and threads each request's
+	// cgroup may hold at once (its pids.max), so that one request (a fork
+	// bomb) cannot take the pids the daemon itself needs.
+	RequestPidsMax int `toml:"request_pids_max"`
 	// SessionGrantTTL is how long an "allow for this session" decision
 	// lasts; grants also end when the daemon restarts.
 	SessionGrantTTL Duration `toml:"session_grant_ttl"`
@@ -172,6 +176,12 @@ type Config struct {
 	Rules []rules.Rule `toml:"rule"`
 }
 
+// DefaultRequestPidsMax is request_pids_max's default: more than a
+// parallel build needs, and well below systemd's default TasksMax for a
+// service (15 % of the kernel's pid_max, 4,915 with its default of 32,768),
+// so that a request that takes all of its own leaves the daemon plenty.
+const DefaultRequestPidsMax = 1024
+
 // Default returns the built-in configuration, used when the default
 // configuration file does not exist. With no rules, every request goes to a
 // human.
@@ -192,6 +202,7 @@ func Default() *Config {
 		KillGrace:       Duration{5 * time.Second},
 		ReadTimeout:     Duration{10 * time.Second},
 		ShutdownTimeout: Duration{30 * time.Second},
+		RequestPidsMax:  DefaultRequestPidsMax,
 		SessionGrantTTL: Duration{8 * time.Hour},
 		MaxConnections:  64,
 
@@ -581,6 +592,7 @@ func Ranges() []Range {
 		dur("kill_grace", 100*time.Millisecond, 10*time.Minute, func(c *Config) *Duration { return &c.KillGrace }),
 		dur("read_timeout", 100*time.Millisecond, 10*time.Minute, func(c *Config) *Duration { return &c.ReadTimeout }),
 		dur("shutdown_timeout", 10*time.Millisecond, day, func(c *Config) *Duration { return &c.ShutdownTimeout }),
+		num("request_pids_max", 16, 4194304, func(c *Config) *int { return &c.RequestPidsMax }),
 		dur("session_grant_ttl", time.Minute, 7*day, func(c *Config) *Duration { return &c.SessionGrantTTL }),
 		num("max_connections", 1, 65536, func(c *Config) *int { return &c.MaxConnections }),
 		num("max_connections_per_user", 1, 65536, func(c *Config) *int { return &c.MaxConnectionsPerUser }),

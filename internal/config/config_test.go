@@ -375,6 +375,7 @@ command_timeout = "2h"
 kill_grace = "500ms"
 read_timeout = "3s"
 shutdown_timeout = "45s"
+request_pids_max = 512
 session_grant_ttl = "2h"
 max_connections = 7
 max_connections_per_user = 3
@@ -414,6 +415,7 @@ session = "c-*"
 		KillGrace:        config.Duration{Duration: 500 * time.Millisecond},
 		ReadTimeout:      config.Duration{Duration: 3 * time.Second},
 		ShutdownTimeout:  config.Duration{Duration: 45 * time.Second},
+		RequestPidsMax:   512,
 		SessionGrantTTL:  config.Duration{Duration: 2 * time.Hour},
 		MaxConnections:   7,
 
@@ -457,6 +459,7 @@ func TestDefault(t *testing.T) {
 		{"KillGrace", c.KillGrace.Duration, 5 * time.Second},
 		{"ReadTimeout", c.ReadTimeout.Duration, 10 * time.Second},
 		{"ShutdownTimeout", c.ShutdownTimeout.Duration, 30 * time.Second},
+		{"RequestPidsMax", c.RequestPidsMax, 1024},
 		{"MaxConnections", c.MaxConnections, 64},
 		{"MaxConnectionsPerUser", c.MaxConnectionsPerUser, 8},
 		{"RootConnections", c.RootConnections, 8},

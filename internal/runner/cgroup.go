@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -31,6 +32,9 @@ type Cgroups struct {
 	// hasKill: the kernel has cgroup.kill (Linux 5.14); otherwise the
 	// cgroup is frozen and each member killed.
 	hasKill bool
+	// pids: the pids controller is enabled for request cgroups
+	// (EnablePids), so each can get its own pids.max (Spec.PidsMax).
+	pids bool
 }
 
 // OpenCgroups finds the cgroup v2 hierarchy (mounted at /sys/fs/cgroup, or
@@ -50,7 +54,7 @@ func OpenCgroups() (*Cgroups, error) {
 	c := &Cgroups{parent: parent, prefix: "agent-sudo-" + strconv.Itoa(os.Getpid()) + "-"}
 	c.removeStale()
 	// A probe cgroup shows that this process may make, use and remove one.
-	g, err := c.create("")
+	g, err := c.create("", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +68,39 @@ func OpenCgroups() (*Cgroups, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// EnablePids makes sure the pids controller is enabled for the request
+// cgroups, so that each gets the pids.max its Spec.PidsMax asks for: it is
+// when the parent's cgroup.subtree_control lists "pids", and otherwise
+// "+pids" is written there when the parent's cgroup.controllers offers it
+// (under systemd the unit's Delegate=yes hands the daemon its cgroup).
+// The daemon calls it once at start, before any request cgroup holds a
+// process. The error says why the controller is not available; request
+// cgroups then get no pids.max, and one request can take every pid the
+// daemon's cgroup may have (systemd's TasksMax), leaving the daemon unable
+// to start a thread.
+func (c *Cgroups) EnablePids() error {
+	c.pids = false
+	sub, err := os.ReadFile(filepath.Join(c.parent, "cgroup.subtree_control"))
+	if err != nil {
+		return fmt.Errorf("cgroup: reading %s: %w", filepath.Join(c.parent, "cgroup.subtree_control"), err)
+	}
+	if !slices.Contains(strings.Fields(string(sub)), "pids") {
+		avail, err := os.ReadFile(filepath.Join(c.parent, "cgroup.controllers"))
+		if err != nil {
+			return fmt.Errorf("cgroup: reading %s: %w", filepath.Join(c.parent, "cgroup.controllers"), err)
+		}
+		if !slices.Contains(strings.Fields(string(avail)), "pids") {
+			return fmt.Errorf("cgroup: the pids controller is not available in %s, whose cgroup.controllers offers %q (in systemd's hybrid layout it is cgroup v1's)",
+				c.parent, strings.TrimSpace(string(avail)))
+		}
+		if err := os.WriteFile(filepath.Join(c.parent, "cgroup.subtree_control"), []byte("+pids"), 0); err != nil {
+			return fmt.Errorf("cgroup: enabling the pids controller in %s: %w", filepath.Join(c.parent, "cgroup.subtree_control"), err)
+		}
+	}
+	c.pids = true
+	return nil
 }
 
 // Parent is the directory request cgroups are made in.
@@ -145,9 +182,10 @@ type cgroup struct {
 }
 
 // create makes a new, empty request cgroup, its name ending in tag when
-// tag is set (see Spec.CgroupTag).
-func (c *Cgroups) create(tag string) (*cgroup, error) {
-	if tag != "" && !validTag.MatchString(tag) {
+// tag is set (see Spec.CgroupTag), with pids.max set to pidsMax when it is
+// positive and the pids controller is enabled (EnablePids).
+func (c *Cgroups) create(tag string, pidsMax int) (*cgroup, error) {
+	if tag != "" && !validTag(tag) {
 		return nil, fmt.Errorf("cgroup: tag %q is not 1 to 64 lower-case hex digits", tag)
 	}
 	if tag != "" {
@@ -166,6 +204,13 @@ func (c *Cgroups) create(tag string) (*cgroup, error) {
 			return nil, fmt.Errorf("cgroup: creating %s: %w", dir, err)
 		}
 	}
+	if pidsMax > 0 && c.pids {
+		// Before anything enters: the limit holds from the first fork.
+		if err := sysfile.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(pidsMax))); err != nil {
+			_ = os.Remove(dir)
+			return nil, fmt.Errorf("cgroup: setting pids.max of %s: %w", dir, err)
+		}
+	}
 	fd, err := sysfile.OpenFile(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		_ = os.Remove(dir)
@@ -181,8 +226,19 @@ const maxStaleNames = 1000
 // the daemon that made it and the tag, if any, that ends it.
 var staleName = regexp.MustCompile(`^agent-sudo-([0-9]+)-[0-9]+(?:-([0-9a-f]{1,64}))?$`)
 
-// validTag is what Spec.CgroupTag may be.
-var validTag = regexp.MustCompile(`^[0-9a-f]{1,64}$`)
+// validTag reports whether tag is what Spec.CgroupTag may be: 1 to 64
+// lower-case hex digits.
+func validTag(tag string) bool {
+	if len(tag) == 0 || len(tag) > 64 {
+		return false
+	}
+	for _, c := range tag {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // removeStale removes the empty request cgroups that daemons no longer
 // running left in the parent, for example after a crash: those named for a

@@ -113,6 +113,10 @@ type Spec struct {
 	// [Cgroups.ReapStale]). At most 64 lower-case hex digits; anything
 	// else fails the run before it starts.
 	CgroupTag string
+	// PidsMax, when positive, is the pids.max of the pipeline's cgroup:
+	// how many processes and threads it may hold at once. It applies only
+	// where Cgroups.EnablePids succeeded.
+	PidsMax int
 	// Stdin is written to the first stage's standard input, which is then
 	// closed; empty means the first stage reads /dev/null.
 	Stdin []byte
@@ -339,7 +343,7 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 		return nil, err
 	}
 	if p.spec.Cgroups != nil {
-		cg, err := p.spec.Cgroups.create(p.spec.CgroupTag)
+		cg, err := p.spec.Cgroups.create(p.spec.CgroupTag, p.spec.PidsMax)
 		if err != nil {
 			return nil, fmt.Errorf("runner: the pipeline needs a cgroup of its own and none could be made: %w", err)
 		}

@@ -1,0 +1,120 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/proto"
+)
+
+// TestE2EForkBombDoesNotTakeTheDaemon: a fork bomb in an approved stage,
+// under a pids budget the daemon shares with its requests (as systemd's
+// TasksMax shares the service's), takes only its own cgroup's
+// request_pids_max (issue 32, fault 3). Before, it took every pid of the
+// budget: the Go runtime could not start a thread and the daemon aborted
+// (fatal error: newosproc), or could not fork the next request's stage.
+// The test puts the daemon in a cgroup of its own with pids.max = 400; the
+// bomb (bash forking up to 2,000 sleeps, which goes on past failed forks
+// and ends by itself) runs until command_timeout, and meanwhile another
+// request is answered ok; then the bomb's request is answered timeout and
+// the daemon still runs.
+func TestE2EForkBombDoesNotTakeTheDaemon(t *testing.T) {
+	t.Parallel()
+	dir := daemontest.Cgroup(t)
+	if err := enablePids(filepath.Dir(dir)); err != nil {
+		t.Skipf("no pids controller for the test's cgroup, so no pids budget to exhaust: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte("400"), 0); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, CommandTimeout: "5s", CgroupDir: dir,
+		Extra: "request_pids_max = 64"})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type answer struct {
+		resp *proto.Response
+		err  error
+	}
+	bomb := make(chan answer, 1)
+	go func() {
+		resp, err := client.New(d.Socket).Run(ctx, &proto.Request{Time: time.Now(), Privileged: true,
+			Pipeline: [][]string{{"bash", "-c", "for i in {1..2000}; do sleep 60 & done 2>/dev/null; wait"}}})
+		bomb <- answer{resp, err}
+	}()
+	// The bomb has hit a pids limit once a fork failed in the test's
+	// cgroup or below (pids.events counts them hierarchically).
+	waitFor(t, "the bomb to hit a pids limit", func() bool {
+		return pidsEventsMax(t, dir) > 0
+	})
+
+	resp, err := client.New(d.Socket).Run(ctx, &proto.Request{Time: time.Now(), Privileged: true, Pipeline: [][]string{{"true"}}})
+	select {
+	case a := <-bomb:
+		t.Fatalf("the bomb's request ended (%+v, %v) before the other one was answered: the test proves nothing", a.resp, a.err)
+	default:
+	}
+	if err != nil || resp.Status != proto.StatusOK {
+		t.Errorf("during the bomb, another request got %+v, %v; want ok", resp, err)
+	}
+	a := <-bomb
+	if a.err != nil || a.resp.Status != proto.StatusTimeout {
+		t.Errorf("the bomb's request: %+v, %v; want timeout", a.resp, a.err)
+	}
+	select {
+	case err := <-d.Done:
+		t.Fatalf("the daemon died: %v", err)
+	default:
+	}
+	if err := d.Ping(); err != nil {
+		t.Errorf("after the bomb the daemon does not answer: %v", err)
+	}
+	if logs := d.Logs.String(); strings.Contains(logs, "fatal error") {
+		t.Errorf("the daemon's log has a fatal error:\n%s", logs)
+	}
+}
+
+// enablePids enables the pids controller for the children of cgroup dir.
+func enablePids(dir string) error {
+	sub, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if err != nil {
+		return err
+	}
+	if slices.Contains(strings.Fields(string(sub)), "pids") {
+		return nil
+	}
+	avail, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(strings.Fields(string(avail)), "pids") {
+		return errors.New(dir + " offers no pids controller (" + strings.TrimSpace(string(avail)) + ")")
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+pids"), 0)
+}
+
+// pidsEventsMax is the "max" count of dir's pids.events: how many forks
+// failed on a pids limit there.
+func pidsEventsMax(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "pids.events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "max "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
+}

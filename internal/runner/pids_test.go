@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCgroupEnablePids: the pids controller is used where the daemon's
+// cgroup already enables it for its children, enabled ("+pids") where the
+// cgroup offers it, and otherwise refused with a message that says what the
+// cgroup offers; a request cgroup whose pids.max cannot be set is not made,
+// so no request runs without the limit the daemon said it applies (issue
+// 32, fault 3). The cgroup files are plain files here: what the kernel
+// does with them is TestE2EForkBombDoesNotTakeTheDaemon's (daemon).
+func TestCgroupEnablePids(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, controllers, subtree string
+		wantErr                    string // substring; "" means enabled
+		wantSubtree                string
+	}{
+		{name: "enabled", controllers: "cpu memory pids", subtree: "memory pids", wantSubtree: "memory pids"},
+		{name: "offered", controllers: "cpu pids", subtree: "", wantSubtree: "+pids"},
+		{name: "not offered (hybrid layout)", controllers: "hugetlb", subtree: "", wantErr: `the pids controller is not available in`, wantSubtree: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			for name, content := range map[string]string{"cgroup.controllers": tc.controllers, "cgroup.subtree_control": tc.subtree} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := &Cgroups{parent: dir, prefix: "agent-sudo-1-"}
+			err := c.EnablePids()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("EnablePids: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), tc.controllers)):
+				t.Fatalf("EnablePids: %v; want %q naming what is offered (%q)", err, tc.wantErr, tc.controllers)
+			}
+			if c.pids != (tc.wantErr == "") {
+				t.Errorf("pids = %v after EnablePids returned %v", c.pids, err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); string(b) != tc.wantSubtree {
+				t.Errorf("cgroup.subtree_control = %q; want %q", b, tc.wantSubtree)
+			}
+			// A plain directory has no pids.max: with the controller
+			// enabled, the cgroup is not made; without, no limit is asked.
+			g, err := c.create("", 64)
+			if c.pids {
+				if err == nil || !strings.Contains(err.Error(), "setting pids.max") {
+					t.Errorf("create with a pids.max that cannot be set: %v; want it refused", err)
+				}
+				if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+					t.Errorf("a refused cgroup was left behind: %v", entries)
+				}
+			} else if err != nil {
+				t.Errorf("create without the pids controller: %v", err)
+			} else {
+				_ = g.remove()
+			}
+		})
+	}
+}
