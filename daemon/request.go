@@ -124,6 +124,10 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	accepted := time.Now()
 	if perr != nil {
 		msg := "cannot read the peer's credentials; refusing the connection"
+		if errors.Is(perr, unix.EMFILE) || errors.Is(perr, unix.ENFILE) {
+			// The daemon's own limit, not the agent's doing.
+			msg = "the daemon is out of file descriptors, so it cannot read the peer's credentials; refusing the connection, try again later"
+		}
 		return ending{resp: &proto.Response{Status: proto.StatusError, Message: msg}, refusal: &audit.Refusal{Reason: msg},
 			log: s.log, level: slog.LevelError, msg: "cannot identify peer", args: []any{"err", perr}}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/proto"
+	"golang.org/x/sys/unix"
 )
 
 // The in-process tests build a Server with New and serve it on a socket of
@@ -486,21 +487,37 @@ func TestServerReplayRefused(t *testing.T) {
 }
 
 // TestServerUnreadablePeer: a connection whose peer's credentials cannot
-// be read is refused, and recorded without a peer.
+// be read is refused, and recorded without a peer. When the daemon could
+// not read them because it is out of descriptors (EMFILE, ENFILE), the
+// agent is told so: the daemon's own limit, not something the agent did
+// (issue 32, "also seen").
 func TestServerUnreadablePeer(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, serverSetup{})
-	a, b := socketPair(t)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ts.srv.handle(context.Background(), context.Background(), a, peercred.Creds{}, nil, errors.New("getsockopt SO_PEERCRED: bad file descriptor"))
-	}()
-	resp := ts.read(b)
-	<-done
-	ts.check(resp, outcome{status: proto.StatusError, message: "cannot read the peer's credentials", records: refusedOnly, refused: "cannot read"})
-	if recs := ts.records(); len(recs) == 1 && recs[0].Peer != nil {
-		t.Errorf("the refusal names a peer: %+v", recs[0].Peer)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"bad descriptor", errors.New("getsockopt SO_PEERCRED: bad file descriptor"), "cannot read the peer's credentials; refusing"},
+		{"EMFILE", fmt.Errorf("peer credentials: user namespace of pid 7: %w", unix.EMFILE), "the daemon is out of file descriptors, so it cannot read the peer's credentials"},
+		{"ENFILE", fmt.Errorf("peer credentials: %w", unix.ENFILE), "the daemon is out of file descriptors, so it cannot read the peer's credentials"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t, serverSetup{})
+			a, b := socketPair(t)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				ts.srv.handle(context.Background(), context.Background(), a, peercred.Creds{}, nil, tc.err)
+			}()
+			resp := ts.read(b)
+			<-done
+			ts.check(resp, outcome{status: proto.StatusError, message: tc.want, records: refusedOnly, refused: "cannot read"})
+			if recs := ts.records(); len(recs) == 1 && recs[0].Peer != nil {
+				t.Errorf("the refusal names a peer: %+v", recs[0].Peer)
+			}
+		})
 	}
 }
 

@@ -290,8 +290,9 @@ type Leftover struct {
 // removeStale). Whatever such a cgroup still holds outlived the daemon
 // that should have applied command_timeout to it; it gets SIGKILL
 // (cgroup.kill, or, before Linux 5.14, the cgroup frozen and each member
-// killed, repeated until it is empty), and the cgroup is removed with any
-// cgroups made inside it. It returns one Leftover per such cgroup, empty
+// killed, repeated until it is empty), and the cgroup is removed (as at
+// the end of a run, a cgroup a root command made inside it keeps it; the
+// Leftover's Err says so). It returns one Leftover per such cgroup, empty
 // or not. The daemon calls it once at start, before it serves.
 func (c *Cgroups) ReapStale() []Leftover {
 	entries, err := os.ReadDir(c.parent)
@@ -340,27 +341,11 @@ func reap(dir string, pid int, tag string) Leftover {
 	}
 	if !empty {
 		errs = append(errs, fmt.Errorf("cgroup: %s still has processes after SIGKILL", dir))
-	} else if err := removeTree(dir); err != nil {
+	} else if err := g.remove(); err != nil {
 		errs = append(errs, err)
 	}
 	lo.Err = errors.Join(errs...)
 	return lo
-}
-
-// removeTree removes the empty cgroup dir and the cgroups inside it (a
-// root command may have made some), deepest first.
-func removeTree(dir string) error {
-	entries, _ := os.ReadDir(dir)
-	var errs []error
-	for _, e := range entries {
-		if e.IsDir() {
-			errs = append(errs, removeTree(filepath.Join(dir, e.Name())))
-		}
-	}
-	if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {
-		errs = append(errs, fmt.Errorf("cgroup: removing %s: %w", dir, err))
-	}
-	return errors.Join(errs...)
 }
 
 // members returns the pids in the cgroup.

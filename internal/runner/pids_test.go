@@ -3,8 +3,11 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCgroupEnablePids: the pids controller is used where the daemon's
@@ -64,4 +67,35 @@ func TestCgroupEnablePids(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDupAboveOutOfDescriptors: when no descriptor number above those the
+// child may overwrite is free under the daemon's RLIMIT_NOFILE (fcntl's
+// F_DUPFD fails EINVAL past the limit, EMFILE below it), the error says
+// the daemon is out of file descriptors, not "invalid argument" (issue 32,
+// "also seen"). The files handed to the child are stood in for by a
+// descriptor number at the limit, which is never open.
+func TestDupAboveOutOfDescriptors(t *testing.T) {
+	t.Parallel()
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := os.Open("/dev/null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	// Not an open descriptor: only its number is read, and it is never
+	// closed (no finalizer runs for a file that stays reachable).
+	atLimit := os.NewFile(uintptr(lim.Cur), "at the limit")
+	dup, err := dupAbove(prog, []*os.File{nil, nil, nil, atLimit})
+	if err == nil {
+		dup.Close()
+		t.Fatalf("dupAbove above RLIMIT_NOFILE (%d) succeeded", lim.Cur)
+	}
+	if !strings.Contains(err.Error(), "the daemon is out of file descriptors") {
+		t.Errorf("error %q; want it to say the daemon is out of file descriptors", err)
+	}
+	runtime.KeepAlive(atLimit)
 }

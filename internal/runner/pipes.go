@@ -164,7 +164,14 @@ func dupAbove(f *os.File, files []*os.File) (*os.File, error) {
 	}
 	// Go's child uses at most one number for its error pipe and one per
 	// entry of files, starting at top+1.
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, top+len(files)+3)
+	low := top + len(files) + 3
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, low)
+	if err == unix.EINVAL || err == unix.EMFILE {
+		// EINVAL: low is at or past RLIMIT_NOFILE; EMFILE: no number
+		// from low up to it is free. Either way the daemon is out of
+		// descriptors, which is what the agent is told.
+		return nil, fmt.Errorf("the daemon is out of file descriptors: none from %d up is free under its limit (RLIMIT_NOFILE) to hold the program's descriptor: %w", low, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("duplicating the program's descriptor: %w", err)
 	}
