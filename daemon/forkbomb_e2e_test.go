@@ -2,10 +2,8 @@ package daemon_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,7 +28,7 @@ import (
 func TestE2EForkBombDoesNotTakeTheDaemon(t *testing.T) {
 	t.Parallel()
 	dir := daemontest.Cgroup(t)
-	if err := enablePids(filepath.Dir(dir)); err != nil {
+	if err := daemontest.PidsEnabled(); err != nil {
 		t.Skipf("no pids controller for the test's cgroup, so no pids budget to exhaust: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte("400"), 0); err != nil {
@@ -52,7 +50,7 @@ func TestE2EForkBombDoesNotTakeTheDaemon(t *testing.T) {
 		bomb <- answer{resp, err}
 	}()
 	// The bomb has hit a pids limit once a fork failed in the test's
-	// cgroup or below (pids.events counts them hierarchically).
+	// cgroup or in its request's.
 	waitFor(t, "the bomb to hit a pids limit", func() bool {
 		return pidsEventsMax(t, dir) > 0
 	})
@@ -83,38 +81,34 @@ func TestE2EForkBombDoesNotTakeTheDaemon(t *testing.T) {
 	}
 }
 
-// enablePids enables the pids controller for the children of cgroup dir.
-func enablePids(dir string) error {
-	sub, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
-	if err != nil {
-		return err
-	}
-	if slices.Contains(strings.Fields(string(sub)), "pids") {
-		return nil
-	}
-	avail, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
-	if err != nil {
-		return err
-	}
-	if !slices.Contains(strings.Fields(string(avail)), "pids") {
-		return errors.New(dir + " offers no pids controller (" + strings.TrimSpace(string(avail)) + ")")
-	}
-	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+pids"), 0)
-}
-
-// pidsEventsMax is the "max" count of dir's pids.events: how many forks
-// failed on a pids limit there.
+// pidsEventsMax is how many forks failed on a pids limit in dir or the
+// cgroups just below it: the "max" counts of their pids.events (which
+// count in the cgroup that forked before Linux 6.12 and hierarchically
+// since).
 func pidsEventsMax(t *testing.T, dir string) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "pids.events"))
+	dirs := []string{dir}
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "max "); ok {
-			n, _ := strconv.Atoi(v)
-			return n
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join(dir, e.Name()))
 		}
 	}
-	return 0
+	total := 0
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "pids.events"))
+		if err != nil {
+			continue // a request cgroup removed meanwhile
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "max "); ok {
+				n, _ := strconv.Atoi(v)
+				total += n
+			}
+		}
+	}
+	return total
 }

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +28,11 @@ func Cgroup(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The pids controller, for tests that set pids.max on their cgroup,
+	// is enabled once, before any test cgroup holds a process: beside
+	// populated children the kernel refuses it (EBUSY). Where it cannot
+	// be, PidsEnabled says why.
+	pidsOnce.Do(func() { pidsErr = enablePids(parent) })
 	// Not a request cgroup's name (agent-sudo-PID-N): no daemon reaps it.
 	dir := filepath.Join(parent, fmt.Sprintf("asd-test-%d-%d", os.Getpid(), rand.Uint64()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -37,6 +44,37 @@ func Cgroup(t testing.TB) string {
 		}
 	})
 	return dir
+}
+
+var (
+	pidsOnce sync.Once
+	pidsErr  error
+)
+
+// PidsEnabled reports whether the cgroups Cgroup makes have the pids
+// controller (pids.max), and if not, why. Call it after Cgroup.
+func PidsEnabled() error { return pidsErr }
+
+// enablePids enables the pids controller for the children of cgroup dir.
+func enablePids(dir string) error {
+	sub, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if err != nil {
+		return err
+	}
+	if slices.Contains(strings.Fields(string(sub)), "pids") {
+		return nil
+	}
+	avail, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(strings.Fields(string(avail)), "pids") {
+		return fmt.Errorf("%s offers no pids controller (its cgroup.controllers: %q)", dir, strings.TrimSpace(string(avail)))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+pids"), 0); err != nil {
+		return fmt.Errorf("enabling the pids controller in %s: %w", dir, err)
+	}
+	return nil
 }
 
 // ownCgroupDir is this process's directory in the cgroup v2 hierarchy.
