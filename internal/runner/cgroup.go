@@ -307,12 +307,26 @@ func (c *Cgroups) ReapStale() []Leftover {
 			continue
 		}
 		pid, err := strconv.Atoi(m[1])
-		if err != nil || pid == own || unix.Kill(pid, 0) != unix.ESRCH {
-			continue // ours, a live daemon's, or a pid now in use
+		if err != nil || pid == own || unix.Kill(pid, 0) != unix.ESRCH && c.inParent(pid) {
+			// Ours, or a live daemon's: one that makes request cgroups
+			// here runs in the parent itself. A pid now used by a
+			// process elsewhere is not the daemon that made the cgroup.
+			continue
 		}
 		out = append(out, reap(filepath.Join(c.parent, e.Name()), pid, m[2]))
 	}
 	return out
+}
+
+// inParent reports whether process pid runs in the parent cgroup, or
+// whether that cannot be told (then it may be a live daemon).
+func (c *Cgroups) inParent(pid int) bool {
+	mount, err := cgroup2Mount("/proc/self/mountinfo")
+	if err != nil {
+		return true
+	}
+	own, err := ownCgroup2("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	return err != nil || filepath.Join(mount, own) == c.parent
 }
 
 // reapTries bounds how many times reap kills a cgroup that is not yet
