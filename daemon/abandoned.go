@@ -27,12 +27,12 @@ func cgroupTag(ref string) string {
 // requests (killed, crashed) left behind: it kills what the request
 // cgroups of daemons no longer running still hold and removes them
 // (runner.Cgroups.ReapStale), enables the pids controller for the request
-// cgroups (request_pids_max; a warning says when it cannot), and writes a result record for each request
-// the audit log shows allowed and never finished, naming the processes
-// that were killed for it; each is logged. It runs once at start, before
-// anything is served. An error means a record could not be written or the
-// log read: the daemon does not start, as it would not serve without its
-// log.
+// cgroups (request_pids_max; a warning says when it cannot), and writes a
+// result record for each request the audit log shows allowed and never
+// finished, naming the processes that were killed for it; each is logged.
+// It runs once at start, before anything is served. An error means a
+// record could not be written or the log read: the daemon does not start,
+// as it would not serve without its log.
 func (s *Server) reapAbandoned(ctx context.Context, l *audit.Log) error {
 	var left []runner.Leftover
 	if s.cgroups != nil {
@@ -89,7 +89,14 @@ func (s *Server) reapAbandoned(ctx context.Context, l *audit.Log) error {
 // left unfinished; lo is what was found of its cgroup (nil when none was),
 // and cgroups whether this daemon uses per-request cgroups.
 func abandonedMessage(u audit.Unfinished, lo *runner.Leftover, cgroups bool) string {
-	msg := fmt.Sprintf("abandoned: agent-sudod (pid %d) stopped ", u.DaemonPID)
+	pid := u.DaemonPID
+	if lo != nil {
+		pid = lo.DaemonPID // from its cgroup's name: the surer of the two
+	}
+	msg := "abandoned: agent-sudod stopped "
+	if pid > 0 {
+		msg = fmt.Sprintf("abandoned: agent-sudod (pid %d) stopped ", pid)
+	}
 	if !u.Started {
 		return msg + "after the request was allowed and before it started; nothing ran"
 	}

@@ -39,6 +39,7 @@ func TestE2EKilledDaemonsCommandsDoNotOutliveIt(t *testing.T) {
 	}()
 	waitFor(t, "both sleeps running", func() bool { return len(liveWithArg(t, marker)) == 2 })
 
+	killedPid := d.Cmd.Process.Pid
 	d.Kill()
 	if err := <-answered; err == nil {
 		t.Fatal("the request was answered although the daemon was killed while it ran")
@@ -52,8 +53,8 @@ func TestE2EKilledDaemonsCommandsDoNotOutliveIt(t *testing.T) {
 		t.Errorf("the restarted daemon serves while the killed daemon's command still runs: pids %v", got)
 	}
 	rec := resultRecord(t, d.AuditLog, id)
-	if rec.Status != proto.StatusError || !contains(rec.Message, "abandoned", "stopped while the command ran", "killed the 2 process(es)") {
-		t.Errorf("result record: status %q, message %q; want error, abandoned, 2 processes killed", rec.Status, rec.Message)
+	if rec.Status != proto.StatusError || !contains(rec.Message, fmt.Sprintf("abandoned: agent-sudod (pid %d) stopped while the command ran", killedPid), "killed the 2 process(es)") {
+		t.Errorf("result record: status %q, message %q; want error, abandoned by pid %d, 2 processes killed", rec.Status, rec.Message, killedPid)
 	}
 	if rec.SurvivorsCount != 2 || len(rec.Survivors) != 2 {
 		t.Errorf("result record lists %d of %d killed processes %+v; want both sleeps", len(rec.Survivors), rec.SurvivorsCount, rec.Survivors)
