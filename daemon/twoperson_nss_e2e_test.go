@@ -18,6 +18,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
+	"github.com/agent-sudo/agent-sudo/internal/web"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -53,7 +54,7 @@ func TestE2ETwoPersonDirectoryUser(t *testing.T) {
 	if err := os.WriteFile(gr, fmt.Appendf(nil, "%s:x:%d:\n", name, uid), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	person, err := passkey.ResolvePerson(context.Background(), name, []string{"LD_PRELOAD=" + nssWrapper, "NSS_WRAPPER_PASSWD=" + pw, "NSS_WRAPPER_GROUP=" + gr})
+	person, err := web.ResolvePerson(context.Background(), name, []string{"LD_PRELOAD=" + nssWrapper, "NSS_WRAPPER_PASSWD=" + pw, "NSS_WRAPPER_GROUP=" + gr})
 	if err != nil || person != fmt.Sprintf("uid %d", uid) {
 		t.Fatalf("ResolvePerson(%s) under nss_wrapper = %q %v, want uid %d", name, person, err, uid)
 	}

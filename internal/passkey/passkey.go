@@ -15,7 +15,6 @@ package passkey
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,13 +24,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
-	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/fsperm"
 	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
@@ -61,32 +58,11 @@ type Enrolled struct {
 	// Revoked is when it was revoked; zero while it is valid.
 	Revoked time.Time `json:"revoked,omitzero"`
 	// Person is who the passkey is for the two-person rule, resolved by
-	// root at enrolment through the system's name service (ResolvePerson):
+	// root at enrolment through the system's name service (web.ResolvePerson):
 	// "uid N" when Name is a login user, "passkey NAME" when the name
 	// service knows no such user. Empty in a file enrolled before it was
 	// recorded: such a passkey cannot count as one of two people.
 	Person string `json:"person,omitempty"`
-}
-
-// ResolvePerson returns who the approver name is for the two-person rule,
-// as the system's name service (account.NSSUID, getent, with environment
-// env; nil for none) resolves it: "uid N" for a login user, "passkey NAME"
-// for a name no user has. Root's side of an enrolment calls it, so that the
-// daemon, whose static build reads /etc/passwd alone, tells a directory
-// user's passkey and console apart no more than the kernel's login uid
-// does.
-func ResolvePerson(ctx context.Context, name string, env []string) (string, error) {
-	if err := CheckName(name); err != nil {
-		return "", err
-	}
-	uid, found, err := account.NSSUID(ctx, name, env)
-	if err != nil {
-		return "", fmt.Errorf("who is %q: %w", name, err)
-	}
-	if !found {
-		return "passkey " + name, nil
-	}
-	return "uid " + strconv.FormatUint(uint64(uid), 10), nil
 }
 
 // Store is the directory of enrolled passkeys.

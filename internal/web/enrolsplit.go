@@ -270,11 +270,11 @@ func Origin(u *url.URL) string {
 //
 // The passkey is stored with the person it is for the two-person rule, as
 // the system's name service resolves setup's name here, in root's process
-// (passkey.ResolvePerson with an empty environment); an enrolment whose
+// (ResolvePerson with an empty environment); an enrolment whose
 // name cannot be resolved (the directory does not answer) stores nothing.
 func KeepEnrolled(ctx context.Context, conn net.Conn, setup EnrolSetup, origins []string, store passkey.Store) (passkey.Enrolled, error) {
 	return KeepEnrolledWith(ctx, conn, setup, origins, store, func(ctx context.Context, name string) (string, error) {
-		return passkey.ResolvePerson(ctx, name, nil)
+		return ResolvePerson(ctx, name, nil)
 	})
 }
 

@@ -1,4 +1,4 @@
-package account_test
+package web
 
 import (
 	"context"
@@ -34,18 +34,18 @@ func TestNSSUIDFindsADirectoryUser(t *testing.T) {
 	if _, err := account.UID("dirk"); err == nil {
 		t.Skip("this system's own user database has a dirk")
 	}
-	uid, found, err := account.NSSUID(context.Background(), "dirk", env)
+	uid, found, err := nssUID(context.Background(), "dirk", env)
 	if err != nil || !found || uid != 5123 {
 		t.Fatalf("NSSUID(dirk) under nss_wrapper = %d %v %v, want 5123", uid, found, err)
 	}
-	if uid, found, err := account.NSSUID(context.Background(), "nobody-here", env); err != nil || found {
+	if uid, found, err := nssUID(context.Background(), "nobody-here", env); err != nil || found {
 		t.Fatalf("NSSUID(nobody-here) = %d %v %v, want not found", uid, found, err)
 	}
-	if uid, found, err := account.NSSUID(context.Background(), "root", nil); err != nil || !found || uid != 0 {
+	if uid, found, err := nssUID(context.Background(), "root", nil); err != nil || !found || uid != 0 {
 		t.Fatalf("NSSUID(root) = %d %v %v, want 0", uid, found, err)
 	}
 	for _, bad := range []string{"", "-x", "a:b", "a\nb"} {
-		if _, _, err := account.NSSUID(context.Background(), bad, nil); err == nil {
+		if _, _, err := nssUID(context.Background(), bad, nil); err == nil {
 			t.Errorf("NSSUID(%q): no error", bad)
 		}
 	}
