@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // TestApproveWebListEscapes: a passkey file copied in by hand whose name
@@ -16,6 +17,7 @@ import (
 // list refuses the directory and quotes the name (issue 31, finding 8: it
 // printed it raw, since names were checked only at enrolment).
 func TestApproveWebListEscapes(t *testing.T) {
+	testenv.NeedsRoot(t) // approve web list runs as root only
 	k, err := passkeytest.New("alice", "localhost", "https://localhost:8443")
 	if err != nil {
 		t.Fatal(err)
