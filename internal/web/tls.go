@@ -29,14 +29,66 @@ const DefaultTLSDir = "/etc/agent-sudo/web"
 // LoadOrCreateCert returns the certificate in dir (cert.pem and key.pem),
 // first generating a self-signed one for host when there is none, and its
 // SHA-256 fingerprint as a phone's browser shows it (colon-separated hex).
+//
+// dir must be this process's user's (root's) and writable by nobody else
+// (checkTLSDir), and is used through one open descriptor (os.Root) from
+// the check on: the owner of a directory named by --tls-dir (an agent's
+// directory in /tmp) could otherwise leave key.pem as a symbolic link for
+// root to write its new key through, over any file, or swap the files
+// between the check and the read.
 func LoadOrCreateCert(dir, host string) (tls.Certificate, string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return tls.Certificate{}, "", fmt.Errorf("TLS certificate: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return tls.Certificate{}, "", fmt.Errorf("TLS certificate: %w", err)
+	}
+	defer root.Close()
+	if err := checkTLSDir(root, dir); err != nil {
+		return tls.Certificate{}, "", err
+	}
 	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if _, err := os.Stat(certPath); errors.Is(err, fs.ErrNotExist) {
-		if err := createCert(dir, certPath, keyPath, host); err != nil {
+	if _, err := root.Lstat("cert.pem"); errors.Is(err, fs.ErrNotExist) {
+		if err := createCert(root, dir, host); err != nil {
 			return tls.Certificate{}, "", err
 		}
 	}
-	return LoadCert(certPath, keyPath)
+	certPEM, err := root.ReadFile("cert.pem")
+	if err != nil {
+		return tls.Certificate{}, "", fmt.Errorf("TLS certificate: %w", err)
+	}
+	kf, err := root.OpenFile("key.pem", os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return tls.Certificate{}, "", fmt.Errorf("TLS key: %w", err)
+	}
+	defer kf.Close()
+	keyPEM, err := readKey(kf, keyPath)
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	return keyPair(certPEM, keyPEM, certPath, keyPath)
+}
+
+// checkTLSDir refuses the TLS directory open as root (named dir) unless
+// it is a directory of this process's effective user that neither group
+// nor others may write.
+func checkTLSDir(root *os.Root, dir string) error {
+	fi, err := root.Stat(".")
+	if err != nil {
+		return fmt.Errorf("TLS directory %s: %w", dir, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("TLS directory %s: not a directory", dir)
+	case !ok || int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("TLS directory %s: owned by uid %d, not by this process's user (uid %d): "+
+			"its owner could have root write the key where they like, or swap the certificate; use a directory of root's (the default %s)", dir, st.Uid, os.Geteuid(), DefaultTLSDir)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("TLS directory %s: group or others may write it (mode %04o): they could have root write the key where they like, or swap the certificate; chmod 700 it", dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // LoadCert loads a certificate and its key, and returns the certificate's
@@ -52,6 +104,12 @@ func LoadCert(certPath, keyPath string) (tls.Certificate, string, error) {
 	if err != nil {
 		return tls.Certificate{}, "", err
 	}
+	return keyPair(certPEM, keyPEM, certPath, keyPath)
+}
+
+// keyPair parses the certificate and key read from certPath and keyPath
+// and returns the certificate's fingerprint.
+func keyPair(certPEM, keyPEM []byte, certPath, keyPath string) (tls.Certificate, string, error) {
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return tls.Certificate{}, "", fmt.Errorf("TLS certificate %s with key %s: %w", certPath, keyPath, err)
@@ -70,6 +128,11 @@ func ReadKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("TLS key: %w", err)
 	}
 	defer f.Close()
+	return readKey(f, path)
+}
+
+// readKey is ReadKey's check and read of f, the key file opened at path.
+func readKey(f *os.File, path string) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("TLS key: %w", err)
@@ -107,10 +170,10 @@ func Fingerprint(der []byte) string {
 	return strings.Join(parts, ":")
 }
 
-func createCert(dir, certPath, keyPath, host string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("TLS certificate: %w", err)
-	}
+// createCert generates a key and a self-signed certificate for host in
+// root (the checked directory dir), creating key.pem (mode 0600) and
+// cert.pem anew, through no symbolic link.
+func createCert(root *os.Root, dir, host string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("TLS certificate: %w", err)
@@ -138,11 +201,30 @@ func createCert(dir, certPath, keyPath, host string) error {
 	if err != nil {
 		return fmt.Errorf("TLS certificate: %w", err)
 	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+	// A key.pem left without its cert.pem (a start stopped between the
+	// two) is replaced: the directory is root's alone (checkTLSDir).
+	if err := root.Remove("key.pem"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("TLS certificate: %w", err)
 	}
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		return fmt.Errorf("TLS certificate: %w", err)
+	if err := writeNew(root, "key.pem", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		return fmt.Errorf("TLS certificate: %s: %w", dir, err)
+	}
+	if err := writeNew(root, "cert.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return fmt.Errorf("TLS certificate: %s: %w", dir, err)
 	}
 	return nil
+}
+
+// writeNew creates the file name in root, which must not exist yet (not
+// even as a symbolic link), with mode and data.
+func writeNew(root *os.Root, name string, data []byte, mode os.FileMode) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -88,3 +88,59 @@ func TestLoadCertRefusesAnOpenKey(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadOrCreateCertRefusesADirOthersControl: a --tls-dir that another
+// user owns, or that group or others may write (an agent's directory in
+// /tmp, made before root's first start), is refused before anything is
+// written in it: root would otherwise write its new key through a
+// symbolic link the directory's owner left there, over any file of the
+// system, and load a key and certificate whose names that owner can
+// change. Nothing the link points at is touched.
+func TestLoadOrCreateCertRefusesADirOthersControl(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give a directory to another user")
+	}
+	for _, tc := range []struct {
+		name string
+		uid  int
+		mode os.FileMode
+		err  string
+	}{
+		{"another user's", 65534, 0o755, "owned by uid 65534"},
+		{"writable by others", 0, 0o777, "group or others may write it (mode 0777)"},
+		{"writable by its group", 0, 0o770, "group or others may write it (mode 0770)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			victim := filepath.Join(base, "victim")
+			if err := os.WriteFile(victim, []byte("root's file\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(base, "web")
+			if err := os.Mkdir(dir, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			// What the directory's owner leaves: key.pem pointing at
+			// root's file, no cert.pem (so that a certificate is made).
+			if err := os.Symlink(victim, filepath.Join(dir, "key.pem")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(dir, tc.uid, tc.uid); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := web.LoadOrCreateCert(dir, "box.example")
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("LoadOrCreateCert: %v, want an error with %q", err, tc.err)
+			}
+			if b, rerr := os.ReadFile(victim); rerr != nil || string(b) != "root's file\n" {
+				t.Errorf("the file key.pem pointed at now holds %q (%v): root wrote through the link", b, rerr)
+			}
+			if _, serr := os.Lstat(filepath.Join(dir, "cert.pem")); serr == nil {
+				t.Errorf("cert.pem was written in a directory others control")
+			}
+		})
+	}
+}
