@@ -97,7 +97,12 @@ var journalFields = []string{
 
 // journalctlArgs returns journalctl's arguments for src: every audit entry
 // of agent-sudod, oldest first, as JSON lines, with fields of any size
-// (--all: without it journalctl prints fields over 4 KiB as null).
+// (--all: without it journalctl prints fields over 4 KiB as null). Only
+// root's entries are agent-sudod's: _UID is set by journald from the
+// sender's credentials, whereas SYSLOG_IDENTIFIER and every AGENT_SUDO_*
+// field are what the sender wrote, and any local user (an agent) can send
+// entries with them (logger --journald, systemd-cat), which
+// systemd-journal-upload carries to a central journal with the daemon's.
 func journalctlArgs(src JournalSource) []string {
 	args := []string{"--no-pager", "--quiet", "--all", "--output=json", "--output-fields=" + strings.Join(journalFields, ",")}
 	if src.Dir != "" {
@@ -108,7 +113,7 @@ func journalctlArgs(src JournalSource) []string {
 	}
 	// Matches on one field are alternatives; on different fields, all
 	// must hold.
-	args = append(args, "SYSLOG_IDENTIFIER=agent-sudod")
+	args = append(args, "_UID=0", "SYSLOG_IDENTIFIER=agent-sudod")
 	for _, t := range journalTypes {
 		args = append(args, "AGENT_SUDO_AUDIT_TYPE="+t)
 	}

@@ -18,8 +18,8 @@ import (
 
 // hostEntries returns the journal entries a daemon's log sent to j, as a
 // central journal holds them after systemd-journal-upload carried them
-// from host: with the host's _HOSTNAME and _MACHINE_ID, SYSLOG_IDENTIFIER
-// and MESSAGE.
+// from host: with the host's _HOSTNAME and _MACHINE_ID, root's _UID (the
+// daemon's), SYSLOG_IDENTIFIER and MESSAGE.
 func hostEntries(j *fakeJournal, host string, machine int, firstUS int64) []map[string]string {
 	var out []map[string]string
 	for i, e := range j.sent() {
@@ -27,6 +27,7 @@ func hostEntries(j *fakeJournal, host string, machine int, firstUS int64) []map[
 			"__REALTIME_TIMESTAMP": strconv.FormatInt(firstUS+int64(i)*1000, 10),
 			"_HOSTNAME":            host,
 			"_MACHINE_ID":          fmt.Sprintf("%032x", machine),
+			"_UID":                 "0",
 			"MESSAGE":              e.msg,
 			"PRIORITY":             strconv.Itoa(int(e.pri)),
 		}
@@ -101,7 +102,7 @@ func TestJournalCarriesTheListing(t *testing.T) {
 		// The daemon's own log lines, and another program's entry with
 		// the same fields, are no audit entries.
 		entries = append(entries,
-			map[string]string{"__REALTIME_TIMESTAMP": "1800000100000000", "_HOSTNAME": host, "SYSLOG_IDENTIFIER": "agent-sudod", "MESSAGE": "listening"},
+			map[string]string{"__REALTIME_TIMESTAMP": "1800000100000000", "_HOSTNAME": host, "_UID": "0", "SYSLOG_IDENTIFIER": "agent-sudod", "MESSAGE": "listening"},
 			map[string]string{"__REALTIME_TIMESTAMP": "1800000100000001", "_HOSTNAME": host, "SYSLOG_IDENTIFIER": "other",
 				"AGENT_SUDO_AUDIT_TYPE": "decision", "AGENT_SUDO_ID": "r-forged"})
 		testenv.WriteJournal(t, dir, "remote-"+host+".journal", entries)
@@ -158,7 +159,7 @@ func TestJournalEntriesOfOlderDaemons(t *testing.T) {
 	testenv.NeedsJournal(t)
 	dir := t.TempDir()
 	e := func(us int, typ, id string, kv ...string) map[string]string {
-		m := map[string]string{"__REALTIME_TIMESTAMP": strconv.Itoa(1_800_000_000_000_000 + us), "_HOSTNAME": "old", "SYSLOG_IDENTIFIER": "agent-sudod",
+		m := map[string]string{"__REALTIME_TIMESTAMP": strconv.Itoa(1_800_000_000_000_000 + us), "_HOSTNAME": "old", "_UID": "0", "SYSLOG_IDENTIFIER": "agent-sudod",
 			"AGENT_SUDO_AUDIT_TYPE": typ, "AGENT_SUDO_ID": id, "AGENT_SUDO_AUDIT_LOG": "/var/log/agent-sudo/audit.jsonl"}
 		for i := 0; i+1 < len(kv); i += 2 {
 			m[kv[i]] = kv[i+1]

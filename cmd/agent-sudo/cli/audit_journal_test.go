@@ -23,7 +23,7 @@ func centralJournal(t *testing.T) string {
 		m := map[string]string{
 			"__REALTIME_TIMESTAMP": strconv.FormatInt(us+int64(sec)*1_000_000, 10),
 			"_HOSTNAME":            host, "_MACHINE_ID": strings.Repeat(host[:1], 32),
-			"SYSLOG_IDENTIFIER": "agent-sudod", "MESSAGE": "audit: request " + id,
+			"SYSLOG_IDENTIFIER": "agent-sudod", "MESSAGE": "audit: request " + id, "_UID": "0",
 			"AGENT_SUDO_AUDIT_TYPE": typ, "AGENT_SUDO_ID": id, "AGENT_SUDO_AUDIT_LOG": "/var/log/agent-sudo/audit.jsonl",
 			"AGENT_SUDO_SESSION": "s", "AGENT_SUDO_HOST": "agent-box", "AGENT_SUDO_PEER_UID": "1000", "AGENT_SUDO_PEER_PID": "77",
 			"AGENT_SUDO_RECORD_SEQ": strconv.Itoa(sec), "AGENT_SUDO_RECORD_HASH": strings.Repeat(strconv.Itoa(sec%10), 64),
@@ -96,6 +96,62 @@ func TestAuditJournalDir(t *testing.T) {
 	}
 	if row["daemon_host"] != "alpha" || row["host"] != "agent-box" || row["location"] != "/var/log/agent-sudo/audit.jsonl" || row["ref"] != strings.Repeat("ab", 32) {
 		t.Errorf("--json row: %v", row)
+	}
+}
+
+// TestAuditJournalOnlyRootsEntries: any local user can send the journal an
+// entry with SYSLOG_IDENTIFIER=agent-sudod and AGENT_SUDO_* fields of its
+// choosing (logger --journald, systemd-cat, sd_journal_send), and
+// systemd-journal-upload carries users' entries to the central journal with
+// the daemon's. Only the entries of root (_UID=0, which journald sets from
+// the sender's credentials, not from what it sent) are the daemon's: an
+// agent's forged decision on a request that ran, its forged result, and a
+// request made up whole are neither listed nor shown.
+func TestAuditJournalOnlyRootsEntries(t *testing.T) {
+	testenv.NeedsJournal(t)
+	dir := t.TempDir()
+	us := auditT0.UnixMicro()
+	p, ref := `[["echo","one"]]`, strings.Repeat("ab", 32)
+	entry := func(sec int, uid, typ, id string, kv ...string) map[string]string {
+		m := map[string]string{
+			"__REALTIME_TIMESTAMP": strconv.FormatInt(us+int64(sec)*1_000_000, 10),
+			"_HOSTNAME":            "alpha", "_MACHINE_ID": strings.Repeat("a", 32), "_UID": uid,
+			"SYSLOG_IDENTIFIER": "agent-sudod", "MESSAGE": "audit: request " + id,
+			"AGENT_SUDO_AUDIT_TYPE": typ, "AGENT_SUDO_ID": id, "AGENT_SUDO_AUDIT_LOG": "/var/log/agent-sudo/audit.jsonl",
+			"AGENT_SUDO_SESSION": "s", "AGENT_SUDO_HOST": "alpha", "AGENT_SUDO_PEER_UID": "1001", "AGENT_SUDO_PEER_PID": "77",
+			"AGENT_SUDO_RECORD_SEQ": strconv.Itoa(sec), "AGENT_SUDO_RECORD_HASH": strings.Repeat(strconv.Itoa(sec%10), 64),
+			"AGENT_SUDO_PIPELINE": p, "AGENT_SUDO_REF": ref,
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	testenv.WriteJournal(t, dir, "remote-alpha.journal", []map[string]string{
+		entry(10, "0", "decision", "r-ran", "AGENT_SUDO_VERDICT", "allowed", "AGENT_SUDO_DECIDED_BY", "allow echo"),
+		entry(11, "0", "result", "r-ran", "AGENT_SUDO_STATUS", "ok", "AGENT_SUDO_EXIT_CODES", "0",
+			"AGENT_SUDO_DECIDED_BY", "allow echo", "AGENT_SUDO_DURATION_NS", "1500000000"),
+		// The agent's (uid 1001): its own story of r-ran, and a request
+		// that never was.
+		entry(12, "1001", "decision", "r-ran", "AGENT_SUDO_VERDICT", "denied", "AGENT_SUDO_DECIDED_BY", "forged"),
+		entry(13, "1001", "result", "r-ran", "AGENT_SUDO_STATUS", "denied", "AGENT_SUDO_DECIDED_BY", "forged"),
+		entry(14, "1001", "decision", "r-made-up", "AGENT_SUDO_VERDICT", "denied", "AGENT_SUDO_DECIDED_BY", "forged",
+			"AGENT_SUDO_REF", strings.Repeat("cd", 32)),
+	})
+	ctx := context.Background()
+	res := runAuditCLI(ctx, "--journal-dir", dir)
+	want := `TIME         DAEMON  ID     SESSION  STATUS  DECIDED BY  EXIT  COMMAND
+11-20 09:00  alpha   r-ran  s        ok      allow echo  0     echo one
+`
+	if res.code != 0 || res.stdout != want {
+		t.Errorf("audit --journal-dir: exit %d\n%s\nwant\n%s\nstderr: %s", res.code, res.stdout, want, res.stderr)
+	}
+	res = runAuditCLI(ctx, "show", "--journal-dir", dir, "r-ran")
+	if res.code != 0 || strings.Contains(res.stdout, "forged") || strings.Count(res.stdout, "(journal entry from ") != 2 {
+		t.Errorf("show r-ran: exit %d, want root's two entries and no forged one:\n%s", res.code, res.stdout)
+	}
+	if res := runAuditCLI(ctx, "show", "--journal-dir", dir, "r-made-up"); res.code != exitNotFound {
+		t.Errorf("show r-made-up: exit %d, want %d (an agent's entry is no request):\n%s", res.code, exitNotFound, res.stdout)
 	}
 }
 
