@@ -504,8 +504,25 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 		return inv.fail(exitUnavailable, "approve web enroll: %v", err)
 	}
 	kept = true
+	fmt.Fprintln(inv.stdout, personNote(en))
 	fmt.Fprintf(inv.stdout, "enrolled %s: credential %x, for %s\n", en.Name, en.Credential.ID, strings.Join(en.Origins, ", "))
 	return 0
+}
+
+// personNote says who the passkey en is for the two-person rule, as root's
+// lookup recorded it (en.Person): getent answers "no such user" also when
+// a directory (LDAP, SSSD) did not answer, and a directory user's passkey
+// recorded so would count apart from her console, so the human who
+// enrolled it is told, with what to do.
+func personNote(en passkey.Enrolled) string {
+	if uid, ok := strings.CutPrefix(en.Person, "uid "); ok {
+		return fmt.Sprintf("For the two-person rule this passkey is the user %s (uid %s, as the system's name service resolves %s): "+
+			"%s at a console and on this passkey count as one person.", en.Name, uid, en.Name, en.Name)
+	}
+	return fmt.Sprintf("%s is no user the system's name service knows (getent passwd %s found none), so for the two-person rule "+
+		"this passkey is a person of its own (%s), apart from every login. If %s is a user whose directory did not answer, "+
+		"revoke it (approve web revoke %s) and enrol it again once getent passwd %s finds them.",
+		en.Name, en.Name, visible(en.Person), en.Name, en.Name, en.Name)
 }
 
 // webUser returns the ids of --user, which must not be root. A user that

@@ -103,8 +103,15 @@ func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 	if b := enrol.post("/finish", resp); !strings.Contains(string(b), `"approver":"alice"`) {
 		t.Fatalf("finish: %s", b)
 	}
-	if want, printed := fmt.Sprintf("enrolled alice: credential %x, for %s\n", k.ID, origin), enrol.wait(); !strings.Contains(printed, want) {
+	printed := enrol.wait()
+	if want := fmt.Sprintf("enrolled alice: credential %x, for %s\n", k.ID, origin); !strings.Contains(printed, want) {
 		t.Fatalf("enroll printed:\n%s\nwant a line %q", printed, want)
+	}
+	// alice is no user here: root is told that her passkey is a person
+	// of its own, which a directory that did not answer would also give.
+	if want := "alice is no user the system's name service knows (getent passwd alice found none), so for the two-person rule " +
+		"this passkey is a person of its own (passkey alice)"; !strings.Contains(printed, want) {
+		t.Errorf("enroll printed:\n%s\nwant it to say who the passkey is for the two-person rule: %q", printed, want)
 	}
 	stored, err := passkey.Store{Dir: keys}.List(false)
 	if err != nil {
@@ -267,4 +274,23 @@ func childOf(t *testing.T, pid int) int {
 		t.Fatalf("process %d has children %v, want one", pid, found)
 	}
 	return found[0]
+}
+
+// TestPersonNote: enrolment says who the passkey is for the two-person
+// rule: the login user the name service resolved, or a person of its own,
+// with what to do when the name is a user whose directory did not answer.
+func TestPersonNote(t *testing.T) {
+	for _, tc := range []struct {
+		person string
+		want   string
+	}{
+		{"uid 1001", "For the two-person rule this passkey is the user alice (uid 1001, as the system's name service resolves alice): alice at a console and on this passkey count as one person."},
+		{"passkey alice", "alice is no user the system's name service knows (getent passwd alice found none), so for the two-person rule " +
+			"this passkey is a person of its own (passkey alice), apart from every login. If alice is a user whose directory did not answer, " +
+			"revoke it (approve web revoke alice) and enrol it again once getent passwd alice finds them."},
+	} {
+		if got := personNote(passkey.Enrolled{Name: "alice", Person: tc.person}); got != tc.want {
+			t.Errorf("person %q:\n got %q\nwant %q", tc.person, got, tc.want)
+		}
+	}
 }
