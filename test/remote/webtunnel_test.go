@@ -31,8 +31,10 @@ import (
 // written, through a real sshd: the web approver started as the docs say
 // (`approve --web localhost:844 --no-tls --origin http://localhost:8443`)
 // holds 127.0.0.1:844 and [::1]:844, on which an unprivileged local user
-// (nobody, as an agent) can listen on no address; `ssh -N -L
-// 8443:127.0.0.1:844 root@HOST` reaches it, and a browser at
+// (nobody, as an agent) can listen on no address; `ssh -N -o
+// ExitOnForwardFailure=yes -L 127.0.0.1:8443:127.0.0.1:844 -L
+// '[::1]:8443:127.0.0.1:844' root@HOST` refuses to start while another
+// user of its device holds [::1]:8443, then reaches it, and a browser at
 // http://localhost:8443 (through ::1 and 127.0.0.1, as browsers try both)
 // signs in with a passkey enrolled for that origin and allows a request,
 // which runs.
@@ -84,13 +86,29 @@ func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
 	}
 	squatAsNobody(t, "844", "while the web approver runs")
 
-	// The tunnel, as docs/remote.md writes it.
-	args := []string{"-v", "-N", "-T", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes"}
+	// The tunnel, as docs/remote.md writes it: each address of localhost
+	// forwarded on its own, so that ssh fails when it cannot hold one.
+	args := []string{"-v", "-N", "-T", "-o", "BatchMode=yes"}
 	for _, o := range sshOptions(k, k.forward) {
 		args = append(args, "-o", o)
 	}
-	args = append(args, "-L", "8443:127.0.0.1:844", "ssh://root@127.0.0.1:2204")
+	args = append(args, "-o", "ExitOnForwardFailure=yes", "-L", "127.0.0.1:8443:127.0.0.1:844", "-L", "[::1]:8443:127.0.0.1:844", "ssh://root@127.0.0.1:2204")
 	t.Logf("the tunnel: ssh %s", strings.Join(args, " "))
+
+	// The device that runs ssh may have an agent too (here, this host,
+	// as nobody): holding [::1]:8443 before the tunnel starts, it would be
+	// sent what a browser opens at http://localhost:8443 (browsers try ::1
+	// first), the enrolment link included, while ssh forwarded 127.0.0.1
+	// alone. The docs' tunnel refuses to start instead.
+	release := holdAsNobody(t, "::1", "8443")
+	sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
+	defer scancel()
+	squatted := exec.CommandContext(sctx, "ssh", args...)
+	if out, err := squatted.CombinedOutput(); err == nil || !strings.Contains(string(out), "Could not request local forwarding") {
+		t.Fatalf("the docs' tunnel with [::1]:8443 held by another user: %v, want ssh to refuse to start:\n%s", err, out)
+	}
+	release()
+
 	tun := exec.Command("ssh", args...)
 	tunLog := &daemontest.Buffer{}
 	tun.Stdout, tun.Stderr = tunLog, tunLog
@@ -106,8 +124,10 @@ func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
 			t.Logf("ssh -L's log:\n%s", tunLog.String())
 		}
 	})
-	if out, err := tunLog.Wait(ctx, "Local forwarding listening on 127.0.0.1 port 8443"); err != nil {
-		t.Fatalf("the tunnel was not set up: %v\n%s", err, out)
+	for _, l := range []string{"Local forwarding listening on 127.0.0.1 port 8443", "Local forwarding listening on ::1 port 8443"} {
+		if out, err := tunLog.Wait(ctx, l); err != nil {
+			t.Fatalf("the tunnel was not set up: %v\n%s", err, out)
+		}
 	}
 
 	for _, via := range []string{"[::1]:8443", "127.0.0.1:8443"} {
@@ -150,6 +170,45 @@ for a in sys.argv[2:]:
 			t.Errorf("%s: nobody on port %s: %s, want refused by the kernel (13, EACCES)", when, port, l)
 		}
 	}
+}
+
+// holdAsNobody listens, as nobody (an agent on the device that runs ssh),
+// on addr:port until release is called.
+func holdAsNobody(t *testing.T, addr, port string) (release func()) {
+	t.Helper()
+	const script = `
+import socket, sys
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_STREAM)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1); print("listening", flush=True)
+sys.stdin.read()
+`
+	cmd := exec.Command("/usr/bin/python3", "-c", script, addr, port)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Dir = "/"
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &daemontest.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	release = func() {
+		if !done {
+			done = true
+			_ = stdin.Close()
+			_ = cmd.Wait()
+		}
+	}
+	t.Cleanup(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if o, err := out.Wait(ctx, "listening"); err != nil {
+		t.Fatalf("nobody could not listen on [%s]:%s: %v\n%s", addr, port, err, o)
+	}
+	return release
 }
 
 // tunnelBrowser calls the web approver's API at base as its page's script
