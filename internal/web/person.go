@@ -40,6 +40,9 @@ func nssUID(ctx context.Context, name string, env []string) (uid uint32, found b
 	// A session of its own, no terminal, stdin /dev/null, no descriptor
 	// beyond 0-2: the least a lookup needs.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// An NSS helper that getent started and that holds its output open
+	// does not keep the enrolment waiting past the timeout.
+	cmd.WaitDelay = time.Second
 	cmd.Env = env
 	if cmd.Env == nil {
 		cmd.Env = []string{}

@@ -109,7 +109,8 @@ async function run(cmd) {
       const r = await p.page.evaluate(async ([path, body]) => {
         // With the page's session, as its script sends it (none when
         // the page is not signed in).
-        const tok = localStorage.getItem("agent-sudo-session");
+        // eslint-disable-next-line no-undef
+        const tok = typeof sessionToken === "string" ? sessionToken : "";
         const headers = { "Content-Type": "application/json" };
         if (tok) headers["Agent-Sudo-Session"] = tok;
         const r = await fetch(path, { method: "POST", headers: headers, body: body });
@@ -120,8 +121,12 @@ async function run(cmd) {
     case "dialogs":
       return { dialogs };
     case "storage":
-      // What this page's origin keeps in localStorage under key.
-      return { value: await p.page.evaluate((k) => localStorage.getItem(k), cmd.key) };
+      // What this page's origin keeps in localStorage or sessionStorage
+      // under key, and every key of both.
+      return await p.page.evaluate((k) => ({
+        value: localStorage.getItem(k) ?? sessionStorage.getItem(k),
+        keys: [...Object.keys(localStorage), ...Object.keys(sessionStorage)],
+      }), cmd.key);
     case "watch":
       // Watch the button at selector (enabled now): from here on, note it
       // if it is disabled or leaves the page, and count the changes of the

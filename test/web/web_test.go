@@ -529,8 +529,8 @@ func TestWebApprover(t *testing.T) {
 	t.Run("a page on another port of localhost gets no session", func(t *testing.T) {
 		// The agent serves a page on another port of localhost and the
 		// human opens it in the browser signed in to the web approver: it
-		// is sent no cookie (cookies ignore ports), and cannot read the
-		// session, kept in the web approver's origin's storage.
+		// is sent no cookie (cookies ignore ports), and finds no session in
+		// its storage.
 		var mu sync.Mutex
 		var cookies []string
 		agentPage := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -558,13 +558,17 @@ func TestWebApprover(t *testing.T) {
 		if len(got) != 0 {
 			t.Errorf("the agent's page on port %s was sent the cookies %q, want none", port, got)
 		}
-		// Back on the web approver, the browser is still signed in: the
-		// session is in that origin's storage.
+		// Back on the web approver, the page is signed out: the session was
+		// in the old page's memory only, never in the origin's storage,
+		// which a page served later at the same origin could read (an
+		// agent holding the tunnel's local port while it is down).
 		b.do(map[string]any{"op": "goto", "url": r.origin + "/"})
-		b.do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
-		if tok := b.do(map[string]any{"op": "storage", "key": "agent-sudo-session"})["value"]; tok == nil {
-			t.Error("the web approver's page keeps no session in its origin's storage")
+		b.do(map[string]any{"op": "wait", "selector": "#signin"})
+		if st := b.do(map[string]any{"op": "storage", "key": "agent-sudo-session"}); st["value"] != nil || len(st["keys"].([]any)) != 0 {
+			t.Errorf("the web approver's origin keeps %v in its storage, want nothing", st)
 		}
+		b.do(map[string]any{"op": "click", "selector": "#signin"})
+		b.do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
 	})
 
 	t.Run("a browser without an enrolled passkey cannot decide", func(t *testing.T) {

@@ -14,11 +14,12 @@ const ARM_DELAY_MS = 1500;
 const HOLD_MS = 1000;
 const POLL_MS = 2000;
 
-// SESSION_KEY names the session token in this origin's storage
-// (localStorage: scheme, host and port; no page on another port of the
-// host can read it). The session is never a cookie, which the browser
-// would send to every port of the host.
-const SESSION_KEY = "agent-sudo-session";
+// sessionToken is the session, kept in this page's memory only: never a
+// cookie (the browser would send it to every port of the host) and never
+// in the origin's storage, which whatever page is served at this origin
+// later could read (an agent holding the ssh tunnel's local port while
+// the tunnel is down). A reload or a new tab signs in again.
+let sessionToken = "";
 
 // busy is set while a decision is under way, holding while an allow
 // button is held: the list is not updated under either.
@@ -36,8 +37,7 @@ const rendered = new WeakMap();
 let focused = false;
 
 function sessionHeaders() {
-  const tok = localStorage.getItem(SESSION_KEY);
-  return tok ? { "Agent-Sudo-Session": tok } : {};
+  return sessionToken ? { "Agent-Sudo-Session": sessionToken } : {};
 }
 
 // assert asks the passkey to sign challenge (base64url), the user verified.
@@ -61,7 +61,7 @@ async function signIn() {
     const begin = await post("/api/login/begin", {});
     const a = await assert(begin.challenge, begin.rpId, begin.timeout);
     const done = await post("/api/login/finish", { challenge: begin.challenge, assertion: a });
-    localStorage.setItem(SESSION_KEY, done.session);
+    sessionToken = done.session;
     say("");
     await refresh();
   } catch (e) {
@@ -71,7 +71,7 @@ async function signIn() {
 
 // showSignIn shows the sign-in button alone: no session, or it ended.
 function showSignIn() {
-  localStorage.removeItem(SESSION_KEY);
+  sessionToken = "";
   document.getElementById("app").hidden = true;
   document.getElementById("who").replaceChildren();
   document.getElementById("daemons").replaceChildren();
