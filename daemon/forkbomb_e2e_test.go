@@ -20,7 +20,11 @@ import (
 // request_pids_max (issue 32, fault 3). Before, it took every pid of the
 // budget: the Go runtime could not start a thread and the daemon aborted
 // (fatal error: newosproc), or could not fork the next request's stage.
-// The test puts the daemon in a cgroup of its own with pids.max = 400; the
+// The test puts the daemon in a cgroup of its own with pids.max = 400 (in
+// systemd's hybrid layout, where the pids controller is cgroup v1's, in
+// that cgroup's v1 pids twin: the daemon then forks each stage from a
+// thread moved into its request's v1 cgroup, and the test checks that no
+// daemon thread stays there); the
 // bomb (bash forking up to 2,000 sleeps, which goes on past failed forks
 // and ends by itself) runs until command_timeout, and meanwhile another
 // request is answered ok; then the bomb's request is answered timeout and
@@ -31,7 +35,8 @@ func TestE2EForkBombDoesNotTakeTheDaemon(t *testing.T) {
 	if err := daemontest.PidsEnabled(); err != nil {
 		t.Skipf("no pids controller for the test's cgroup, so no pids budget to exhaust: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte("400"), 0); err != nil {
+	pidsDir := daemontest.PidsDir(dir) // dir, or its cgroup v1 twin in systemd's hybrid layout
+	if err := os.WriteFile(filepath.Join(pidsDir, "pids.max"), []byte("400"), 0); err != nil {
 		t.Fatal(err)
 	}
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, CommandTimeout: "5s", CgroupDir: dir,
@@ -52,8 +57,12 @@ func TestE2EForkBombDoesNotTakeTheDaemon(t *testing.T) {
 	// The bomb has hit a pids limit once a fork failed in the test's
 	// cgroup or in its request's.
 	waitFor(t, "the bomb to hit a pids limit", func() bool {
-		return pidsEventsMax(t, dir) > 0
+		return pidsEventsMax(t, pidsDir) > 0
 	})
+	// Where the limit is cgroup v1's, each stage was forked from a daemon
+	// thread moved into its request's cgroup for the fork: none is left
+	// there (nor anywhere but the daemon's own cgroup).
+	checkThreadsIn(t, d.Cmd.Process.Pid, pidsDir)
 
 	resp, err := client.New(d.Socket).Run(ctx, &proto.Request{Time: time.Now(), Privileged: true, Pipeline: [][]string{{"true"}}})
 	select {
@@ -111,4 +120,30 @@ func pidsEventsMax(t *testing.T, dir string) int {
 		}
 	}
 	return total
+}
+
+// checkThreadsIn fails the test unless every thread of process pid is in
+// the cgroup v1 pids directory dir, where the pids controller is v1's; it
+// checks nothing where it is v2's, whose cgroups hold whole processes.
+func checkThreadsIn(t *testing.T, pid int, dir string) {
+	t.Helper()
+	if !strings.HasPrefix(dir, "/sys/fs/cgroup/pids/") {
+		return
+	}
+	want := strings.TrimPrefix(dir, "/sys/fs/cgroup/pids")
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/cgroup")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] == "pids" && f[2] != want {
+				t.Errorf("daemon thread %s is in pids cgroup %s, not the daemon's %s", task.Name(), f[2], want)
+			}
+		}
+	}
 }

@@ -60,9 +60,10 @@ type Config struct {
 	Hostname string
 	// CgroupDir, when set, is a cgroup v2 directory (see Cgroup) the
 	// daemon is started in, from its first instruction (clone3's
-	// CLONE_INTO_CGROUP): its request cgroups are made under it, where no
-	// other test's daemon sees them, and a limit set on it (pids.max)
-	// binds the daemon and its requests together.
+	// CLONE_INTO_CGROUP), and in its v1 pids twin where there is one
+	// (see PidsDir): its request cgroups are made under them, where no
+	// other test's daemon sees them, and a limit set on PidsDir(CgroupDir)
+	// (pids.max) binds the daemon and its requests together.
 	CgroupDir string
 }
 
@@ -266,15 +267,11 @@ func (d *Daemon) launch() {
 	}
 	d.Cmd.Stdout = d.Logs
 	d.Cmd.Stderr = d.Logs
+	start := d.Cmd.Start
 	if d.cgroupDir != "" {
-		cg, err := os.Open(d.cgroupDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cg.Close()
-		d.Cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
+		start = func() error { return startIn(d.Cmd, d.cgroupDir) }
 	}
-	if err := d.Cmd.Start(); err != nil {
+	if err := start(); err != nil {
 		t.Fatal(err)
 	}
 	done := d.Done

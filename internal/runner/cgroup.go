@@ -35,6 +35,10 @@ type Cgroups struct {
 	// pids: the pids controller is enabled for request cgroups
 	// (EnablePids), so each can get its own pids.max (Spec.PidsMax).
 	pids bool
+	// v1, when set, is the cgroup v1 hierarchy of the pids controller
+	// (systemd's hybrid layout), where EnablePids found it instead:
+	// each request cgroup then has a twin there that holds its pids.max.
+	v1 *pidsV1
 }
 
 // OpenCgroups finds the cgroup v2 hierarchy (mounted at /sys/fs/cgroup, or
@@ -70,18 +74,49 @@ func OpenCgroups() (*Cgroups, error) {
 	return c, nil
 }
 
-// EnablePids makes sure the pids controller is enabled for the request
-// cgroups, so that each gets the pids.max its Spec.PidsMax asks for: it is
-// when the parent's cgroup.subtree_control lists "pids", and otherwise
-// "+pids" is written there when the parent's cgroup.controllers offers it
-// (under systemd the unit's Delegate=yes hands the daemon its cgroup).
-// The daemon calls it once at start, before any request cgroup holds a
-// process. The error says why the controller is not available; request
+// EnablePids makes sure the pids controller applies to the request
+// cgroups, so that each gets the pids.max its Spec.PidsMax asks for. In the
+// cgroup v2 hierarchy it does when the parent's cgroup.subtree_control
+// lists "pids", and otherwise "+pids" is written there when the parent's
+// cgroup.controllers offers it (under systemd the unit's Delegate=yes hands
+// the daemon its cgroup). Where the v2 hierarchy has no pids controller
+// because it is bound to cgroup v1 (systemd's hybrid layout), each request
+// cgroup gets a twin in the daemon's own v1 pids cgroup instead, and its
+// stages are forked from a thread moved there for the fork (see
+// [ForkInPidsV1]); a probe twin shows that one can be made, limited and
+// removed. The daemon calls it once at start, before any request cgroup
+// holds a process. The error says why neither is available; request
 // cgroups then get no pids.max, and one request can take every pid the
 // daemon's cgroup may have (systemd's TasksMax), leaving the daemon unable
 // to start a thread.
 func (c *Cgroups) EnablePids() error {
-	c.pids = false
+	return c.enablePids(func() (*pidsV1, error) {
+		return findPidsV1("/proc/self/mountinfo", "/proc/self/cgroup")
+	})
+}
+
+// enablePids is EnablePids with the v1 pids hierarchy found by findV1.
+func (c *Cgroups) enablePids(findV1 func() (*pidsV1, error)) error {
+	c.pids, c.v1 = false, nil
+	err := c.enablePidsV2()
+	if err == nil {
+		c.pids = true
+		return nil
+	}
+	h, v1err := findV1()
+	if v1err == nil {
+		v1err = h.probe(c.prefix + "probe")
+	}
+	if v1err != nil {
+		return fmt.Errorf("%w; and cgroup v1: %w", err, v1err)
+	}
+	c.pids, c.v1 = true, h
+	return nil
+}
+
+// enablePidsV2 enables the pids controller for the request cgroups in the
+// cgroup v2 hierarchy.
+func (c *Cgroups) enablePidsV2() error {
 	sub, err := os.ReadFile(filepath.Join(c.parent, "cgroup.subtree_control"))
 	if err != nil {
 		return fmt.Errorf("cgroup: reading %s: %w", filepath.Join(c.parent, "cgroup.subtree_control"), err)
@@ -99,8 +134,20 @@ func (c *Cgroups) EnablePids() error {
 			return fmt.Errorf("cgroup: enabling the pids controller in %s: %w", filepath.Join(c.parent, "cgroup.subtree_control"), err)
 		}
 	}
-	c.pids = true
 	return nil
+}
+
+// PidsParent is the directory in which request cgroups get their pids.max:
+// Parent, or the daemon's cgroup in the v1 pids hierarchy; "" before
+// EnablePids succeeded.
+func (c *Cgroups) PidsParent() string {
+	switch {
+	case !c.pids:
+		return ""
+	case c.v1 != nil:
+		return c.v1.parent
+	}
+	return c.parent
 }
 
 // Parent is the directory request cgroups are made in.
@@ -179,6 +226,11 @@ type cgroup struct {
 	// cgroup after (no member is left alive to fork, and the kernel kills
 	// a fork under way too), so a second kill has nothing to do.
 	killed bool
+	// v1, when set, is the hierarchy of v1Dir, the cgroup's twin in the
+	// v1 pids hierarchy, which holds its pids.max; stages are forked
+	// into it by ForkInPidsV1.
+	v1    *pidsV1
+	v1Dir string
 }
 
 // create makes a new, empty request cgroup, its name ending in tag when
@@ -195,6 +247,23 @@ func (c *Cgroups) create(tag string, pidsMax int) (*cgroup, error) {
 	for tries := 0; ; tries++ {
 		dir = filepath.Join(c.parent, c.prefix+strconv.FormatUint(c.seq.Add(1), 10)+tag)
 		err := os.Mkdir(dir, 0o755)
+		if err == nil && pidsMax > 0 && c.v1 != nil {
+			var v1Dir string
+			if v1Dir, err = c.v1.createTwin(filepath.Base(dir), pidsMax); err == nil {
+				g, err := c.open(dir)
+				if err != nil {
+					_ = unix.Rmdir(v1Dir)
+					return nil, err
+				}
+				g.v1, g.v1Dir = c.v1, v1Dir
+				return g, nil
+			}
+			_ = os.Remove(dir)
+			if !errors.Is(err, fs.ErrExist) {
+				return nil, err
+			}
+			// A twin left by an earlier daemon with this pid: skipped.
+		}
 		if err == nil {
 			break
 		}
@@ -204,13 +273,18 @@ func (c *Cgroups) create(tag string, pidsMax int) (*cgroup, error) {
 			return nil, fmt.Errorf("cgroup: creating %s: %w", dir, err)
 		}
 	}
-	if pidsMax > 0 && c.pids {
+	if pidsMax > 0 && c.pids && c.v1 == nil {
 		// Before anything enters: the limit holds from the first fork.
 		if err := sysfile.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(pidsMax))); err != nil {
 			_ = os.Remove(dir)
 			return nil, fmt.Errorf("cgroup: setting pids.max of %s: %w", dir, err)
 		}
 	}
+	return c.open(dir)
+}
+
+// open opens the new request cgroup dir, removing it if it cannot.
+func (c *Cgroups) open(dir string) (*cgroup, error) {
 	fd, err := sysfile.OpenFile(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		_ = os.Remove(dir)
@@ -314,6 +388,42 @@ func (c *Cgroups) ReapStale() []Leftover {
 			continue
 		}
 		out = append(out, reap(filepath.Join(c.parent, e.Name()), pid, m[2]))
+	}
+	if h, err := findPidsV1("/proc/self/mountinfo", "/proc/self/cgroup"); err == nil {
+		out = c.reapStaleV1(h, out)
+	}
+	return out
+}
+
+// reapStaleV1 empties and removes the twins, in the v1 pids hierarchy h,
+// of the stale request cgroups: those in the daemon's own v1 pids cgroup
+// named for a daemon no longer running (as in ReapStale). What a twin
+// still held, and why it could not be removed, is added to the Leftover of
+// the same name in out, or to a new one.
+func (c *Cgroups) reapStaleV1(h *pidsV1, out []Leftover) []Leftover {
+	entries, err := os.ReadDir(h.parent)
+	if err != nil {
+		return append(out, Leftover{Dir: h.parent, Err: fmt.Errorf("cgroup: listing %s: %w", h.parent, err)})
+	}
+	own := os.Getpid()
+	for _, e := range entries {
+		m := staleName.FindStringSubmatch(e.Name())
+		if m == nil || !e.IsDir() {
+			continue
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil || pid == own || unix.Kill(pid, 0) != unix.ESRCH && c.inParent(pid) {
+			continue
+		}
+		dir := filepath.Join(h.parent, e.Name())
+		killed, err := reapV1(dir)
+		i := slices.IndexFunc(out, func(lo Leftover) bool { return filepath.Base(lo.Dir) == e.Name() })
+		if i < 0 {
+			out = append(out, Leftover{Dir: dir, DaemonPID: pid, Tag: m[2]})
+			i = len(out) - 1
+		}
+		out[i].Killed = append(out[i].Killed, killed...)
+		out[i].Err = errors.Join(out[i].Err, err)
 	}
 	return out
 }
@@ -457,10 +567,19 @@ func (g *cgroup) remove() error {
 		_ = g.fd.Close()
 		g.fd = nil
 	}
+	var errs []error
 	if err := unix.Rmdir(g.dir); err != nil && err != unix.ENOENT {
-		return fmt.Errorf("cgroup: removing %s: %w", g.dir, err)
+		errs = append(errs, fmt.Errorf("cgroup: removing %s: %w", g.dir, err))
 	}
-	return nil
+	if g.v1Dir != "" {
+		// Every process in it was in g too, and is gone once g is
+		// empty; the thread that forked into it left it, or ended
+		// (ForkInPidsV1).
+		if err := unix.Rmdir(g.v1Dir); err != nil && err != unix.ENOENT {
+			errs = append(errs, fmt.Errorf("cgroup: removing %s: %w", g.v1Dir, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Survivor is a process that was still alive in a pipeline's cgroup after

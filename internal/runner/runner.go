@@ -552,13 +552,26 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 	}
 	env := make([]string, 0, len(s.Env)) // non-nil: nil would inherit ours
 	env = append(env, s.Env...)
-	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
-		Dir:   dir,
-		Env:   env,
-		Files: files,
-		Sys:   sys,
-	})
+	attr := &os.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys}
+	var proc *os.Process
+	var err error
+	if p.cg != nil && p.cg.v1 != nil {
+		// The cgroup's pids.max is in its v1 twin, which a child joins
+		// from the thread that forks it.
+		err = p.cg.v1.forkIn(p.cg.v1Dir, func() error {
+			var err error
+			proc, err = os.StartProcess(prog, argv, attr)
+			return err
+		})
+	} else {
+		proc, err = os.StartProcess(prog, argv, attr)
+	}
 	if err != nil {
+		if proc != nil {
+			// Started, but the thread that forked it could not be
+			// moved back: it is killed with the cgroup.
+			p.procs = append(p.procs, proc)
+		}
 		return err
 	}
 	p.procs = append(p.procs, proc)
