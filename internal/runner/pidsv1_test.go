@@ -1,0 +1,352 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestFindPidsV1: the cgroup v1 hierarchy of the pids controller is found
+// in mountinfo by its super options (alone or co-mounted), and the
+// process's cgroup in it from its cgroup file's pids line, also when the
+// hierarchy is mounted from a sub-cgroup (a container); what cannot be used
+// is refused with a message that says why. Plain files (issue 32, fault 3).
+func TestFindPidsV1(t *testing.T) {
+	t.Parallel()
+	const v2 = "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+	const pids = "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+	for _, tc := range []struct {
+		name, mountinfo, cgroup string
+		wantParent, wantErr     string
+	}{
+		{name: "hybrid", mountinfo: v2 + pids, cgroup: "9:name=systemd:/system.slice/a.service\n8:pids:/system.slice/a.service\n0::/system.slice/a.service\n",
+			wantParent: "/sys/fs/cgroup/pids/system.slice/a.service"},
+		{name: "co-mounted", mountinfo: "39 31 0:36 / /sys/fs/cgroup/cpu,pids rw - cgroup cgroup rw,cpu,pids\n", cgroup: "4:cpu,pids:/x\n",
+			wantParent: "/sys/fs/cgroup/cpu,pids/x"},
+		{name: "mounted from a sub-cgroup", mountinfo: "39 31 0:36 /docker/ab /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n", cgroup: "8:pids:/docker/ab/y\n",
+			wantParent: "/sys/fs/cgroup/pids/y"},
+		{name: "outside the mount", mountinfo: "39 31 0:36 /docker/ab /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n", cgroup: "8:pids:/docker/abc\n",
+			wantErr: "outside the hierarchy's mount"},
+		{name: "v2 only", mountinfo: "25 1 0:22 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", cgroup: "0::/\n",
+			wantErr: "no cgroup v1 hierarchy with the pids controller is mounted"},
+		{name: "name=pids is not the controller", mountinfo: "40 31 0:37 / /sys/fs/cgroup/x rw - cgroup cgroup rw,name=pids\n", cgroup: "9:name=pids:/\n",
+			wantErr: "no cgroup v1 hierarchy with the pids controller is mounted"},
+		{name: "no pids line", mountinfo: v2 + pids, cgroup: "0::/\n", wantErr: "no cgroup v1 pids entry"},
+		{name: "deleted cgroup", mountinfo: v2 + pids, cgroup: "8:pids:/gone (deleted)\n", wantErr: "is not usable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			mi, cg := filepath.Join(dir, "mountinfo"), filepath.Join(dir, "cgroup")
+			if err := os.WriteFile(mi, []byte(tc.mountinfo), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(cg, []byte(tc.cgroup), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h, err := findPidsV1(mi, cg)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("findPidsV1: %+v, %v; want an error with %q", h, err, tc.wantErr)
+				}
+			case err != nil:
+				t.Errorf("findPidsV1: %v", err)
+			case h.parent != tc.wantParent:
+				t.Errorf("parent %q; want %q", h.parent, tc.wantParent)
+			}
+		})
+	}
+}
+
+// TestCgroupEnablePidsV1Refused: where the v2 hierarchy has no pids
+// controller, a v1 one that cannot be used (none, or a request cgroup's
+// twin whose pids.max cannot be set: a plain directory stands in) is
+// refused, the error naming both reasons, so the daemon warns and never
+// claims a limit it does not apply.
+func TestCgroupEnablePidsV1Refused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		v1      func(dir string) (*pidsV1, error)
+		wantErr string
+	}{
+		{name: "no v1 pids hierarchy", v1: func(string) (*pidsV1, error) { return nil, errors.New("no v1 here") }, wantErr: "no v1 here"},
+		{name: "pids.max cannot be set", v1: func(dir string) (*pidsV1, error) {
+			return &pidsV1{mount: dir, root: "/", parent: dir}, nil
+		}, wantErr: "setting pids.max of"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v2, v1 := t.TempDir(), t.TempDir()
+			for name, content := range map[string]string{"cgroup.controllers": "hugetlb", "cgroup.subtree_control": ""} {
+				if err := os.WriteFile(filepath.Join(v2, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := &Cgroups{parent: v2, prefix: "agent-sudo-1-"}
+			err := c.enablePids(func() (*pidsV1, error) { return tc.v1(v1) })
+			if err == nil || !strings.Contains(err.Error(), "hugetlb") || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("enablePids: %v; want the v2 reason and %q", err, tc.wantErr)
+			}
+			if c.pids || c.v1 != nil || c.PidsParent() != "" {
+				t.Errorf("after a refusal: pids %v, v1 %+v, PidsParent %q", c.pids, c.v1, c.PidsParent())
+			}
+			if entries, _ := os.ReadDir(v1); len(entries) != 0 {
+				t.Errorf("the probe left %v", entries)
+			}
+		})
+	}
+}
+
+// requirePidsV1 skips a test unless the pids controller is cgroup v1's
+// here (systemd's hybrid layout), and returns the manager with it enabled.
+func requirePidsV1(t *testing.T) *Cgroups {
+	t.Helper()
+	c := requireCgroups(t)
+	if err := c.EnablePids(); err != nil {
+		t.Skipf("no pids controller: %v", err)
+	}
+	if c.v1 == nil {
+		t.Skip("the pids controller is cgroup v2's here")
+	}
+	return c
+}
+
+// threadsOutside lists this process's threads whose v1 pids cgroup is not
+// home, and where each is.
+func threadsOutside(t *testing.T, h *pidsV1, home string) []string {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/cgroup")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		path, err := pidsV1Path(string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dir, err := h.dir(path); err != nil || dir != home {
+			out = append(out, task.Name()+" in "+path)
+		}
+	}
+	return out
+}
+
+// TestPidsV1StagesForkedIntoTwin: in systemd's hybrid layout, the stages of
+// concurrent pipelines each run in their request cgroup's v1 twin, whose
+// pids.max is Spec.PidsMax, while no thread of the process that started
+// them (the daemon: the runner runs in-process here) is anywhere but its
+// own v1 pids cgroup; once the pipelines end the twins are gone (issue 32,
+// fault 3).
+func TestPidsV1StagesForkedIntoTwin(t *testing.T) {
+	c := requirePidsV1(t)
+	home := c.v1.parent
+	const n = 6
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		s := newSpec(t, ModeDirect, "root", cmd(t, "sleep", "1000"), cmd(t, "cat"))
+		s.Cgroups, s.PidsMax = c, 77
+		wg.Go(func() {
+			res, err := Run(ctx, s)
+			switch {
+			case err != nil:
+				errs <- err
+			case res.CgroupError != "":
+				errs <- errors.New(res.CgroupError)
+			}
+		})
+	}
+	// Every pipeline's two stages, and nothing else, are in a twin: no
+	// thread of this process is on its way in or out.
+	var twins []string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var bad []string
+		twins = twins[:0]
+		entries, err := os.ReadDir(home)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), c.prefix) {
+				continue
+			}
+			dir := filepath.Join(home, e.Name())
+			twins = append(twins, dir)
+			b, _ := os.ReadFile(filepath.Join(dir, "tasks"))
+			tids := strings.Fields(string(b))
+			for _, tid := range tids {
+				if _, err := os.Stat("/proc/self/task/" + tid); err == nil {
+					bad = append(bad, dir+" holds thread "+tid+" of the daemon")
+				}
+			}
+			if len(tids) != 2 {
+				bad = append(bad, fmt.Sprintf("%s holds %d threads", dir, len(tids)))
+			}
+		}
+		if len(twins) == n && len(bad) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d twins; want %d, each with its two stages only: %v", len(twins), n, bad)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, dir := range twins {
+		if b, err := os.ReadFile(filepath.Join(dir, "pids.max")); err != nil || strings.TrimSpace(string(b)) != "77" {
+			t.Errorf("%s: pids.max %q, %v; want 77", dir, b, err)
+		}
+	}
+	if out := threadsOutside(t, c.v1, home); len(out) > 0 {
+		t.Errorf("threads of the daemon outside its pids cgroup %s while stages run: %v", home, out)
+	}
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("Run: %v", err)
+	}
+	for _, dir := range twins {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("twin %s is still there after its pipeline (%v)", dir, err)
+		}
+	}
+	if out := threadsOutside(t, c.v1, home); len(out) > 0 {
+		t.Errorf("threads outside %s after the pipelines: %v", home, out)
+	}
+}
+
+// TestForkInPidsV1EndsAThreadThatCannotGoBack: when the thread that forked
+// into a v1 cgroup cannot be moved back (here: its home is made to name a
+// directory with no tasks file), the error says so and the thread is ended,
+// never handed back to the runtime: it leaves the cgroup, which can then be
+// removed, and no thread of the process is left in it.
+func TestForkInPidsV1EndsAThreadThatCannotGoBack(t *testing.T) {
+	c := requirePidsV1(t)
+	dir := filepath.Join(c.v1.parent, fmt.Sprintf("forkin-test-%d-%d", os.Getpid(), rand.Uint64()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Rmdir(dir) })
+	// A hierarchy whose mount is a plain directory: the thread's home
+	// there has no tasks file; dir, named in full, is the real cgroup.
+	fake := &pidsV1{mount: t.TempDir(), root: "/"}
+	var tid int
+	var inDir bool
+	err := fake.forkIn(dir, func() error {
+		tid = unix.Gettid()
+		b, err := os.ReadFile(filepath.Join(dir, "tasks"))
+		inDir = err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(tid)
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "the thread was ended") {
+		t.Fatalf("forkIn with no way back: %v; want it to say the thread was ended", err)
+	}
+	if !inDir {
+		t.Fatalf("fork did not run on a thread alone in %s", dir)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid))
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d still runs (%v)", tid, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := unix.Rmdir(dir); err != nil {
+		b, _ := os.ReadFile(filepath.Join(dir, "tasks"))
+		t.Errorf("removing %s once the thread ended: %v (tasks %q)", dir, err, b)
+	}
+}
+
+// TestReapStaleV1: at start, the v1 twins of a dead daemon's request
+// cgroups are removed: an empty one is merged into the Leftover of its v2
+// twin, and one still holding a process (which a root command can keep
+// there by leaving the v2 cgroup) has it killed and named, in a Leftover
+// of its own; a twin named for this process is left alone.
+func TestReapStaleV1(t *testing.T) {
+	c := requirePidsV1(t)
+	parent := filepath.Join(c.v1.parent, fmt.Sprintf("reapv1-test-%d-%d", os.Getpid(), rand.Uint64()))
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var made []string
+	t.Cleanup(func() {
+		for i := len(made) - 1; i >= 0; i-- {
+			_ = unix.Rmdir(made[i])
+		}
+		_ = unix.Rmdir(parent)
+	})
+	mkdir := func(name string) string {
+		d := filepath.Join(parent, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, d)
+		return d
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := strconv.Itoa(gone.Process.Pid)
+	emptyDir := mkdir("agent-sudo-" + dead + "-4")
+	heldDir := mkdir("agent-sudo-" + dead + "-3-0123abcd")
+	ownDir := mkdir("agent-sudo-" + strconv.Itoa(os.Getpid()) + "-1")
+	sleeper := exec.Command("sleep", "1000")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill() })
+	if err := os.WriteFile(filepath.Join(heldDir, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	h := &pidsV1{mount: c.v1.mount, root: c.v1.root, parent: parent}
+	v2Twin := Leftover{Dir: "/v2/agent-sudo-" + dead + "-4", DaemonPID: gone.Process.Pid}
+	out := c.reapStaleV1(h, []Leftover{v2Twin})
+	if len(out) != 2 {
+		t.Fatalf("Leftovers %+v; want the v2 twin's and the held one's", out)
+	}
+	if out[0].Dir != v2Twin.Dir || out[0].Err != nil || len(out[0].Killed) != 0 {
+		t.Errorf("empty twin's Leftover %+v; want the v2 twin's, nothing killed", out[0])
+	}
+	held := out[1]
+	if held.Dir != heldDir || held.DaemonPID != gone.Process.Pid || held.Tag != "0123abcd" || held.Err != nil ||
+		len(held.Killed) != 1 || held.Killed[0].PID != sleeper.Process.Pid {
+		t.Errorf("held twin's Leftover %+v; want the sleep (%d) killed", held, sleeper.Process.Pid)
+	}
+	if err := sleeper.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the sleep: %v; want killed", err)
+	}
+	for _, d := range []string{emptyDir, heldDir} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there (%v)", d, err)
+		}
+	}
+	if _, err := os.Stat(ownDir); err != nil {
+		t.Errorf("this process's own twin was removed: %v", err)
+	}
+}
