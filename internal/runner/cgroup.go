@@ -412,7 +412,11 @@ func (c *Cgroups) reapStaleV1(h *pidsV1, out []Leftover) []Leftover {
 			continue
 		}
 		pid, err := strconv.Atoi(m[1])
-		if err != nil || pid == own || unix.Kill(pid, 0) != unix.ESRCH && c.inParent(pid) {
+		if err != nil || pid == own || unix.Kill(pid, 0) != unix.ESRCH && (c.inParent(pid) || h.inParent(pid)) {
+			// Ours, or a live daemon's: one that makes twins here runs
+			// in this v1 cgroup (its main thread, which /proc/PID/cgroup
+			// shows, never forks into a twin), and may run in another
+			// v2 cgroup than this daemon.
 			continue
 		}
 		dir := filepath.Join(h.parent, e.Name())

@@ -335,6 +335,21 @@ func reapV1(dir string) ([]Survivor, error) {
 	}
 }
 
+// inParent reports whether process pid runs in the parent (its main
+// thread does), or whether that cannot be told.
+func (h *pidsV1) inParent(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	path, err := pidsV1Path(string(b))
+	if err != nil {
+		return true
+	}
+	dir, err := h.dir(path)
+	return err != nil || dir == h.parent
+}
+
 // inV1 reports whether process pid's v1 pids cgroup directory ends in the
 // name of dir (its cgroup file shows paths, not directories).
 func inV1(pid int, dir string) bool {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,7 +287,8 @@ func TestForkInPidsV1EndsAThreadThatCannotGoBack(t *testing.T) {
 // cgroups are removed: an empty one is merged into the Leftover of its v2
 // twin, and one still holding a process (which a root command can keep
 // there by leaving the v2 cgroup) has it killed and named, in a Leftover
-// of its own; a twin named for this process is left alone.
+// of its own; a twin named for this process, or for a live process in the
+// v1 parent (a live daemon, also in another v2 cgroup), is left alone.
 func TestReapStaleV1(t *testing.T) {
 	c := requirePidsV1(t)
 	parent := filepath.Join(c.v1.parent, fmt.Sprintf("reapv1-test-%d-%d", os.Getpid(), rand.Uint64()))
@@ -324,6 +326,34 @@ func TestReapStaleV1(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(heldDir, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0); err != nil {
 		t.Fatal(err)
 	}
+	// A live daemon in the v1 parent but another v2 cgroup than this
+	// process's, and a stage of it in its twin.
+	v2 := filepath.Join(c.Parent(), fmt.Sprintf("reapv1-test-%d-%d", os.Getpid(), rand.Uint64()))
+	if err := os.Mkdir(v2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Rmdir(v2) })
+	startIn := func(v2dir, v1dir string) *exec.Cmd {
+		t.Helper()
+		f, err := os.Open(v2dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd := exec.Command("sleep", "1000")
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		if err := os.WriteFile(filepath.Join(v1dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	liveDaemon := startIn(v2, parent)
+	liveDir := mkdir("agent-sudo-" + strconv.Itoa(liveDaemon.Process.Pid) + "-1")
+	liveStage := startIn(v2, liveDir)
 	h := &pidsV1{mount: c.v1.mount, root: c.v1.root, parent: parent}
 	v2Twin := Leftover{Dir: "/v2/agent-sudo-" + dead + "-4", DaemonPID: gone.Process.Pid}
 	out := c.reapStaleV1(h, []Leftover{v2Twin})
@@ -346,7 +376,12 @@ func TestReapStaleV1(t *testing.T) {
 			t.Errorf("%s is still there (%v)", d, err)
 		}
 	}
-	if _, err := os.Stat(ownDir); err != nil {
-		t.Errorf("this process's own twin was removed: %v", err)
+	for _, d := range []string{ownDir, liveDir} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("the twin %s of a live daemon was removed: %v", d, err)
+		}
+	}
+	if err := liveStage.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the live daemon's stage was killed: %v", err)
 	}
 }
