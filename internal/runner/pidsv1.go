@@ -165,19 +165,20 @@ func (h *pidsV1) probe(name string) error {
 // The thread is one of the Go runtime's, locked to a goroutine of its own
 // (runtime.LockOSThread) that only moves itself in, calls fork and moves
 // itself back. While it is locked, the runtime starts any new thread from
-// its template thread, never by cloning this one (runtime.newm), so no
-// runtime thread is made in dir. The thread is given back to the runtime
-// only once /proc/thread-self/cgroup shows it back where it was; otherwise
-// its goroutine ends still locked, and the runtime ends the thread with it
-// (runtime.LockOSThread: "If the calling goroutine exits without unlocking
-// the thread, the thread will be terminated"). The main thread is never
-// used: locked at its goroutine's end, it is parked, not ended, and it is
-// the thread /proc/PID/cgroup shows. So no thread of the calling process
-// stays in dir once ForkInPidsV1 returns.
+// its template thread, never by cloning this one (runtime.newm checks the
+// M's lockedExt), so no runtime thread is made in dir. The thread is given
+// back to the runtime only once /proc/thread-self/cgroup shows it back
+// where it was; otherwise its goroutine ends still locked, and the runtime
+// ends the thread (runtime.LockOSThread: "If the calling goroutine exits
+// without unlocking the thread, the thread will be terminated"), which
+// runs nothing else meanwhile and, still locked as it exits, starts no
+// thread either; it leaves dir as it exits, just after ForkInPidsV1
+// returns. The main thread is never used: locked at its goroutine's end,
+// it is parked for ever, not ended, and it is the thread /proc/PID/cgroup
+// shows.
 //
-// fork must not start goroutines that outlive it and must not block on
-// anything that needs its caller. An error moving the thread is returned
-// joined with fork's.
+// fork runs on that thread; goroutines it starts run on others. An error
+// moving the thread is returned joined with fork's.
 func ForkInPidsV1(dir string, fork func() error) error {
 	h, err := findPidsV1("/proc/self/mountinfo", "/proc/self/cgroup")
 	if err != nil {
