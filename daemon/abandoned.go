@@ -44,7 +44,7 @@ func (s *Server) reapAbandoned(ctx context.Context, l *audit.Log) error {
 			s.log.Warn("no pids controller for the request cgroups: request_pids_max is not applied, and a fork bomb can take every pid the daemon needs",
 				"request_pids_max", pidsMax, "err", err)
 		} else {
-			s.log.Info("each request's cgroup may hold at most request_pids_max processes", "request_pids_max", pidsMax, "pids_parent", s.cgroups.PidsParent())
+			s.log.Info("each request's cgroup may hold at most request_pids_max processes", "request_pids_max", pidsMax)
 		}
 	}
 	byTag := map[string]*runner.Leftover{}

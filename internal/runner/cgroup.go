@@ -105,7 +105,14 @@ func (c *Cgroups) enablePids(findV1 func() (*pidsV1, error)) error {
 	}
 	h, v1err := findV1()
 	if v1err == nil {
-		v1err = h.probe(c.prefix + "probe")
+		// A probe twin, named as no request cgroup is (their counter
+		// starts at 1), shows that one can be made, limited and
+		// removed.
+		dir := filepath.Join(h.parent, c.prefix+"0")
+		_ = unix.Rmdir(dir) // left by an earlier daemon with this pid
+		if v1err = mkdirLimited(dir, 1); v1err == nil {
+			v1err = unix.Rmdir(dir)
+		}
 	}
 	if v1err != nil {
 		return fmt.Errorf("%w; and cgroup v1: %w", err, v1err)
@@ -137,25 +144,19 @@ func (c *Cgroups) enablePidsV2() error {
 	return nil
 }
 
-// PidsParent is the directory in which request cgroups get their pids.max:
-// Parent, or the daemon's cgroup in the v1 pids hierarchy; "" before
-// EnablePids succeeded.
-func (c *Cgroups) PidsParent() string {
-	switch {
-	case !c.pids:
-		return ""
-	case c.v1 != nil:
-		return c.v1.parent
-	}
-	return c.parent
-}
-
 // Parent is the directory request cgroups are made in.
 func (c *Cgroups) Parent() string { return c.parent }
 
 // cgroup2Mount returns where the cgroup v2 hierarchy is mounted, from a
 // mountinfo file.
 func cgroup2Mount(mountinfo string) (string, error) {
+	return cgroupMount(mountinfo, "")
+}
+
+// cgroupMount returns where a cgroup hierarchy is mounted from its root,
+// from a mountinfo file: the v2 hierarchy when ctrl is empty, otherwise
+// the v1 hierarchy holding controller ctrl.
+func cgroupMount(mountinfo, ctrl string) (string, error) {
 	b, err := os.ReadFile(mountinfo)
 	if err != nil {
 		return "", fmt.Errorf("cgroup: reading %s: %w", mountinfo, err)
@@ -169,10 +170,15 @@ func cgroup2Mount(mountinfo string) (string, error) {
 			continue
 		}
 		f, g := strings.Fields(pre), strings.Fields(post)
-		if len(f) < 5 || len(g) < 1 || g[0] != "cgroup2" || f[3] != "/" {
+		if len(f) < 5 || len(g) < 3 || f[3] != "/" {
 			continue
 		}
-		return unescapeMountinfo(f[4]), nil
+		if ctrl == "" && g[0] == "cgroup2" || ctrl != "" && g[0] == "cgroup" && slices.Contains(strings.Split(g[2], ","), ctrl) {
+			return unescapeMountinfo(f[4]), nil
+		}
+	}
+	if ctrl != "" {
+		return "", errors.New("cgroup: no v1 pids hierarchy is mounted")
 	}
 	return "", errors.New("cgroup: no cgroup v2 hierarchy is mounted (neither unified nor hybrid layout); per-request cgroups need one")
 }
@@ -235,7 +241,8 @@ type cgroup struct {
 
 // create makes a new, empty request cgroup, its name ending in tag when
 // tag is set (see Spec.CgroupTag), with pids.max set to pidsMax when it is
-// positive and the pids controller is enabled (EnablePids).
+// positive and the pids controller is enabled (EnablePids): in the cgroup,
+// or in its twin of the same name in the v1 pids hierarchy.
 func (c *Cgroups) create(tag string, pidsMax int) (*cgroup, error) {
 	if tag != "" && !validTag(tag) {
 		return nil, fmt.Errorf("cgroup: tag %q is not 1 to 64 lower-case hex digits", tag)
@@ -243,26 +250,18 @@ func (c *Cgroups) create(tag string, pidsMax int) (*cgroup, error) {
 	if tag != "" {
 		tag = "-" + tag
 	}
-	var dir string
+	g := &cgroup{hasKill: c.hasKill}
+	limit := pidsMax > 0 && c.pids
 	for tries := 0; ; tries++ {
-		dir = filepath.Join(c.parent, c.prefix+strconv.FormatUint(c.seq.Add(1), 10)+tag)
-		err := os.Mkdir(dir, 0o755)
-		if err == nil && pidsMax > 0 && c.v1 != nil {
-			var v1Dir string
-			if v1Dir, err = c.v1.createTwin(filepath.Base(dir), pidsMax); err == nil {
-				g, err := c.open(dir)
-				if err != nil {
-					_ = unix.Rmdir(v1Dir)
-					return nil, err
-				}
-				g.v1, g.v1Dir = c.v1, v1Dir
-				return g, nil
+		name := c.prefix + strconv.FormatUint(c.seq.Add(1), 10) + tag
+		g.dir = filepath.Join(c.parent, name)
+		err := os.Mkdir(g.dir, 0o755)
+		if err == nil && limit && c.v1 != nil {
+			// Before anything enters: the limit holds from the first fork.
+			g.v1, g.v1Dir = c.v1, filepath.Join(c.v1.parent, name)
+			if err = mkdirLimited(g.v1Dir, pidsMax); err != nil {
+				_ = os.Remove(g.dir)
 			}
-			_ = os.Remove(dir)
-			if !errors.Is(err, fs.ErrExist) {
-				return nil, err
-			}
-			// A twin left by an earlier daemon with this pid: skipped.
 		}
 		if err == nil {
 			break
@@ -270,27 +269,44 @@ func (c *Cgroups) create(tag string, pidsMax int) (*cgroup, error) {
 		// A name left by an earlier daemon with this pid that could not
 		// be removed (it still holds processes) is skipped.
 		if !errors.Is(err, fs.ErrExist) || tries >= maxStaleNames {
-			return nil, fmt.Errorf("cgroup: creating %s: %w", dir, err)
+			return nil, fmt.Errorf("cgroup: creating %s: %w", name, err)
 		}
 	}
-	if pidsMax > 0 && c.pids && c.v1 == nil {
-		// Before anything enters: the limit holds from the first fork.
-		if err := sysfile.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(pidsMax))); err != nil {
-			_ = os.Remove(dir)
-			return nil, fmt.Errorf("cgroup: setting pids.max of %s: %w", dir, err)
+	var err error
+	if limit && c.v1 == nil {
+		if err = setPidsMax(g.dir, pidsMax); err != nil {
+			_ = os.Remove(g.dir)
+			return nil, err
 		}
 	}
-	return c.open(dir)
+	if g.fd, err = sysfile.OpenFile(g.dir, unix.O_RDONLY|unix.O_DIRECTORY); err != nil {
+		err = fmt.Errorf("cgroup: opening %s: %w", g.dir, err)
+		g.fd = nil
+		_ = g.remove()
+		return nil, err
+	}
+	return g, nil
 }
 
-// open opens the new request cgroup dir, removing it if it cannot.
-func (c *Cgroups) open(dir string) (*cgroup, error) {
-	fd, err := sysfile.OpenFile(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+// mkdirLimited makes the cgroup dir with pids.max set to n, before anything
+// enters it.
+func mkdirLimited(dir string, n int) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	err := setPidsMax(dir, n)
 	if err != nil {
 		_ = os.Remove(dir)
-		return nil, fmt.Errorf("cgroup: opening %s: %w", dir, err)
 	}
-	return &cgroup{dir: dir, fd: fd, hasKill: c.hasKill}, nil
+	return err
+}
+
+// setPidsMax sets the pids.max of the cgroup dir to n.
+func setPidsMax(dir string, n int) error {
+	if err := sysfile.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(n))); err != nil {
+		return fmt.Errorf("cgroup: setting pids.max of %s: %w", dir, err)
+	}
+	return nil
 }
 
 // maxStaleNames bounds how many existing names create skips.
@@ -366,9 +382,22 @@ type Leftover struct {
 // (cgroup.kill, or, before Linux 5.14, the cgroup frozen and each member
 // killed, repeated until it is empty), and the cgroup is removed (as at
 // the end of a run, a cgroup a root command made inside it keeps it; the
-// Leftover's Err says so). It returns one Leftover per such cgroup, empty
-// or not. The daemon calls it once at start, before it serves.
+// Leftover's Err says so), and so is its twin in the daemon's v1 pids
+// cgroup (systemd's hybrid layout; see EnablePids), which only a process
+// that left the v2 cgroup (a root command can) keeps. A twin never
+// outlives its cgroup: it is made after it and removed before it. It
+// returns one Leftover per such cgroup, empty or not. The daemon calls it
+// once at start, before it serves.
 func (c *Cgroups) ReapStale() []Leftover {
+	h, err := findPidsV1("/proc/self/mountinfo", "/proc/self/cgroup")
+	if err != nil {
+		h = nil // no v1 pids hierarchy: no twins
+	}
+	return c.reapStale(h)
+}
+
+// reapStale is ReapStale with the v1 pids hierarchy h (nil: none).
+func (c *Cgroups) reapStale(h *pidsV1) []Leftover {
 	entries, err := os.ReadDir(c.parent)
 	if err != nil {
 		return []Leftover{{Dir: c.parent, Err: fmt.Errorf("cgroup: listing %s: %w", c.parent, err)}}
@@ -387,47 +416,11 @@ func (c *Cgroups) ReapStale() []Leftover {
 			// process elsewhere is not the daemon that made the cgroup.
 			continue
 		}
-		out = append(out, reap(filepath.Join(c.parent, e.Name()), pid, m[2]))
-	}
-	if h, err := findPidsV1("/proc/self/mountinfo", "/proc/self/cgroup"); err == nil {
-		out = c.reapStaleV1(h, out)
-	}
-	return out
-}
-
-// reapStaleV1 empties and removes the twins, in the v1 pids hierarchy h,
-// of the stale request cgroups: those in the daemon's own v1 pids cgroup
-// named for a daemon no longer running (as in ReapStale). What a twin
-// still held, and why it could not be removed, is added to the Leftover of
-// the same name in out, or to a new one.
-func (c *Cgroups) reapStaleV1(h *pidsV1, out []Leftover) []Leftover {
-	entries, err := os.ReadDir(h.parent)
-	if err != nil {
-		return append(out, Leftover{Dir: h.parent, Err: fmt.Errorf("cgroup: listing %s: %w", h.parent, err)})
-	}
-	own := os.Getpid()
-	for _, e := range entries {
-		m := staleName.FindStringSubmatch(e.Name())
-		if m == nil || !e.IsDir() {
-			continue
+		g := &cgroup{dir: filepath.Join(c.parent, e.Name())}
+		if h != nil {
+			g.v1Dir = filepath.Join(h.parent, e.Name())
 		}
-		pid, err := strconv.Atoi(m[1])
-		if err != nil || pid == own || unix.Kill(pid, 0) != unix.ESRCH && (c.inParent(pid) || h.inParent(pid)) {
-			// Ours, or a live daemon's: one that makes twins here runs
-			// in this v1 cgroup (its main thread, which /proc/PID/cgroup
-			// shows, never forks into a twin), and may run in another
-			// v2 cgroup than this daemon.
-			continue
-		}
-		dir := filepath.Join(h.parent, e.Name())
-		killed, err := reapV1(dir)
-		i := slices.IndexFunc(out, func(lo Leftover) bool { return filepath.Base(lo.Dir) == e.Name() })
-		if i < 0 {
-			out = append(out, Leftover{Dir: dir, DaemonPID: pid, Tag: m[2]})
-			i = len(out) - 1
-		}
-		out[i].Killed = append(out[i].Killed, killed...)
-		out[i].Err = errors.Join(out[i].Err, err)
+		out = append(out, reap(g, pid, m[2]))
 	}
 	return out
 }
@@ -448,12 +441,13 @@ func (c *Cgroups) inParent(pid int) bool {
 // the kill; frozen, it cannot, so a second round is already rare.
 const reapTries = 5
 
-// reap kills what the stale cgroup dir holds, waits until it is empty and
-// removes it.
-func reap(dir string, pid int, tag string) Leftover {
+// reap kills what the stale cgroup g holds, waits until it is empty and
+// removes it and its twin.
+func reap(g *cgroup, pid int, tag string) Leftover {
+	dir := g.dir
 	lo := Leftover{Dir: dir, DaemonPID: pid, Tag: tag}
 	_, statErr := os.Stat(filepath.Join(dir, "cgroup.kill"))
-	g := &cgroup{dir: dir, hasKill: statErr == nil}
+	g.hasKill = statErr == nil
 	empty := g.waitEmpty(0)
 	if !empty {
 		lo.Killed = g.survivors(nil)
@@ -565,25 +559,22 @@ func (g *cgroup) waitEvent(want string, timeout time.Duration) bool {
 	}
 }
 
-// remove closes and removes the cgroup; it must be empty.
+// remove closes and removes the cgroup's v1 twin, if any, then the
+// cgroup; it must be empty. Every process of the twin was in the cgroup
+// too, and the thread that forked into it left it or ended (ForkInPidsV1).
+// The twin goes first, so that it never outlives the cgroup, whose stale
+// copies ReapStale finds.
 func (g *cgroup) remove() error {
 	if g.fd != nil {
 		_ = g.fd.Close()
 		g.fd = nil
 	}
-	var errs []error
-	if err := unix.Rmdir(g.dir); err != nil && err != unix.ENOENT {
-		errs = append(errs, fmt.Errorf("cgroup: removing %s: %w", g.dir, err))
-	}
-	if g.v1Dir != "" {
-		// Every process in it was in g too, and is gone once g is
-		// empty; the thread that forked into it left it, or ended
-		// (ForkInPidsV1).
-		if err := unix.Rmdir(g.v1Dir); err != nil && err != unix.ENOENT {
-			errs = append(errs, fmt.Errorf("cgroup: removing %s: %w", g.v1Dir, err))
+	for _, dir := range []string{g.v1Dir, g.dir} {
+		if err := unix.Rmdir(dir); dir != "" && err != nil && err != unix.ENOENT {
+			return fmt.Errorf("cgroup: removing %s: %w", dir, err)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // Survivor is a process that was still alive in a pipeline's cgroup after

@@ -36,15 +36,13 @@ func TestFindPidsV1(t *testing.T) {
 		{name: "co-mounted", mountinfo: "39 31 0:36 / /sys/fs/cgroup/cpu,pids rw - cgroup cgroup rw,cpu,pids\n", cgroup: "4:cpu,pids:/x\n",
 			wantParent: "/sys/fs/cgroup/cpu,pids/x"},
 		{name: "mounted from a sub-cgroup", mountinfo: "39 31 0:36 /docker/ab /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n", cgroup: "8:pids:/docker/ab/y\n",
-			wantParent: "/sys/fs/cgroup/pids/y"},
-		{name: "outside the mount", mountinfo: "39 31 0:36 /docker/ab /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n", cgroup: "8:pids:/docker/abc\n",
-			wantErr: "outside the hierarchy's mount"},
+			wantErr: "no v1 pids hierarchy is mounted"},
 		{name: "v2 only", mountinfo: "25 1 0:22 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", cgroup: "0::/\n",
-			wantErr: "no cgroup v1 hierarchy with the pids controller is mounted"},
+			wantErr: "no v1 pids hierarchy is mounted"},
 		{name: "name=pids is not the controller", mountinfo: "40 31 0:37 / /sys/fs/cgroup/x rw - cgroup cgroup rw,name=pids\n", cgroup: "9:name=pids:/\n",
-			wantErr: "no cgroup v1 hierarchy with the pids controller is mounted"},
-		{name: "no pids line", mountinfo: v2 + pids, cgroup: "0::/\n", wantErr: "no cgroup v1 pids entry"},
-		{name: "deleted cgroup", mountinfo: v2 + pids, cgroup: "8:pids:/gone (deleted)\n", wantErr: "is not usable"},
+			wantErr: "no v1 pids hierarchy is mounted"},
+		{name: "no pids line", mountinfo: v2 + pids, cgroup: "0::/\n", wantErr: "has no v1 pids line"},
+		{name: "deleted cgroup", mountinfo: v2 + pids, cgroup: "8:pids:/gone (deleted)\n", wantErr: "not usable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -85,7 +83,7 @@ func TestCgroupEnablePidsV1Refused(t *testing.T) {
 	}{
 		{name: "no v1 pids hierarchy", v1: func(string) (*pidsV1, error) { return nil, errors.New("no v1 here") }, wantErr: "no v1 here"},
 		{name: "pids.max cannot be set", v1: func(dir string) (*pidsV1, error) {
-			return &pidsV1{mount: dir, root: "/", parent: dir}, nil
+			return &pidsV1{mount: dir, parent: dir}, nil
 		}, wantErr: "setting pids.max of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,8 +99,8 @@ func TestCgroupEnablePidsV1Refused(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "hugetlb") || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("enablePids: %v; want the v2 reason and %q", err, tc.wantErr)
 			}
-			if c.pids || c.v1 != nil || c.PidsParent() != "" {
-				t.Errorf("after a refusal: pids %v, v1 %+v, PidsParent %q", c.pids, c.v1, c.PidsParent())
+			if c.pids || c.v1 != nil {
+				t.Errorf("after a refusal: pids %v, v1 %+v", c.pids, c.v1)
 			}
 			if entries, _ := os.ReadDir(v1); len(entries) != 0 {
 				t.Errorf("the probe left %v", entries)
@@ -135,16 +133,12 @@ func threadsOutside(t *testing.T, h *pidsV1, home string) []string {
 	}
 	var out []string
 	for _, task := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/cgroup")
-		if err != nil {
+		dir, err := h.fileDir("/proc/self/task/" + task.Name() + "/cgroup")
+		if errors.Is(err, os.ErrNotExist) {
 			continue // ended meanwhile
 		}
-		path, err := pidsV1Path(string(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if dir, err := h.dir(path); err != nil || dir != home {
-			out = append(out, task.Name()+" in "+path)
+		if err != nil || dir != home {
+			out = append(out, fmt.Sprintf("%s in %s (%v)", task.Name(), dir, err))
 		}
 	}
 	return out
@@ -251,7 +245,7 @@ func TestForkInPidsV1EndsAThreadThatCannotGoBack(t *testing.T) {
 	t.Cleanup(func() { _ = unix.Rmdir(dir) })
 	// A hierarchy whose mount is a plain directory: the thread's home
 	// there has no tasks file; dir, named in full, is the real cgroup.
-	fake := &pidsV1{mount: t.TempDir(), root: "/"}
+	fake := &pidsV1{mount: t.TempDir()}
 	var tid int
 	var inDir bool
 	err := fake.forkIn(dir, func() error {
@@ -260,7 +254,7 @@ func TestForkInPidsV1EndsAThreadThatCannotGoBack(t *testing.T) {
 		inDir = err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(tid)
 		return nil
 	})
-	if err == nil || !strings.Contains(err.Error(), "the thread was ended") {
+	if err == nil || !strings.Contains(err.Error(), "it was ended") {
 		t.Fatalf("forkIn with no way back: %v; want it to say the thread was ended", err)
 	}
 	if !inDir {
@@ -283,56 +277,32 @@ func TestForkInPidsV1EndsAThreadThatCannotGoBack(t *testing.T) {
 	}
 }
 
-// TestReapStaleV1: at start, the v1 twins of a dead daemon's request
-// cgroups are removed: an empty one is merged into the Leftover of its v2
-// twin, and one still holding a process (which a root command can keep
-// there by leaving the v2 cgroup) has it killed and named, in a Leftover
-// of its own; a twin named for this process, or for a live process in the
-// v1 parent (a live daemon, also in another v2 cgroup), is left alone.
+// TestReapStaleV1: at start, a dead daemon's request cgroup is reaped with
+// its twin in the daemon's v1 pids cgroup; a twin that still holds a
+// process (a root command that left the v2 cgroup can) keeps its cgroup
+// too, and the Leftover says so; the twins of this process's and of a live
+// daemon's cgroups are left alone.
 func TestReapStaleV1(t *testing.T) {
 	c := requirePidsV1(t)
-	parent := filepath.Join(c.v1.parent, fmt.Sprintf("reapv1-test-%d-%d", os.Getpid(), rand.Uint64()))
-	if err := os.Mkdir(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	name := fmt.Sprintf("reapv1-test-%d-%d", os.Getpid(), rand.Uint64())
+	v1, v2 := filepath.Join(c.v1.parent, name), filepath.Join(c.Parent(), name)
 	var made []string
 	t.Cleanup(func() {
 		for i := len(made) - 1; i >= 0; i-- {
 			_ = unix.Rmdir(made[i])
 		}
-		_ = unix.Rmdir(parent)
 	})
-	mkdir := func(name string) string {
-		d := filepath.Join(parent, name)
+	mkdir := func(d string) string {
+		t.Helper()
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		made = append(made, d)
 		return d
 	}
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	dead := strconv.Itoa(gone.Process.Pid)
-	emptyDir := mkdir("agent-sudo-" + dead + "-4")
-	heldDir := mkdir("agent-sudo-" + dead + "-3-0123abcd")
-	ownDir := mkdir("agent-sudo-" + strconv.Itoa(os.Getpid()) + "-1")
-	sleeper := exec.Command("sleep", "1000")
-	if err := sleeper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sleeper.Process.Kill() })
-	if err := os.WriteFile(filepath.Join(heldDir, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0); err != nil {
-		t.Fatal(err)
-	}
-	// A live daemon in the v1 parent but another v2 cgroup than this
-	// process's, and a stage of it in its twin.
-	v2 := filepath.Join(c.Parent(), fmt.Sprintf("reapv1-test-%d-%d", os.Getpid(), rand.Uint64()))
-	if err := os.Mkdir(v2, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = unix.Rmdir(v2) })
+	mkdir(v1)
+	mkdir(v2)
+	// startIn starts a sleep in the v2 cgroup v2dir and the v1 one v1dir.
 	startIn := func(v2dir, v1dir string) *exec.Cmd {
 		t.Helper()
 		f, err := os.Open(v2dir)
@@ -351,34 +321,46 @@ func TestReapStaleV1(t *testing.T) {
 		}
 		return cmd
 	}
-	liveDaemon := startIn(v2, parent)
-	liveDir := mkdir("agent-sudo-" + strconv.Itoa(liveDaemon.Process.Pid) + "-1")
-	liveStage := startIn(v2, liveDir)
-	h := &pidsV1{mount: c.v1.mount, root: c.v1.root, parent: parent}
-	v2Twin := Leftover{Dir: "/v2/agent-sudo-" + dead + "-4", DaemonPID: gone.Process.Pid}
-	out := c.reapStaleV1(h, []Leftover{v2Twin})
+	pair := func(name string) (string, string) {
+		return mkdir(filepath.Join(v2, name)), mkdir(filepath.Join(v1, name))
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := "agent-sudo-" + strconv.Itoa(gone.Process.Pid)
+	deadV2, deadV1 := pair(dead + "-4-0123abcd")
+	startIn(deadV2, deadV1) // killed with the v2 cgroup
+	heldV2, heldV1 := pair(dead + "-5")
+	startIn(v2, heldV1) // left the v2 cgroup
+	ownV2, ownV1 := pair("agent-sudo-" + strconv.Itoa(os.Getpid()) + "-1")
+	liveDaemon := startIn(v2, v1)
+	liveV2, liveV1 := pair("agent-sudo-" + strconv.Itoa(liveDaemon.Process.Pid) + "-1")
+	liveStage := startIn(liveV2, liveV1)
+
+	c2 := &Cgroups{parent: v2, prefix: c.prefix}
+	out := c2.reapStale(&pidsV1{mount: c.v1.mount, parent: v1})
+	got := map[string]Leftover{}
+	for _, lo := range out {
+		got[lo.Dir] = lo
+	}
 	if len(out) != 2 {
-		t.Fatalf("Leftovers %+v; want the v2 twin's and the held one's", out)
+		t.Errorf("Leftovers %+v; want 2", out)
 	}
-	if out[0].Dir != v2Twin.Dir || out[0].Err != nil || len(out[0].Killed) != 0 {
-		t.Errorf("empty twin's Leftover %+v; want the v2 twin's, nothing killed", out[0])
+	if lo, ok := got[deadV2]; !ok || lo.Err != nil || lo.Tag != "0123abcd" || len(lo.Killed) != 1 {
+		t.Errorf("the dead daemon's cgroup's Leftover %+v (%v); want it, its sleep killed, no error", lo, ok)
 	}
-	held := out[1]
-	if held.Dir != heldDir || held.DaemonPID != gone.Process.Pid || held.Tag != "0123abcd" || held.Err != nil ||
-		len(held.Killed) != 1 || held.Killed[0].PID != sleeper.Process.Pid {
-		t.Errorf("held twin's Leftover %+v; want the sleep (%d) killed", held, sleeper.Process.Pid)
+	if lo, ok := got[heldV2]; !ok || lo.Err == nil || !strings.Contains(lo.Err.Error(), "removing "+heldV1) {
+		t.Errorf("the held twin's Leftover %+v (%v); want an error saying it could not be removed", lo, ok)
 	}
-	if err := sleeper.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Errorf("the sleep: %v; want killed", err)
-	}
-	for _, d := range []string{emptyDir, heldDir} {
+	for _, d := range []string{deadV2, deadV1} {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s is still there (%v)", d, err)
 		}
 	}
-	for _, d := range []string{ownDir, liveDir} {
+	for _, d := range []string{heldV2, heldV1, ownV2, ownV1, liveV2, liveV1} {
 		if _, err := os.Stat(d); err != nil {
-			t.Errorf("the twin %s of a live daemon was removed: %v", d, err)
+			t.Errorf("%s was removed: %v", d, err)
 		}
 	}
 	if err := liveStage.Process.Signal(syscall.Signal(0)); err != nil {
