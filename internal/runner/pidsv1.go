@@ -25,7 +25,7 @@ import (
 // forked it, and one thread can be moved alone by writing its id to a
 // cgroup's "tasks" file (Documentation/admin-guide/cgroup-v1/cgroups.rst).
 // So each stage is forked from a thread moved into the request's v1 cgroup
-// for the fork and moved back after (see [forkInPidsV1]). Moving a thread in
+// for the fork and moved back after (see [ForkInPidsV1]). Moving a thread in
 // is never refused by pids.max (cgroup-v1/pids.rst: attaching may take
 // pids.current past pids.max; only fork and clone are refused).
 type pidsV1 struct {
