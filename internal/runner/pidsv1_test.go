@@ -160,7 +160,7 @@ func TestPidsV1StagesForkedIntoTwin(t *testing.T) {
 	errs := make(chan error, n)
 	for range n {
 		s := newSpec(t, ModeDirect, "root", cmd(t, "sleep", "1000"), cmd(t, "cat"))
-		s.Cgroups, s.PidsMax = c, 77
+		s.Cgroups, s.PidsMax, s.Timeout = c, 77, time.Minute // past the wait below: cancelled
 		wg.Go(func() {
 			res, err := Run(ctx, s)
 			switch {
