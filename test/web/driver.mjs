@@ -23,12 +23,13 @@ async function newPage(name, bare) {
   if (!bare) {
     const cdp = await context.newCDPSession(page);
     await cdp.send("WebAuthn.enable");
-    await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
       options: {
         protocol: "ctap2", transport: "internal", hasResidentKey: true,
         hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true,
       },
     });
+    entry.authenticator = { cdp, authenticatorId };
   }
   pages.set(name, entry);
   return entry;
@@ -117,6 +118,14 @@ async function run(cmd) {
         return { status: r.status, text: await r.text() };
       }, [cmd.path, cmd.body]);
       return r;
+    }
+    case "credentials": {
+      // The passkeys the page's virtual authenticator holds: each one's
+      // credentialId (standard base64) and rpId.
+      if (!p.authenticator) throw new Error("page " + (cmd.page || "main") + " has no authenticator");
+      const { cdp, authenticatorId } = p.authenticator;
+      const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
+      return { credentials: credentials.map((c) => ({ credentialId: c.credentialId, rpId: c.rpId })) };
     }
     case "dialogs":
       return { dialogs };
