@@ -245,8 +245,14 @@ uninstall: ## remove what make install installed, except /etc/agent-sudo and /va
 
 # test/remote re-executes itself in a network namespace of its own
 # (unshare --net), where the sshd servers listen on 127.0.0.1 only.
-remote-test: go-version ## one approve console for two daemons over a real sshd, reconnecting; an agent through ssh -R (root; openssh-server, tmux)
-	$(GO) test -race -tags remote -count=1 -v ./test/remote
+# The web approver's tunnel tests drive Debian's chromium as make web-test
+# does (playwright-core installed by test/web/install.sh).
+remote-test: go-version ## one approve console for two daemons over a real sshd, reconnecting; an agent through ssh -R; the web approver and enrolment through docs/remote.md's tunnel in chromium, a local agent squatting (root; openssh-server, tmux, chromium, node, python3)
+	@set -e; chromium=$${AGENT_SUDO_TEST_CHROMIUM:-/usr/bin/chromium}; \
+	[ -x "$$chromium" ] || { echo "remote-test: $$chromium not found: apt-get install chromium" >&2; exit 1; }; \
+	mods=$$(test/web/install.sh); \
+	echo "AGENT_SUDO_TEST_NODE_PATH=$$mods AGENT_SUDO_TEST_CHROMIUM=$$chromium $(GO) test -race -tags remote -count=1 -v ./test/remote"; \
+	AGENT_SUDO_TEST_NODE_PATH="$$mods" AGENT_SUDO_TEST_CHROMIUM="$$chromium" $(GO) test -race -tags remote -count=1 -v ./test/remote
 
 web-test: go-version ## the web approver in Debian's chromium (playwright-core pinned in test/web/package-lock.json, installed with npm ci) with a WebAuthn virtual authenticator, against a real daemon (root; chromium, node)
 	test/web/run.sh

@@ -8,7 +8,9 @@
 //
 // The test binary re-executes itself in a network namespace of its own
 // (unshare --net) with only the loopback interface, up: the sshd servers
-// listen on 127.0.0.1 there, and nothing outside can reach them. Each
+// listen on 127.0.0.1 there, and nothing outside can reach them. In a
+// mount namespace of its own (unshare --mount), /etc/hosts is Debian's
+// (localhost is ::1 and 127.0.0.1). Each
 // daemon runs in a UTS namespace with a host name of its own, so that two
 // daemons on one machine stand in for two hosts. The keys (the servers'
 // host key, the console's and the forwarding's client keys) are made by
@@ -47,6 +49,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "remote test: bring lo up in the new network namespace: %v\n", err)
 		os.Exit(1)
 	}
+	if err := debianHosts(); err != nil {
+		fmt.Fprintf(os.Stderr, "remote test: /etc/hosts in the new mount namespace: %v\n", err)
+		os.Exit(1)
+	}
 	daemontest.Main(m)
 }
 
@@ -64,7 +70,7 @@ func reexecInNetns() int {
 		fmt.Fprintf(os.Stderr, "remote test: %v\n", err)
 		return 1
 	}
-	cmd := exec.Command("unshare", append([]string{"--net", "--", self}, os.Args[1:]...)...)
+	cmd := exec.Command("unshare", append([]string{"--net", "--mount", "--", self}, os.Args[1:]...)...)
 	cmd.Env = append(os.Environ(), inNetns+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -75,6 +81,38 @@ func reexecInNetns() int {
 		return 1
 	}
 	return 0
+}
+
+// hostsFile is Debian's /etc/hosts for localhost: the name resolves to
+// ::1 first, then 127.0.0.1, as on a host where the web approver's attack
+// of issue 31 was found (sshd's -L forwarding tried ::1 first).
+const hostsFile = "127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n"
+
+// debianHosts puts hostsFile over /etc/hosts in this mount namespace
+// (unshare --mount made it, its mounts private), so that every process of
+// the test resolves localhost as a Debian host does, whatever this
+// machine's /etc/hosts holds.
+func debianHosts() error {
+	f, err := os.CreateTemp("", "asr-hosts")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(hostsFile); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := unix.Mount(f.Name(), "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s over /etc/hosts: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // loopbackUp sets the loopback interface of this network namespace up, as

@@ -145,9 +145,17 @@ func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
 }
 
 // squatAsNobody tries, as nobody, to listen on port at every loopback
-// and wildcard address (with python3, as the full run installs it), and
-// fails the test for each one it could.
+// and wildcard address (squatAs).
 func squatAsNobody(t *testing.T, port, when string) {
+	t.Helper()
+	squatAs(t, &syscall.Credential{Uid: 65534, Gid: 65534}, port, when)
+}
+
+// squatAs tries, as cred, to listen on port at every loopback and
+// wildcard address (with python3, as the full run installs it), letting
+// each go at once, and fails the test for each one the kernel did not
+// refuse with EACCES.
+func squatAs(t *testing.T, cred *syscall.Credential, port, when string) {
 	t.Helper()
 	const script = `
 import socket, sys
@@ -159,15 +167,15 @@ for a in sys.argv[2:]:
         print(a, "refused", e.errno)
 `
 	cmd := exec.Command("/usr/bin/python3", "-c", script, port, "127.0.0.1", "::1", "0.0.0.0", "::")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	cmd.Dir = "/"
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s: python3 as nobody: %v\n%s", when, err, out)
+		t.Fatalf("%s: python3 as uid %d: %v\n%s", when, cred.Uid, err, out)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if !strings.HasSuffix(l, " refused 13") {
-			t.Errorf("%s: nobody on port %s: %s, want refused by the kernel (13, EACCES)", when, port, l)
+			t.Errorf("%s: uid %d on port %s: %s, want refused by the kernel (13, EACCES)", when, cred.Uid, port, l)
 		}
 	}
 }
