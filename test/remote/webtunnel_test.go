@@ -181,12 +181,15 @@ for a in sys.argv[2:]:
 }
 
 // holdAsNobody listens, as nobody (an agent on the device that runs ssh),
-// on addr:port until release is called.
+// on addr:port until release is called. It sets SO_REUSEADDR, as an agent
+// would, so that connections of an earlier test at that port, waiting out
+// TIME_WAIT, do not keep it from listening.
 func holdAsNobody(t *testing.T, addr, port string) (release func()) {
 	t.Helper()
 	const script = `
 import socket, sys
 s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1); print("listening", flush=True)
 sys.stdin.read()
 `
