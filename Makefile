@@ -28,7 +28,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest hosts-test depaware short-unprivileged man agents-test remote-test web-test
+.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest sudo-rs-test hosts-test depaware short-unprivileged man agents-test remote-test web-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -273,15 +273,23 @@ short-unprivileged: go-version ## go test -short ./... as an unprivileged user (
 depaware: go-version ## rewrite cmd/*/depaware.txt, the packages each binary links (docs: TestDepaware checks them)
 	$(GO) test ./docs -run '^TestDepaware$$' -count=1 -update-depaware
 
+# The sudo mode tests on Debian 13 with its sudo and with its sudo-rs as
+# /usr/bin/sudo (issue 34): test binaries built here without cgo, run in a
+# container of the cached trixie root file system (test/system/sudo-rs.sh).
+sudo-rs-test: go-version ## the runner's, the daemon's execution and the shim's tests with exec = "sudo" on Debian 13, with sudo 1.9.16 and with sudo-rs 0.2.5 (root; see test/system/sudo-rs.sh)
+	GO='$(GO)' test/system/sudo-rs.sh
+
 # The system test installs the package, then upgrades it to the same build
 # with a higher version (VERSION.1), as docs/install.md's upgrade says; then
 # walks README.md's Go set-up on a fresh Debian 12 (test/system/readme-go.sh,
-# which needs Debian's archive and the Go module proxy).
-systemtest: ## build the .deb for this machine and test it in a booted Debian 12 container; README.md's Go set-up on a fresh one (root; see test/system)
+# which needs Debian's archive and the Go module proxy); then the sudo mode
+# tests with sudo and with sudo-rs on Debian 13 (make sudo-rs-test).
+systemtest: ## build the .deb for this machine and test it in a booted Debian 12 container; README.md's Go set-up on a fresh one; make sudo-rs-test (root; see test/system)
 	@set -e; arch=$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH); \
 	rm -rf $(DIST)/upgrade; rm -f $(DIST)/agent-sudo_*_$$arch.deb; \
 	$(MAKE) --no-print-directory deb DEB_ARCHES=$$arch VERSION='$(VERSION).1'; \
 	mkdir -p $(DIST)/upgrade; mv $(DIST)/agent-sudo_*_$$arch.deb $(DIST)/upgrade/; \
 	$(MAKE) --no-print-directory deb DEB_ARCHES=$$arch; \
 	GO='$(GO)' test/system/run.sh $(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb $$(ls $(DIST)/upgrade/agent-sudo_*_$$arch.deb); \
-	test/system/readme-go.sh
+	test/system/readme-go.sh; \
+	GO='$(GO)' test/system/sudo-rs.sh

@@ -37,6 +37,8 @@ type plan struct {
 	dirWritable  []approval.Writable
 	dirFile      *runner.File
 	dirUntrusted []runner.Writable
+	// sudo is the daemon's sudo in sudo mode, nil in direct mode.
+	sudo *runner.Sudo
 	// received is when the request was read.
 	received time.Time
 }
@@ -44,7 +46,7 @@ type plan struct {
 // plan checks everything about a request that does not need a human, so
 // that a request that could not run is refused before anyone is asked.
 func (s *Server) plan(pol *policy, req *proto.Request, peer peercred.Creds) (_ *plan, err error) {
-	p := &plan{pol: pol, req: req, peer: peer, dir: "/", received: s.now()}
+	p := &plan{pol: pol, req: req, peer: peer, dir: "/", sudo: s.sudo, received: s.now()}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -129,7 +131,7 @@ func (p *plan) spec() runner.Spec {
 	return runner.Spec{
 		Stages: p.stages, Env: p.env, Dir: p.dir, DirFile: p.dirFile,
 		DirChain: p.dirChain, DirUntrusted: p.dirUntrusted,
-		Mode: cfg.Exec, SudoPath: cfg.SudoPath, Target: p.target,
+		Mode: cfg.Exec, SudoPath: cfg.SudoPath, Sudo: p.sudo, Target: p.target,
 		Timeout: cfg.CommandTimeout.Duration, KillGrace: cfg.KillGrace.Duration, MaxOutput: proto.MaxOutputBytes,
 		Stdin: p.req.Stdin, // the bytes approval.Shown.Stdin carried, and its hash bound
 	}

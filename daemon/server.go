@@ -44,6 +44,10 @@ type Server struct {
 	// cgroups makes each pipeline's cgroup; nil only with cgroup =
 	// "best-effort" on a system without a usable cgroup v2 hierarchy.
 	cgroups *runner.Cgroups
+	// sudo is, with exec = "sudo", sudo_path and the implementation found
+	// there (sudo or sudo-rs), which decides how the approved environment
+	// is passed; nil with exec = "direct".
+	sudo *runner.Sudo
 	// running lists the commands running, for consoles to watch and stop;
 	// nil lists nothing.
 	running *approval.Broker
@@ -227,6 +231,21 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	if err := s.replay.remember(opts.Audit.Path(), s.now(), cfg.MaxClockSkew.Duration, cfg.ApprovalTimeout.Duration); err != nil {
 		return nil, err
+	}
+	if cfg.Exec == runner.ModeSudo {
+		// Before any request: a sudo that would not pass the approved
+		// environment to the command must not run one.
+		sudo, err := runner.OpenSudo(context.Background(), cfg.SudoPath)
+		if err != nil {
+			return nil, fmt.Errorf("exec = %q: %w (set sudo_path to sudo 1.8.21 or newer or to sudo-rs 0.2.5 or newer, or exec = %q)",
+				cfg.Exec, err, runner.ModeDirect)
+		}
+		impl, err := sudo.Impl(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("exec = %q: %w", cfg.Exec, err)
+		}
+		s.sudo = sudo
+		s.log.Info("commands run through sudo", "sudo_path", cfg.SudoPath, "implementation", impl.String())
 	}
 	cg, err := runner.OpenCgroups()
 	switch {

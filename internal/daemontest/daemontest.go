@@ -29,7 +29,8 @@ import (
 // a temporary directory, short timeouts, and the rules the test gives. The
 // zero value is a daemon with no rules, so every request asks.
 type Config struct {
-	// Exec is "direct" (the default) or "sudo".
+	// Exec is "direct" or "sudo"; empty means $AGENT_SUDO_TEST_EXEC
+	// ([ExecEnv]) when set, "direct" otherwise.
 	Exec string
 	// Cgroup is the "cgroup" key. Empty means "required" where this
 	// system offers per-request cgroups (see CgroupsAvailable), and
@@ -66,6 +67,12 @@ type Config struct {
 	// (pids.max) binds the daemon and its requests together.
 	CgroupDir string
 }
+
+// ExecEnv names the environment variable that sets the exec of the
+// daemons whose Config leaves Exec empty: test/system/sudo-rs.sh runs the
+// shim's table and the timeout test with it set to "sudo", once with sudo
+// and once with sudo-rs as /usr/bin/sudo.
+const ExecEnv = "AGENT_SUDO_TEST_EXEC"
 
 // AllowAll allows any program from the secure path with any arguments,
 // any allowlisted environment variable, SSH agent forwarding and stdin.
@@ -147,6 +154,7 @@ func Configure(t testing.TB, c Config) *Daemon {
 			*s = v
 		}
 	}
+	def(&c.Exec, os.Getenv(ExecEnv))
 	def(&c.Exec, "direct")
 	if c.Cgroup == "" {
 		c.Cgroup = "required"

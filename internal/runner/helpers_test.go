@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,25 @@ func requireSudo(t testing.TB, m Mode) {
 	if _, err := os.Stat(testSudo); err != nil {
 		t.Skipf("sudo not available: %v", err)
 	}
+}
+
+// sharedSudo is testSudo, probed once for every test that runs through it.
+var sharedSudo = sync.OnceValue(func() *Sudo { return &Sudo{path: testSudo} })
+
+// sudoKind is the implementation of testSudo.
+func sudoKind(t testing.TB) SudoKind {
+	t.Helper()
+	impl, err := sharedSudo().Impl(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", testSudo, err)
+	}
+	return impl.Kind
+}
+
+// setSudo makes s run through the sudo at path, which is not probed until
+// the pipeline runs.
+func setSudo(s *Spec, path string) {
+	s.SudoPath, s.Sudo = path, &Sudo{path: path}
 }
 
 // allModes are the execution modes every behaviour is checked in.
@@ -72,6 +92,7 @@ func newSpec(t testing.TB, m Mode, user string, stages ...Command) Spec {
 		Env:       env,
 		Mode:      m,
 		SudoPath:  testSudo,
+		Sudo:      sharedSudo(),
 		Target:    tg,
 		Timeout:   20 * time.Second,
 		KillGrace: time.Second,

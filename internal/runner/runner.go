@@ -77,7 +77,9 @@ type Spec struct {
 	// [proto.MaxStages].
 	Stages []Command
 	// Env is the complete environment, from [BuildEnv]. Nothing else is
-	// added, apart from what sudo itself adds in sudo mode.
+	// added, apart from what sudo itself adds in sudo mode; in sudo mode
+	// it is passed in the way of the implementation [Spec.Sudo] finds
+	// ([SudoKind]).
 	Env []string
 	// Dir is the working directory; it must be absolute, and "" means "/".
 	Dir string
@@ -94,6 +96,10 @@ type Spec struct {
 	Mode Mode
 	// SudoPath is the absolute path of sudo; required in sudo mode.
 	SudoPath string
+	// Sudo is the sudo at SudoPath ([OpenSudo]); required in sudo mode.
+	// Run asks it which implementation SudoPath runs just before the first
+	// stage starts, and runs nothing when it cannot tell.
+	Sudo *Sudo
 	// Target is the user the stages run as.
 	Target Target
 	// Timeout bounds the pipeline's run time; it must be positive.
@@ -264,6 +270,12 @@ func (s *Spec) validate() error {
 		if !filepath.IsAbs(s.SudoPath) || strings.IndexByte(s.SudoPath, 0) >= 0 {
 			return fmt.Errorf("sudo path %q is not an absolute path", s.SudoPath)
 		}
+		if s.Sudo == nil {
+			return fmt.Errorf("sudo mode without a probed sudo: which implementation %s is was never checked", s.SudoPath)
+		}
+		if s.Sudo.Path() != s.SudoPath {
+			return fmt.Errorf("sudo path %q is not the probed sudo %q", s.SudoPath, s.Sudo.Path())
+		}
 		if strings.HasPrefix(s.Target.Name, "-") || strings.ContainsAny(s.Target.Name, "\x00\n") {
 			return fmt.Errorf("target user name %q is not usable with sudo", s.Target.Name)
 		}
@@ -311,6 +323,9 @@ type pipeline struct {
 	// sudoPaths are, in sudo mode, the paths verifyPrograms checked and
 	// sudo is given, one per stage.
 	sudoPaths []string
+	// sudo is, in sudo mode, the implementation at SudoPath, found just
+	// before the stages start.
+	sudo SudoKind
 
 	stdout   capture
 	stderrs  []capture
@@ -339,6 +354,13 @@ func (p *pipeline) run(ctx context.Context) (_ *Result, err error) {
 	n := len(p.spec.Stages)
 	res := &Result{Started: time.Now()}
 
+	if p.spec.Mode == ModeSudo {
+		impl, err := p.spec.Sudo.Impl(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("runner: pipeline not started: %w", err)
+		}
+		p.sudo = impl.Kind
+	}
 	if err := p.verifyPrograms(); err != nil {
 		return nil, err
 	}
@@ -539,7 +561,7 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 			sys.Credential.Groups = []uint32{} // setgroups(0): drop root's groups
 		}
 	case ModeSudo:
-		prog, argv = s.SudoPath, sudoArgv(s, p.sudoPaths[i], c.Args)
+		prog, argv = s.SudoPath, sudoArgv(s, p.sudo, p.sudoPaths[i], c.Args)
 	}
 	dir := s.Dir
 	if dir == "" {
@@ -550,6 +572,8 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 		// so the daemon's descriptor number is valid there.
 		dir = procFD(s.DirFile.F.Fd())
 	}
+	// sudo-rs gets it too, though sudoArgv passes it in argv: sudo 1.9.16p2
+	// crashes without an environment, and another sudo might as well.
 	env := make([]string, 0, len(s.Env)) // non-nil: nil would inherit ours
 	env = append(env, s.Env...)
 	attr := &os.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys}
@@ -581,15 +605,22 @@ func (p *pipeline) start(i int, stdio [3]*os.File) error {
 	return nil
 }
 
-// sudoArgv is the argument vector of sudo running program with the
-// arguments args[1:] for s.
-func sudoArgv(s *Spec, program string, args []string) []string {
+// sudoArgv is the argument vector of sudo of kind running program with
+// the arguments args[1:] for s. sudo gets the environment as its own and
+// --preserve-env=LIST names every variable; sudo-rs, which ignores that
+// option, gets each variable as a NAME=value word before "--" (names are
+// [proto.ValidEnvName], so neither reads one as an option or the command).
+func sudoArgv(s *Spec, kind SudoKind, program string, args []string) []string {
 	user := s.Target.Name
 	if user == "" {
 		user = "#" + strconv.FormatUint(uint64(s.Target.UID), 10)
 	}
 	argv := []string{s.SudoPath, "-n", "-u", user}
-	if len(s.Env) > 0 {
+	switch {
+	case len(s.Env) == 0:
+	case kind == SudoRS:
+		argv = append(argv, s.Env...)
+	default:
 		names := make([]string, len(s.Env))
 		for i, kv := range s.Env {
 			names[i], _, _ = strings.Cut(kv, "=")

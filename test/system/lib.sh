@@ -15,21 +15,30 @@ block() {
 	printf '%s\n' "$text"
 }
 
-# base_rootfs makes sure $CACHE/bookworm holds the minimal Debian 12 the
-# tests boot or run commands in, building it with debootstrap from $MIRROR
-# when it is missing. procps for /bin/kill, which the unit's ExecReload runs
-# (the package depends on it), and make for the guide's make install; a
-# cached root file system without them is rebuilt.
+# base_rootfs [RELEASE] makes sure $CACHE/RELEASE (default bookworm) holds
+# the minimal Debian the tests boot or run commands in, building it with
+# debootstrap from $MIRROR when it is missing: bookworm is Debian 12,
+# trixie Debian 13, which also gets sudo-rs (test/system/sudo-rs.sh).
+# procps for /bin/kill, which the unit's ExecReload runs (the package
+# depends on it), and make for the guide's make install; a cached root
+# file system without them is rebuilt.
 base_rootfs() {
-	local rootfs=$CACHE/bookworm
-	if [ -x "$rootfs/lib/systemd/systemd" ] && [ -x "$rootfs/bin/kill" ] && [ -x "$rootfs/usr/bin/make" ]; then
+	local release=${1:-bookworm} include=systemd,systemd-sysv,dbus,sudo,procps,make want=
+	case $release in
+	bookworm) ;;
+	trixie) include=$include,sudo-rs want=/usr/bin/sudo-rs ;;
+	*) die "setup: no root file system for Debian release '$release'" ;;
+	esac
+	local rootfs=$CACHE/$release
+	if [ -x "$rootfs/lib/systemd/systemd" ] && [ -x "$rootfs/bin/kill" ] && [ -x "$rootfs/usr/bin/make" ] &&
+		{ [ -z "$want" ] || [ -x "$rootfs$want" ]; }; then
 		return 0
 	fi
-	echo "building the root file system in $rootfs (debootstrap, a few minutes)"
+	echo "building the $release root file system in $rootfs (debootstrap, a few minutes)"
 	mkdir -p "$CACHE"
-	rm -rf "$CACHE/rootfs.tmp"
-	debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,sudo,procps,make bookworm "$CACHE/rootfs.tmp" "$MIRROR" \
-		>"$CACHE/debootstrap.log" 2>&1 || die "setup: debootstrap failed, see $CACHE/debootstrap.log"
+	rm -rf "$CACHE/$release.tmp"
+	debootstrap --variant=minbase --include=$include "$release" "$CACHE/$release.tmp" "$MIRROR" \
+		>"$CACHE/debootstrap-$release.log" 2>&1 || die "setup: debootstrap of $release failed, see $CACHE/debootstrap-$release.log"
 	rm -rf "$rootfs"
-	mv "$CACHE/rootfs.tmp" "$rootfs"
+	mv "$CACHE/$release.tmp" "$rootfs"
 }
