@@ -12,8 +12,18 @@ cd "$(dirname "$0")/.."
 bin=${AGENT_SUDO_DEV_BIN:-bin}
 
 if [ "$(id -u)" -ne 0 ]; then
-  exec sudo --preserve-env=SSH_AUTH_SOCK,AGENT_SUDO_DEV_BIN -- "$0" "$@"
+  # NAME=value words, not --preserve-env=LIST, which sudo-rs 0.2.5 ignores;
+  # $0 is a path, which neither sudo nor sudo-rs reads as an assignment.
+  pass=()
+  for v in SSH_AUTH_SOCK AGENT_SUDO_DEV_BIN; do
+    [ -z "${!v-}" ] || pass+=("$v=${!v}")
+  done
+  exec sudo "${pass[@]}" "$(pwd)/scripts/dev-run.sh" "$@"
 fi
+# What this script writes for root must not depend on the caller's umask:
+# sudo-rs keeps it (0002 for a Debian user), and the daemon refuses a
+# config.toml that group or others can write.
+umask 0022
 
 # The user who asked, when we came through sudo; root otherwise.
 dev_user=${SUDO_USER:-root}
@@ -51,6 +61,7 @@ name = "uname"
 action = "allow"
 match = ["uname", "**"]
 CONF
+chmod 0644 "$dir/config.toml"
 
 cat <<MSG
 agent-sudod (development) in $dir, removed when it stops

@@ -29,7 +29,9 @@ func TestDevRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("cd %s && AGENT_SUDO_DEV_BIN=%s scripts/dev-run.sh", repo, bin)})
+	// umask 0002, as a Debian user's, which sudo-rs keeps: the script's
+	// files for root must not depend on it (issue 34).
+	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("umask 0002 && cd %s && AGENT_SUDO_DEV_BIN=%s scripts/dev-run.sh", repo, bin)})
 	tm.WaitFor("waiting for requests…")
 	link := filepath.Join(bin, "dev.sock")
 	sock, err := os.Readlink(link)
