@@ -22,7 +22,7 @@ DIST         := dist
 # make install: PREFIX for the binaries and docs, DESTDIR to stage into.
 PREFIX       ?= /usr/local
 DESTDIR      ?=
-SYSTEMDUNITDIR ?= /lib/systemd/system
+SYSTEMDUNITDIR ?= /usr/lib/systemd/system
 SYSUSERSDIR  ?= /usr/lib/sysusers.d
 TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo

@@ -94,9 +94,9 @@ func TestNfpmContents(t *testing.T) {
 	want := map[string]string{ // destination -> type
 		"/usr/bin/agent-sudod":                           "",
 		"/usr/bin/agent-sudo":                            "",
-		"/lib/systemd/system/agent-sudo.service":         "",
-		"/lib/systemd/system/agent-sudo.socket":          "",
-		"/lib/systemd/system/agent-sudo-approver.socket": "",
+		"/usr/lib/systemd/system/agent-sudo.service":         "",
+		"/usr/lib/systemd/system/agent-sudo.socket":          "",
+		"/usr/lib/systemd/system/agent-sudo-approver.socket": "",
 		"/usr/lib/sysusers.d/agent-sudo.conf":            "",
 		"/usr/lib/tmpfiles.d/agent-sudo.conf":            "",
 		"/etc/logrotate.d/agent-sudo":                    "config",
@@ -126,8 +126,10 @@ func TestNfpmContents(t *testing.T) {
 			t.Errorf("%s: source of %s: %v", nfpmConfig, d, err)
 		}
 	}
-	if !strings.Contains(string(data), "depends:\n  - sudo\n") {
-		t.Errorf("%s does not depend on sudo", nfpmConfig)
+	// sudo or sudo-rs, either: a dependency on sudo alone would remove
+	// agent-sudo with sudo where sudo-rs replaces it (issue 34).
+	if !strings.Contains(string(data), "\n  - sudo | sudo-rs\n") {
+		t.Errorf("%s does not depend on sudo | sudo-rs", nfpmConfig)
 	}
 	// The unit's ExecReload runs /bin/kill, which is in procps on Debian.
 	if !strings.Contains(string(data), "\n  - procps\n") {

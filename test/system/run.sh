@@ -454,8 +454,8 @@ purge=$(guide uninstall | sed -n 2p)
 for f in /etc/agent-sudo/config.toml /etc/logrotate.d/agent-sudo /var/log/agent-sudo/audit.jsonl; do
 	c test -e $f || die "remove: $f is gone, docs/install.md says it stays"
 done
-for f in /usr/bin/agent-sudod /usr/bin/agent-sudo /lib/systemd/system/agent-sudo.socket /etc/systemd/system/sockets.target.wants/agent-sudo.socket \
-	/lib/systemd/system/agent-sudo-approver.socket /etc/systemd/system/sockets.target.wants/agent-sudo-approver.socket; do
+for f in /usr/bin/agent-sudod /usr/bin/agent-sudo /usr/lib/systemd/system/agent-sudo.socket /etc/systemd/system/sockets.target.wants/agent-sudo.socket \
+	/usr/lib/systemd/system/agent-sudo-approver.socket /etc/systemd/system/sockets.target.wants/agent-sudo-approver.socket; do
 	c test ! -e $f || die "remove: $f is still there"
 done
 c systemctl is-active --quiet agent-sudo.socket && die "remove: the socket is still active"
@@ -483,15 +483,15 @@ c rm -f /etc/systemd/system/agent-sudo.service.d/systemtest.conf
 c sh -euc "cd /root/src; export PATH=/usr/local/go/bin:\$PATH GOPROXY=off GOFLAGS=-mod=readonly GOTOOLCHAIN=local; $(guide make-install)" >"$work/make.log" 2>&1 ||
 	die "make install: $(tail -5 "$work/make.log")"
 c test -x /usr/local/bin/agent-sudod || die "make install: no /usr/local/bin/agent-sudod"
-c grep -qx 'ExecStart=/usr/local/bin/agent-sudod' /lib/systemd/system/agent-sudo.service || die "make install: the unit does not start /usr/local/bin/agent-sudod"
-c grep -qx 'ExecReload=/usr/local/bin/agent-sudod --check-config' /lib/systemd/system/agent-sudo.service || die "make install: the unit's reload does not check the config with /usr/local/bin/agent-sudod"
+c grep -qx 'ExecStart=/usr/local/bin/agent-sudod' /usr/lib/systemd/system/agent-sudo.service || die "make install: the unit does not start /usr/local/bin/agent-sudod"
+c grep -qx 'ExecReload=/usr/local/bin/agent-sudod --check-config' /usr/lib/systemd/system/agent-sudo.service || die "make install: the unit's reload does not check the config with /usr/local/bin/agent-sudod"
 [ "$(c systemctl is-active agent-sudo.socket)" = active ] || die "make install: agent-sudo.socket is not active"
 [ "$(c systemctl is-active agent-sudo-approver.socket)" = active ] || die "make install: agent-sudo-approver.socket is not active"
 out=$(as_alice status 2>&1) || die "make install: alice's status failed: $out"
 [ "$(c systemctl is-active agent-sudo.service)" = active ] || die "make install: the first request did not start the service"
 ok "guide: $(guide make-install | tr '\n' ';'): the socket listens and alice's status starts the daemon: $out"
 c sh -euc "cd /root/src; $(guide make-uninstall)" >"$work/make.log" 2>&1 || die "make uninstall: $(tail -5 "$work/make.log")"
-for f in /usr/local/bin/agent-sudod /usr/local/bin/agent-sudo /lib/systemd/system/agent-sudo.socket /lib/systemd/system/agent-sudo-approver.socket /lib/systemd/system/agent-sudo.service /usr/local/share/doc/agent-sudo; do
+for f in /usr/local/bin/agent-sudod /usr/local/bin/agent-sudo /usr/lib/systemd/system/agent-sudo.socket /usr/lib/systemd/system/agent-sudo-approver.socket /usr/lib/systemd/system/agent-sudo.service /usr/local/share/doc/agent-sudo; do
 	c test ! -e $f || die "make uninstall: $f is still there"
 done
 c test -e /etc/agent-sudo/config.toml || die "make uninstall: /etc/agent-sudo/config.toml is gone, docs/install.md says it stays"
