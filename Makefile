@@ -28,7 +28,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest sudo-rs-test hosts-test depaware short-unprivileged man agents-test remote-test web-test
+.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest sudo-rs-test arm64-test hosts-test depaware short-unprivileged man agents-test remote-test web-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -278,6 +278,12 @@ depaware: go-version ## rewrite cmd/*/depaware.txt, the packages each binary lin
 # container of the cached trixie root file system (test/system/sudo-rs.sh).
 sudo-rs-test: go-version ## the runner's, the daemon's execution and the shim's tests with exec = "sudo" on Debian 13, with sudo 1.9.16 and with sudo-rs 0.2.5 (root; see test/system/sudo-rs.sh)
 	GO='$(GO)' test/system/sudo-rs.sh
+
+# The arm64 package, cross-built, and its binaries run under qemu-user
+# (test/system/arm64.sh): --version and --check-config.
+arm64-test: ## make deb DEB_ARCHES=arm64, then the arm64 binaries' --version and --check-config under qemu-user (qemu-user-static)
+	@$(MAKE) --no-print-directory deb DEB_ARCHES=arm64
+	test/system/arm64.sh $(DIST)/agent-sudo_$(DEB_VERSION)_arm64.deb
 
 # The system test installs the package, then upgrades it to the same build
 # with a higher version (VERSION.1), as docs/install.md's upgrade says; then
