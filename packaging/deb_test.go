@@ -92,22 +92,22 @@ func TestNfpmContents(t *testing.T) {
 		}
 	}
 	want := map[string]string{ // destination -> type
-		"/usr/bin/agent-sudod":                           "",
-		"/usr/bin/agent-sudo":                            "",
+		"/usr/bin/agent-sudod":                               "",
+		"/usr/bin/agent-sudo":                                "",
 		"/usr/lib/systemd/system/agent-sudo.service":         "",
 		"/usr/lib/systemd/system/agent-sudo.socket":          "",
 		"/usr/lib/systemd/system/agent-sudo-approver.socket": "",
-		"/usr/lib/sysusers.d/agent-sudo.conf":            "",
-		"/usr/lib/tmpfiles.d/agent-sudo.conf":            "",
-		"/etc/logrotate.d/agent-sudo":                    "config",
-		"/etc/agent-sudo/config.toml":                    "config",
-		"/usr/share/doc/agent-sudo/copyright":            "",
-		"/usr/share/doc/agent-sudo/changelog.gz":         "",
-		"/usr/share/doc/agent-sudo/README.md":            "",
-		"/usr/share/doc/agent-sudo/docs/":                "",
-		"/usr/share/man/man1/agent-sudo.1.gz":            "",
-		"/usr/share/man/man8/agent-sudod.8.gz":           "",
-		"/usr/share/man/man5/agent-sudo.toml.5.gz":       "",
+		"/usr/lib/sysusers.d/agent-sudo.conf":                "",
+		"/usr/lib/tmpfiles.d/agent-sudo.conf":                "",
+		"/etc/logrotate.d/agent-sudo":                        "config",
+		"/etc/agent-sudo/config.toml":                        "config",
+		"/usr/share/doc/agent-sudo/copyright":                "",
+		"/usr/share/doc/agent-sudo/changelog.gz":             "",
+		"/usr/share/doc/agent-sudo/README.md":                "",
+		"/usr/share/doc/agent-sudo/docs/":                    "",
+		"/usr/share/man/man1/agent-sudo.1.gz":                "",
+		"/usr/share/man/man8/agent-sudod.8.gz":               "",
+		"/usr/share/man/man5/agent-sudo.toml.5.gz":           "",
 	}
 	for d, typ := range want {
 		e, ok := dst[d]
