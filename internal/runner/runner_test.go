@@ -301,7 +301,10 @@ func uniqueSleep(t *testing.T, n int) string {
 
 // cancelWhenRunning runs s in the background, cancels it as soon as a process
 // with each marker among its arguments is alive, and returns the result and
-// how long Run took after the cancellation.
+// how long Run took after the cancellation. In sudo mode sudo's own process
+// does not count: its argv holds the markers too, before its PAM checks are
+// done and the command runs, and a signal then makes sudo fail (exit 1,
+// "account validation failure") rather than the command die of it.
 func cancelWhenRunning(t *testing.T, s Spec, sessions bool, markers ...string) (*Result, time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -316,8 +319,17 @@ func cancelWhenRunning(t *testing.T, s Spec, sessions bool, markers ...string) (
 		res, err := run(ctx, s, sessions)
 		done <- outcome{res, err, time.Now()}
 	}()
+	running := func(marker string) bool {
+		for _, p := range withArg(t, marker) {
+			_, cmdline, _ := strings.Cut(p, ": ")
+			if s.Mode != ModeSudo || !strings.HasPrefix(cmdline, s.SudoPath+" ") {
+				return true
+			}
+		}
+		return false
+	}
 	for _, marker := range markers {
-		for deadline := time.Now().Add(15 * time.Second); len(withArg(t, marker)) == 0; {
+		for deadline := time.Now().Add(15 * time.Second); !running(marker); {
 			if time.Now().After(deadline) {
 				t.Fatalf("no process with argument %s started", marker)
 			}
