@@ -286,16 +286,22 @@ arm64-test: ## make deb DEB_ARCHES=arm64, then the arm64 binaries' --version and
 	test/system/arm64.sh $(DIST)/agent-sudo_$(DEB_VERSION)_arm64.deb
 
 # The system test installs the package, then upgrades it to the same build
-# with a higher version (VERSION.1), as docs/install.md's upgrade says; then
-# walks README.md's Go set-up on a fresh Debian 12 (test/system/readme-go.sh,
-# which needs Debian's archive and the Go module proxy); then the sudo mode
-# tests with sudo and with sudo-rs on Debian 13 (make sudo-rs-test).
-systemtest: ## build the .deb for this machine and test it in a booted Debian 12 container; README.md's Go set-up on a fresh one; make sudo-rs-test (root; see test/system)
+# with a higher version (VERSION.1), as docs/install.md's upgrade says, in a
+# booted Debian 12 and then a booted Debian 13 (where it also removes sudo
+# and runs a request through sudo-rs); then walks README.md's Go set-ups on
+# a fresh Debian 12 and a fresh Debian 13, and make run and make test on the
+# latter (test/system/readme-go.sh, which needs Debian's archive and the Go
+# module proxy); then the sudo mode tests with sudo and with sudo-rs on
+# Debian 13 (make sudo-rs-test).
+systemtest: ## build the .deb for this machine and test it in booted Debian 12 and Debian 13 containers; README.md's Go set-ups on fresh ones; make sudo-rs-test (root; see test/system)
 	@set -e; arch=$$(dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH); \
 	rm -rf $(DIST)/upgrade; rm -f $(DIST)/agent-sudo_*_$$arch.deb; \
 	$(MAKE) --no-print-directory deb DEB_ARCHES=$$arch VERSION='$(VERSION).1'; \
 	mkdir -p $(DIST)/upgrade; mv $(DIST)/agent-sudo_*_$$arch.deb $(DIST)/upgrade/; \
 	$(MAKE) --no-print-directory deb DEB_ARCHES=$$arch; \
-	GO='$(GO)' test/system/run.sh $(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb $$(ls $(DIST)/upgrade/agent-sudo_*_$$arch.deb); \
+	for release in bookworm trixie; do \
+	  AGENT_SUDO_SYSTEMTEST_RELEASE=$$release GO='$(GO)' test/system/run.sh \
+	    $(DIST)/agent-sudo_$(DEB_VERSION)_$$arch.deb $$(ls $(DIST)/upgrade/agent-sudo_*_$$arch.deb); \
+	done; \
 	test/system/readme-go.sh; \
 	GO='$(GO)' test/system/sudo-rs.sh

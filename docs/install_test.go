@@ -50,10 +50,11 @@ func TestInstallGuideIsTheSystemTest(t *testing.T) {
 	}
 }
 
-// TestReadmeGoSetUpIsTheSystemTest checks that README.md's Go set-up is
-// followed word for word by the system test: the shell block of its "Go"
-// section is marked <!-- systemtest: go --> on the line before it, and
-// test/system/readme-go.sh runs it (readme go), then make build.
+// TestReadmeGoSetUpIsTheSystemTest checks that README.md's Go set-ups are
+// followed word for word by the system test: the "Go" section has two shell
+// blocks, for Debian 13 and Debian 12, each marked <!-- systemtest: NAME -->
+// on the line before it, and test/system/readme-go.sh runs each (readme
+// NAME), then make build.
 func TestReadmeGoSetUpIsTheSystemTest(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -68,15 +69,17 @@ func TestReadmeGoSetUpIsTheSystemTest(t *testing.T) {
 		t.Fatal(`README.md has no "## Go" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	if !strings.Contains(section, "\n<!-- systemtest: go -->\n```sh\n") {
-		t.Error("README.md's Go section has no shell block marked <!-- systemtest: go --> on the line before it")
+	if strings.Count(section, "```sh") != 2 {
+		t.Errorf("README.md's Go section has %d shell blocks; the system test runs exactly two, Debian 13's and Debian 12's", strings.Count(section, "```sh"))
 	}
-	if strings.Count(section, "```sh") != 1 {
-		t.Errorf("README.md's Go section has %d shell blocks; the system test runs exactly one", strings.Count(section, "```sh"))
-	}
-	for _, want := range []string{`run_in readme "$(readme go)"`, "run_in readme 'make build'"} {
-		if !strings.Contains(string(script), want) {
-			t.Errorf("test/system/readme-go.sh does not run %s", want)
+	for _, b := range []struct{ marker, container string }{{"go-debian13", "readme"}, {"go-debian12", "readme12"}} {
+		if !strings.Contains(section, "\n<!-- systemtest: "+b.marker+" -->\n```sh\n") {
+			t.Errorf("README.md's Go section has no shell block marked <!-- systemtest: %s --> on the line before it", b.marker)
+		}
+		for _, want := range []string{`run_in ` + b.container + ` "$(readme ` + b.marker + `)"`, "run_in " + b.container + " 'make build'"} {
+			if !strings.Contains(string(script), want) {
+				t.Errorf("test/system/readme-go.sh does not run %s", want)
+			}
 		}
 	}
 }

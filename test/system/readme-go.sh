@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# System test of README.md's "Go" set-up: on a fresh Debian 12, the README's
-# commands get a Go that builds agent-sudo, and with Debian's own Go (1.19)
-# make says in one line what is wrong. Run by `make systemtest` after
-# test/system/run.sh; alone: test/system/readme-go.sh (as root, from any
-# directory of the checkout).
+# System test of README.md's "Go" set-up: on a fresh Debian 13 and a fresh
+# Debian 12, the README's commands for each get a Go that builds agent-sudo,
+# and with Debian 12's own Go (1.19) make says in one line what is wrong; on
+# the Debian 13 one, README.md's make run (with its try-it) and make test
+# then pass. Run by `make systemtest` after test/system/run.sh; alone:
+# test/system/readme-go.sh (as root, from any directory of the checkout).
 #
-# The README's block is marked <!-- systemtest: go --> and run word for word,
-# as a user with sudo, in a copy of HEAD (git archive) in a fresh copy of the
-# root file system run.sh builds with debootstrap ($CACHE, default
+# The README's blocks are marked <!-- systemtest: go-debian13 --> and
+# <!-- systemtest: go-debian12 --> and run word for word, as a user with
+# sudo, in a copy of HEAD (git archive) in a fresh copy of the root file
+# system run.sh builds with debootstrap for that release ($CACHE, default
 # /var/cache/agent-sudo-systemtest). It needs Debian's archive and the Go
 # module proxy, so the container shares this machine's network (no
 # --private-network, and not booted: systemd-nspawn runs each step as a
@@ -44,9 +46,9 @@ readme() { block "$repo/README.md" systemtest "$1"; }
 want=$(sed -n 's/^go //p' "$repo/go.mod")
 [ -n "$want" ] || die "setup: go.mod names no Go release"
 
-# The same root file system as run.sh's (lib.sh).
-rootfs=$CACHE/bookworm
-base_rootfs
+# The same root file systems as run.sh's (lib.sh).
+base_rootfs bookworm
+base_rootfs trixie
 
 mkdir -p "$CACHE/archives/partial"
 work=$(mktemp -d /var/tmp/agent-sudo-readme-go.XXXXXX)
@@ -76,12 +78,12 @@ if command -v go >/dev/null; then
 	done
 fi
 
-# fresh NAME: a copy of the root file system with HEAD's tree in
-# /home/dev/src and a user dev who may run anything with sudo, as the
-# README's reader.
+# fresh NAME RELEASE: a copy of the release's root file system with HEAD's
+# tree in /home/dev/src and a user dev who may run anything with sudo, as
+# the README's reader.
 fresh() {
 	local root=$work/$1
-	cp -a "$rootfs" "$root"
+	cp -a "$CACHE/$2" "$root"
 	if [ -n "$aptproxy" ]; then
 		printf '%s\n' "$aptproxy" >"$root/etc/apt/apt.conf.d/90host-proxy"
 	fi
@@ -127,7 +129,7 @@ run_in() {
 }
 
 # --- Debian's own Go: make says what is wrong in one line ---------------------
-fresh debian-go
+fresh debian-go bookworm
 # As root: dev's sudo would do the same.
 t=$(left)
 timeout --kill-after=30s "$t" systemd-nspawn -q -D "$work/debian-go" --register=no --keep-unit --bind="$CACHE/archives":/var/cache/apt/archives --hostname=debian-go "${envs[@]}" \
@@ -152,14 +154,25 @@ esac
 ok "with Debian 12's $have, make build exits $rc saying: $msg"
 rm -rf "${work:?}/debian-go"
 
-# --- README.md's Go set-up, word for word -------------------------------------
-fresh readme
-run_in readme "$(readme go)" || die "readme: the README's Go set-up failed: $(tail -5 "$work/readme.out")"
+# --- README.md's Go set-ups, word for word -------------------------------------
+# Debian 12's: the Go set-up and make build, on a fresh Debian 12.
+fresh readme12 bookworm
+run_in readme12 "$(readme go-debian12)" || die "readme, Debian 12: the README's Go set-up failed: $(tail -5 "$work/readme12.out")"
+have=$(grep '^go version ' "$work/readme12.out" | tail -1 || true)
+case $have in "go version go$want "*) ;; *) die "readme, Debian 12: after the README's set-up, go version in the source tree says '$have', want go$want" ;; esac
+ok "README.md's Go set-up for Debian 12 ($(readme go-debian12 | grep -c .) commands) as a user with sudo: $have"
+run_in readme12 'make build' || die "readme, Debian 12: make build failed: $(tail -5 "$work/readme12.out")"
+ok "make build after the README's set-up on Debian 12"
+rm -rf "${work:?}/readme12"
+
+# Debian 13's: the Go set-up, make build, then make run and make test below.
+fresh readme trixie
+run_in readme "$(readme go-debian13)" || die "readme, Debian 13: the README's Go set-up failed: $(tail -5 "$work/readme.out")"
 have=$(grep '^go version ' "$work/readme.out" | tail -1 || true)
-case $have in "go version go$want "*) ;; *) die "readme: after the README's set-up, go version in the source tree says '$have', want go$want" ;; esac
-ok "README.md's Go set-up ($(readme go | grep -c .) commands) as a user with sudo: $have"
-run_in readme 'make build' || die "readme: make build failed: $(tail -5 "$work/readme.out")"
-ok "make build after the README's set-up"
+case $have in "go version go$want "*) ;; *) die "readme, Debian 13: after the README's set-up, go version in the source tree says '$have', want go$want" ;; esac
+ok "README.md's Go set-up for Debian 13 ($(readme go-debian13 | grep -c .) commands) as a user with sudo: $have"
+run_in readme 'make build' || die "readme, Debian 13: make build failed: $(tail -5 "$work/readme.out")"
+ok "make build after the README's set-up on Debian 13"
 run_in readme 'bin/agent-sudo --version && bin/agent-sudod --version' || die "readme: the binaries make build made do not run: $(cat "$work/readme.out")"
 out=$(cat "$work/readme.out")
 case $out in "agent-sudo "*"agent-sudod "*) ;; *) die "readme: the binaries' --version said: $out" ;; esac

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# System test: install the .deb in a booted Debian 12 container under a real
+# System test: install the .deb in a booted Debian container under a real
 # systemd and check the package, the units and the daemon there. Run through
 # `make systemtest` (which builds the packages): test/system/run.sh DEB NEWDEB,
 # where NEWDEB is the same package with a higher version, for the upgrade.
+# AGENT_SUDO_SYSTEMTEST_RELEASE names the release: bookworm (Debian 12, the
+# default) or trixie (Debian 13, where the package is then also checked
+# with sudo removed and sudo-rs as the daemon's sudo).
 #
 # docs/install.md is followed word for word: each of its shell blocks is
 # marked <!-- systemtest: NAME --> and `guide NAME` below prints it; the steps
@@ -24,6 +27,7 @@ NEWDEB=${2:?$usage}
 GO=${GO:-go}
 CACHE=${AGENT_SUDO_SYSTEMTEST_CACHE:-/var/cache/agent-sudo-systemtest}
 MIRROR=${AGENT_SUDO_SYSTEMTEST_MIRROR:-http://deb.debian.org/debian}
+RELEASE=${AGENT_SUDO_SYSTEMTEST_RELEASE:-bookworm}
 start=$(date +%s)
 
 die() { echo "FAIL $*" >&2; exit 1; }
@@ -51,7 +55,9 @@ guide() { block "$repo/docs/install.md" systemtest "$1"; }
 # docs/install.md lists the tags Debian 12's lintian reports and why each
 # stays; another lintian version reports other tags, so only that one is held
 # to the list.
-if command -v lintian >/dev/null && lintian --version | grep '^Lintian v2\.116\.' >/dev/null; then
+if [ "$RELEASE" != bookworm ]; then
+	echo "the package's lintian tags are checked in the bookworm run (Debian 12's lintian)"
+elif command -v lintian >/dev/null && lintian --version | grep '^Lintian v2\.116\.' >/dev/null; then
 	got=$({ lintian "$DEB" 2>/dev/null || true; } | sed -nE 's/^[EWI]: agent-sudo: ([a-z0-9-]+).*/\1/p' | sort -u | tr '\n' ' ')
 	want=$(sed -nE '/^## lintian/,/^## /s/^\| `([a-z0-9-]+)` \|.*/\1/p' "$repo/docs/install.md" | sort -u | tr '\n' ' ')
 	[ "$got" = "$want" ] || die "lintian: it reports the tags '$got'; docs/install.md explains '$want'"
@@ -60,8 +66,9 @@ else
 	echo "lintian 2.116 (Debian 12) is not installed: the package's lintian tags were not checked"
 fi
 
-rootfs=$CACHE/bookworm
-base_rootfs
+rootfs=$CACHE/$RELEASE
+base_rootfs "$RELEASE"
+echo "Debian $(cat "$rootfs/etc/debian_version") ($RELEASE)"
 
 work=$(mktemp -d /var/tmp/agent-sudo-systemtest.XXXXXX)
 root=$work/root
@@ -497,6 +504,36 @@ done
 c test -e /etc/agent-sudo/config.toml || die "make uninstall: /etc/agent-sudo/config.toml is gone, docs/install.md says it stays"
 c systemctl is-active --quiet agent-sudo.socket && die "make uninstall: the socket is still active"
 ok "guide: $(guide make-uninstall | tr '\n' ';'): binaries, units and docs gone, config kept, socket stopped"
+
+# --- sudo-rs in sudo's place (Debian 13) ----------------------------------------
+# The package depends on sudo or sudo-rs: removing sudo keeps it; the daemon
+# then runs commands through sudo-rs, with exactly the approved environment.
+if [ "$RELEASE" = trixie ]; then
+	c env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Options::=--force-confold "/root/dist/$(basename "$NEWDEB")" >"$work/apt.log" 2>&1 ||
+		die "sudo-rs: installing the package again: $(tail -5 "$work/apt.log" | tr "\n" " ")"
+	# sudo refuses to be removed where root has no password unless told.
+	c env DEBIAN_FRONTEND=noninteractive SUDO_FORCE_REMOVE=yes apt-get remove -y -q sudo >"$work/apt.log" 2>&1 ||
+		die "sudo-rs: apt-get remove sudo: $(tail -5 "$work/apt.log" | tr "\n" " ")"
+	[ "$(c dpkg-query -W -f '${Status}' agent-sudo)" = "install ok installed" ] || die "sudo-rs: apt-get remove sudo removed agent-sudo"
+	c test ! -e /usr/bin/sudo || die "sudo-rs: /usr/bin/sudo is still there after apt-get remove sudo"
+	ok "apt-get remove sudo keeps agent-sudo (it depends on sudo | sudo-rs, and sudo-rs $(c sudo-rs --version 2>&1 | head -1) is installed)"
+	c sh -c 'cat >>/etc/agent-sudo/config.toml' <<'TOML'
+
+[[rule]]
+name = "systemtest sudo-rs"
+action = "allow"
+match = ["printenv", "DEBIAN_FRONTEND"]
+env = ["DEBIAN_FRONTEND"]
+TOML
+	c sed -i '1i sudo_path = "/usr/bin/sudo-rs"' /etc/agent-sudo/config.toml
+	c systemctl restart agent-sudo.service
+	c journalctl -q -u agent-sudo.service -o cat | grep -F 'implementation="sudo-rs ' >/dev/null ||
+		die "sudo-rs: the daemon does not say it runs commands through sudo-rs: $(c journalctl -q -u agent-sudo.service -n 5 -o cat | tr '\n' ' ')"
+	out=$(c runuser -u alice -- agent-sudo run --session sys-sudo-rs --reason "system test" --env DEBIAN_FRONTEND=noninteractive -- printenv DEBIAN_FRONTEND 2>&1) ||
+		die "sudo-rs: alice's printenv DEBIAN_FRONTEND through sudo-rs failed: $out"
+	[ "$out" = noninteractive ] || die "sudo-rs: printenv DEBIAN_FRONTEND through sudo-rs printed '$out', want noninteractive and nothing else"
+	ok "sudo_path = /usr/bin/sudo-rs: the daemon says it runs commands through sudo-rs, and an approved DEBIAN_FRONTEND reaches the command, with nothing on stderr"
+fi
 
 c systemctl poweroff >/dev/null 2>&1 || true
 wait "$nspawn" 2>/dev/null || true
