@@ -166,7 +166,7 @@ same_daemon() { # same_daemon WHAT: the service is active, never restarted, Main
 	local show
 	show=$(c systemctl show -p ActiveState,NRestarts,MainPID agent-sudo.service)
 	echo "$show" | grep -x 'ActiveState=active' >/dev/null && echo "$show" | grep -qx 'NRestarts=0' && echo "$show" | grep -qx "MainPID=$mainpid" ||
-		die "$1: the daemon was restarted or is not active: $(echo $show)"
+		die "$1: the daemon was restarted or is not active (its MainPID was $mainpid): $(echo $show)"
 }
 
 # --- install (guide: install) -----------------------------------------------
@@ -527,8 +527,9 @@ env = ["DEBIAN_FRONTEND"]
 TOML
 	c sed -i '1i sudo_path = "/usr/bin/sudo-rs"' /etc/agent-sudo/config.toml
 	c systemctl restart agent-sudo.service
-	c journalctl -q -u agent-sudo.service -o cat | grep -F 'implementation="sudo-rs ' >/dev/null ||
-		die "sudo-rs: the daemon does not say it runs commands through sudo-rs: $(c journalctl -q -u agent-sudo.service -n 5 -o cat | tr '\n' ' ')"
+	# The start's log line carries the implementation as a journal field.
+	c journalctl -q -u agent-sudo.service -o export | grep -a '^AGENT_SUDO_IMPLEMENTATION=sudo-rs ' >/dev/null ||
+		die "sudo-rs: the daemon does not say it runs commands through sudo-rs: $(c journalctl -q -u agent-sudo.service -o export | grep -a '^AGENT_SUDO_IMPLEMENTATION=' | tr '\n' ' ')"
 	out=$(c runuser -u alice -- agent-sudo run --session sys-sudo-rs --reason "system test" --env DEBIAN_FRONTEND=noninteractive -- printenv DEBIAN_FRONTEND 2>&1) ||
 		die "sudo-rs: alice's printenv DEBIAN_FRONTEND through sudo-rs failed: $out"
 	[ "$out" = noninteractive ] || die "sudo-rs: printenv DEBIAN_FRONTEND through sudo-rs printed '$out', want noninteractive and nothing else"
