@@ -53,7 +53,7 @@ func TestMarkdown(t *testing.T) {
 	want := ".PP\nIntro\nline.\n" +
 		".SH KEYS\n.IP \\(bu 4\none\n.RS\n.IP \\(bu 4\nnested\n.RE\n.IP \\(bu 4\ntwo\n" +
 		".PP\n.RS 4\n.nf\n\\&.x = 1\n.fi\n.RE\n" +
-		".PP\n.TS\nallbox tab(@);\nlb lb\nl lx.\nT{\na\nT}@T{\nb\nT}\nT{\n\\fBk\\fR\nT}@T{\nv\nT}\n.TE\n" +
+		".PP\n.TS\nallbox tab(@);\nlb lb\nl lx.\nT{\n.na\na\nT}@T{\n.na\nb\nT}\nT{\n.na\n\\fBk\\fR\nT}@T{\n.na\nv\nT}\n.TE\n" +
 		".SS Sub\n.PP\ntext\n"
 	if got := markdown(md); got != want {
 		t.Errorf("markdown:\n%s\nwant:\n%s", got, want)

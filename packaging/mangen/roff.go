@@ -199,8 +199,8 @@ func cells(row string) []string {
 }
 
 // table renders rows (the first is the header) as a tbl table whose cells
-// are text blocks, so that long cells wrap; the last column takes the
-// remaining width.
+// are text blocks, not adjusted (.na), so that long cells wrap; the last
+// column takes the remaining width.
 func table(rows [][]string) string {
 	n := len(rows[0])
 	var b strings.Builder
@@ -221,7 +221,10 @@ func table(rows [][]string) string {
 			if i > 0 {
 				b.WriteString("@")
 			}
-			b.WriteString("T{\n" + breakable(inline(c)) + "\nT}")
+			// .na: groff 1.23 (Debian 13) would justify the text block
+			// and warn "cannot adjust line" where a cell's break points
+			// leave too few spaces; 1.22 did not.
+			b.WriteString("T{\n.na\n" + breakable(inline(c)) + "\nT}")
 		}
 		b.WriteString("\n")
 	}
