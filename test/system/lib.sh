@@ -18,27 +18,36 @@ block() {
 # base_rootfs [RELEASE] makes sure $CACHE/RELEASE (default bookworm) holds
 # the minimal Debian the tests boot or run commands in, building it with
 # debootstrap from $MIRROR when it is missing: bookworm is Debian 12,
-# trixie Debian 13, which also gets sudo-rs (test/system/sudo-rs.sh).
+# trixie Debian 13, which also gets sudo-rs (test/system/sudo-rs.sh) and
+# lintian (Debian 13's, which run.sh runs in the container).
 # procps for /bin/kill, which the unit's ExecReload runs (the package
 # depends on it), and make for the guide's make install; a cached root
 # file system without them is rebuilt.
 base_rootfs() {
-	local release=${1:-bookworm} include=systemd,systemd-sysv,dbus,sudo,procps,make want=
+	# extra: packages apt-get installs afterwards, in the new root file
+	# system (debootstrap fails to configure lintian's perl modules).
+	local release=${1:-bookworm} include=systemd,systemd-sysv,dbus,sudo,procps,make want= extra=
 	case $release in
 	bookworm) ;;
-	trixie) include=$include,sudo-rs want=/usr/bin/sudo-rs ;;
+	trixie) include=$include,sudo-rs extra=lintian want="/usr/bin/sudo-rs /usr/bin/lintian" ;;
 	*) die "setup: no root file system for Debian release '$release'" ;;
 	esac
 	local rootfs=$CACHE/$release
-	if [ -x "$rootfs/lib/systemd/systemd" ] && [ -x "$rootfs/bin/kill" ] && [ -x "$rootfs/usr/bin/make" ] &&
-		{ [ -z "$want" ] || [ -x "$rootfs$want" ]; }; then
-		return 0
-	fi
+	local have=yes f
+	for f in /lib/systemd/systemd /bin/kill /usr/bin/make $want; do
+		[ -x "$rootfs$f" ] || have=
+	done
+	[ -z "$have" ] || return 0
 	echo "building the $release root file system in $rootfs (debootstrap, a few minutes)"
 	mkdir -p "$CACHE"
 	rm -rf "$CACHE/$release.tmp"
 	debootstrap --variant=minbase --include=$include "$release" "$CACHE/$release.tmp" "$MIRROR" \
 		>"$CACHE/debootstrap-$release.log" 2>&1 || die "setup: debootstrap of $release failed, see $CACHE/debootstrap-$release.log"
+	if [ -n "$extra" ]; then
+		systemd-nspawn -q -D "$CACHE/$release.tmp" --register=no --keep-unit --resolv-conf=copy-host --pipe \
+			sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" && apt-get clean' sh $extra \
+			>>"$CACHE/debootstrap-$release.log" 2>&1 || die "setup: apt-get install $extra in $release failed, see $CACHE/debootstrap-$release.log"
+	fi
 	rm -rf "$rootfs"
 	mv "$CACHE/$release.tmp" "$rootfs"
 }
