@@ -8,6 +8,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
 // TestNewSudoImplementation: with exec = "sudo" the daemon does not start
@@ -15,7 +16,13 @@ import (
 // given the approved environment, and says what it found; sudo and sudo-rs
 // start it.
 func TestNewSudoImplementation(t *testing.T) {
+	testenv.NeedsRoot(t) // the daemon asks sudo_path --version as nobody
 	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, tt := range []struct{ version, err string }{
 		{"doas 6.8", `its --version says "doas 6.8", which is neither sudo`},
 		{"Sudo version 1.8.20", "sudo 1.8.21 or newer"},

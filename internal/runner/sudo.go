@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agent-sudo/agent-sudo/internal/spawn"
 )
 
 // SudoKind is a sudo implementation, as its --version names it. The two
@@ -97,36 +98,47 @@ const sudoProbeTimeout = 10 * time.Second
 // maxVersionOutput caps what is read of `sudo --version`.
 const maxVersionOutput = 64 << 10
 
-// probePath is the whole environment of `sudo --version`: none of the
-// daemon's, but not empty either, as sudo 1.9.16p2 (Debian 13's) crashes
-// with an empty environment.
+// probePath is the environment of `sudo --version` besides the HOME=/ of
+// [spawn.Run]: none of the daemon's, but not empty either, as sudo 1.9.16p2
+// (Debian 13's) crashes with an empty environment.
 const probePath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
-// ProbeSudo runs `path --version` (no shell, only a fixed PATH in the
-// environment, "/" as its directory) and tells which implementation path
-// is from the first line it prints on stdout, or on stderr when stdout is
-// empty ([ParseSudoVersion]).
+// probeUser runs `sudo --version`: it needs no privilege, and the daemon
+// starts no helper as root ([spawn.Run]).
+const probeUser = "nobody"
+
+// ProbeSudo runs `path --version` through [spawn.Run] (no shell, as
+// nobody, in "/", with only PATH and HOME in its environment) and tells
+// which implementation path is from the first line of its output (stdout
+// and stderr: sudo-rs 0.2.5 prints its version on stderr) that names one
+// ([ParseSudoVersion]); without such a line, from its first line.
 func ProbeSudo(ctx context.Context, path string) (SudoImpl, error) {
 	ctx, cancel := context.WithTimeout(ctx, sudoProbeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = []string{probePath}
-	cmd.Dir = "/"
-	var out, errOut capped
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errOut.String())
-		if msg != "" {
+	who, err := LookupTarget(probeUser)
+	if err != nil {
+		return SudoImpl{}, fmt.Errorf("sudo_path %s: the user to ask its --version as: %w", path, err)
+	}
+	var out capped
+	err = spawn.Run(ctx, spawn.Cmd{
+		Path: path, Args: []string{path, "--version"},
+		UID: who.UID, GID: who.GID, Groups: []uint32{},
+		Env: []string{probePath}, Output: &out,
+	})
+	if err != nil {
+		if msg := strings.TrimSpace(out.String()); msg != "" {
 			return SudoImpl{}, fmt.Errorf("sudo_path %s: %s --version: %w (it said %q)", path, path, err, firstLine(msg))
 		}
 		return SudoImpl{}, fmt.Errorf("sudo_path %s: %s --version: %w", path, path, err)
 	}
-	// sudo-rs 0.2.5 prints its version on stderr.
-	version := out.String()
-	if version == "" {
-		version = errOut.String()
+	line := firstLine(out.String())
+	for l := range strings.Lines(out.String()) {
+		if strings.HasPrefix(l, "Sudo version ") || strings.HasPrefix(l, "sudo-rs ") {
+			line = strings.TrimRight(l, "\r\n")
+			break
+		}
 	}
-	impl, err := ParseSudoVersion(firstLine(version))
+	impl, err := ParseSudoVersion(line)
 	if err != nil {
 		return SudoImpl{}, fmt.Errorf("sudo_path %s: %w", path, err)
 	}

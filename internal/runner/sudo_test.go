@@ -46,6 +46,19 @@ func TestParseSudoVersion(t *testing.T) {
 	}
 }
 
+// reachableDir is a temporary directory nobody can reach and run the
+// programs in, as the probe, which runs as nobody, must.
+func reachableDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // fakeSudo writes at path a script that prints version (sudo-rs's on
 // stderr, as 0.2.5 does) and exits with status; it replaces the file (a
 // new inode), as a package upgrade does.
@@ -71,8 +84,9 @@ func fakeSudo(t *testing.T, path, version string, status int) {
 // in an empty environment; and a sudo replaced after the start is asked
 // again before the next pipeline, never trusted on its old answer.
 func TestOpenSudo(t *testing.T) {
+	requireRoot(t) // the probe runs as nobody
 	t.Setenv("AGENT_SUDO_TEST_LEAK", "the daemon's environment") // the probe must not pass it on
-	dir := t.TempDir()
+	dir := reachableDir(t)
 	path := filepath.Join(dir, "sudo")
 	ctx := context.Background()
 	for _, tt := range []struct {
