@@ -376,6 +376,51 @@ c runuser -u alice -- agent-sudo run --session sys-r2 --reason "system test" -- 
 c agent-sudo audit verify >"$work/verify" 2>&1 || die "restart: agent-sudo audit verify: $(cat "$work/verify")"
 ok "systemctl restart continues the hash chain: $(tail -1 "$work/verify")"
 
+# --- kill -9 during an approved command (issue 32) -----------------------------
+# The daemon killed while an approved pipeline runs, one stage of which left
+# a child in a session of its own: under the shipped unit (KillMode=mixed,
+# Delegate=yes) systemd kills what the service's cgroup still holds (after
+# TimeoutStopSec, as the main process is gone), and the daemon started next
+# records the request as abandoned, in the audit log and in its journal.
+c sh -c 'cat >>/etc/agent-sudo/config.toml' <<'TOML'
+
+[[rule]]
+name = "systemtest setsid"
+action = "allow"
+match = ["setsid", "-f", "sleep", "*"]
+TOML
+reload
+c runuser -u alice -- agent-sudo run --session sys-kill --reason "system test" -- setsid -f sleep 300 '|' sleep 301 >"$work/kill.out" 2>&1 &
+client=$!
+sleeps() { c sh -c 'cat /proc/[0-9]*/comm 2>/dev/null | grep -cx sleep' || true; }
+for _ in $(seq 300); do [ "$(sleeps)" -ge 2 ] && break; sleep 0.1; done
+[ "$(sleeps)" -ge 2 ] || die "kill -9: the pipeline's two sleeps did not start: $(cat "$work/kill.out")"
+killed=$(c systemctl show -p MainPID --value agent-sudo.service)
+c kill -9 "$killed"
+set +e
+wait $client
+set -e
+t0=$(date +%s)
+for _ in $(seq 1200); do [ "$(sleeps)" = 0 ] && break; sleep 0.1; done
+[ "$(sleeps)" = 0 ] || die "kill -9: the approved command outlived its daemon by 120s: $(sleeps) sleeps still run"
+gone=$(($(date +%s) - t0))
+c runuser -u alice -- agent-sudo status >/dev/null 2>&1 || true
+for _ in $(seq 300); do
+	c journalctl -q -u agent-sudo.service -o cat | grep -F 'recorded a request a stopped daemon left unfinished' >/dev/null && break
+	sleep 0.1
+done
+c journalctl -q -u agent-sudo.service -o cat | grep -F 'recorded a request a stopped daemon left unfinished' >/dev/null ||
+	die "kill -9: the next daemon did not record the abandoned request: $(c journalctl -q -u agent-sudo.service -n 8 -o cat | tr '\n' ' ')"
+c grep -F "abandoned: agent-sudod (pid $killed) stopped" /var/log/agent-sudo/audit.jsonl >/dev/null ||
+	die "kill -9: the audit log has no result saying the request was abandoned by pid $killed: $(c tail -n 2 /var/log/agent-sudo/audit.jsonl)"
+out=$(c agent-sudo audit --session sys-kill 2>&1) || die "kill -9: agent-sudo audit --session sys-kill: $out"
+echo "$out" | tail -n 1 | grep -w error >/dev/null || die "kill -9: the listing does not show the request as error: $out"
+c agent-sudo audit verify >"$work/verify" 2>&1 || die "kill -9: agent-sudo audit verify: $(cat "$work/verify")"
+ok "kill -9 of the daemon (pid $killed) during an approved setsid -f sleep | sleep: systemd ended both sleeps ${gone}s later, the next daemon recorded the request abandoned, and the chain verifies"
+# An explicit restart, so that the checks below start from a service
+# started by hand (NRestarts counts systemd's own restarts).
+c systemctl restart agent-sudo.service
+
 # --- a config that does not load (guide: recover) ----------------------------
 # issue 22: a typo and a restart once left systemd restarting the daemon
 # every 2s without end and every client waiting.
