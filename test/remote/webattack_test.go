@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/browsertest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
@@ -66,7 +67,7 @@ var docsTunnels = [][]string{
 // It does not run in parallel with the other tests: it uses the docs'
 // ports, which TestWebApproverThroughTheDocsTunnel uses too.
 func TestLoopbackSquatThroughTheDocsTunnelInChromium(t *testing.T) {
-	b := startBrowser(t)
+	b := browsertest.Start(t, "../web/driver.mjs", true)
 	_, cli := daemontest.Binaries(t)
 	testenv.WebUser(t)
 	// The agent: a local user of its own, whose processes are not the web
@@ -83,7 +84,7 @@ func TestLoopbackSquatThroughTheDocsTunnelInChromium(t *testing.T) {
 // TestLoopbackSquatThroughTheDocsTunnelInChromium: a daemon, an sshd on
 // sshPort and the tunnel `ssh -N -L forward...`, the browser's page named
 // page (a virtual authenticator of its own).
-func squatThroughTunnel(t *testing.T, b *browser, cli string, agent *daemontest.User, sshPort int, forward []string, page string) {
+func squatThroughTunnel(t *testing.T, b *browsertest.Browser, cli string, agent *daemontest.User, sshPort int, forward []string, page string) {
 	dir := tempDir(t)
 	k := makeKeys(t, dir)
 	const origin = "http://localhost:" + docsLocalPort
@@ -93,7 +94,7 @@ func squatThroughTunnel(t *testing.T, b *browser, cli string, agent *daemontest.
 	on := func(cmd map[string]any) map[string]any {
 		t.Helper()
 		cmd["page"] = page
-		return b.do(cmd)
+		return b.Do(cmd)
 	}
 
 	probe := func(when string) {
@@ -376,98 +377,6 @@ func startTunnel(t *testing.T, k *keys, port int, forward []string) {
 			t.Fatalf("the tunnel was not set up on %s: %v\n%s", addr, err, out)
 		}
 	}
-}
-
-// browser is test/web's driver.mjs running Debian's chromium through
-// playwright-core, each page with a WebAuthn virtual authenticator (make
-// remote-test installs playwright-core, as make web-test does).
-type browser struct {
-	t   *testing.T
-	in  io.Writer
-	out chan string
-}
-
-// startBrowser starts the driver, or fails the test when make
-// remote-test's AGENT_SUDO_TEST_NODE_PATH is not set.
-func startBrowser(t *testing.T) *browser {
-	t.Helper()
-	mods := os.Getenv("AGENT_SUDO_TEST_NODE_PATH")
-	if mods == "" {
-		t.Fatal("AGENT_SUDO_TEST_NODE_PATH is not set: run make remote-test, which installs playwright-core (test/web/install.sh)")
-	}
-	// driver.mjs imports playwright-core from a node_modules beside it.
-	dir := t.TempDir()
-	src, err := os.ReadFile("../web/driver.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "driver.mjs"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(mods, filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", filepath.Join(dir, "driver.mjs"))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan string)
-	go func() {
-		defer close(out)
-		sc := bufio.NewScanner(outPipe)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			out <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = in.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	return &browser{t: t, in: in, out: out}
-}
-
-// do sends one command to the driver and returns its answer, failing the
-// test when the command failed.
-func (b *browser) do(cmd map[string]any) map[string]any {
-	b.t.Helper()
-	line, _ := json.Marshal(cmd)
-	if _, err := b.in.Write(append(line, '\n')); err != nil {
-		b.t.Fatalf("browser: %v", err)
-	}
-	select {
-	case s, ok := <-b.out:
-		if !ok {
-			b.t.Fatal("browser: the driver exited")
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(s), &m); err != nil {
-			b.t.Fatalf("browser: %q: %v", s, err)
-		}
-		if m["ok"] != true {
-			b.t.Fatalf("browser: %s: %v", line, m["error"])
-		}
-		return m
-	case <-time.After(90 * time.Second):
-		b.t.Fatalf("browser: no answer to %s within 90s", line)
-	}
-	return nil
 }
 
 // lines sends r's lines on the channel it returns, closed at r's end.

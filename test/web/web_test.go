@@ -16,13 +16,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/internal/browsertest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
@@ -30,100 +30,6 @@ import (
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m) }
-
-// browser is driver.mjs running chromium.
-type browser struct {
-	t   *testing.T
-	in  io.Writer
-	out chan string
-}
-
-func startBrowser(t *testing.T) *browser {
-	t.Helper()
-	mods := os.Getenv("AGENT_SUDO_TEST_NODE_PATH")
-	if mods == "" {
-		t.Skip("AGENT_SUDO_TEST_NODE_PATH is not set; make web-test runs these tests")
-	}
-	// driver.mjs imports playwright-core from a node_modules beside it.
-	dir := t.TempDir()
-	src, err := os.ReadFile("driver.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "driver.mjs"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(mods, filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", filepath.Join(dir, "driver.mjs"))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan string)
-	go func() {
-		defer close(out)
-		sc := bufio.NewScanner(outPipe)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			out <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = in.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	return &browser{t: t, in: in, out: out}
-}
-
-// try sends one command and returns the driver's answer.
-func (b *browser) try(cmd map[string]any) map[string]any {
-	b.t.Helper()
-	line, _ := json.Marshal(cmd)
-	if _, err := b.in.Write(append(line, '\n')); err != nil {
-		b.t.Fatalf("browser: %v", err)
-	}
-	select {
-	case s, ok := <-b.out:
-		if !ok {
-			b.t.Fatal("browser: the driver exited")
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(s), &m); err != nil {
-			b.t.Fatalf("browser: %q: %v", s, err)
-		}
-		return m
-	case <-time.After(90 * time.Second):
-		b.t.Fatalf("browser: no answer to %s within 90s", line)
-	}
-	return nil
-}
-
-// do is try that fails the test when the command failed.
-func (b *browser) do(cmd map[string]any) map[string]any {
-	b.t.Helper()
-	m := b.try(cmd)
-	if m["ok"] != true {
-		b.t.Fatalf("browser: %v: %v", cmd, m["error"])
-	}
-	return m
-}
 
 // readUntil reads r's lines until one contains want, and returns it.
 func readUntil(t *testing.T, lines <-chan string, want string) string {
@@ -166,7 +72,7 @@ type rig struct {
 	keys   string
 	cli    string
 	origin string
-	b      *browser
+	b      *browsertest.Browser
 	webPID int
 	// webUID is agent-sudo-web's, the web approver's and the enrolment
 	// page's default --user.
@@ -175,7 +81,7 @@ type rig struct {
 
 func setup(t *testing.T) *rig {
 	t.Helper()
-	b := startBrowser(t)
+	b := browsertest.Start(t, "driver.mjs", false)
 	daemontest.RequireRoot(t)
 	keys := passkeytest.Dir(t)
 	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "90s", Extra: fmt.Sprintf("passkeys = %q", keys), Rules: `
@@ -193,7 +99,7 @@ approvals = 2
 
 	// Enrolment, at the "root terminal": a one-time link. alice's passkey
 	// is the main page's authenticator, bob's the "bob" page's.
-	b.do(map[string]any{"op": "new", "page": "bob"})
+	b.Do(map[string]any{"op": "new", "page": "bob"})
 	var link string
 	for _, who := range []struct{ name, page string }{{"alice", "main"}, {"bob", "bob"}} {
 		enrol := exec.Command(cli, "approve", "web", "enroll", who.name, "--web", addr, "--no-tls", "--passkeys", keys)
@@ -208,17 +114,17 @@ approvals = 2
 		}
 		el := lines(eout)
 		link = strings.TrimSpace(readUntil(t, el, r.origin+"/enroll/"))
-		b.do(map[string]any{"op": "goto", "page": who.page, "url": link})
-		b.do(map[string]any{"op": "click", "page": who.page, "selector": "#enroll"})
-		b.do(map[string]any{"op": "waitText", "page": who.page, "selector": "#status", "text": "Enrolled: " + who.name})
+		b.Do(map[string]any{"op": "goto", "page": who.page, "url": link})
+		b.Do(map[string]any{"op": "click", "page": who.page, "selector": "#enroll"})
+		b.Do(map[string]any{"op": "waitText", "page": who.page, "selector": "#status", "text": "Enrolled: " + who.name})
 		readUntil(t, el, "enrolled "+who.name)
 		if err := enrol.Wait(); err != nil {
 			t.Fatalf("approve web enroll %s: %v", who.name, err)
 		}
 	}
 	// The link was for one use.
-	b.do(map[string]any{"op": "new", "page": "late", "bare": true})
-	if m := b.try(map[string]any{"op": "goto", "page": "late", "url": link}); m["ok"] == true {
+	b.Do(map[string]any{"op": "new", "page": "late", "bare": true})
+	if m := b.Try(map[string]any{"op": "goto", "page": "late", "url": link}); m["ok"] == true {
 		t.Fatal("the enrolment link still works after its use")
 	}
 
@@ -238,12 +144,12 @@ approvals = 2
 	})
 	readUntil(t, lines(wout), "web approver for")
 	r.webPID = web.Process.Pid
-	b.do(map[string]any{"op": "goto", "url": r.origin + "/"})
-	b.do(map[string]any{"op": "click", "selector": "#signin"})
-	b.do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
-	b.do(map[string]any{"op": "goto", "page": "bob", "url": r.origin + "/"})
-	b.do(map[string]any{"op": "click", "page": "bob", "selector": "#signin"})
-	b.do(map[string]any{"op": "waitText", "page": "bob", "selector": "#approver", "text": "bob"})
+	b.Do(map[string]any{"op": "goto", "url": r.origin + "/"})
+	b.Do(map[string]any{"op": "click", "selector": "#signin"})
+	b.Do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
+	b.Do(map[string]any{"op": "goto", "page": "bob", "url": r.origin + "/"})
+	b.Do(map[string]any{"op": "click", "page": "bob", "selector": "#signin"})
+	b.Do(map[string]any{"op": "waitText", "page": "bob", "selector": "#approver", "text": "bob"})
 	return r
 }
 
@@ -279,9 +185,9 @@ func TestWebApprover(t *testing.T) {
 
 	t.Run("allow runs the command and audit verify checks the signature", func(t *testing.T) {
 		done := r.ask("web-1", "list the files", "echo", "allowed on the web")
-		b.do(map[string]any{"op": "wait", "selector": sel("web-1")})
-		b.do(map[string]any{"op": "hold", "selector": sel("web-1") + " button.allow"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-1"})
+		b.Do(map[string]any{"op": "wait", "selector": sel("web-1")})
+		b.Do(map[string]any{"op": "hold", "selector": sel("web-1") + " button.allow"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-1"})
 		resp := <-done
 		if resp.Status != proto.StatusOK || string(resp.Stdout) != "allowed on the web\n" {
 			t.Fatalf("response %+v", resp)
@@ -303,17 +209,17 @@ func TestWebApprover(t *testing.T) {
 
 	t.Run("a replayed assertion is refused", func(t *testing.T) {
 		done := r.ask("web-2", "replay me", "echo", "two")
-		b.do(map[string]any{"op": "wait", "selector": sel("web-2")})
-		b.do(map[string]any{"op": "capture", "path": "/api/decide/finish"})
-		b.do(map[string]any{"op": "hold", "selector": sel("web-2") + " button.allow"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-2"})
-		b.do(map[string]any{"op": "uncapture", "path": "/api/decide/finish"})
+		b.Do(map[string]any{"op": "wait", "selector": sel("web-2")})
+		b.Do(map[string]any{"op": "capture", "path": "/api/decide/finish"})
+		b.Do(map[string]any{"op": "hold", "selector": sel("web-2") + " button.allow"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-2"})
+		b.Do(map[string]any{"op": "uncapture", "path": "/api/decide/finish"})
 		<-done
-		body := b.do(map[string]any{"op": "captured", "path": "/api/decide/finish"})["body"]
+		body := b.Do(map[string]any{"op": "captured", "path": "/api/decide/finish"})["body"]
 		if body == nil {
 			t.Fatal("no decision was captured")
 		}
-		m := b.do(map[string]any{"op": "post", "path": "/api/decide/finish", "body": body})
+		m := b.Do(map[string]any{"op": "post", "path": "/api/decide/finish", "body": body})
 		if m["status"] == float64(200) {
 			t.Fatalf("the replayed decision was taken: %v", m)
 		}
@@ -322,34 +228,34 @@ func TestWebApprover(t *testing.T) {
 	t.Run("an assertion made for another request is refused", func(t *testing.T) {
 		doneA := r.ask("web-3", "first", "echo", "three")
 		doneB := r.ask("web-4", "second", "echo", "four")
-		b.do(map[string]any{"op": "wait", "selector": sel("web-4")})
-		b.do(map[string]any{"op": "wait", "selector": sel("web-3")})
+		b.Do(map[string]any{"op": "wait", "selector": sel("web-4")})
+		b.Do(map[string]any{"op": "wait", "selector": sel("web-3")})
 		// Keep each signed decision from the server, as a hostile relay
 		// would.
-		b.do(map[string]any{"op": "capture", "path": "/api/decide/finish", "abort": true})
-		b.do(map[string]any{"op": "hold", "selector": sel("web-3") + " button.allow"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Not decided"})
+		b.Do(map[string]any{"op": "capture", "path": "/api/decide/finish", "abort": true})
+		b.Do(map[string]any{"op": "hold", "selector": sel("web-3") + " button.allow"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Not decided"})
 		var a map[string]any
-		_ = json.Unmarshal([]byte(b.do(map[string]any{"op": "captured", "path": "/api/decide/finish"})["body"].(string)), &a)
-		b.do(map[string]any{"op": "hold", "selector": sel("web-4") + " button.allow"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Not decided"})
+		_ = json.Unmarshal([]byte(b.Do(map[string]any{"op": "captured", "path": "/api/decide/finish"})["body"].(string)), &a)
+		b.Do(map[string]any{"op": "hold", "selector": sel("web-4") + " button.allow"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Not decided"})
 		var bb map[string]any
-		_ = json.Unmarshal([]byte(b.do(map[string]any{"op": "captured", "path": "/api/decide/finish"})["body"].(string)), &bb)
-		b.do(map[string]any{"op": "uncapture", "path": "/api/decide/finish"})
+		_ = json.Unmarshal([]byte(b.Do(map[string]any{"op": "captured", "path": "/api/decide/finish"})["body"].(string)), &bb)
+		b.Do(map[string]any{"op": "uncapture", "path": "/api/decide/finish"})
 		if a["nonce"] == bb["nonce"] {
 			t.Fatal("both decisions were captured as one")
 		}
 		// web-3's assertion sent as the decision on web-4.
 		forged, _ := json.Marshal(map[string]any{"nonce": bb["nonce"], "assertion": a["assertion"]})
-		m := b.do(map[string]any{"op": "post", "path": "/api/decide/finish", "body": string(forged)})
+		m := b.Do(map[string]any{"op": "post", "path": "/api/decide/finish", "body": string(forged)})
 		if m["status"] == float64(200) || !strings.Contains(m["text"].(string), "signed decision refused") {
 			t.Fatalf("web-3's assertion for web-4: %v, want refused by the daemon", m)
 		}
 		// Both still wait; deny them on the page.
 		for _, id := range []string{"web-3", "web-4"} {
-			b.do(map[string]any{"op": "wait", "selector": sel(id)})
-			b.do(map[string]any{"op": "click", "selector": sel(id) + " button.deny"})
-			b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: " + id})
+			b.Do(map[string]any{"op": "wait", "selector": sel(id)})
+			b.Do(map[string]any{"op": "click", "selector": sel(id) + " button.deny"})
+			b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: " + id})
 		}
 		if ra, rb := <-doneA, <-doneB; ra.Status != proto.StatusDenied || rb.Status != proto.StatusDenied {
 			t.Fatalf("web-3 %s, web-4 %s: want both denied", ra.Status, rb.Status)
@@ -362,20 +268,20 @@ func TestWebApprover(t *testing.T) {
 		on := func(link int) string {
 			return fmt.Sprintf("section.request[data-daemon='%d'][data-id='web-two']", link)
 		}
-		b.do(map[string]any{"op": "wait", "selector": on(0)})
-		b.do(map[string]any{"op": "wait", "selector": on(1)})
-		b.do(map[string]any{"op": "waitText", "selector": on(1) + " h2", "text": r.d2.ApproverSocket})
-		b.do(map[string]any{"op": "hold", "selector": on(1) + " button.allow"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-two"})
+		b.Do(map[string]any{"op": "wait", "selector": on(0)})
+		b.Do(map[string]any{"op": "wait", "selector": on(1)})
+		b.Do(map[string]any{"op": "waitText", "selector": on(1) + " h2", "text": r.d2.ApproverSocket})
+		b.Do(map[string]any{"op": "hold", "selector": on(1) + " button.allow"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-two"})
 		if resp := <-done2; resp.Status != proto.StatusOK || string(resp.Stdout) != "second\n" {
 			t.Fatalf("the second daemon's response %+v", resp)
 		}
 		// The page reloads once the allowed request has left; deny on the
 		// reloaded page, so that the reload cannot cut the decision short.
-		b.do(map[string]any{"op": "wait", "selector": on(1), "state": "detached"})
-		b.do(map[string]any{"op": "wait", "selector": "body[data-ready='1'] " + on(0)})
-		b.do(map[string]any{"op": "click", "selector": on(0) + " button.deny"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-two"})
+		b.Do(map[string]any{"op": "wait", "selector": on(1), "state": "detached"})
+		b.Do(map[string]any{"op": "wait", "selector": "body[data-ready='1'] " + on(0)})
+		b.Do(map[string]any{"op": "click", "selector": on(0) + " button.deny"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-two"})
 		if resp := <-done1; resp.Status != proto.StatusDenied {
 			t.Fatalf("the first daemon's response %+v, want denied", resp)
 		}
@@ -384,29 +290,29 @@ func TestWebApprover(t *testing.T) {
 	t.Run("HTML and script from the agent render inert", func(t *testing.T) {
 		reason := `<script>alert(1)</script><img src=x onerror=alert(2)>`
 		done := r.ask("web-xss", reason, "echo", `"><svg onload=alert(3)>`, "<iframe src=javascript:alert(4)>")
-		b.do(map[string]any{"op": "wait", "selector": sel("web-xss")})
-		text := b.do(map[string]any{"op": "text", "selector": sel("web-xss") + " .reason"})["text"].(string)
+		b.Do(map[string]any{"op": "wait", "selector": sel("web-xss")})
+		text := b.Do(map[string]any{"op": "text", "selector": sel("web-xss") + " .reason"})["text"].(string)
 		if !strings.Contains(text, reason) {
 			t.Errorf("the reason shows as %q, want the text %q", text, reason)
 		}
-		n := b.do(map[string]any{"op": "count", "selector": sel("web-xss") + " script, " + sel("web-xss") + " img, " + sel("web-xss") + " svg, " + sel("web-xss") + " iframe"})["count"]
+		n := b.Do(map[string]any{"op": "count", "selector": sel("web-xss") + " script, " + sel("web-xss") + " img, " + sel("web-xss") + " svg, " + sel("web-xss") + " iframe"})["count"]
 		if n != float64(0) {
 			t.Errorf("%v elements from the agent's text are on the page", n)
 		}
-		if d := b.do(map[string]any{"op": "dialogs"})["dialogs"].([]any); len(d) != 0 {
+		if d := b.Do(map[string]any{"op": "dialogs"})["dialogs"].([]any); len(d) != 0 {
 			t.Errorf("the agent's script ran: %v", d)
 		}
-		b.do(map[string]any{"op": "click", "selector": sel("web-xss") + " button.deny"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-xss"})
+		b.Do(map[string]any{"op": "click", "selector": sel("web-xss") + " button.deny"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-xss"})
 		<-done
 	})
 
 	t.Run("the two-person rule waits for the second approver", func(t *testing.T) {
 		done := r.ask("web-2p", "dangerous", "echo", "two-person", "ran")
-		b.do(map[string]any{"op": "wait", "selector": sel("web-2p")})
-		b.do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "needs 2 different people: 0 of 2 approvals so far"})
-		b.do(map[string]any{"op": "hold", "selector": sel("web-2p") + " button.allow"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Waiting for another person: web-2p"})
+		b.Do(map[string]any{"op": "wait", "selector": sel("web-2p")})
+		b.Do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "needs 2 different people: 0 of 2 approvals so far"})
+		b.Do(map[string]any{"op": "hold", "selector": sel("web-2p") + " button.allow"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Waiting for another person: web-2p"})
 		// Still waiting: a console connecting now is shown it.
 		c := daemontest.Dial(t, r.d.ApproverSocket)
 		if p := c.Pending("web-2p"); p.Request.Approvals != 2 {
@@ -416,15 +322,15 @@ func TestWebApprover(t *testing.T) {
 		// her allow counted and offers her no second one (the daemon
 		// would refuse the same person twice).
 		oneOfTwo := `1 of 2 approvals · waiting for another person · allowed by passkey "alice"`
-		b.do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": oneOfTwo})
-		b.do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "your allow counted"})
-		if n := b.do(map[string]any{"op": "count", "selector": sel("web-2p") + " button.allow"})["count"]; n != float64(0) {
+		b.Do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": oneOfTwo})
+		b.Do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "your allow counted"})
+		if n := b.Do(map[string]any{"op": "count", "selector": sel("web-2p") + " button.allow"})["count"]; n != float64(0) {
 			t.Errorf("alice's page offers her a second allow (%v buttons)", n)
 		}
-		b.do(map[string]any{"op": "wait", "page": "bob", "selector": sel("web-2p")})
-		b.do(map[string]any{"op": "waitText", "page": "bob", "selector": sel("web-2p"), "text": oneOfTwo})
-		b.do(map[string]any{"op": "hold", "page": "bob", "selector": sel("web-2p") + " button.allow"})
-		b.do(map[string]any{"op": "waitText", "page": "bob", "selector": "#status", "text": "Allowed: web-2p"})
+		b.Do(map[string]any{"op": "wait", "page": "bob", "selector": sel("web-2p")})
+		b.Do(map[string]any{"op": "waitText", "page": "bob", "selector": sel("web-2p"), "text": oneOfTwo})
+		b.Do(map[string]any{"op": "hold", "page": "bob", "selector": sel("web-2p") + " button.allow"})
+		b.Do(map[string]any{"op": "waitText", "page": "bob", "selector": "#status", "text": "Allowed: web-2p"})
 		if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "two-person ran\n" {
 			t.Fatalf("response %+v", resp)
 		}
@@ -453,7 +359,7 @@ func TestWebApprover(t *testing.T) {
 		group, _ := daemontest.AddGroup(t, "webagent")
 		agent := daemontest.AddUser(t, "webagent", group)
 		done := r.ask("web-6", "an agent tries", "echo", "six")
-		b.do(map[string]any{"op": "wait", "selector": sel("web-6")})
+		b.Do(map[string]any{"op": "wait", "selector": sel("web-6")})
 		curl := func(args ...string) string {
 			t.Helper()
 			out, _ := agent.Command("curl", append([]string{"-q", "-sS", "-m", "10", "-w", " %{http_code}"}, args...)...).CombinedOutput()
@@ -487,8 +393,8 @@ func TestWebApprover(t *testing.T) {
 		if out, err := agent.Command("cat", fmt.Sprintf("/proc/%d/environ", r.webPID)).CombinedOutput(); err == nil {
 			t.Errorf("the agent read the web approver's environment: %q", out)
 		}
-		b.do(map[string]any{"op": "click", "selector": sel("web-6") + " button.deny"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-6"})
+		b.Do(map[string]any{"op": "click", "selector": sel("web-6") + " button.deny"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-6"})
 		if resp := <-done; resp.Status != proto.StatusDenied {
 			t.Fatalf("web-6: %s, want denied by the human", resp.Status)
 		}
@@ -500,27 +406,27 @@ func TestWebApprover(t *testing.T) {
 		// when that request first appeared, not from the last change.
 		done := r.ask("web-stay", "stays while others come and go", "echo", "stayed")
 		allow := sel("web-stay") + " button.allow"
-		b.do(map[string]any{"op": "wait", "selector": allow + "[data-ready='1']:not([disabled])"})
-		b.do(map[string]any{"op": "watch", "selector": allow})
+		b.Do(map[string]any{"op": "wait", "selector": allow + "[data-ready='1']:not([disabled])"})
+		b.Do(map[string]any{"op": "watch", "selector": allow})
 		const churn = 6
 		for i := range churn {
 			id := fmt.Sprintf("web-churn-%d", i)
 			ctx, cancel := context.WithCancel(context.Background())
 			gone := r.askCtx(ctx, r.d, id, "churn", "echo", "churn")
-			b.do(map[string]any{"op": "wait", "selector": sel(id)})
+			b.Do(map[string]any{"op": "wait", "selector": sel(id)})
 			cancel()
 			<-gone
-			b.do(map[string]any{"op": "wait", "selector": sel(id), "state": "detached"})
+			b.Do(map[string]any{"op": "wait", "selector": sel(id), "state": "detached"})
 		}
-		w := b.do(map[string]any{"op": "watched"})
+		w := b.Do(map[string]any{"op": "watched"})
 		if w["installed"] != true || w["broken"] == true {
 			t.Fatalf("the waiting request's allow did not stay usable while requests came and went: %v (a reload ends the watch)", w)
 		}
 		if n, _ := w["versions"].(float64); n < 2*churn {
 			t.Fatalf("the list changed %v times, want at least %d", w["versions"], 2*churn)
 		}
-		b.do(map[string]any{"op": "hold", "selector": allow})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-stay"})
+		b.Do(map[string]any{"op": "hold", "selector": allow})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: web-stay"})
 		if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "stayed\n" {
 			t.Fatalf("web-stay: %+v", resp)
 		}
@@ -548,8 +454,8 @@ func TestWebApprover(t *testing.T) {
 		agentPage.Start()
 		defer agentPage.Close()
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		b.do(map[string]any{"op": "goto", "url": "http://localhost:" + port + "/"})
-		if v := b.do(map[string]any{"op": "storage", "key": "agent-sudo-session"})["value"]; v != nil {
+		b.Do(map[string]any{"op": "goto", "url": "http://localhost:" + port + "/"})
+		if v := b.Do(map[string]any{"op": "storage", "key": "agent-sudo-session"})["value"]; v != nil {
 			t.Errorf("the agent's page reads the session from its storage: %v", v)
 		}
 		mu.Lock()
@@ -562,34 +468,34 @@ func TestWebApprover(t *testing.T) {
 		// in the old page's memory only, never in the origin's storage,
 		// which a page served later at the same origin could read (an
 		// agent holding the tunnel's local port while it is down).
-		b.do(map[string]any{"op": "goto", "url": r.origin + "/"})
-		b.do(map[string]any{"op": "wait", "selector": "#signin"})
-		if st := b.do(map[string]any{"op": "storage", "key": "agent-sudo-session"}); st["value"] != nil || len(st["keys"].([]any)) != 0 {
+		b.Do(map[string]any{"op": "goto", "url": r.origin + "/"})
+		b.Do(map[string]any{"op": "wait", "selector": "#signin"})
+		if st := b.Do(map[string]any{"op": "storage", "key": "agent-sudo-session"}); st["value"] != nil || len(st["keys"].([]any)) != 0 {
 			t.Errorf("the web approver's origin keeps %v in its storage, want nothing", st)
 		}
-		b.do(map[string]any{"op": "click", "selector": "#signin"})
-		b.do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
+		b.Do(map[string]any{"op": "click", "selector": "#signin"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
 	})
 
 	t.Run("a browser without an enrolled passkey cannot decide", func(t *testing.T) {
 		done := r.ask("web-5", "no passkey here", "echo", "five")
 		// A browser with a passkey authenticator of its own, on which no
 		// passkey for this site was enrolled.
-		b.do(map[string]any{"op": "new", "page": "stranger"})
-		b.do(map[string]any{"op": "goto", "page": "stranger", "url": r.origin + "/"})
-		if n := b.do(map[string]any{"op": "count", "page": "stranger", "selector": "section.request"})["count"]; n != float64(0) {
+		b.Do(map[string]any{"op": "new", "page": "stranger"})
+		b.Do(map[string]any{"op": "goto", "page": "stranger", "url": r.origin + "/"})
+		if n := b.Do(map[string]any{"op": "count", "page": "stranger", "selector": "section.request"})["count"]; n != float64(0) {
 			t.Fatalf("a browser that is not signed in sees %v requests", n)
 		}
-		b.do(map[string]any{"op": "click", "page": "stranger", "selector": "#signin"})
-		b.do(map[string]any{"op": "waitText", "page": "stranger", "selector": "#status", "text": "Not signed in"})
-		m := b.do(map[string]any{"op": "post", "page": "stranger", "path": "/api/decide/begin",
+		b.Do(map[string]any{"op": "click", "page": "stranger", "selector": "#signin"})
+		b.Do(map[string]any{"op": "waitText", "page": "stranger", "selector": "#status", "text": "Not signed in"})
+		m := b.Do(map[string]any{"op": "post", "page": "stranger", "path": "/api/decide/begin",
 			"body": `{"id":"web-5","hash":"00","decision":"allow_once"}`})
 		if m["status"] != float64(401) {
 			t.Fatalf("decide from a browser without a passkey: %v, want 401", m)
 		}
-		b.do(map[string]any{"op": "wait", "selector": sel("web-5")})
-		b.do(map[string]any{"op": "click", "selector": sel("web-5") + " button.deny"})
-		b.do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-5"})
+		b.Do(map[string]any{"op": "wait", "selector": sel("web-5")})
+		b.Do(map[string]any{"op": "click", "selector": sel("web-5") + " button.deny"})
+		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Denied: web-5"})
 		if resp := <-done; resp.Status != proto.StatusDenied {
 			t.Fatalf("web-5: %s", resp.Status)
 		}
