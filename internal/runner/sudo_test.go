@@ -84,7 +84,7 @@ func fakeSudo(t *testing.T, path, version string, status int) {
 // in an empty environment; and a sudo replaced after the start is asked
 // again before the next pipeline, never trusted on its old answer.
 func TestOpenSudo(t *testing.T) {
-	requireRoot(t) // the probe runs as nobody
+	requireRoot(t)                                               // the probe runs as nobody
 	t.Setenv("AGENT_SUDO_TEST_LEAK", "the daemon's environment") // the probe must not pass it on
 	dir := reachableDir(t)
 	path := filepath.Join(dir, "sudo")

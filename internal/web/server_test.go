@@ -172,42 +172,7 @@ func newRigOf(t *testing.T, enrolled ...string) *rig {
 // keeps the session token a sign-in answers with and sends it in
 // web.SessionHeader; it keeps no cookie.
 func newBrowserClient() *http.Client {
-	return &http.Client{Transport: &sessionTransport{}}
-}
-
-// sessionTransport is newBrowserClient's.
-type sessionTransport struct {
-	mu    sync.Mutex
-	token string
-}
-
-func (s *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	s.mu.Lock()
-	if s.token != "" {
-		req.Header.Set(web.SessionHeader, s.token)
-	}
-	s.mu.Unlock()
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil || req.URL.Path != "/api/login/finish" || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Session string `json:"session"`
-	}
-	if err := json.Unmarshal(b, &out); err != nil || out.Session == "" {
-		return nil, fmt.Errorf("sign-in answered %q, without a session", b)
-	}
-	s.mu.Lock()
-	s.token = out.Session
-	s.mu.Unlock()
-	resp.Body = io.NopCloser(bytes.NewReader(b))
-	return resp, nil
+	return passkeytest.SessionClient(0)
 }
 
 // post sends body as the page's script does (its origin, JSON).

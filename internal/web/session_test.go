@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
 	"github.com/agent-sudo/agent-sudo/internal/web"
 )
 
@@ -147,5 +148,13 @@ func TestWebStatementsPerSession(t *testing.T) {
 	}
 	if got := <-res; got.err != nil || got.d.Verdict != approval.Allow {
 		t.Fatalf("s1: %+v %v, want allowed", got.d, got.err)
+	}
+}
+
+// TestSessionHeaderOfTheTests: the tests' client (passkeytest.SessionClient)
+// sends the session in the header the web approver reads.
+func TestSessionHeaderOfTheTests(t *testing.T) {
+	if passkeytest.SessionHeader != web.SessionHeader {
+		t.Fatalf("passkeytest.SessionHeader is %q, web.SessionHeader %q", passkeytest.SessionHeader, web.SessionHeader)
 	}
 }

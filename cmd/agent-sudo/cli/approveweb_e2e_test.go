@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
-	"github.com/agent-sudo/agent-sudo/internal/web"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -30,44 +28,7 @@ type browserE2E struct {
 }
 
 func newBrowserE2E(t *testing.T, origin string) *browserE2E {
-	return &browserE2E{t: t, origin: origin, http: &http.Client{Transport: &sessionTransport{}, Timeout: 60 * time.Second}}
-}
-
-// sessionTransport keeps the session token a sign-in answers with and
-// sends it in web.SessionHeader, as the page's script does; it keeps no
-// cookie (the web approver sets none).
-type sessionTransport struct {
-	mu    sync.Mutex
-	token string
-}
-
-func (s *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	s.mu.Lock()
-	if s.token != "" {
-		req.Header.Set(web.SessionHeader, s.token)
-	}
-	s.mu.Unlock()
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil || req.URL.Path != "/api/login/finish" || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Session string `json:"session"`
-	}
-	if err := json.Unmarshal(b, &out); err != nil || out.Session == "" {
-		return nil, fmt.Errorf("sign-in answered %q, without a session", b)
-	}
-	s.mu.Lock()
-	s.token = out.Session
-	s.mu.Unlock()
-	resp.Body = io.NopCloser(bytes.NewReader(b))
-	return resp, nil
+	return &browserE2E{t: t, origin: origin, http: passkeytest.SessionClient(60 * time.Second)}
 }
 
 func (b *browserE2E) post(path string, body any) (int, map[string]any) {
