@@ -570,9 +570,20 @@ func (g *cgroup) remove() error {
 		g.fd = nil
 	}
 	for _, dir := range []string{g.v1Dir, g.dir} {
-		if err := unix.Rmdir(dir); dir != "" && err != nil && err != unix.ENOENT {
-			return fmt.Errorf("cgroup: removing %s: %w", dir, err)
+		if dir == "" {
+			continue
 		}
+		err := unix.Rmdir(dir)
+		if err == nil || err == unix.ENOENT {
+			continue
+		}
+		// A cgroup that is not there is removed, whatever rmdir says: on a
+		// read-only hierarchy (a container's) it answers EROFS first.
+		var st unix.Stat_t
+		if unix.Lstat(dir, &st) == unix.ENOENT {
+			continue
+		}
+		return fmt.Errorf("cgroup: removing %s: %w", dir, err)
 	}
 	return nil
 }
