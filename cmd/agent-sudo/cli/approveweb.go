@@ -304,6 +304,18 @@ func userGID(name string) (uint32, error) {
 	return 0, fmt.Errorf("no such user in /etc/passwd")
 }
 
+// approveWebVerb returns the run function of "approve web VERB" in the
+// command table ("approve web" itself when verb is ""); "agent-sudo approve
+// web ..." reaches approveWebCommand through approve, not through it.
+func approveWebVerb(verb string) func(context.Context, *invocation, []string) int {
+	return func(ctx context.Context, inv *invocation, args []string) int {
+		if verb != "" {
+			args = append([]string{verb}, args...)
+		}
+		return approveWebCommand(ctx, inv, args, realApproveDeps())
+	}
+}
+
 // approveWebCommand is "agent-sudo approve web enroll|list|revoke".
 func approveWebCommand(ctx context.Context, inv *invocation, args []string, deps approveDeps) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {

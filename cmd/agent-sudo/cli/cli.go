@@ -100,7 +100,13 @@ func commands() []command {
 	return []command{
 		{name: "run", summary: "ask agent-sudod to run a command or a pipeline", run: runMain, help: runHelp},
 		{name: "status", summary: "tell whether agent-sudod is up and you may use it", run: statusMain, help: statusHelp},
-		{name: "approve", summary: "as root, approve or deny the requests waiting for a human", run: approveMain, help: approveHelp},
+		{name: "approve", summary: "as root, approve or deny the requests waiting for a human", run: approveMain, help: approveHelp, subs: []command{
+			{name: "web", summary: "manage the passkeys of the web approver (approve --web)", run: approveWebVerb(""), help: approveWebHelp, subs: []command{
+				{name: "enroll", summary: "enrol a passkey for an approver NAME, by a one-time link", run: approveWebVerb("enroll"), help: approveWebHelp},
+				{name: "list", summary: "list the enrolled passkeys", run: approveWebVerb("list"), help: approveWebHelp},
+				{name: "revoke", summary: "remove the passkey of an approver NAME", run: approveWebVerb("revoke"), help: approveWebHelp},
+			}},
+		}},
 		{name: "approver-stdio", summary: "connect stdin and stdout to the approver socket (run by approve --ssh)", run: approverStdioMain, help: approverStdioHelp, hidden: true},
 		{name: "audit", summary: "list and verify the audit log: what ran, who decided, what came out", run: auditMain, help: auditHelp, subs: []command{
 			{name: "show", summary: "print every record of one request", run: auditShowMain, help: auditShowHelp},
@@ -153,12 +159,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 func helpUsage() *usage {
 	return &usage{
 		name:     "help",
-		synopsis: []string{"agent-sudo help [COMMAND [SUBCOMMAND]]"},
-		text:     "Shows agent-sudo's commands, or the help of one command or subcommand.\n",
+		synopsis: []string{"agent-sudo help [COMMAND [SUBCOMMAND...]]"},
+		text:     "Shows agent-sudo's commands, or the help of one command or subcommand (e.g. agent-sudo help approve web enroll).\n",
 		args:     true,
 		exits: []exitDoc{
 			{"0", "the help was shown"},
-			{"2", "no such command, or too many arguments"},
+			{"2", "no such command or subcommand"},
 			{"74", "writing the help failed"},
 		},
 	}
@@ -169,7 +175,9 @@ func helpHelp(_ *invocation, w io.Writer) error {
 	return u.write(w, u.newFlagSet())
 }
 
-// helpMain is "agent-sudo help [command [subcommand]]".
+// helpMain is "agent-sudo help [command [subcommand...]]": it follows the
+// path through the command table, each word a subcommand of the one
+// before, and shows the help of the last.
 func helpMain(_ context.Context, inv *invocation, args []string) int {
 	u := helpUsage()
 	args, code, ok := inv.parse(u, u.newFlagSet(), args)
@@ -183,18 +191,28 @@ func helpMain(_ context.Context, inv *invocation, args []string) int {
 	if !ok {
 		return inv.fail(exitUsage, "help: unknown command %q; run 'agent-sudo help' for the list of commands", args[0])
 	}
-	switch {
-	case len(args) == 1:
-		return inv.showHelp(cmd.help)
-	case len(args) == 2 && len(cmd.subs) > 0:
-		for _, sub := range cmd.subs {
-			if sub.name == args[1] {
-				return inv.showHelp(sub.help)
-			}
+	path := cmd.name
+	for _, word := range args[1:] {
+		if len(cmd.subs) == 0 {
+			return inv.fail(exitUsage, "help: %s has no subcommands; see 'agent-sudo help %s'", path, path)
 		}
-		return inv.fail(exitUsage, "help: %s has no subcommand %q; see 'agent-sudo help %s'", cmd.name, args[1], cmd.name)
+		sub, ok := cmd.sub(word)
+		if !ok {
+			return inv.fail(exitUsage, "help: %s has no subcommand %q; see 'agent-sudo help %s'", path, word, path)
+		}
+		cmd, path = sub, path+" "+sub.name
 	}
-	return inv.fail(exitUsage, "help: too many arguments; usage: agent-sudo help [COMMAND [SUBCOMMAND]]")
+	return inv.showHelp(cmd.help)
+}
+
+// sub returns the subcommand of c named name.
+func (c command) sub(name string) (command, bool) {
+	for _, s := range c.subs {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return command{}, false
 }
 
 // showHelp writes help that was asked for to stdout and returns the exit
@@ -219,12 +237,18 @@ commands:
 		if c.hidden {
 			continue
 		}
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
-		for _, sub := range c.subs {
-			fmt.Fprintf(&b, "    %-8s %s\n", sub.name, sub.summary)
-		}
+		listCommand(&b, c, 1)
 	}
-	b.WriteString("\n'agent-sudo help <command> [<subcommand>]' shows its flags and exit statuses.\n")
+	b.WriteString("\n'agent-sudo help <command> [<subcommand>...]' shows its flags and exit statuses.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// listCommand writes c's line of the main help, indented two spaces a
+// level, then its subcommands' lines one level deeper.
+func listCommand(b *strings.Builder, c command, level int) {
+	fmt.Fprintf(b, "%s%-8s %s\n", strings.Repeat("  ", level), c.name, c.summary)
+	for _, sub := range c.subs {
+		listCommand(b, sub, level+1)
+	}
 }
