@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
@@ -326,9 +327,31 @@ func prettyRecord(e audit.Entry) string {
 		if r.Decision.Message != "" {
 			field("message", termtext.Esc(r.Decision.Message))
 		}
-		if a := r.Decision.Approver; a != nil {
-			field("approver", approverText(a))
+		d := r.Decision
+		if len(d.Approvals) == 0 {
+			if d.Approver != nil {
+				field("approver", approverText(d.Approver))
+			}
+			if d.Signed != nil {
+				field("signed", signedText(d.Signed))
+			}
+			break
 		}
+		// A two-person request: every allow, in the order given, the last
+		// one being By, Approver and Signed.
+		n := len(d.Approvals) + 1
+		for i, a := range d.Approvals {
+			field(fmt.Sprintf("allow %d of %d", i+1, n), orDash(termtext.Esc(a.By)))
+			field("  person", orDash(termtext.Esc(a.Identity)))
+			allowSigning(field, a.Person, a.Signed)
+		}
+		field(fmt.Sprintf("allow %d of %d", n, n), orDash(termtext.Esc(d.By)))
+		if d.Signed != nil && d.Signed.Person != "" {
+			field("  person", termtext.Esc(d.Signed.Person))
+		} else if d.Approver != nil && d.Approver.LoginUID != nil {
+			field("  person", fmt.Sprintf("uid %d", *d.Approver.LoginUID))
+		}
+		allowSigning(field, d.Approver, d.Signed)
 	case r.Exec != nil:
 		x := r.Exec
 		for i, st := range x.Stages {
@@ -482,6 +505,27 @@ func peerFacts(b *strings.Builder, p *audit.Peer) {
 		}
 		row("container:", v)
 	}
+}
+
+// allowSigning writes, under one allow of a two-person request, whether
+// it was signed: the passkey (signedText), or not, from a console and who
+// was behind it (approverText).
+func allowSigning(field func(name, value string), console *procinfo.Person, signed *approval.SignedBy) {
+	switch {
+	case signed != nil:
+		field("  signed", signedText(signed))
+	case console != nil:
+		field("  signed", "no: a console, "+approverText(console))
+	default:
+		field("  signed", "no")
+	}
+}
+
+// signedText describes a passkey's signature of a decision: the approver
+// it was enrolled as, its credential id (hex, as approve web list shows
+// it) and the connection that carried it. Every value is escaped.
+func signedText(s *approval.SignedBy) string {
+	return fmt.Sprintf("passkey %s, credential %x, carried by %s", quote(s.Approver), s.Assertion.CredentialID, orDash(termtext.Esc(s.Relay)))
 }
 
 // approverText describes who was behind a deciding console: the kernel's
