@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,7 +114,7 @@ match = ["true"]
 		t.Fatal(err)
 	}
 	nextNotify(t, notes, "RELOADING=1")
-	if m := nextNotify(t, notes, "READY=1"); !strings.Contains(m, "; 1 rules; last reload at ") || !strings.HasSuffix(m, " ok") {
+	if m := nextNotify(t, notes, "READY=1"); !strings.Contains(m, "; 1 rules; reload 1 at ") || !strings.HasSuffix(m, " ok") {
 		t.Errorf("after the reload: notification %q, want READY=1 and a status with the new rule and the reload ok", m)
 	}
 	d.WaitLog("msg=reloaded")
@@ -138,8 +139,12 @@ match = ["true"]
 	if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	if m := nextNotify(t, notes, "READY=1"); !strings.Contains(m, "; 1 rules; last reload at ") || !strings.Contains(m, " failed: ") {
-		t.Errorf("after an invalid file: notification %q, want the old rule and the reload failed", m)
+	// The failed reload is named, with its reason, and the status says the
+	// configuration of reload 1 is in force: it never reads as reload 1's
+	// "ok" (issue 33).
+	if m := nextNotify(t, notes, "READY=1"); !strings.Contains(m, "; 1 rules; reload 2 failed at ") ||
+		!strings.Contains(m, ": toml: ") || !regexp.MustCompile(`; running with the configuration of reload 1 \(at [0-9TZ:-]+\)$`).MatchString(m) {
+		t.Errorf("after an invalid file: notification %q, want the old rule, reload 2 failed with its reason, and reload 1's configuration in force", m)
 	}
 	d.WaitLog("reload refused")
 	if logs := d.Logs.String(); !strings.Contains(logs, "expected value but found") {

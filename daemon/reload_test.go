@@ -241,21 +241,48 @@ func TestReloadKeysClassified(t *testing.T) {
 }
 
 // TestStatusText: the status line names the socket and the rules, and, once
-// reloaded, when and how the last reload went, on one line.
+// reloaded, the last reload by its number, when and how it went, on one
+// line; a failed one says why and which configuration is still in force
+// (issue 33: after a failed reload the line still read as the previous
+// one's "ok").
 func TestStatusText(t *testing.T) {
+	t1 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	t2, t3 := t1.Add(time.Hour), t1.Add(2*time.Hour)
+	bad := errors.New("line 1:\n\tbad\x1b[31m value")
+	type reload struct {
+		at  time.Time
+		err error
+	}
+	tests := []struct {
+		name    string
+		reloads []reload
+		want    string
+	}{
+		{"at start", nil, "listening on /run/a.sock; 3 rules"},
+		{"one reload ok", []reload{{t1, nil}}, "listening on /run/a.sock; 3 rules; reload 1 at 2026-01-02T03:04:05Z ok"},
+		{"first reload failed", []reload{{t1, bad}},
+			"listening on /run/a.sock; 3 rules; reload 1 failed at 2026-01-02T03:04:05Z: line 1: bad [31m value; running with the configuration read at start-up"},
+		{"failed after ok", []reload{{t1, nil}, {t2, bad}},
+			"listening on /run/a.sock; 3 rules; reload 2 failed at 2026-01-02T04:04:05Z: line 1: bad [31m value; running with the configuration of reload 1 (at 2026-01-02T03:04:05Z)"},
+		{"two failed after ok", []reload{{t1, nil}, {t2, bad}, {t3, bad}},
+			"listening on /run/a.sock; 3 rules; reload 3 failed at 2026-01-02T05:04:05Z: line 1: bad [31m value; running with the configuration of reload 1 (at 2026-01-02T03:04:05Z)"},
+		{"ok after failed", []reload{{t1, bad}, {t2, nil}}, "listening on /run/a.sock; 3 rules; reload 2 at 2026-01-02T04:04:05Z ok"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &status{socket: "/run/a.sock"}
+			for _, r := range tt.reloads {
+				st.record(r.at, r.err)
+			}
+			if got := st.text(3); got != tt.want {
+				t.Errorf("text:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
 	st := &status{socket: "/run/a.sock"}
-	if got := st.text(2); got != "listening on /run/a.sock; 2 rules" {
-		t.Errorf("at start: %q", got)
-	}
-	st.reloaded = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if got := st.text(3); got != "listening on /run/a.sock; 3 rules; last reload at 2026-01-02T03:04:05Z ok" {
-		t.Errorf("after a reload: %q", got)
-	}
-	st.err = errors.New("line 1:\n\tbad\x1b[31m value" + strings.Repeat("x", 300))
-	got := st.text(3)
-	if !strings.HasPrefix(got, "listening on /run/a.sock; 3 rules; last reload at 2026-01-02T03:04:05Z failed: line 1: bad [31m value") ||
-		strings.ContainsAny(got, "\n\t\x1b") || len(got) > 400 {
-		t.Errorf("after a failed reload: %q", got)
+	st.record(t1, errors.New("x\n"+strings.Repeat("y", 300)))
+	if got := st.text(3); strings.ContainsAny(got, "\n\t\x1b") || len(got) > 400 || !strings.HasSuffix(got, "...; running with the configuration read at start-up") {
+		t.Errorf("a long error: %q, want one line, cut at %d bytes", got, maxStatusError)
 	}
 }
 

@@ -273,8 +273,7 @@ func onHangup(ctx context.Context, log *slog.Logger, alog *audit.Log, srv *Serve
 	if err == nil {
 		restart, err = srv.Reload(next)
 	}
-	st.reloaded = time.Now()
-	st.err = err
+	st.record(time.Now(), err)
 	if err != nil {
 		log.Error("reload refused: the configuration is invalid, so the one in force stays, unchanged", "err", err)
 	} else {
@@ -292,23 +291,43 @@ func onHangup(ctx context.Context, log *slog.Logger, alog *audit.Log, srv *Serve
 // status is what the daemon tells systemd it is doing (STATUS=, shown by
 // systemctl status).
 type status struct {
-	socket   string
-	reloaded time.Time // zero before the first reload
-	err      error     // the last reload's error
+	socket string
+	// reloads counts the reloads asked for (SIGHUP with reload set), failed
+	// ones included; 0 before the first.
+	reloads int
+	// reloaded is when the last one was, and err its error.
+	reloaded time.Time
+	err      error
+	// good is the number of the last reload that succeeded, 0 when the
+	// configuration in force is the one read at start-up, and goodAt when.
+	good   int
+	goodAt time.Time
+}
+
+// record counts one reload, made at now, that ended with err.
+func (st *status) record(now time.Time, err error) {
+	st.reloads++
+	st.reloaded, st.err = now, err
+	if err == nil {
+		st.good, st.goodAt = st.reloads, now
+	}
 }
 
 // maxStatusError bounds the reload error quoted in the status line.
 const maxStatusError = 200
 
-// text is the status line with rules rules in force.
+// text is the status line with rules rules in force: the socket, the
+// rules, and, once reloaded, the last reload by its number, when, and
+// how it went; a failed one says why and which configuration is still in
+// force, so that it never reads as the reload before it.
 func (st *status) text(rules int) string {
 	s := fmt.Sprintf("listening on %s; %d rules", st.socket, rules)
-	if st.reloaded.IsZero() {
+	if st.reloads == 0 {
 		return s
 	}
-	s += "; last reload at " + st.reloaded.UTC().Format(time.RFC3339)
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	if st.err == nil {
-		return s + " ok"
+		return s + fmt.Sprintf("; reload %d at %s ok", st.reloads, at(st.reloaded))
 	}
 	// One line of printable text: the notify protocol is line-based.
 	msg := strings.Join(strings.Fields(strings.Map(func(r rune) rune {
@@ -320,5 +339,9 @@ func (st *status) text(rules int) string {
 	if len(msg) > maxStatusError {
 		msg = strings.ToValidUTF8(msg[:maxStatusError], "") + "..."
 	}
-	return s + " failed: " + msg
+	inForce := "the configuration read at start-up"
+	if st.good > 0 {
+		inForce = fmt.Sprintf("the configuration of reload %d (at %s)", st.good, at(st.goodAt))
+	}
+	return s + fmt.Sprintf("; reload %d failed at %s: %s; running with %s", st.reloads, at(st.reloaded), msg, inForce)
 }

@@ -165,7 +165,7 @@ reload() {
 	c systemctl reload agent-sudo.service
 	for _ in $(seq 300); do
 		status=$(c systemctl show -p StatusText --value agent-sudo.service)
-		[ "$status" != "$before" ] && case $status in *"last reload at "*) break ;; esac
+		[ "$status" != "$before" ] && case $status in *"; reload "[0-9]*) break ;; esac
 		sleep 0.1
 	done
 	echo "  StatusText=$status"
@@ -442,6 +442,18 @@ c journalctl -q -u agent-sudo.service -o cat | grep -F 'unknown key "actoin"' >/
 	die "bad reload: the journal does not carry the error: $(c journalctl -q -u agent-sudo.service -n 5 -o cat | tr '\n' ' ')"
 same_daemon "bad reload"
 ok "systemctl reload of a file with actoin exits $rc, the journal has the error ($(c journalctl -q -u agent-sudo.service -o cat | grep -F 'unknown key "actoin"' | tail -1)), the daemon stays"
+# issue 33: the daemon got the reload too, and its status names it as
+# failed, not the reload before as ok (it reloads a moment after the signal).
+for _ in $(seq 300); do
+	status=$(c systemctl show -p StatusText --value agent-sudo.service)
+	case $status in *"; reload "*" failed at "*) break ;; esac
+	sleep 0.1
+done
+case $status in
+*"; reload "*" failed at "*"; running with the configuration "*) ;;
+*) die "bad reload: StatusText is '$status', want the failed reload named, with its reason, and the configuration in force" ;;
+esac
+ok "after the bad reload, systemctl status names it: $status"
 set +e
 c systemctl restart agent-sudo.service >/dev/null 2>&1
 rc=$?
