@@ -499,15 +499,19 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	// The page is served where this process listens, which may differ
 	// from --origin only by a tunnel: the phone opens --origin.
 	link := origin + setup.Path()
-	fmt.Fprintf(inv.stdout, "Open this link on the phone within 5 minutes (until %s), once:\n\n  %s\n\n",
-		setup.Expires.Local().Format("15:04:05"), link)
-	printQR(inv, link)
+	// The QR code is about 21 lines: it comes after the rest and right
+	// before the link and its deadline, which are printed last, so that on
+	// an 80x24 terminal the whole code, the link and the deadline are on
+	// the screen (what comes before scrolls up).
 	if fp != "" {
 		fmt.Fprintf(inv.stdout, "The page's TLS certificate has the SHA-256 fingerprint\n  %s\ncheck it in the browser before you go on.\n", fp)
 	}
 	if !slices.Equal(signFrom, []string{origin}) {
 		fmt.Fprintf(inv.stdout, "The passkey will sign from %s (not from this link's origin).\n", strings.Join(signFrom, ", "))
 	}
+	printQR(inv, link)
+	fmt.Fprintf(inv.stdout, "Open this link on the phone within 5 minutes (until %s), once:\n  %s\n",
+		setup.Expires.Local().Format("15:04:05"), link)
 	en, err := web.KeepEnrolled(ctx, conn, setup, signFrom, store)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return inv.fail(exitUnavailable, "approve web enroll: no passkey was enrolled before the link expired")
@@ -715,13 +719,13 @@ func approveWebServeEnrolment(ctx context.Context, inv *invocation, args []strin
 func printQR(inv *invocation, link string) {
 	text, err := web.QRText(link)
 	if err != nil {
-		fmt.Fprintf(inv.stdout, "(no QR code: %v; paste or type the link)\n\n", err)
+		fmt.Fprintf(inv.stdout, "(no QR code: %v; paste or type the link)\n", err)
 		return
 	}
 	if isTerminalWriter(inv.stdout) {
 		text = web.ColorQR(text)
 	}
-	fmt.Fprintf(inv.stdout, "%s\n", text)
+	fmt.Fprint(inv.stdout, text)
 }
 
 func approveWebList(inv *invocation, args []string) int {
