@@ -80,7 +80,7 @@ func TestReloadInvalidKeepsOld(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("approval_timeout = \n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
+	for i, c := range []struct {
 		name, want string
 		load       func() (*config.Config, error)
 	}{
@@ -95,7 +95,8 @@ func TestReloadInvalidKeepsOld(t *testing.T) {
 		if !strings.Contains(logs, "reload refused") || !strings.Contains(logs, c.want) {
 			t.Errorf("%s: the log does not say the reload was refused and why (%q):\n%s", c.name, c.want, logs)
 		}
-		if text := st.text(ts.srv.Rules()); !strings.Contains(text, "failed: ") || !strings.Contains(text, "1 rules") {
+		if text := st.text(ts.srv.Rules()); !strings.Contains(text, fmt.Sprintf("; reload %d failed at ", i+1)) || !strings.Contains(text, "1 rules") ||
+			!strings.HasSuffix(text, "; running with the configuration read at start-up") {
 			t.Errorf("%s: status %q, want the failed reload and the old rule", c.name, text)
 		}
 		if resp := ts.send(request(nil)); resp.Status != proto.StatusOK {
