@@ -137,10 +137,30 @@ type Pending struct {
 	// two-person rule); 0 and 1 mean one.
 	Approvals int
 	// Waiting, when set, is called once the request waits for a human (no
-	// session grant covered it), with the number of consoles connected;
-	// it must return promptly.
-	Waiting func(consoles int)
+	// session grant covered it), with the approvers connected, and again,
+	// from the same goroutine, each time that count changes while it
+	// waits; it must return promptly.
+	Waiting func(Approvers)
+	// NonInteractive: the client asked not to wait when nobody could
+	// answer (sudo -n). When no rule or grant decided and no approver is
+	// connected at the moment the request would start waiting, Ask returns
+	// ErrNoApprover and nothing is announced.
+	NonInteractive bool
 }
+
+// Approvers counts the approver connections of the broker: Consoles are
+// those that decide with plain decisions (a terminal console), Web those
+// that sent signed_only (a web approver relaying passkey-signed
+// decisions). Whether a person is signed in at a web approver's page is
+// not known to the daemon.
+type Approvers struct {
+	Consoles, Web int
+}
+
+// ErrNoApprover: the request asked not to wait (Pending.NonInteractive)
+// and no approver was connected to answer it.
+var ErrNoApprover = errors.New("no approver console or web approver is connected to answer it")
+
 
 // Shown returns what a human is shown of p.
 func (p *Pending) Shown() *Shown {

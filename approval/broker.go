@@ -80,6 +80,9 @@ type entry struct {
 	// first, so the two cannot both win.
 	decided chan Decision
 	done    bool
+	// recount is woken (capacity 1) when the approvers connected change,
+	// so that Ask tells the waiting client (Pending.Waiting).
+	recount chan struct{}
 }
 
 // NewBroker returns a broker whose session grants last grantTTL. now is its
@@ -120,25 +123,45 @@ func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 		b.mu.Unlock()
 		return Decision{}, fmt.Errorf("request id %q: %w", shown.ID, err)
 	}
-	e := &entry{shown: shown, hash: hash, decided: make(chan Decision, 1)}
+	// Counted under the same lock as the request joins pending: an
+	// approver that subscribes after this sees it (Subscribe lists
+	// pending), so a non-interactive request is refused only when nobody
+	// could have seen it.
+	seen := b.approversLocked()
+	if p.NonInteractive && seen.Consoles+seen.Web == 0 {
+		b.mu.Unlock()
+		return Decision{}, fmt.Errorf("request id %q: %w", shown.ID, ErrNoApprover)
+	}
+	e := &entry{shown: shown, hash: hash, decided: make(chan Decision, 1), recount: make(chan struct{}, 1)}
 	e.announce = announce(shown, hash, size)
 	e.record, e.announce.Record = p.Record, p.Record
 	b.pending = append(b.pending, e)
 	b.broadcast(e.announce)
 	hook := b.waiting
-	consoles := len(b.subs)
 	b.mu.Unlock()
 	if hook != nil {
 		hook(shown)
 	}
 	if p.Waiting != nil {
-		p.Waiting(consoles)
+		p.Waiting(seen)
 	}
 
-	select {
-	case d := <-e.decided:
-		return d, nil
-	case <-ctx.Done():
+wait:
+	for {
+		select {
+		case d := <-e.decided:
+			return d, nil
+		case <-ctx.Done():
+			break wait
+		case <-e.recount:
+			b.mu.Lock()
+			now := b.approversLocked()
+			b.mu.Unlock()
+			if now != seen && p.Waiting != nil {
+				p.Waiting(now)
+			}
+			seen = now
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -150,6 +173,37 @@ func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 	d := Unanswered(ctx)
 	b.broadcast(Message{Type: MsgResolved, ID: shown.ID, Hash: e.hash, Verdict: d.Verdict, By: d.By})
 	return Decision{}, ctx.Err()
+}
+
+// Approvers returns the approvers connected now.
+func (b *Broker) Approvers() Approvers {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.approversLocked()
+}
+
+// approversLocked counts the subscribers; b.mu is held.
+func (b *Broker) approversLocked() Approvers {
+	var a Approvers
+	for s := range b.subs {
+		if s.web {
+			a.Web++
+		} else {
+			a.Consoles++
+		}
+	}
+	return a
+}
+
+// approversChanged wakes every waiting request to recount the approvers;
+// b.mu is held.
+func (b *Broker) approversChanged() {
+	for _, e := range b.pending {
+		select {
+		case e.recount <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Decide records a console's decision on the request id whose Shown hashed

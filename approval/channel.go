@@ -70,7 +70,7 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, who Console) {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	waiting, events, unsubscribe := c.Broker.Subscribe()
+	waiting, events, unsubscribe, sub := c.Broker.subscribe()
 	defer unsubscribe()
 
 	grants, omitted := c.Broker.Grants()
@@ -95,7 +95,7 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, who Console) {
 	}
 
 	readErr := make(chan error, 1)
-	go func() { readErr <- c.read(ctx, conn, who, send, &watching) }()
+	go func() { readErr <- c.read(ctx, conn, who, send, &watching, func() { c.Broker.markWeb(sub) }) }()
 	select {
 	case <-ctx.Done():
 	case err := <-writeErr:
@@ -192,8 +192,9 @@ func writeMessage(conn net.Conn, m Message) error {
 // error). Each line is answered through send; a line that is not a valid
 // message is answered with an error and the channel stays open. watch sets
 // watching; signed_only starts sending the passkeys (watchKeys) until ctx
-// ends.
-func (c *Channel) read(ctx context.Context, conn net.Conn, who Console, send func(Message) bool, watching *atomic.Bool) error {
+// ends, and calls signed once, so that the broker counts the connection as
+// a web approver.
+func (c *Channel) read(ctx context.Context, conn net.Conn, who Console, send func(Message) bool, watching *atomic.Bool, signed func()) error {
 	by := who.By
 	br := bufio.NewReaderSize(conn, 64<<10)
 	signedOnly := false
@@ -225,6 +226,7 @@ func (c *Channel) read(ctx context.Context, conn net.Conn, who Console, send fun
 			if !signedOnly {
 				c.Log.Info("console decides only with signed decisions from now on", "console", by)
 				startKeys, _ = c.Signatures.keySource()
+				signed()
 			}
 			signedOnly = true
 		case m.Type == MsgDecide:

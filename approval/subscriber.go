@@ -17,6 +17,9 @@ type subscriber struct {
 	wake   chan struct{} // capacity 1: something was queued
 	done   chan struct{} // closed when the subscription ends
 	closed bool
+	// web is set, under the broker's lock, once the connection sent
+	// signed_only: it counts as a web approver (Approvers).
+	web bool
 }
 
 // subscriberLimit bounds a subscriber's queue. Coalescing keeps it at
@@ -30,7 +33,14 @@ const subscriberLimit = 4096
 // approved, resolved and grants messages. The stream is closed by cancel, or by the broker if the
 // subscriber falls too far behind.
 func (b *Broker) Subscribe() (waiting []Message, events <-chan Message, cancel func()) {
-	s := &subscriber{ch: make(chan Message), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	waiting, events, cancel, _ = b.subscribe()
+	return waiting, events, cancel
+}
+
+// subscribe is Subscribe, which also returns the subscription for
+// markWeb.
+func (b *Broker) subscribe() (waiting []Message, events <-chan Message, cancel func(), s *subscriber) {
+	s = &subscriber{ch: make(chan Message), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	b.mu.Lock()
 	for _, e := range b.pending {
 		waiting = append(waiting, e.announce)
@@ -39,6 +49,7 @@ func (b *Broker) Subscribe() (waiting []Message, events <-chan Message, cancel f
 		}
 	}
 	b.subs[s] = struct{}{}
+	b.approversChanged()
 	b.mu.Unlock()
 	go s.feed()
 	return waiting, s.ch, func() {
@@ -47,7 +58,18 @@ func (b *Broker) Subscribe() (waiting []Message, events <-chan Message, cancel f
 		if _, ok := b.subs[s]; ok {
 			delete(b.subs, s)
 			s.close()
+			b.approversChanged()
 		}
+	}, s
+}
+
+// markWeb counts s as a web approver from now on (it sent signed_only).
+func (b *Broker) markWeb(s *subscriber) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.subs[s]; ok && !s.web {
+		s.web = true
+		b.approversChanged()
 	}
 }
 
@@ -142,6 +164,7 @@ func (b *Broker) broadcast(m Message) {
 		if !s.push(m) {
 			delete(b.subs, s)
 			s.close()
+			b.approversChanged()
 		}
 	}
 }

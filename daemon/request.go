@@ -304,16 +304,21 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan, record
 		Why: strings.TrimPrefix(rd.Reason, rules.AskPrefix),
 		Cwd: p.dir, CwdChain: p.dirChain, CwdWritable: p.dirWritable,
 		Received: p.received, Deadline: deadline, DaemonHost: s.host, Record: record, Approvals: rd.Approvals,
+		NonInteractive: p.req.NonInteractive,
 	}
 	if p.req.Progress {
-		pending.Waiting = func(consoles int) {
-			s.progress(conn, pol, proto.Progress{Progress: proto.ProgressWaiting, ID: p.req.ID, Consoles: consoles, Deadline: deadline.UTC()})
+		pending.Waiting = func(a approval.Approvers) {
+			s.progress(conn, pol, proto.Progress{Progress: proto.ProgressWaiting, ID: p.req.ID, Consoles: a.Consoles, WebApprovers: a.Web, Deadline: deadline.UTC()})
 		}
 	}
 	d, err := s.approver.Ask(actx, pending)
 	switch {
 	case err == nil:
 		return d
+	case errors.Is(err, approval.ErrNoApprover):
+		// sudo -n: the client asked not to wait when nobody could answer.
+		return approval.Decision{Verdict: approval.Deny, By: approval.ByApprover,
+			Message: proto.NoApproverPrefix + " no approver console or web approver is connected, and the request asked not to wait (non_interactive, sudo -n); it was not run"}
 	case actx.Err() == nil:
 		return approval.Decision{Verdict: approval.Failed, By: approval.ByApprover,
 			Message: "approval failed, so the request was not run: " + err.Error()}

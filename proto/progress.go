@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -20,9 +21,15 @@ type Progress struct {
 	Progress string `json:"progress"`
 	// ID is the request's id.
 	ID string `json:"id"`
-	// Consoles, with ProgressWaiting, is how many approver consoles were
-	// connected when the request started waiting.
+	// Consoles, with ProgressWaiting, is how many approver consoles (that
+	// decide with plain decisions) are connected; the daemon sends a new
+	// waiting line whenever Consoles or WebApprovers changes.
 	Consoles int `json:"consoles"`
+	// WebApprovers, with ProgressWaiting, is how many web approvers (an
+	// approver connection that sent signed_only) are connected
+	// (extension: absent means 0, and a daemon that predates it counts
+	// them in Consoles).
+	WebApprovers int `json:"web_approvers,omitempty"`
 	// Deadline, with ProgressWaiting, is when approval_timeout passes.
 	Deadline time.Time `json:"deadline,omitzero"`
 }
@@ -90,14 +97,54 @@ func (p Progress) Describe(now time.Time) string {
 		if !p.Deadline.IsZero() {
 			left = fmt.Sprintf("; it times out in %s", max(p.Deadline.Sub(now), 0).Round(time.Second))
 		}
-		if p.Consoles == 0 {
-			return fmt.Sprintf("request %s waits for a human's approval, and no approver console is connected%s unless someone runs 'sudo agent-sudo approve'", p.ID, left)
+		if p.Consoles == 0 && p.WebApprovers == 0 {
+			return fmt.Sprintf("request %s waits for a human's approval, and no approver console or web approver is connected%s unless someone runs 'sudo agent-sudo approve'", p.ID, left)
 		}
-		return fmt.Sprintf("request %s waits for a human's approval at the approver console (%d connected)%s", p.ID, p.Consoles, left)
+		return fmt.Sprintf("request %s waits for a human's approval (%s connected)%s", p.ID, p.approvers(), left)
 	case ProgressRunning:
 		return fmt.Sprintf("request %s was allowed; its command is running", p.ID)
 	}
 	return ""
+}
+
+// Brief is Describe in fewer words, the most telling first, for a line
+// that a narrow terminal may cut: no id, and who could answer before how
+// long is left. "" for a progress value it does not know.
+func (p Progress) Brief(now time.Time) string {
+	switch p.Progress {
+	case ProgressWaiting:
+		left := ""
+		if !p.Deadline.IsZero() {
+			left = fmt.Sprintf("; times out in %s", max(p.Deadline.Sub(now), 0).Round(time.Second))
+		}
+		if p.Consoles == 0 && p.WebApprovers == 0 {
+			return "waits for approval, no approver connected (run 'sudo agent-sudo approve')" + left
+		}
+		return "waits for approval, " + p.approvers() + " connected" + left
+	case ProgressRunning:
+		return "allowed; its command is running"
+	}
+	return ""
+}
+
+// approvers names the approvers connected: "1 approver console",
+// "2 web approvers", "1 approver console and 1 web approver".
+func (p Progress) approvers() string {
+	var parts []string
+	if p.Consoles > 0 {
+		parts = append(parts, plural(p.Consoles, "approver console"))
+	}
+	if p.WebApprovers > 0 {
+		parts = append(parts, plural(p.WebApprovers, "web approver"))
+	}
+	return strings.Join(parts, " and ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // Abandoned says what became of a request whose client stopped waiting for

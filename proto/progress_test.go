@@ -47,7 +47,7 @@ func TestProgressLines(t *testing.T) {
 		got = append(got, p.Progress+":"+p.Describe(deadline.Add(-time.Minute)))
 	}
 	want := []string{
-		"waiting:request p1 waits for a human's approval, and no approver console is connected; it times out in 1m0s unless someone runs 'sudo agent-sudo approve'",
+		"waiting:request p1 waits for a human's approval, and no approver console or web approver is connected; it times out in 1m0s unless someone runs 'sudo agent-sudo approve'",
 		"thinking:",
 		"running:request p1 was allowed; its command is running",
 	}

@@ -308,6 +308,7 @@ func (d *requestDecoder) decode(opts DecodeOptions) *Request {
 	req.Env = d.env()
 	req.Stdin = d.stdin()
 	req.Progress = d.boolean("progress", false)
+	req.NonInteractive = d.boolean("non_interactive", false)
 	if req.Action != ActionExecute {
 		// sudo-proxy 1.1 clients send control actions with "pipeline": [].
 		if raw, given := d.raw("pipeline"); given && d.err == nil && string(bytes.TrimSpace(raw)) != "[]" {
@@ -586,6 +587,8 @@ type requestWire struct {
 	Cwd          string            `json:"cwd,omitempty"`
 	Stdin        []byte            `json:"stdin,omitempty"`
 	Progress     bool              `json:"progress,omitempty"`
+	// NonInteractive is Request.NonInteractive (extension).
+	NonInteractive bool `json:"non_interactive,omitempty"`
 }
 
 // MarshalJSON encodes r as a client sends it: every field explicit (so the
@@ -598,6 +601,7 @@ func (r *Request) MarshalJSON() ([]byte, error) {
 		ID: r.ID, Host: r.Host, Session: r.Session, Pipeline: r.Pipeline,
 		Env: r.Env, Reason: r.Reason, Privileged: r.Privileged,
 		ForwardAgent: r.ForwardAgent, Cwd: r.Cwd, Stdin: r.Stdin, Progress: r.Progress,
+		NonInteractive: r.NonInteractive,
 	}
 	if r.Action != ActionExecute {
 		w.Action = r.Action

@@ -128,7 +128,18 @@ type Request struct {
 	// (extension; see [Progress]). A client that does not set it never
 	// gets one.
 	Progress bool
+	// NonInteractive asks the daemon not to wait for a human when none
+	// could answer (extension; sudo -n): a request that no rule or grant
+	// decides, sent while no approver is connected, is denied at once with
+	// a message starting with NoApproverPrefix instead of waiting for
+	// approval_timeout. A daemon that predates it ignores it and waits.
+	NonInteractive bool
 }
+
+// NoApproverPrefix starts the message of the denied answer to a
+// NonInteractive request that nobody could approve; clients tell that
+// refusal from others by it.
+const NoApproverPrefix = "no approver could answer:"
 
 // Stage is the result of one pipeline stage.
 type Stage struct {

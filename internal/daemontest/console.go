@@ -95,6 +95,11 @@ func (c *Console) Result(id string) approval.Message {
 	}
 }
 
+// Close closes the connection, as a console that quits does.
+func (c *Console) Close() {
+	_ = c.conn.Close()
+}
+
 // Send writes m as one line.
 func (c *Console) Send(m approval.Message) {
 	c.t.Helper()

@@ -398,7 +398,7 @@ func TestMCPE2E(t *testing.T) {
 		// console this test connected. A notification sent before the
 		// daemon's progress line reached the server says only that it
 		// waits; every one after says what the daemon said.
-		said := "request " + p.ID + " waits for a human's approval at the approver console (1 connected); it times out in "
+		said := "request " + p.ID + " waits for a human's approval (1 approver console connected); it times out in "
 		saidIt := func() bool {
 			mu.Lock()
 			defer mu.Unlock()

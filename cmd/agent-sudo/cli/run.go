@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
@@ -35,6 +36,7 @@ type runOptions struct {
 	env                                envFlag
 	unprivileged, forwardAgent         bool
 	noStdin                            bool
+	nonInteractive                     bool
 	pipefail, json                     bool
 	timeout                            time.Duration
 }
@@ -59,6 +61,7 @@ func runFlags(inv *invocation) (*flag.FlagSet, *runOptions) {
 	fset.StringVar(&o.stdin, "stdin", "", "feed the first stage this `file`'s content, or agent-sudo's stdin with '-' (default: stdin when it is not a terminal)")
 	fset.BoolVar(&o.noStdin, "no-stdin", false, "never forward stdin: the first stage reads /dev/null")
 	fset.BoolVar(&o.pipefail, "pipefail", false, "exit with the status of the first stage that failed, not the last stage's")
+	fset.BoolVar(&o.nonInteractive, "non-interactive", false, "do not wait when no approver console or web approver is connected: a request no rule allows is then denied at once")
 	fset.BoolVar(&o.json, "json", false, "print the daemon's response line instead of the output; the exit status is the same")
 	fset.DurationVar(&o.timeout, "timeout", 0, "give up waiting for an answer after `duration`, e.g. 10m (default: wait as long as the daemon takes)")
 	return fset, o
@@ -115,6 +118,21 @@ func runHelp(inv *invocation, w io.Writer) error {
 
 // runMain is "agent-sudo run".
 func runMain(ctx context.Context, inv *invocation, args []string) int {
+	return runAs(ctx, inv, args, false)
+}
+
+// runShim is "agent-sudo run" for the sudo shim: a request denied because
+// no approver could answer it (--non-interactive, sudo -n) is reported as
+// sudo reports "a password is required", with sudo's exit status 1.
+func runShim(ctx context.Context, inv *invocation, args []string) int {
+	return runAs(ctx, inv, args, true)
+}
+
+// exitSudoNoPassword is what sudo -n exits with when it would need a
+// password.
+const exitSudoNoPassword = 1
+
+func runAs(ctx context.Context, inv *invocation, args []string, shim bool) int {
 	fset, o := runFlags(inv)
 	args, code, ok := inv.parse(runUsage(), fset, args)
 	if !ok {
@@ -165,6 +183,8 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 		ForwardAgent: o.forwardAgent,
 		Cwd:          o.cwd,
 		Stdin:        input,
+		// Progress is set by the client.
+		NonInteractive: o.nonInteractive,
 	}
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
@@ -207,6 +227,10 @@ func runMain(ctx context.Context, inv *invocation, args []string) int {
 	// The daemon's message is untrusted; say prints it through visible.
 	switch resp.Status {
 	case proto.StatusDenied:
+		if shim && o.nonInteractive && strings.HasPrefix(resp.Message, proto.NoApproverPrefix) {
+			fmt.Fprintf(inv.stderr, "sudo: a password is required (here: a human's approval), and %s\n", visible(resp.Message))
+			return exitSudoNoPassword
+		}
 		inv.say("%s; change the request or ask the user before retrying", withMessage("request "+req.ID+" was denied", resp.Message))
 	case proto.StatusTimeout:
 		if resp.Stages == nil {
@@ -418,10 +442,12 @@ func (s *progressState) get() *proto.Progress {
 
 // waitNotice tells the user on stderr what the request waits for, once
 // delay has passed without an answer, and again whenever the daemon says
-// something new (it waits for a human, and whether a console is connected;
-// it runs). Before the daemon says anything it names both a human and the
-// command. On a terminal a spinner with the elapsed time runs until stop is
-// called and is then erased; elsewhere one line is written for each thing
+// something new (it waits for a human, and how many approver consoles and
+// web approvers are connected, which the daemon says again as they come and
+// go; it runs). Before the daemon says anything it names both a human and
+// the command. On a terminal a spinner with the elapsed time and the
+// progress in brief runs on one line, cut to the terminal's width and
+// redrawn in place, until stop is called and is then erased; elsewhere one line is written for each thing
 // the daemon says. stop must be called before anything else is written to
 // stderr.
 func (inv *invocation) waitNotice(id string, delay time.Duration, state *progressState) (stop func()) {
@@ -434,6 +460,16 @@ func (inv *invocation) waitNotice(id string, delay time.Duration, state *progres
 			}
 		}
 		return fmt.Sprintf("waiting for agent-sudod to answer request %s: it may need a human's approval, or the command is still running", id)
+	}
+	// brief is text for the spinner's line, which is cut to the
+	// terminal's width: the most telling words first.
+	brief := func() string {
+		if p := state.get(); p != nil {
+			if d := p.Brief(time.Now()); d != "" {
+				return d
+			}
+		}
+		return "waiting for agent-sudod: it may need a human's approval, or the command is still running"
 	}
 	go func() {
 		defer close(finished)
@@ -463,8 +499,9 @@ func (inv *invocation) waitNotice(id string, delay time.Duration, state *progres
 		defer tick.Stop()
 		const frames = `|/-\`
 		for i := 0; ; i++ {
-			fmt.Fprintf(inv.stderr, "\r\x1b[Kagent-sudo: %c %s (%ds)",
-				frames[i%len(frames)], visible(text()), int(time.Since(start).Seconds()))
+			line := fmt.Sprintf("agent-sudo: %c %ds %s",
+				frames[i%len(frames)], int(time.Since(start).Seconds()), visible(brief()))
+			fmt.Fprintf(inv.stderr, "\r\x1b[K%s", fitLine(line, terminalColumns(inv.stderr)))
 			select {
 			case <-done:
 				fmt.Fprint(inv.stderr, "\r\x1b[K")
@@ -477,6 +514,40 @@ func (inv *invocation) waitNotice(id string, delay time.Duration, state *progres
 		close(done)
 		<-finished
 	}
+}
+
+// fitLine returns line cut to fit a terminal of cols columns with one
+// column to spare (a character in the last column would leave the cursor
+// waiting to wrap, and the next "\r" would then redraw on the next line),
+// ending with "…" when cut. line is already escaped (visible); cols <= 0
+// means unknown, and line is returned whole.
+func fitLine(line string, cols int) string {
+	if cols <= 0 || termtext.Width(line) <= cols-1 {
+		return line
+	}
+	if cols < 3 {
+		return ""
+	}
+	cut := termtext.Wrap(line, cols-2)
+	if len(cut) == 0 || termtext.Width(cut[0]) > cols-2 {
+		return "" // a unit Wrap does not cut is wider than the terminal
+	}
+	return cut[0] + "…"
+}
+
+// terminalColumns returns the width of the terminal w writes to, as the
+// terminal reports it (TIOCGWINSZ), read again each time so that a resize
+// is followed; 0 when w is not a terminal or reports no width.
+func terminalColumns(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
 }
 
 // isTerminalWriter reports whether w is a terminal.

@@ -628,14 +628,16 @@ func TestRunSaysWhatBecameOfTheRequest(t *testing.T) {
 // and what to run, instead of waiting approval_timeout in silence.
 func TestRunSaysNoConsoleIsConnected(t *testing.T) {
 	for _, tt := range []struct {
-		consoles int
-		want     string
+		consoles, web int
+		want          string
 	}{
-		{0, "waits for a human's approval, and no approver console is connected; it times out in "},
-		{2, "waits for a human's approval at the approver console (2 connected); it times out in "},
+		{0, 0, "waits for a human's approval, and no approver console or web approver is connected; it times out in "},
+		{2, 0, "waits for a human's approval (2 approver consoles connected); it times out in "},
+		{0, 1, "waits for a human's approval (1 web approver connected); it times out in "},
+		{1, 2, "waits for a human's approval (1 approver console and 2 web approvers connected); it times out in "},
 	} {
 		srv := clienttest.NewServer(t, hangAfter(func(req *proto.Request) []proto.Progress {
-			return []proto.Progress{{Progress: proto.ProgressWaiting, ID: req.ID, Consoles: tt.consoles, Deadline: time.Now().Add(5 * time.Minute)}}
+			return []proto.Progress{{Progress: proto.ProgressWaiting, ID: req.ID, Consoles: tt.consoles, WebApprovers: tt.web, Deadline: time.Now().Add(5 * time.Minute)}}
 		}))
 		// Past waitNoticeDelay, when the notice is written.
 		got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--timeout", (waitNoticeDelay + 2*time.Second).String(), "true")
@@ -647,7 +649,7 @@ func TestRunSaysNoConsoleIsConnected(t *testing.T) {
 		if len(lines) < 2 || len(lines) > 3 || !strings.Contains(notice, tt.want) || !strings.Contains(lines[len(lines)-1], "withdrawn and will not run") {
 			t.Errorf("%d consoles: stderr\n%s\nwant a notice containing %q, then the withdrawal", tt.consoles, got.stderr, tt.want)
 		}
-		if tt.consoles == 0 && !strings.Contains(notice, "unless someone runs 'sudo agent-sudo approve'") {
+		if tt.consoles+tt.web == 0 && !strings.Contains(notice, "unless someone runs 'sudo agent-sudo approve'") {
 			t.Errorf("no console: the notice does not say what to run: %s", notice)
 		}
 	}

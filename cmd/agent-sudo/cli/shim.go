@@ -78,6 +78,8 @@ func realShimDeps() shimDeps {
 // sudoCommand is a parsed sudo command line.
 type sudoCommand struct {
 	help bool
+	// nonInteractive is -n: fail at once when no approver could answer.
+	nonInteractive bool
 	// envAll is -E: forward the variables of shimEnvAllow.
 	envAll bool
 	// envNames are the names given with --preserve-env=LIST, in order.
@@ -122,6 +124,7 @@ func parseSudo(args []string) (*sudoCommand, error) {
 					return nil, shimUsage("sudo option --%s takes no value", name)
 				}
 				c.help = c.help || name == "help"
+				c.nonInteractive = c.nonInteractive || name == "non-interactive"
 			case "preserve-env":
 				if !hasValue {
 					c.envAll = true
@@ -149,9 +152,11 @@ func parseSudo(args []string) (*sudoCommand, error) {
 		}
 		for j := 1; j < len(a); j++ {
 			switch a[j] {
-			case 'n', 'H':
-				// -n: the shim never prompts. -H: the daemon always sets
-				// HOME to the home of the user the command runs as.
+			case 'n':
+				c.nonInteractive = true
+			case 'H':
+				// -H: the daemon always sets HOME to the home of the
+				// user the command runs as.
 			case 'E':
 				c.envAll = true
 			case 'h':
@@ -271,8 +276,11 @@ func sudoMain(ctx context.Context, inv *invocation, deps shimDeps, args []string
 	if dir, err := deps.getwd(); err == nil && filepath.IsAbs(dir) {
 		runArgs = append(runArgs, "--cwd", dir)
 	}
+	if c.nonInteractive {
+		runArgs = append(runArgs, "--non-interactive")
+	}
 	runArgs = append(runArgs, "--")
-	return runMain(ctx, inv, append(runArgs, c.argv...))
+	return runShim(ctx, inv, append(runArgs, c.argv...))
 }
 
 // runsAsRoot decides what -u USER means: root (or none) runs privileged,
@@ -322,7 +330,8 @@ in PATH, e.g.
 
 sudo options the shim supports (anything else is refused, with exit status 1
 and nothing sent):
-  -n, --non-interactive  accepted; the shim never prompts
+  -n, --non-interactive  fail at once (exit status 1) when no rule allows the
+                         command and no approver is connected to answer
   -E, --preserve-env     forward those of the caller's variables that
                          agent-sudod allows by default, never the whole
                          environment:
