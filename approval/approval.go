@@ -161,7 +161,6 @@ type Approvers struct {
 // and no approver was connected to answer it.
 var ErrNoApprover = errors.New("no approver console or web approver is connected to answer it")
 
-
 // Shown returns what a human is shown of p.
 func (p *Pending) Shown() *Shown {
 	r := p.Request

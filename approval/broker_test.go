@@ -589,3 +589,79 @@ func TestBrokerShutdownEndsQuestions(t *testing.T) {
 		t.Errorf("Unanswered = %+v, but consoles were told %s by %q", d, m.Verdict, m.By)
 	}
 }
+
+// TestBrokerCountsApprovers: a waiting request is told the approvers
+// connected when it starts waiting and again each time they change:
+// consoles, and web approvers (a subscription marked by signed_only).
+func TestBrokerCountsApprovers(t *testing.T) {
+	b := NewBroker(time.Minute, nil)
+	counts := make(chan Approvers, 64)
+	p := pending("r1")
+	p.Waiting = func(a Approvers) { counts <- a }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := askAsync(ctx, b, p)
+	waitFor := func(want Approvers) {
+		t.Helper()
+		for got := range counts {
+			if got == want {
+				return
+			}
+		}
+	}
+	waitFor(Approvers{})
+	_, _, cancelConsole, _ := b.subscribe()
+	waitFor(Approvers{Consoles: 1})
+	_, _, cancelWeb, web := b.subscribe()
+	b.markWeb(web)
+	waitFor(Approvers{Consoles: 1, Web: 1})
+	cancelConsole()
+	waitFor(Approvers{Web: 1})
+	cancelWeb()
+	waitFor(Approvers{})
+	if got := b.Approvers(); got != (Approvers{}) {
+		t.Errorf("Approvers() = %+v after both left, want none", got)
+	}
+	cancel()
+	<-done
+}
+
+// TestBrokerNonInteractive: a non-interactive request is refused at once
+// with ErrNoApprover, and never announced, when no approver is connected;
+// with one connected it waits, announced to it, as any other.
+func TestBrokerNonInteractive(t *testing.T) {
+	b := NewBroker(time.Minute, nil)
+	p := pending("r1")
+	p.NonInteractive = true
+	if _, err := b.Ask(context.Background(), p); !errors.Is(err, ErrNoApprover) {
+		t.Fatalf("Ask with no approver = %v, want ErrNoApprover", err)
+	}
+	if n := b.Waiting(); n != 0 {
+		t.Fatalf("%d requests wait after the refusal, want none", n)
+	}
+	_, events, unsubscribe, web := b.subscribe()
+	defer unsubscribe()
+	b.markWeb(web)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := askAsync(ctx, b, pending("r2"))
+	p2 := pending("r3")
+	p2.NonInteractive = true
+	done2 := askAsync(ctx, b, p2)
+	seen := map[string]bool{}
+	for len(seen) < 2 {
+		m := <-events
+		if m.Type == MsgPending {
+			seen[m.ID] = true
+		}
+	}
+	if !seen["r3"] {
+		t.Fatalf("the non-interactive request was not announced to the web approver: %v", seen)
+	}
+	cancel()
+	for _, ch := range []<-chan outcome{done, done2} {
+		if o := <-ch; !errors.Is(o.err, context.Canceled) {
+			t.Errorf("Ask ended with %v, want the context's end", o.err)
+		}
+	}
+}
