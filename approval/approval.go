@@ -69,6 +69,9 @@ const (
 	ByClient          = "client"
 	ByShutdown        = "daemon shutting down"
 	ByApprover        = "approver"
+	// ByNoApprover denies a non-interactive request (Pending.NonInteractive)
+	// that no approver was connected to answer.
+	ByNoApprover = "no approver connected (non_interactive)"
 )
 
 // Unanswered is the decision for a question whose ctx ended before anyone

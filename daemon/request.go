@@ -317,7 +317,7 @@ func (s *Server) decide(ctx context.Context, conn *net.UnixConn, p *plan, record
 		return d
 	case errors.Is(err, approval.ErrNoApprover):
 		// sudo -n: the client asked not to wait when nobody could answer.
-		return approval.Decision{Verdict: approval.Deny, By: approval.ByApprover,
+		return approval.Decision{Verdict: approval.Deny, By: approval.ByNoApprover,
 			Message: proto.NoApproverPrefix + " no approver console or web approver is connected, and the request asked not to wait (non_interactive, sudo -n); it was not run"}
 	case actx.Err() == nil:
 		return approval.Decision{Verdict: approval.Failed, By: approval.ByApprover,
