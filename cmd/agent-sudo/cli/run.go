@@ -519,21 +519,28 @@ func (inv *invocation) waitNotice(id string, delay time.Duration, state *progres
 // fitLine returns line cut to fit a terminal of cols columns with one
 // column to spare (a character in the last column would leave the cursor
 // waiting to wrap, and the next "\r" would then redraw on the next line),
-// ending with "…" when cut. line is already escaped (visible); cols <= 0
+// ending with "…" when cut, after the last space that fits when there is
+// one (termtext.Wrap's break). line is already escaped (visible); cols <= 0
 // means unknown, and line is returned whole.
 func fitLine(line string, cols int) string {
 	if cols <= 0 || termtext.Width(line) <= cols-1 {
 		return line
 	}
-	if cols < 3 {
+	// "…" is East Asian ambiguous: Width counts it as wide as any
+	// terminal may draw it.
+	room := cols - 1 - termtext.Width(cutMark)
+	if room < 1 {
 		return ""
 	}
-	cut := termtext.Wrap(line, cols-2)
-	if len(cut) == 0 || termtext.Width(cut[0]) > cols-2 {
+	cut := termtext.Wrap(line, room)
+	if len(cut) == 0 || termtext.Width(cut[0]) > room {
 		return "" // a unit Wrap does not cut is wider than the terminal
 	}
-	return cut[0] + "…"
+	return cut[0] + cutMark
 }
+
+// cutMark ends a line fitLine cut.
+const cutMark = "…"
 
 // terminalColumns returns the width of the terminal w writes to, as the
 // terminal reports it (TIOCGWINSZ), read again each time so that a resize

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/clienttest"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -673,5 +674,35 @@ func TestRunRefusesRelativePathsWithoutCwd(t *testing.T) {
 	}
 	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Cwd != "/tmp" {
 		t.Errorf("requests %+v, want one with cwd /tmp", reqs)
+	}
+}
+
+// TestFitLine: the waiting line is cut to one column less than the
+// terminal's width, by display width, with "…" when cut, and left whole
+// when the width is unknown.
+func TestFitLine(t *testing.T) {
+	long := "agent-sudo: / 3s waits for approval, 1 approver console and 1 web approver connected; times out in 4m57s"
+	for _, tt := range []struct {
+		line string
+		cols int
+		want string
+	}{
+		{long, 0, long},
+		{long, 200, long},
+		{long, 80, "agent-sudo: / 3s waits for approval, 1 approver console and 1 web approver …"},
+		{"agent-sudo: 日本語日本語日本語", 20, "agent-sudo: …"},
+		{"日本語日本語日本語", 16, "日本語日本語…"},
+		{"short", 6, "short"},
+		{"shorts", 6, "sho…"},
+		{`agent-sudo: \x1b[2J`, 16, "agent-sudo: …"},
+		{"abc", 3, ""},
+	} {
+		got := fitLine(tt.line, tt.cols)
+		if got != tt.want {
+			t.Errorf("fitLine(%q, %d) = %q, want %q", tt.line, tt.cols, got, tt.want)
+		}
+		if tt.cols > 0 && termtext.Width(got) > tt.cols-1 {
+			t.Errorf("fitLine(%q, %d) = %q, %d columns wide", tt.line, tt.cols, got, termtext.Width(got))
+		}
 	}
 }
