@@ -31,8 +31,7 @@ func shimOf(t *testing.T, bin string) string {
 // waitingLine matches the spinner's line after at least three seconds.
 var waitingLine = regexp.MustCompile(`agent-sudo: [|/\\-] ([3-9]|[1-9][0-9]+)s `)
 
-// oneWaitingLine fails the test unless screen, a whole 80-column terminal,
-// shows exactly one non-empty line, the waiting line, containing want.
+// oneWaitingLine fails the test unless screen, a whole terminal, shows exactly one non-empty line, the waiting line, containing want.
 func oneWaitingLine(t *testing.T, screen, want string) {
 	t.Helper()
 	var lines []string
@@ -47,7 +46,7 @@ func oneWaitingLine(t *testing.T, screen, want string) {
 }
 
 // TestWaitingLineCountsApproversAt80Columns: the shim's and run's waiting
-// line, on a real terminal 80 columns wide, stays one line redrawn in
+// line, on a real terminal 80 columns wide (and 120 and 160), stays one line redrawn in
 // place, cut to the terminal's width, after several spinner ticks; and it
 // says how many approver consoles and web approvers (connections that sent
 // signed_only) are connected, changing as they come and go.
@@ -55,18 +54,23 @@ func TestWaitingLineCountsApproversAt80Columns(t *testing.T) {
 	daemontest.RequireRoot(t)
 	_, bin := daemontest.Binaries(t)
 	sudo := shimOf(t, bin)
+	shim := []string{sudo, "touch"}
+	run := []string{bin, "run", "--reason", "waitline", "--", "touch"}
 	for _, tt := range []struct {
 		name    string
 		command []string
+		cols    int
 	}{
-		{"shim", []string{sudo, "touch"}},
-		{"run", []string{bin, "run", "--reason", "waitline", "--", "touch"}},
+		{"shim at 80 columns", shim, 80},
+		{"run at 80 columns", run, 80},
+		{"run at 120 columns", run, 120},
+		{"shim at 160 columns", shim, 160},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "5m", Rules: daemontest.AskRules})
 			file := filepath.Join(t.TempDir(), "f")
 			cmd := "env " + envSocket + "=" + d.Socket + " " + strings.Join(tt.command, " ") + " " + file
-			s := tmuxtest.Start(t, tmuxtest.Config{Command: cmd, Cols: 80, Rows: 24, Timeout: 60 * time.Second})
+			s := tmuxtest.Start(t, tmuxtest.Config{Command: cmd, Cols: tt.cols, Rows: 24, Timeout: 60 * time.Second})
 
 			screen := s.Wait(func(screen string) bool {
 				return waitingLine.MatchString(screen) && strings.Contains(screen, "no approver connected")
