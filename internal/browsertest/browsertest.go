@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -127,4 +128,38 @@ func (b *Browser) Do(cmd map[string]any) map[string]any {
 		b.t.Fatalf("browser: %v: %v", cmd, m["error"])
 	}
 	return m
+}
+
+// Lines sends r's lines on the channel it returns, closed at r's end: the
+// output of a program a browser test starts (enrolment prints the link
+// the browser opens).
+func Lines(r io.Reader) <-chan string {
+	ch := make(chan string, 64)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
+
+// ReadUntil reads lines until one contains want, and returns it; it fails
+// the test when they end first or none comes within a minute.
+func ReadUntil(t testing.TB, lines <-chan string, want string) string {
+	t.Helper()
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the output ended before a line with %q", want)
+			}
+			if strings.Contains(l, want) {
+				return l
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no line with %q within 60s", want)
+		}
+	}
 }

@@ -3,12 +3,10 @@
 package remote
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,13 +128,13 @@ func squatThroughTunnel(t *testing.T, b *browsertest.Browser, cli string, agent 
 			t.Logf("the enrolment's stderr:\n%s", enrolLog.String())
 		}
 	})
-	el := lines(eout)
-	link := strings.TrimSpace(readUntil(t, el, origin+"/enroll/"))
+	el := browsertest.Lines(eout)
+	link := strings.TrimSpace(browsertest.ReadUntil(t, el, origin+"/enroll/"))
 	probe("while the enrolment runs")
 	on(map[string]any{"op": "goto", "url": link})
 	on(map[string]any{"op": "click", "selector": "#enroll"})
 	on(map[string]any{"op": "waitText", "selector": "#status", "text": "Enrolled: alice"})
-	readUntil(t, el, "enrolled alice")
+	browsertest.ReadUntil(t, el, "enrolled alice")
 	if err := <-enrolDone; err != nil {
 		t.Fatalf("approve web enroll alice: %v", err)
 	}
@@ -174,28 +172,7 @@ func squatThroughTunnel(t *testing.T, b *browsertest.Browser, cli string, agent 
 
 	// The web approver, as docs/remote.md writes it.
 	probe("before the web approver starts")
-	webLog := &daemontest.Buffer{}
-	wa := exec.Command(cli, "approve", "--web", "localhost:"+docsWebPort, "--no-tls", "--origin", origin,
-		"--approver-socket", d.ApproverSocket)
-	wa.Env = daemontest.RaceEnv(os.Environ())
-	wa.Stdout, wa.Stderr = webLog, webLog
-	if err := wa.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waDone := make(chan struct{})
-	go func() { _ = wa.Wait(); close(waDone) }()
-	t.Cleanup(func() {
-		_ = wa.Process.Signal(os.Interrupt)
-		<-waDone
-		if t.Failed() {
-			t.Logf("the web approver's log:\n%s", webLog.String())
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if out, err := webLog.Wait(ctx, "web approver for "+d.ApproverSocket+" at "+origin); err != nil {
-		t.Fatalf("the web approver did not start: %v\n%s", err, out)
-	}
+	startWebApprover(t, cli, docsWebPort, origin, d.ApproverSocket)
 	probe("while the web approver runs")
 
 	// Signed in through the tunnel, the human holds allow on the request
@@ -379,33 +356,31 @@ func startTunnel(t *testing.T, k *keys, port int, forward []string) {
 	}
 }
 
-// lines sends r's lines on the channel it returns, closed at r's end.
-func lines(r io.Reader) <-chan string {
-	ch := make(chan string, 64)
-	go func() {
-		defer close(ch)
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			ch <- sc.Text()
-		}
-	}()
-	return ch
-}
-
-// readUntil reads lines until one contains want, and returns it.
-func readUntil(t *testing.T, lines <-chan string, want string) string {
+// startWebApprover runs `agent-sudo approve --web localhost:port --no-tls
+// --origin origin --approver-socket socket` (and extra) until the test
+// ends, and waits until it serves; a failed test logs its output.
+func startWebApprover(t *testing.T, cli, port, origin, socket string, extra ...string) {
 	t.Helper()
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("the output ended before a line with %q", want)
-			}
-			if strings.Contains(l, want) {
-				return l
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatalf("no line with %q within 60s", want)
+	webLog := &daemontest.Buffer{}
+	args := append([]string{"approve", "--web", "localhost:" + port, "--no-tls", "--origin", origin, "--approver-socket", socket}, extra...)
+	wa := exec.Command(cli, args...)
+	wa.Env = daemontest.RaceEnv(os.Environ())
+	wa.Stdout, wa.Stderr = webLog, webLog
+	if err := wa.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waDone := make(chan struct{})
+	go func() { _ = wa.Wait(); close(waDone) }()
+	t.Cleanup(func() {
+		_ = wa.Process.Signal(os.Interrupt)
+		<-waDone
+		if t.Failed() {
+			t.Logf("the web approver's log:\n%s", webLog.String())
 		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if out, err := webLog.Wait(ctx, "web approver for "+socket+" at "+origin); err != nil {
+		t.Fatalf("the web approver did not start: %v\n%s", err, out)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -62,29 +61,10 @@ func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
 	// An agent on the host finds the port free before the web approver
 	// starts: the kernel refuses it all the same.
 	squatAsNobody(t, "844", "before the web approver starts")
-	webLog := &daemontest.Buffer{}
-	wa := exec.Command(cli, "approve", "--web", "localhost:844", "--no-tls", "--origin", origin,
-		"--approver-socket", d.ApproverSocket, "--user", "nobody")
-	wa.Env = daemontest.RaceEnv(os.Environ())
-	wa.Stdout, wa.Stderr = webLog, webLog
-	if err := wa.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waDone := make(chan struct{})
-	go func() { _ = wa.Wait(); close(waDone) }()
-	t.Cleanup(func() {
-		_ = wa.Process.Signal(os.Interrupt)
-		<-waDone
-		if t.Failed() {
-			t.Logf("the web approver's log:\n%s", webLog.String())
-		}
-	})
+	startWebApprover(t, cli, "844", origin, d.ApproverSocket, "--user", "nobody")
+	squatAsNobody(t, "844", "while the web approver runs")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if out, err := webLog.Wait(ctx, "web approver for "+d.ApproverSocket+" at "+origin); err != nil {
-		t.Fatalf("the web approver did not start: %v\n%s", err, out)
-	}
-	squatAsNobody(t, "844", "while the web approver runs")
 
 	// The tunnel, as docs/remote.md writes it: each address of localhost
 	// forwarded on its own, so that ssh fails when it cannot hold one.

@@ -6,7 +6,6 @@
 package web
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,36 +29,6 @@ import (
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m) }
-
-// readUntil reads r's lines until one contains want, and returns it.
-func readUntil(t *testing.T, lines <-chan string, want string) string {
-	t.Helper()
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("the output ended before a line with %q", want)
-			}
-			if strings.Contains(l, want) {
-				return l
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatalf("no line with %q within 60s", want)
-		}
-	}
-}
-
-func lines(r io.Reader) <-chan string {
-	ch := make(chan string, 64)
-	go func() {
-		defer close(ch)
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			ch <- sc.Text()
-		}
-	}()
-	return ch
-}
 
 // rig is a daemon that asks for everything, a passkey directory, the
 // passkey "alice" enrolled by a browser through the enrolment link, and
@@ -112,12 +81,12 @@ approvals = 2
 		if err := enrol.Start(); err != nil {
 			t.Fatal(err)
 		}
-		el := lines(eout)
-		link = strings.TrimSpace(readUntil(t, el, r.origin+"/enroll/"))
+		el := browsertest.Lines(eout)
+		link = strings.TrimSpace(browsertest.ReadUntil(t, el, r.origin+"/enroll/"))
 		b.Do(map[string]any{"op": "goto", "page": who.page, "url": link})
 		b.Do(map[string]any{"op": "click", "page": who.page, "selector": "#enroll"})
 		b.Do(map[string]any{"op": "waitText", "page": who.page, "selector": "#status", "text": "Enrolled: " + who.name})
-		readUntil(t, el, "enrolled "+who.name)
+		browsertest.ReadUntil(t, el, "enrolled "+who.name)
 		if err := enrol.Wait(); err != nil {
 			t.Fatalf("approve web enroll %s: %v", who.name, err)
 		}
@@ -142,7 +111,7 @@ approvals = 2
 		_ = web.Process.Signal(os.Interrupt)
 		_ = web.Wait()
 	})
-	readUntil(t, lines(wout), "web approver for")
+	browsertest.ReadUntil(t, browsertest.Lines(wout), "web approver for")
 	r.webPID = web.Process.Pid
 	b.Do(map[string]any{"op": "goto", "url": r.origin + "/"})
 	b.Do(map[string]any{"op": "click", "selector": "#signin"})
