@@ -31,7 +31,7 @@ func Cgroup(t testing.TB) string {
 	t.Helper()
 	RequireRoot(t)
 	RequireCgroups(t)
-	parent, err := ownCgroupDir()
+	parent, _, err := runner.OwnCgroupDirs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,10 @@ func enablePids(dir string) (v1 string, err error) {
 		return "", err
 	}
 	if !slices.Contains(strings.Fields(string(avail)), "pids") {
-		v1, v1err := ownPidsV1Dir()
+		_, v1, v1err := runner.OwnCgroupDirs()
+		if v1err == nil && v1 == "" {
+			v1err = errors.New("no cgroup v1 hierarchy with the pids controller is mounted at its root")
+		}
 		if v1err != nil {
 			return "", fmt.Errorf("%s offers no pids controller (its cgroup.controllers: %q), and cgroup v1: %w", dir, strings.TrimSpace(string(avail)), v1err)
 		}
@@ -133,37 +136,6 @@ func enablePids(dir string) (v1 string, err error) {
 		return "", fmt.Errorf("enabling the pids controller in %s: %w", dir, err)
 	}
 	return "", nil
-}
-
-// ownPidsV1Dir is this process's directory in the cgroup v1 hierarchy of
-// the pids controller.
-func ownPidsV1Dir() (string, error) {
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	mount := ""
-	for line := range strings.SplitSeq(string(mi), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if ok && len(f) >= 5 && len(g) >= 3 && g[0] == "cgroup" && f[3] == "/" && slices.Contains(strings.Split(g[2], ","), "pids") {
-			mount = f[4]
-			break
-		}
-	}
-	if mount == "" {
-		return "", errors.New("no cgroup v1 hierarchy with the pids controller is mounted at its root")
-	}
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if f := strings.SplitN(line, ":", 3); len(f) == 3 && slices.Contains(strings.Split(f[1], ","), "pids") {
-			return filepath.Join(mount, f[2]), nil
-		}
-	}
-	return "", errors.New("/proc/self/cgroup has no cgroup v1 pids entry")
 }
 
 // removeTree removes the empty cgroup v1 directory dir and those inside
@@ -183,36 +155,6 @@ func removeTree(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// ownCgroupDir is this process's directory in the cgroup v2 hierarchy.
-func ownCgroupDir() (string, error) {
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	mount := ""
-	for line := range strings.SplitSeq(string(mi), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if ok && len(f) >= 5 && len(g) >= 1 && g[0] == "cgroup2" && f[3] == "/" {
-			mount = f[4]
-			break
-		}
-	}
-	if mount == "" {
-		return "", errors.New("no cgroup v2 hierarchy is mounted")
-	}
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return filepath.Join(mount, p), nil
-		}
-	}
-	return "", errors.New("/proc/self/cgroup has no cgroup v2 entry")
 }
 
 // removeCgroup kills what dir and the cgroups inside it hold and removes

@@ -33,23 +33,7 @@ func (b *Buffer) Write(p []byte) (int, error) {
 // Wait blocks until what was written contains s and returns it, or
 // returns what was written and ctx's error once ctx is done.
 func (b *Buffer) Wait(ctx context.Context, s string) (string, error) {
-	for {
-		b.mu.Lock()
-		if all := b.buf.String(); strings.Contains(all, s) {
-			b.mu.Unlock()
-			return all, nil
-		}
-		if b.grew == nil {
-			b.grew = make(chan struct{})
-		}
-		grew := b.grew
-		b.mu.Unlock()
-		select {
-		case <-grew:
-		case <-ctx.Done():
-			return b.String(), ctx.Err()
-		}
-	}
+	return b.WaitCount(ctx, s, 1)
 }
 
 // String returns everything written so far.

@@ -649,3 +649,22 @@ func containsInt(s []int, v int) bool {
 	}
 	return false
 }
+
+// OwnCgroupDirs returns this process's cgroup directory in the v2
+// hierarchy and, where a v1 hierarchy holds the pids controller (systemd's
+// hybrid layout), in that one ("" when none does): what the runner itself
+// finds at start, for the tests that make cgroups of their own.
+func OwnCgroupDirs() (v2, pidsV1 string, err error) {
+	mount, err := cgroup2Mount("/proc/self/mountinfo")
+	if err != nil {
+		return "", "", err
+	}
+	own, err := ownCgroup2("/proc/self/cgroup")
+	if err != nil {
+		return "", "", err
+	}
+	if h, err := findPidsV1("/proc/self/mountinfo", "/proc/self/cgroup"); err == nil {
+		pidsV1 = h.parent
+	}
+	return filepath.Join(mount, own), pidsV1, nil
+}
