@@ -132,6 +132,20 @@ func TestSudoNFailsAtOnceWithoutApprover(t *testing.T) {
 	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s: %v; want it not made", file, err)
 	}
+	// agent-sudo run --non-interactive, as its help says: denied at once
+	// (status 77), nothing run.
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	run := exec.CommandContext(rctx, bin, "run", "--socket", d.Socket, "--non-interactive", "--", "touch", file)
+	run.Env = e2eEnv()
+	out, rerr := run.CombinedOutput()
+	late := rctx.Err()
+	rcancel()
+	if late != nil || run.ProcessState == nil || run.ProcessState.ExitCode() != 77 || !strings.Contains(string(out), "no approver could answer") {
+		t.Fatalf("run --non-interactive with no approver: %v, %s; want status 77 at once, saying no approver could answer", rerr, out)
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s after run --non-interactive: %v; want it not made", file, err)
+	}
 
 	console := daemontest.Dial(t, d.ApproverSocket)
 	done := make(chan struct{})
