@@ -323,14 +323,7 @@ func (s *squatter) stop() []string {
 // local port.
 func startTunnel(t *testing.T, k *keys, port int, forward []string) {
 	t.Helper()
-	args := []string{"-v", "-N", "-T", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes"}
-	for _, o := range sshOptions(k, k.forward) {
-		args = append(args, "-o", o)
-	}
-	for _, f := range forward {
-		args = append(args, "-L", f)
-	}
-	args = append(args, fmt.Sprintf("ssh://root@127.0.0.1:%d", port))
+	args := tunnelArgs(k, port, forward)
 	t.Logf("the tunnel: ssh %s", strings.Join(args, " "))
 	tun := exec.Command("ssh", args...)
 	tunLog := &daemontest.Buffer{}
@@ -383,4 +376,17 @@ func startWebApprover(t *testing.T, cli, port, origin, socket string, extra ...s
 	if out, err := webLog.Wait(ctx, "web approver for "+socket+" at "+origin); err != nil {
 		t.Fatalf("the web approver did not start: %v\n%s", err, out)
 	}
+}
+
+// tunnelArgs are ssh's arguments for `ssh -N -o ExitOnForwardFailure=yes
+// -L forward... root@127.0.0.1:port` with k's forwarding key.
+func tunnelArgs(k *keys, port int, forward []string) []string {
+	args := []string{"-v", "-N", "-T", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes"}
+	for _, o := range sshOptions(k, k.forward) {
+		args = append(args, "-o", o)
+	}
+	for _, f := range forward {
+		args = append(args, "-L", f)
+	}
+	return append(args, fmt.Sprintf("ssh://root@127.0.0.1:%d", port))
 }

@@ -68,11 +68,7 @@ func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
 
 	// The tunnel, as docs/remote.md writes it: each address of localhost
 	// forwarded on its own, so that ssh fails when it cannot hold one.
-	args := []string{"-v", "-N", "-T", "-o", "BatchMode=yes"}
-	for _, o := range sshOptions(k, k.forward) {
-		args = append(args, "-o", o)
-	}
-	args = append(args, "-o", "ExitOnForwardFailure=yes", "-L", "127.0.0.1:8443:127.0.0.1:844", "-L", "[::1]:8443:127.0.0.1:844", "ssh://root@127.0.0.1:2204")
+	args := tunnelArgs(k, 2204, []string{"127.0.0.1:8443:127.0.0.1:844", "[::1]:8443:127.0.0.1:844"})
 	t.Logf("the tunnel: ssh %s", strings.Join(args, " "))
 
 	// The device that runs ssh may have an agent too (here, this host,
@@ -89,26 +85,7 @@ func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
 	}
 	release()
 
-	tun := exec.Command("ssh", args...)
-	tunLog := &daemontest.Buffer{}
-	tun.Stdout, tun.Stderr = tunLog, tunLog
-	if err := tun.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tunDone := make(chan struct{})
-	go func() { _ = tun.Wait(); close(tunDone) }()
-	t.Cleanup(func() {
-		_ = tun.Process.Kill()
-		<-tunDone
-		if t.Failed() {
-			t.Logf("ssh -L's log:\n%s", tunLog.String())
-		}
-	})
-	for _, l := range []string{"Local forwarding listening on 127.0.0.1 port 8443", "Local forwarding listening on ::1 port 8443"} {
-		if out, err := tunLog.Wait(ctx, l); err != nil {
-			t.Fatalf("the tunnel was not set up: %v\n%s", err, out)
-		}
-	}
+	startTunnel(t, k, 2204, []string{"127.0.0.1:8443:127.0.0.1:844", "[::1]:8443:127.0.0.1:844"})
 
 	for _, via := range []string{"[::1]:8443", "127.0.0.1:8443"} {
 		b := &tunnelBrowser{t: t, base: "http://" + via, origin: origin}
