@@ -23,6 +23,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/cmd/agent-sudo/cli"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -144,15 +145,7 @@ match = ["rm", "**"]
 func TestE2EAuditFailClosed(t *testing.T) {
 	t.Parallel()
 	daemontest.RequireRoot(t)
-	mnt, err := os.MkdirTemp("", "auditfs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(mnt)
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
-	}
-	defer exec.Command("umount", "-l", mnt).Run()
+	mnt := testenv.Tmpfs(t, 256<<10)
 
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, AuditLog: filepath.Join(mnt, "log", "audit.jsonl")})
 	if resp := d.Run(&proto.Request{Pipeline: [][]string{{"true"}}, Privileged: true}); resp.Status != proto.StatusOK {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -29,15 +29,7 @@ import (
 func TestE2EAuditDiskFullKeepsAcknowledged(t *testing.T) {
 	t.Parallel()
 	daemontest.RequireRoot(t)
-	mnt, err := os.MkdirTemp("", "auditfs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(mnt)
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
-	}
-	defer exec.Command("umount", "-l", mnt).Run()
+	mnt := testenv.Tmpfs(t, 256<<10)
 
 	logPath := filepath.Join(mnt, "log", "audit.jsonl")
 	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AskRules, AuditLog: logPath})

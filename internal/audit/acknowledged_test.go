@@ -20,23 +20,6 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
-// mountTmpfs mounts a tmpfs of size bytes on a fresh directory for the
-// test, or skips the test when it cannot.
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	testenv.NeedsRoot(t) // mounting a tmpfs
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // fillUp writes filler until the file system holding it is full.
 func fillUp(t *testing.T, filler string) *os.File {
 	t.Helper()
@@ -75,7 +58,7 @@ func freePage(t *testing.T, f *os.File) {
 // back only its own partial bytes, never records already acknowledged.
 // Nothing is reported lost, and the chain verifies.
 func TestAcknowledgedRecordsSurviveDiskFull(t *testing.T) {
-	dir := mountTmpfs(t, 128<<10)
+	dir := testenv.Tmpfs(t, 128<<10)
 	path := filepath.Join(dir, "audit.jsonl")
 	var logged bytes.Buffer
 	j := &fakeJournal{}
