@@ -1,24 +1,21 @@
-// Package approval decides whether a request may run.
+// Package approval is the approver channel's protocol: what a console or
+// a web approver and the daemon say to each other (docs/approver-protocol.md).
 //
-// Rules the human wrote (package internal/rules) are consulted first; a
-// request that no rule allows or denies is put to a human through an
-// [Approver]. The agent's socket never reaches an Approver: a decision can
-// only come from the root-only approver channel or the daemon's own terminal,
-// so an agent cannot approve itself.
+// It holds the wire types ([Message], [Shown] and what they carry), a
+// [Client] that speaks the channel from the approver's side, the signed
+// decisions a passkey makes ([Statement], [Signed], [Signatures]), the
+// public part of the daemon's passkeys ([PublicKey]) and the [Approver]
+// interface the daemon puts requests to. The daemon's side of the channel
+// (the broker that holds waiting requests and session grants, the list of
+// running commands, the two-person count and the server of the channel)
+// is package daemon's own and unexported: an approver needs only this
+// package, and an agent only package client.
 //
-// The [Broker] holds the waiting requests and the session grants; a
-// [Channel] speaks the approver channel's protocol with each console and
-// passes its decisions to the broker. The daemon accepts the consoles'
-// connections and checks that each is root before handing it to the
-// Channel: this package decides nothing about who may connect.
-//
-// The broker also lists the commands the daemon is running, so that a
-// console can watch them, read the end of their output and stop one. The
-// listing is sent only to consoles that ask for it (watch), so consoles
-// written before it never see a message type they do not know; like the
-// grants, a newer listing replaces one a console has not read, and the
-// channel never writes one older than the last it wrote (the answer to
-// watch and the live listings travel by different queues).
+// Rules the human wrote are consulted first; a request that no rule
+// allows or denies is put to a human through an [Approver]. The agent's
+// socket never reaches an Approver: a decision can only come from the
+// root-only approver channel or the daemon's own terminal, so an agent
+// cannot approve itself.
 //
 // # Stability
 //
@@ -26,9 +23,9 @@
 // it, is stable: an approver written against that page keeps working. The
 // Go types that carry it ([Message] and the types it holds, the Msg*,
 // [Choice], [Verdict] and By* constants, and the Max* bounds) follow the
-// protocol and change only as it does, by additions. The daemon's side of
-// this package ([Broker], [Channel], [Approver], [Nobody], [Console]) is
-// agent-sudod's own and may change with it.
+// protocol and change only as it does, by additions. [Approver], [Nobody],
+// [Pending] and [Signatures] are the daemon's side of this package and may
+// change with it.
 package approval
 
 import (
@@ -37,7 +34,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -101,7 +97,7 @@ type Decision struct {
 	Message string
 	// Approver is who was behind the console that decided, as the daemon
 	// read it from /proc; nil for any other decider.
-	Approver *procinfo.Person
+	Approver *Person
 	// Signed is the passkey's signature when the decision was signed.
 	Signed *SignedBy
 	// Approvals are the earlier allows of a request that needed more than
@@ -211,4 +207,19 @@ var _ Approver = Nobody{}
 func (Nobody) Ask(ctx context.Context, _ *Pending) (Decision, error) {
 	<-ctx.Done()
 	return Decision{}, ctx.Err()
+}
+
+// Approval is one person's allow of a request that needs more than one,
+// as the audit log records it.
+type Approval struct {
+	// By names the console (or the passkey and its relay).
+	By string `json:"by"`
+	// Person is who was behind a console; nil for a passkey.
+	Person *Person `json:"person,omitempty"`
+	// Signed is the passkey's signature when it was signed.
+	Signed *SignedBy `json:"signed,omitempty"`
+	// Identity is the person as the two-person rule told people apart:
+	// "uid N" (a console's login uid, or the login user a passkey is
+	// named after) or "passkey NAME" (a passkey not named after a user).
+	Identity string `json:"identity"`
 }

@@ -141,7 +141,7 @@ func CheckHash(m Message) error {
 	if m.Request == nil {
 		return fmt.Errorf("%s message for %q has no request: %w", m.Type, m.ID, ErrHashMismatch)
 	}
-	_, h, err := m.Request.canonical()
+	_, h, err := m.Request.Canonical()
 	if err != nil {
 		return fmt.Errorf("%s message for %q: %w: %w", m.Type, m.ID, err, ErrHashMismatch)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -14,66 +13,6 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
-
-// serveClient serves the channel of b to a new Client over an in-process
-// pipe, the console named by.
-func serveClient(ctx context.Context, t *testing.T, b *Broker, by string) *Client {
-	t.Helper()
-	server, client := net.Pipe()
-	ch := &Channel{Broker: b, Version: "test", Host: "box-a", Instance: "inst-1", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer server.Close()
-		ch.Serve(ctx, server, Console{By: by})
-	}()
-	t.Cleanup(func() {
-		_ = client.Close()
-		<-done
-	})
-	return NewClient(client)
-}
-
-// recvType returns the next message of type typ, skipping others.
-func recvType(t *testing.T, c *Client, typ string) Message {
-	t.Helper()
-	for range 100 {
-		m, err := c.Recv(context.Background())
-		if err != nil {
-			t.Fatalf("Recv: %v", err)
-		}
-		if m.Type == typ {
-			return m
-		}
-	}
-	t.Fatalf("no %s message in the first 100", typ)
-	return Message{}
-}
-
-// TestClientDecides: a Client reads the hello and a pending request, and
-// its decision reaches the broker under the console's name and is
-// confirmed: the whole round trip an approver written with it makes.
-func TestClientDecides(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
-	r := askAsync(context.Background(), b, pending("k1", "/usr/bin/true"))
-	c := serveClient(context.Background(), t, b, "web approver")
-	if h := recvType(t, c, MsgHello); h.Instance != "inst-1" || h.DaemonHost != "box-a" {
-		t.Fatalf("hello %+v, want the daemon's host and instance", h)
-	}
-	p := recvType(t, c, MsgPending)
-	if p.ID != "k1" || p.Request == nil || p.Request.Hash() != p.Hash {
-		t.Fatalf("pending %+v, want k1 whose request hashes to its hash", p)
-	}
-	if err := c.Decide(p.ID, p.Hash, AllowOnce, ""); err != nil {
-		t.Fatal(err)
-	}
-	if res := recvType(t, c, MsgResult); !res.OK || res.ID != "k1" {
-		t.Fatalf("result %+v, want ok for k1", res)
-	}
-	if got := <-r; got.err != nil || got.d.Verdict != Allow || got.d.By != "web approver" {
-		t.Fatalf("Ask returned %+v %v, want allowed by the web approver", got.d, got.err)
-	}
-}
 
 // TestClientCheckHash: a pending message whose request was changed after
 // it was hashed (a tampering relay) is refused with ErrHashMismatch; a

@@ -167,8 +167,8 @@ type Signatures struct {
 	used map[string]time.Time // nonce -> its statement's expiry
 }
 
-// keySource returns the Verifier as a KeySource, if it is one.
-func (g *Signatures) keySource() (KeySource, bool) {
+// KeySource returns the Verifier as a KeySource, if it is one.
+func (g *Signatures) KeySource() (KeySource, bool) {
 	if g == nil || g.Verifier == nil {
 		return nil, false
 	}
@@ -185,7 +185,7 @@ const maxNonces = 4096
 // not for longer than MaxSignedValidity, carry a nonce never taken, and be
 // signed by an enrolled passkey. The record is checked by the broker,
 // which knows the request's. It returns who signed.
-func (g *Signatures) check(id, hash string, choice Choice, s *Signed, relay string) (*SignedBy, error) {
+func (g *Signatures) Check(id, hash string, choice Choice, s *Signed, relay string) (*SignedBy, error) {
 	if g == nil || g.Verifier == nil {
 		return nil, errors.New("signed decision refused: this daemon has no passkeys to check it against")
 	}
@@ -235,24 +235,4 @@ func (g *Signatures) check(id, hash string, choice Choice, s *Signed, relay stri
 	}
 	g.used[st.Nonce] = st.Expires
 	return &SignedBy{Approver: signer.Name, Person: signer.Person, Relay: relay, Signed: *s}, nil
-}
-
-// decide passes a console's decide message to the broker: a signed one
-// once its signature is checked, with who signed it. The note, for the
-// console's result, says when an allow was recorded but the request waits
-// for another person.
-func (c *Channel) decide(m Message, who Console, signedOnly bool) (string, error) {
-	if m.Signed != nil {
-		s, err := c.Signatures.check(m.ID, m.Hash, m.Decision, m.Signed, who.By)
-		if err != nil {
-			c.Log.Warn("console decision refused", "id", m.ID, "decision", m.Decision, "console", who.By, "err", err)
-			return "", err
-		}
-		who = Console{By: fmt.Sprintf("passkey %q (via %s)", s.Approver, who.By), Signed: s}
-	} else if signedOnly {
-		return "", ErrUnsigned
-	}
-	note, err := c.Broker.decideNote(m.ID, m.Hash, m.Decision, m.Note, who)
-	c.Log.Info("console decision", "id", m.ID, "decision", m.Decision, "console", who.By, "note", note, "err", err)
-	return note, err
 }

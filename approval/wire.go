@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 )
 
 // Shown is everything a human sees about a pending request. The approver
@@ -141,11 +139,11 @@ type PeerInfo struct {
 	Exe string `json:"exe"`
 	// Ancestry is the requesting process and its parents as the daemon
 	// read them from /proc at accept time; nil when it was not read.
-	Ancestry *procinfo.Ancestry `json:"ancestry,omitempty"`
+	Ancestry *Ancestry `json:"ancestry,omitempty"`
 	// Container is set when the requester lives in a user, pid or mount
 	// namespace other than the daemon's (a socket bind-mounted into a
 	// container): which namespaces, its uid inside, its init's cgroup.
-	Container *procinfo.Container `json:"container,omitempty"`
+	Container *Container `json:"container,omitempty"`
 }
 
 // valid returns p with every string made valid UTF-8: names and paths
@@ -155,9 +153,9 @@ func (p PeerInfo) valid() PeerInfo {
 	v := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 	out := PeerInfo{UID: p.UID, User: v(p.User), PID: p.PID, Exe: v(p.Exe)}
 	if a := p.Ancestry; a != nil {
-		c := &procinfo.Ancestry{End: v(a.End), Changed: v(a.Changed)}
+		c := &Ancestry{End: v(a.End), Changed: v(a.Changed)}
 		for _, h := range a.Hops {
-			hop := procinfo.Hop{PID: h.PID, Exe: v(h.Exe), Comm: v(h.Comm), ArgvCut: h.ArgvCut}
+			hop := Hop{PID: h.PID, Exe: v(h.Exe), Comm: v(h.Comm), ArgvCut: h.ArgvCut}
 			for _, arg := range h.Argv {
 				hop.Argv = append(hop.Argv, v(arg))
 			}
@@ -176,20 +174,20 @@ func (p PeerInfo) valid() PeerInfo {
 // Hash returns the hex SHA-256 of s's canonical JSON encoding (struct fields
 // in declaration order, map keys sorted, times in RFC 3339 with
 // nanoseconds), which binds a decision to exactly what was shown; "" when s
-// cannot be encoded (canonical says why), which matches no decision. The
-// daemon and CheckHash use canonical, which returns the error.
+// cannot be encoded (Canonical says why), which matches no decision. The
+// daemon and CheckHash use Canonical, which returns the error.
 func (s *Shown) Hash() string {
-	_, h, err := s.canonical()
+	_, h, err := s.Canonical()
 	if err != nil {
 		return ""
 	}
 	return h
 }
 
-// canonical returns the length of s's canonical JSON encoding and its hex
+// Canonical returns the length of s's canonical JSON encoding and its hex
 // SHA-256 (Hash), or why s cannot be encoded (a time outside what RFC 3339
 // can write, such as an offset of 24 hours or more).
-func (s *Shown) canonical() (size int, hash string, err error) {
+func (s *Shown) Canonical() (size int, hash string, err error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return 0, "", fmt.Errorf("the request cannot be encoded to be shown: %w", err)
@@ -467,9 +465,6 @@ type Message struct {
 	Run string `json:"run,omitempty"`
 	// output (daemon -> console)
 	Output *Output `json:"output,omitempty"`
-	// version orders running messages (see Channel.Serve); never sent.
-	version uint64
-
 	// passkeys (daemon -> console): the daemon's valid passkeys, public
 	// part only; none, with Error set, when it cannot read them.
 	Passkeys []PublicKey `json:"passkeys,omitempty"`

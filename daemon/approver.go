@@ -23,7 +23,7 @@ import (
 // anything. It checks that each console is root and hands it to channel,
 // which speaks the protocol.
 type approverServer struct {
-	channel *approval.Channel
+	channel *approverChannel
 	log     *slog.Logger
 	conns   sync.WaitGroup
 }
@@ -72,7 +72,7 @@ func (a *approverServer) handle(ctx context.Context, conn *net.UnixConn) {
 		return
 	}
 	who := procinfo.Proc{}.Person(peer.PID)
-	a.channel.Serve(ctx, conn, approval.Console{By: consoleName(peer, who), Person: &who})
+	a.channel.Serve(ctx, conn, approverConsole{By: consoleName(peer, who), Person: (*approval.Person)(&who)})
 }
 
 // consoleName describes a console for the audit log and the other
@@ -120,5 +120,19 @@ func idName(uid uint32) string {
 // peerInfo is the identity the broker and the consoles are given for a
 // requesting peer: its kernel credentials, with the user name looked up once.
 func peerInfo(c peercred.Creds) approval.PeerInfo {
-	return approval.PeerInfo{UID: c.UID, User: c.User(), PID: c.PID, Exe: c.Exe, Ancestry: c.Ancestry, Container: c.Container}
+	return approval.PeerInfo{UID: c.UID, User: c.User(), PID: c.PID, Exe: c.Exe, Ancestry: ancestryShown(c.Ancestry),
+		Container: (*approval.Container)(c.Container)}
+}
+
+// ancestryShown is a requester's ancestry as procinfo read it, in the
+// approver channel's types; nil when it was not read.
+func ancestryShown(a *procinfo.Ancestry) *approval.Ancestry {
+	if a == nil {
+		return nil
+	}
+	out := &approval.Ancestry{End: a.End, Changed: a.Changed}
+	for _, h := range a.Hops {
+		out.Hops = append(out.Hops, approval.Hop(h))
+	}
+	return out
 }

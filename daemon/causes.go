@@ -17,7 +17,7 @@ func (e shutdownExpired) Error() string {
 }
 
 // stoppedByConsole is the cause with which a console's stop ends a
-// command (approval.Broker.Stop): by names the console.
+// command (broker.Stop): by names the console.
 type stoppedByConsole struct{ by string }
 
 func (e stoppedByConsole) Error() string { return "stopped by " + e.by }

@@ -31,8 +31,8 @@ import (
 
 // TestApprovalModel is a model of the approval core: a state-machine
 // property test that drives the real Server (rules, plans, the replay cache
-// and the freshness check), the real Broker (waiting requests, decisions,
-// session grants) and the real approver Channel with two consoles, through
+// and the freshness check), the real broker (waiting requests, decisions,
+// session grants) and the real approver channel with two consoles, through
 // random interleavings of requests (fresh, stale, centuries away, replayed),
 // decisions from either console (right, wrong and stale hashes, two at once),
 // withdrawals, the clock moving (grant expiry, the replay window), reloads
@@ -214,13 +214,13 @@ match = ["echo", "a"]
 	return cfg
 }
 
-// start builds and serves a daemon: a new Server, Broker and replay cache
+// start builds and serves a daemon: a new Server, broker and replay cache
 // over the same audit log, with two consoles connected.
 func (m *approvalModel) start(rt *rapid.T) {
 	cfg := m.config(rt)
 	m.logs = &daemontest.Buffer{}
 	logger := slog.New(slog.NewTextHandler(m.logs, nil))
-	broker := approval.NewBroker(modelGrantTTL, m.now)
+	broker := newBroker(modelGrantTTL, m.now)
 	var err error
 	m.srv, err = New(cfg, Options{Logger: logger, Audit: m.log, Now: m.now, Approver: broker, Exec: m.exec})
 	if err != nil {
@@ -233,7 +233,7 @@ func (m *approvalModel) start(rt *rapid.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel, m.served = cancel, make(chan error, 1)
 	go func() { m.served <- m.srv.Serve(ctx, ln) }()
-	channel := &approval.Channel{Broker: broker, Version: "model", Log: logger}
+	channel := &approverChannel{Broker: broker, Version: "model", Log: logger}
 	for i := range m.consoles {
 		m.consoles[i] = newModelConsole(ctx, channel, i)
 	}
@@ -682,13 +682,13 @@ type modelConsole struct {
 	taken map[string]int
 }
 
-func newModelConsole(ctx context.Context, channel *approval.Channel, n int) *modelConsole {
+func newModelConsole(ctx context.Context, channel *approverChannel, n int) *modelConsole {
 	server, client := net.Pipe()
 	c := &modelConsole{n: n, conn: client, enc: json.NewEncoder(client), done: make(chan struct{}),
 		changed: make(chan struct{}, 1), taken: map[string]int{}}
 	go func() {
 		defer server.Close()
-		channel.Serve(ctx, server, approval.Console{By: fmt.Sprintf("model console %d", n)})
+		channel.Serve(ctx, server, approverConsole{By: fmt.Sprintf("model console %d", n)})
 	}()
 	go func() {
 		defer close(c.done)

@@ -20,7 +20,7 @@ import (
 // response alone, as every client before the extension expects.
 func TestProgressLines(t *testing.T) {
 	t.Parallel()
-	broker := approval.NewBroker(time.Hour, nil)
+	broker := newBroker(time.Hour, nil)
 	ts := startServer(t, serverSetup{toml: "approval_timeout = \"1m\"\n" + allowTrue, opts: Options{Approver: broker}})
 
 	t.Run("waits, then runs", func(t *testing.T) {

@@ -74,7 +74,7 @@ func TestReloadInvalidKeepsOld(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, serverSetup{opts: Options{Approver: denyAll}, toml: allowTrue})
 	log := slog.New(slog.NewTextHandler(ts.logs, nil))
-	broker := approval.NewBroker(time.Hour, nil)
+	broker := newBroker(time.Hour, nil)
 	st := &status{socket: ts.socket}
 	bad := filepath.Join(t.TempDir(), "bad.toml")
 	if err := os.WriteFile(bad, []byte("approval_timeout = \n"), 0o600); err != nil {
@@ -109,7 +109,7 @@ func TestReloadInvalidKeepsOld(t *testing.T) {
 // applies after it: the broker, and its grants, outlive the reload.
 func TestReloadKeepsGrants(t *testing.T) {
 	t.Parallel()
-	broker := approval.NewBroker(time.Hour, nil)
+	broker := newBroker(time.Hour, nil)
 	_, events, unsubscribe := broker.Subscribe()
 	defer unsubscribe()
 	ts := startServer(t, serverSetup{opts: Options{Approver: broker}})
@@ -289,10 +289,10 @@ func TestStatusText(t *testing.T) {
 
 // nextPending returns the next pending message of events, skipping the
 // others (resolved, grants).
-func nextPending(events <-chan approval.Message) approval.Message {
+func nextPending(events <-chan event) approval.Message {
 	for m := range events {
 		if m.Type == approval.MsgPending {
-			return m
+			return m.Message
 		}
 	}
 	return approval.Message{}

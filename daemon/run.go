@@ -70,12 +70,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (err error) {
 	// everything below has ended: the stop is the run's last record. ctx
 	// is by then the daemon's own context, below, with its cause.
 	defer func() { recordStop(ctx, log, opts.Audit, run, err) }()
-	broker := approval.NewBroker(cfg.SessionGrantTTL.Duration, opts.Now)
+	broker := newBroker(cfg.SessionGrantTTL.Duration, opts.Now)
 	if opts.Approver == nil {
 		opts.Approver = broker
 	}
-	if opts.Running == nil {
-		opts.Running = broker
+	if opts.running == nil {
+		opts.running = broker
 	}
 	srv, err := New(cfg, opts)
 	if err != nil {
@@ -104,7 +104,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (err error) {
 	ctx, stopCause := context.WithCancelCause(ctx)
 	stop := func() { stopCause(nil) }
 	defer stop()
-	approvers := &approverServer{channel: &approval.Channel{Broker: broker, Version: Version(), Host: host, Instance: instance, Log: log,
+	approvers := &approverServer{channel: &approverChannel{Broker: broker, Version: Version(), Host: host, Instance: instance, Log: log,
 		Signatures: &approval.Signatures{Verifier: passkey.Store{Dir: cfg.Passkeys}, Now: opts.Now}}, log: log}
 	broker.SetWaitingHook(func(sh *approval.Shown) { srv.notifyWaiting(ctx, notifiers, sh) })
 	// Every goroutine Run starts ends with ctx, and Run returns only once
@@ -249,7 +249,7 @@ func feedWatchdog(ctx context.Context, log *slog.Logger) {
 // changes nothing), and, when reload is set, reloads
 // the configuration (see Server.Reload), telling systemd RELOADING=1, then
 // READY=1 with the outcome in STATUS=.
-func onHangup(ctx context.Context, log *slog.Logger, alog *audit.Log, srv *Server, broker *approval.Broker,
+func onHangup(ctx context.Context, log *slog.Logger, alog *audit.Log, srv *Server, broker *broker,
 	reload func() (*config.Config, error), st *status) {
 	if alog != nil {
 		if err := alog.Reopen(ctx); err != nil {

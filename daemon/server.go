@@ -50,7 +50,7 @@ type Server struct {
 	sudo *runner.Sudo
 	// running lists the commands running, for consoles to watch and stop;
 	// nil lists nothing.
-	running *approval.Broker
+	running *broker
 	// host is the daemon's host name for the console (hostname), read
 	// once: the same for every request, as in the audit records.
 	host string
@@ -97,10 +97,10 @@ type Options struct {
 	// Run calls it on SIGHUP and applies the result with Server.Reload.
 	// Nil: SIGHUP only reopens the audit log.
 	Reload func() (*config.Config, error)
-	// Running, when set, lists every command while it runs, so that the
+	// running, when set, lists every command while it runs, so that the
 	// consoles of its approver channel can watch it, read the end of its
 	// output and stop it; nil lists nothing. Run sets it to its broker.
-	Running *approval.Broker
+	running *broker
 }
 
 // auditLog is where a Server records requests: an *audit.Log, through
@@ -204,7 +204,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	s := &Server{
 		approver: opts.Approver, audit: auditOf{opts.Audit}, exec: opts.Exec,
-		log: opts.Logger, now: opts.Now, sshAuthSock: opts.SSHAuthSock, running: opts.Running,
+		log: opts.Logger, now: opts.Now, sshAuthSock: opts.SSHAuthSock, running: opts.running,
 		replay:  newReplayCache(),
 		limits:  newConnLimits(cfg.MaxConnections, cfg.RootConnections, cfg.MaxConnectionsPerUser),
 		rates:   newRateLimits(cfg.MaxRequestsPerMinute),

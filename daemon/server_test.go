@@ -570,7 +570,7 @@ func containsPrefix(ss []string, prefix string) bool {
 // client, and the audit log says the same.
 func TestServerWithdrawal(t *testing.T) {
 	t.Parallel()
-	broker := approval.NewBroker(time.Hour, nil)
+	broker := newBroker(time.Hour, nil)
 	_, events, unsubscribe := broker.Subscribe()
 	defer unsubscribe()
 	ts := startServer(t, serverSetup{opts: Options{Approver: broker}})
@@ -592,7 +592,7 @@ func TestServerWithdrawal(t *testing.T) {
 // "daemon shutting down".
 func TestServerShutdownEndsWaitingRequests(t *testing.T) {
 	t.Parallel()
-	broker := approval.NewBroker(time.Hour, nil)
+	broker := newBroker(time.Hour, nil)
 	_, events, unsubscribe := broker.Subscribe()
 	defer unsubscribe()
 	ts := startServer(t, serverSetup{opts: Options{Approver: broker}})

@@ -177,7 +177,7 @@ type DecisionSection struct {
 	// Approver is who was behind the console that decided (login uid,
 	// terminal and its owner, SUDO_USER and SUDO_UID from its environment),
 	// as the daemon read it; absent for other deciders and in older logs.
-	Approver *procinfo.Person `json:"approver,omitempty"`
+	Approver *approval.Person `json:"approver,omitempty"`
 	// Signed is the passkey's signature of a decision made on the web
 	// approver: the approver's name, the relay that carried it, the
 	// statement signed (which names this request's ref) and the WebAuthn

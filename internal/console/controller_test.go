@@ -3,9 +3,8 @@ package console
 import (
 	"testing"
 
+	"github.com/agent-sudo/agent-sudo/approval"
 	tea "github.com/charmbracelet/bubbletea"
-
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 )
 
 // TestControllerShown: a requester in a user namespace another user owns
@@ -17,7 +16,7 @@ func TestControllerShown(t *testing.T) {
 	s := shown("r1")
 	s.Peer.UID, s.Peer.User = 100005, "100005"
 	inner, owner := uint32(5), uint32(1000)
-	s.Peer.Container = &procinfo.Container{NS: map[string]uint64{"user": 4026532000}, InnerUID: &inner, Controller: &owner}
+	s.Peer.Container = &approval.Container{NS: map[string]uint64{"user": 4026532000}, InnerUID: &inner, Controller: &owner}
 	h.pending(s)
 	h.wantView("uid 100005 (100005) = uid 5 inside its container, counted as uid 1000 (its user namespace's owner)")
 }

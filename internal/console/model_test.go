@@ -13,7 +13,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/agent-sudo/agent-sudo/approval"
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 )
 
 func TestIdleScreen(t *testing.T) {
@@ -894,7 +893,7 @@ func TestRequestShowsWhy(t *testing.T) {
 // agentAndLogin is the ancestry above an agent's request in the
 // first-screen tests, newest first: Claude Code started by make in a shell
 // in tmux, in alice's login through sudo -i.
-var agentAndLogin = []procinfo.Hop{
+var agentAndLogin = []approval.Hop{
 	{PID: 812, Exe: "/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude", Comm: "claude", Argv: []string{"claude"}},
 	{PID: 806, Exe: "/usr/bin/make", Comm: "make", Argv: []string{"make", "agent"}},
 	{PID: 802, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
@@ -930,9 +929,9 @@ func TestFirstScreenAt80x24(t *testing.T) {
 	s.Env["LC_ALL"] = "C"
 	s.Reason = "install nginx for the web tests\nthe old one is broken"
 	s.Peer.Exe = "/usr/bin/agent-sudo"
-	s.Peer.Ancestry = &procinfo.Ancestry{Hops: append([]procinfo.Hop{
+	s.Peer.Ancestry = &approval.Ancestry{Hops: append([]approval.Hop{
 		{PID: 4242, Exe: "/usr/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "mcp"}},
-	}, agentAndLogin...), End: procinfo.EndLoginShell}
+	}, agentAndLogin...), End: approval.EndLoginShell}
 	h.pending(s)
 	v := h.view()
 	lines := strings.Split(v, "\n")
@@ -1026,7 +1025,7 @@ func TestFirstScreenKeepsTheAgent(t *testing.T) {
 	h := harness80x24(t)
 	s := shown("r1")
 	s.Peer.Exe = "/usr/local/bin/agent-sudo"
-	s.Peer.Ancestry = &procinfo.Ancestry{Hops: append([]procinfo.Hop{
+	s.Peer.Ancestry = &approval.Ancestry{Hops: append([]approval.Hop{
 		{PID: 4242, Exe: "/usr/local/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "run", "--reason", "x", "--", "apt-get", "update"}},
 		// Enough shells that with them the agent no longer fits.
 		{PID: 4240, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"/bin/bash", "-c", "agent-sudo run ..."}},
@@ -1037,7 +1036,7 @@ func TestFirstScreenKeepsTheAgent(t *testing.T) {
 		{PID: 4235, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
 		{PID: 4234, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
 		{PID: 4233, Exe: "/usr/bin/dash", Comm: "sh", Argv: []string{"sh"}},
-	}, agentAndLogin...), End: procinfo.EndLoginShell}
+	}, agentAndLogin...), End: approval.EndLoginShell}
 	h.pending(s)
 	v := h.view()
 	if lines := strings.Split(v, "\n"); len(lines) > 24 {
@@ -1076,12 +1075,12 @@ func TestFirstScreenKeepsTheAgent(t *testing.T) {
 func TestFirstScreenAt80x24Holds(t *testing.T) {
 	// The ancestry of an agent's request through shells: claude, then
 	// bash → bash → bash, then agent-sudo run.
-	shells := &procinfo.Ancestry{Hops: append([]procinfo.Hop{
+	shells := &approval.Ancestry{Hops: append([]approval.Hop{
 		{PID: 4242, Exe: "/usr/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "run", "--", "apt-get"}},
 		{PID: 4241, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"/bin/bash", "-c", "sudo apt-get ..."}},
 		{PID: 4240, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash"}},
 		{PID: 4239, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"bash", "-c", "source ~/.bashrc; eval ..."}},
-	}, agentAndLogin...), End: procinfo.EndLoginShell}
+	}, agentAndLogin...), End: approval.EndLoginShell}
 	conf := "server {\n    listen 8081;\n    server_name test.local;\n    root /srv/test;\n}\n"
 	sum := approval.NewStdinShown([]byte(conf)).SHA256
 	packages := []string{"apt-get", "install", "-y", "--no-install-recommends",

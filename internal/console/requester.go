@@ -8,7 +8,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/agent-sudo/agent-sudo/approval"
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
@@ -42,7 +41,7 @@ func requesterLines(l *lines, s *approval.Shown, note func(bool)) {
 }
 
 // changedOf is what changed of the requester between its connection and
-// the walk of its ancestry (procinfo.Ancestry.Changed), "" when nothing did
+// the walk of its ancestry (approval.Ancestry.Changed), "" when nothing did
 // or no ancestry was read.
 func changedOf(p approval.PeerInfo) string {
 	if p.Ancestry == nil {
@@ -105,7 +104,7 @@ const (
 	briefAskedLines     = 3
 	briefContainerLines = 1
 	// briefChangedLines bounds the warning that the requester exec'd or
-	// exited after connecting (procinfo.Ancestry.Changed).
+	// exited after connecting (approval.Ancestry.Changed).
 	briefChangedLines = 2
 )
 
@@ -207,22 +206,22 @@ func claimedBrief(l *lines, s *approval.Shown, e func(string) string, more func(
 // first: `bash (pid 750, login shell) → claude (pid 812, /usr/bin/node) →
 // agent-sudo mcp (pid 901)`, with a marker first when the walk stopped
 // before a session leader, a login shell or init.
-func ancestryText(a *procinfo.Ancestry, es, ea func(string) string) string {
+func ancestryText(a *approval.Ancestry, es, ea func(string) string) string {
 	return strings.Join(ancestryParts(a, es, ea, false), " → ")
 }
 
 // ancestryParts is ancestryText before the join: the marker of a walk cut
 // short (if any), then one part per hop, oldest first. With short, long
 // executable paths are shortened (see shortPath).
-func ancestryParts(a *procinfo.Ancestry, es, ea func(string) string, short bool) []string {
+func ancestryParts(a *approval.Ancestry, es, ea func(string) string, short bool) []string {
 	parts := make([]string, 0, len(a.Hops)+1)
 	switch a.End {
-	case procinfo.EndSessionLeader, procinfo.EndLoginShell, procinfo.EndInit:
+	case approval.EndSessionLeader, approval.EndLoginShell, approval.EndInit:
 	default:
 		parts = append(parts, "… ("+es(a.End)+")")
 	}
 	for i := len(a.Hops) - 1; i >= 0; i-- {
-		parts = append(parts, hopText(a.Hops[i], i == len(a.Hops)-1 && a.End == procinfo.EndLoginShell, ea, short))
+		parts = append(parts, hopText(a.Hops[i], i == len(a.Hops)-1 && a.End == approval.EndLoginShell, ea, short))
 	}
 	if len(a.Hops) == 0 {
 		parts = append(parts, "(no process could be read)")
@@ -235,7 +234,7 @@ func ancestryParts(a *procinfo.Ancestry, es, ea func(string) string, short bool)
 // executes unless that is a system program of the same name. Names are the
 // process's own, the exe is the kernel's; ea escapes both (programs, so
 // every non-ASCII character).
-func hopText(h procinfo.Hop, login bool, ea func(string) string, short bool) string {
+func hopText(h approval.Hop, login bool, ea func(string) string, short bool) string {
 	name := h.Name()
 	words := name
 	if len(h.Argv) > 1 && isSubcommand(h.Argv[1]) {
@@ -291,7 +290,7 @@ func isSystemDir(dir string) bool {
 
 // containerText renders a container identity: the namespaces that differ
 // from the daemon's, the requester's pid inside, its init and cgroup.
-func containerText(c *procinfo.Container, es func(string) string) string {
+func containerText(c *approval.Container, es func(string) string) string {
 	var b strings.Builder
 	b.WriteString("other namespaces than the daemon's:")
 	for _, k := range c.SortedNS() {
@@ -316,7 +315,7 @@ func containerText(c *procinfo.Container, es func(string) string) string {
 // at a time; if that is not enough, the shells between the agent and the
 // requester become one "… N shells" too. Without such an agent only the
 // oldest hops are elided, down to the requester.
-func elideAncestry(a *procinfo.Ancestry, parts []string, fits func(string) bool, who string) []string {
+func elideAncestry(a *approval.Ancestry, parts []string, fits func(string) bool, who string) []string {
 	join := func(p []string) bool { return fits(who + strings.Join(p, " → ")) }
 	older := func(n int) []string {
 		if n == 0 {
@@ -356,7 +355,7 @@ func elideAncestry(a *procinfo.Ancestry, parts []string, fits func(string) bool,
 // the sudo shim, mcp): the hops between an agent and its request. Only a
 // program in a system directory counts: anyone can name a file "bash", and
 // the agent must not hide behind that name on the first screen.
-func isShellOrClient(h procinfo.Hop) bool {
+func isShellOrClient(h approval.Hop) bool {
 	dir, base := path.Split(h.Exe)
 	if !isSystemDir(path.Clean(dir)) {
 		return false

@@ -19,11 +19,11 @@ import (
 func withAncestry(id string) *approval.Shown {
 	s := shown(id)
 	s.Peer.Exe = "/usr/bin/agent-sudo"
-	s.Peer.Ancestry = &procinfo.Ancestry{Hops: []procinfo.Hop{
+	s.Peer.Ancestry = &approval.Ancestry{Hops: []approval.Hop{
 		{PID: 4242, Exe: "/usr/bin/agent-sudo", Comm: "agent-sudo", Argv: []string{"agent-sudo", "mcp"}},
 		{PID: 812, Exe: "/usr/lib/node_modules/claude/bin/node", Comm: "claude", Argv: []string{"claude"}},
 		{PID: 750, Exe: "/usr/bin/bash", Comm: "bash", Argv: []string{"-bash"}},
-	}, End: procinfo.EndLoginShell}
+	}, End: approval.EndLoginShell}
 	return s
 }
 
@@ -56,7 +56,7 @@ func TestRequesterHostileAncestry(t *testing.T) {
 	s := withAncestry("r1")
 	s.Peer.Ancestry.Hops[1].Argv = []string{"cl\x1b[2Jaud\u0435"}
 	s.Peer.Ancestry.Hops = s.Peer.Ancestry.Hops[:2]
-	s.Peer.Ancestry.End = procinfo.EndExited + " (pid 750)"
+	s.Peer.Ancestry.End = approval.EndExited + " (pid 750)"
 	h.pending(s)
 	h.wantFull(`asked by   … (exited during the walk (pid 750)) → cl\x1b[2Jaud\u0435 (pid 812, /usr/lib/node_modules/claude/bin/node)`, escapedNotice)
 }
@@ -127,7 +127,7 @@ func TestContainerShown(t *testing.T) {
 	h.update(tea.WindowSizeMsg{Width: 200, Height: 60})
 	s := shown("r1")
 	zero := uint32(0)
-	s.Peer.Container = &procinfo.Container{NS: map[string]uint64{"pid": 4026532001, "user": 4026532000, "mnt": 4026532002},
+	s.Peer.Container = &approval.Container{NS: map[string]uint64{"pid": 4026532001, "user": 4026532000, "mnt": 4026532002},
 		InnerUID: &zero, InnerPID: 2, InitPID: 5000, Cgroup: "0::/system.slice/docker-abc.scope"}
 	h.pending(s)
 	h.wantView("uid 1000 (alice) = uid 0 inside its container",
@@ -136,7 +136,7 @@ func TestContainerShown(t *testing.T) {
 
 // TestRequesterChangedNotVerified: a requester that exec'd another program
 // or exited between connecting and the walk of its ancestry
-// (procinfo.Ancestry.Changed) is warned about on the first screen and in
+// (approval.Ancestry.Changed) is warned about on the first screen and in
 // the details, and neither its ancestry nor its exe is called
 // kernel-verified.
 func TestRequesterChangedNotVerified(t *testing.T) {
@@ -158,7 +158,7 @@ func TestRequesterChangedNotVerified(t *testing.T) {
 			s := withAncestry("r1")
 			s.Peer.Ancestry.Hops = s.Peer.Ancestry.Hops[:tt.hops]
 			if tt.hops == 0 {
-				s.Peer.Ancestry.End = procinfo.EndExited + " (pid 4242)"
+				s.Peer.Ancestry.End = approval.EndExited + " (pid 4242)"
 			}
 			s.Peer.Ancestry.Changed = tt.changed
 			h.pending(s)
@@ -188,7 +188,7 @@ func TestShellOrClientOnlyFromSystemDirs(t *testing.T) {
 		"/home/alice/bin/sh":        false,
 		"/usr/bin/python3":          false,
 	} {
-		if got := isShellOrClient(procinfo.Hop{Exe: exe}); got != want {
+		if got := isShellOrClient(approval.Hop{Exe: exe}); got != want {
 			t.Errorf("isShellOrClient(%s) = %v, want %v", exe, got, want)
 		}
 	}

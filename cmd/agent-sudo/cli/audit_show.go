@@ -17,7 +17,6 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
@@ -510,7 +509,7 @@ func peerFacts(b *strings.Builder, p *audit.Peer) {
 // allowSigning writes, under one allow of a two-person request, whether
 // it was signed: the passkey (signedText), or not, from a console and who
 // was behind it (approverText).
-func allowSigning(field func(name, value string), console *procinfo.Person, signed *approval.SignedBy) {
+func allowSigning(field func(name, value string), console *approval.Person, signed *approval.SignedBy) {
 	switch {
 	case signed != nil:
 		field("  signed", signedText(signed))
@@ -531,7 +530,7 @@ func signedText(s *approval.SignedBy) string {
 // approverText describes who was behind a deciding console: the kernel's
 // login uid and terminal owner, then what its environment said, marked as
 // such. Every value is escaped.
-func approverText(a *procinfo.Person) string {
+func approverText(a *approval.Person) string {
 	var parts []string
 	if a.LoginUID != nil {
 		parts = append(parts, fmt.Sprintf("login uid %d", *a.LoginUID))

@@ -13,7 +13,6 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -92,7 +91,7 @@ approvals = 2
 // each with whether it was signed.
 func TestShowDecisionSigning(t *testing.T) {
 	uid := uint32(1000)
-	console := &procinfo.Person{LoginUID: &uid, TTY: "/dev/pts/3"}
+	console := &approval.Person{LoginUID: &uid, TTY: "/dev/pts/3"}
 	passkeyOf := func(name, relay string, cred byte) *approval.SignedBy {
 		return &approval.SignedBy{Approver: name, Person: "passkey " + name, Relay: relay,
 			Signed: approval.Signed{Assertion: approval.Assertion{CredentialID: []byte{cred, 0xff}}}}

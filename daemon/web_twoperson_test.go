@@ -1,4 +1,4 @@
-package web_test
+package daemon
 
 import (
 	"context"
@@ -12,15 +12,15 @@ import (
 )
 
 // askTwo asks b for a request that needs two different people.
-func askTwo(b *approval.Broker, id string) <-chan outcome {
-	out := make(chan outcome, 1)
+func askTwo(b *broker, id string) <-chan askOutcome {
+	out := make(chan askOutcome, 1)
 	go func() {
 		d, err := b.Ask(context.Background(), &approval.Pending{
 			Request:  &proto.Request{ID: id, Session: "s1", Reason: "dangerous", Pipeline: [][]string{{"true"}}},
 			Programs: []approval.Program{{Chain: []string{"/usr/bin/true"}}}, RunAs: "root",
 			Record: strings.Repeat("7", 64), Approvals: 2,
 		})
-		out <- outcome{d, err}
+		out <- askOutcome{d, err}
 	}()
 	return out
 }

@@ -1,4 +1,4 @@
-package web_test
+package daemon
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
-// keyring is a daemon's passkeys directory as the Channel sees it (an
+// keyring is a daemon's passkeys directory as the approver channel sees it (an
 // approval.KeySource): signed decisions are checked against its keys, and
 // the web approver is sent their public part whenever they change.
 type keyring struct {
@@ -73,18 +73,18 @@ func (k *keyring) set(keys ...passkey.Enrolled) {
 	k.changes++
 }
 
-// daemon is one daemon of a rig: its broker, its passkeys and its end of
+// webDaemon is one daemon of a rig: its broker, its passkeys and its end of
 // the approver channel.
-type daemon struct {
-	broker *approval.Broker
+type webDaemon struct {
+	broker *broker
 	keys   *keyring
 	conn   net.Conn
 }
 
 type rig struct {
 	t       *testing.T
-	broker  *approval.Broker
-	daemons []*daemon
+	broker  *broker
+	daemons []*webDaemon
 	srv     *httptest.Server
 	origin  string
 	key     *passkeytest.Key
@@ -122,7 +122,7 @@ func newRigOf(t *testing.T, enrolled ...string) *rig {
 	r := &rig{t: t, srv: ts, origin: origin, key: k}
 	var cfg web.Config
 	for i, who := range enrolled {
-		d := &daemon{broker: approval.NewBroker(time.Hour, nil), keys: &keyring{}}
+		d := &webDaemon{broker: newBroker(time.Hour, nil), keys: &keyring{}}
 		if who == "down" {
 			// Not reachable at start.
 			cfg.Daemons = append(cfg.Daemons, web.Daemon{Name: fmt.Sprintf("ssh root@h%d", i), Err: errors.New("connection refused")})
@@ -134,9 +134,9 @@ func newRigOf(t *testing.T, enrolled ...string) *rig {
 		}
 		server, client := net.Pipe()
 		d.conn = server
-		ch := &approval.Channel{Broker: d.broker, Host: fmt.Sprintf("host%d", i), Log: slog.New(slog.DiscardHandler),
+		ch := &approverChannel{Broker: d.broker, Host: fmt.Sprintf("host%d", i), Log: slog.New(slog.DiscardHandler),
 			Signatures: &approval.Signatures{Verifier: d.keys, KeysPoll: 10 * time.Millisecond}}
-		served.Go(func() { ch.Serve(ctx, server, approval.Console{By: "web relay"}) })
+		served.Go(func() { ch.Serve(ctx, server, approverConsole{By: "web relay"}) })
 		c := approval.NewClient(client)
 		if err := c.Send(approval.Message{Type: approval.MsgSignedOnly}); err != nil {
 			t.Fatal(err)
@@ -258,20 +258,15 @@ func (r *rig) get(path string) (string, http.Header) {
 	return string(b), resp.Header
 }
 
-type outcome struct {
-	d   approval.Decision
-	err error
-}
-
-func ask(b *approval.Broker, id, reason string, argv ...string) <-chan outcome {
-	out := make(chan outcome, 1)
+func ask(b *broker, id, reason string, argv ...string) <-chan askOutcome {
+	out := make(chan askOutcome, 1)
 	go func() {
 		d, err := b.Ask(context.Background(), &approval.Pending{
 			Request:  &proto.Request{ID: id, Session: "s1", Reason: reason, Pipeline: [][]string{argv}},
 			Programs: []approval.Program{{Chain: []string{"/usr/bin/" + argv[0]}}}, RunAs: "root",
 			Record: strings.Repeat("7", 64),
 		})
-		out <- outcome{d, err}
+		out <- askOutcome{d, err}
 	}()
 	return out
 }

@@ -1,4 +1,4 @@
-package approval
+package daemon
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
 // console is the test's end of an approver channel served in-process.
@@ -23,32 +25,32 @@ type console struct {
 }
 
 // serveConsole serves the channel of b to a new in-process console named by.
-func serveConsole(ctx context.Context, t *testing.T, b *Broker, by string) *console {
+func serveConsole(ctx context.Context, t *testing.T, b *broker, by string) *console {
 	t.Helper()
 	server, client := net.Pipe()
-	c := &Channel{Broker: b, Version: "test", Host: "box-a", Instance: "inst-1", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c := &approverChannel{Broker: b, Version: "test", Host: "box-a", Instance: "inst-1", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer server.Close()
-		c.Serve(ctx, server, Console{By: by})
+		c.Serve(ctx, server, approverConsole{By: by})
 	}()
 	t.Cleanup(func() {
 		_ = client.Close()
 		<-done
 	})
 	sc := bufio.NewScanner(client)
-	sc.Buffer(nil, MaxLine)
+	sc.Buffer(nil, approval.MaxLine)
 	return &console{t: t, conn: client, sc: sc, done: done}
 }
 
 // read returns the next message the channel sends.
-func (c *console) read() Message {
+func (c *console) read() approval.Message {
 	c.t.Helper()
 	if !c.sc.Scan() {
 		c.t.Fatalf("channel closed: %v", c.sc.Err())
 	}
-	var m Message
+	var m approval.Message
 	if err := json.Unmarshal(c.sc.Bytes(), &m); err != nil {
 		c.t.Fatalf("channel sent %q: %v", c.sc.Text(), err)
 	}
@@ -64,7 +66,7 @@ func (c *console) send(line string) {
 }
 
 // sendMessage writes m as one line.
-func (c *console) sendMessage(m Message) {
+func (c *console) sendMessage(m approval.Message) {
 	c.t.Helper()
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -77,33 +79,33 @@ func (c *console) sendMessage(m Message) {
 // and what already waits, in that order; its decision reaches the broker
 // under the name the daemon gave the console, and is confirmed.
 func TestChannelGreetingThenDecide(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, unsubscribe := b.Subscribe()
 	defer unsubscribe()
 	r := askAsync(context.Background(), b, pending("c1"))
 	next(t, events) // c1 waits before the console connects
 
 	c := serveConsole(context.Background(), t, b, "console uid=0 tty=/dev/pts/9 pid=1")
-	if m := c.read(); m.Type != MsgHello || m.Version != "test" || m.DaemonHost != "box-a" || m.Instance != "inst-1" {
+	if m := c.read(); m.Type != approval.MsgHello || m.Version != "test" || m.DaemonHost != "box-a" || m.Instance != "inst-1" {
 		t.Fatalf("first message %+v, want the hello with the daemon's host and instance", m)
 	}
-	if m := c.read(); m.Type != MsgGrants {
+	if m := c.read(); m.Type != approval.MsgGrants {
 		t.Fatalf("second message %+v, want the grants", m)
 	}
 	p := c.read()
-	if p.Type != MsgPending || p.ID != "c1" || p.Hash == "" {
+	if p.Type != approval.MsgPending || p.ID != "c1" || p.Hash == "" {
 		t.Fatalf("third message %+v, want c1 pending", p)
 	}
-	c.sendMessage(Message{Type: MsgDecide, ID: "c1", Hash: p.Hash, Decision: AllowOnce})
-	var result Message
-	for result.Type != MsgResult { // the resolved event may come first
+	c.sendMessage(approval.Message{Type: approval.MsgDecide, ID: "c1", Hash: p.Hash, Decision: approval.AllowOnce})
+	var result approval.Message
+	for result.Type != approval.MsgResult { // the resolved event may come first
 		result = c.read()
 	}
 	if !result.OK || result.ID != "c1" || result.Error != "" {
 		t.Fatalf("result %+v, want ok for c1", result)
 	}
 	got := <-r
-	if got.err != nil || got.d.Verdict != Allow || got.d.By != "console uid=0 tty=/dev/pts/9 pid=1" {
+	if got.err != nil || got.d.Verdict != approval.Allow || got.d.By != "console uid=0 tty=/dev/pts/9 pid=1" {
 		t.Fatalf("Ask returned %+v %v, want allowed by the console", got.d, got.err)
 	}
 }
@@ -113,13 +115,13 @@ func TestChannelGreetingThenDecide(t *testing.T) {
 // surrogate escape and a line over the limit each get an error result
 // saying what was wrong, and the channel stays open.
 func TestChannelAnswersBadLines(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	r := askAsync(context.Background(), b, pending("c2"))
 	c := serveConsole(context.Background(), t, b, "console")
 	c.read() // hello
 	c.read() // grants
-	var p Message
-	for p.Type != MsgPending {
+	var p approval.Message
+	for p.Type != approval.MsgPending {
 		p = c.read()
 	}
 	for _, tt := range []struct {
@@ -141,15 +143,15 @@ func TestChannelAnswersBadLines(t *testing.T) {
 	} {
 		c.send(tt.line)
 		m := c.read()
-		if m.Type != MsgResult || m.OK || !strings.Contains(m.Error, tt.want) {
+		if m.Type != approval.MsgResult || m.OK || !strings.Contains(m.Error, tt.want) {
 			t.Errorf("%s: answered %+v, want an error containing %q", tt.line, m, tt.want)
 		}
 	}
 	if b.Waiting() != 1 {
 		t.Fatalf("%d waiting after the bad lines, want c2 still waiting", b.Waiting())
 	}
-	c.sendMessage(Message{Type: MsgDecide, ID: "c2", Hash: p.Hash, Decision: DenyOnce, Note: "no"})
-	if got := <-r; got.err != nil || got.d.Verdict != Deny || !strings.HasSuffix(got.d.Message, ": no") {
+	c.sendMessage(approval.Message{Type: approval.MsgDecide, ID: "c2", Hash: p.Hash, Decision: approval.DenyOnce, Note: "no"})
+	if got := <-r; got.err != nil || got.d.Verdict != approval.Deny || !strings.HasSuffix(got.d.Message, ": no") {
 		t.Fatalf("Ask returned %+v %v, want denied with the note", got.d, got.err)
 	}
 }
@@ -157,7 +159,7 @@ func TestChannelAnswersBadLines(t *testing.T) {
 // TestChannelEnds: Serve returns when the console hangs up and when its
 // context ends.
 func TestChannelEnds(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	c := serveConsole(context.Background(), t, b, "console")
 	c.read()
 	_ = c.conn.Close()
@@ -194,17 +196,17 @@ func (c *stuckConn) Close() error {
 // TestChannelEndsWhileGreeting: ctx's end stops Serve even while it is
 // blocked writing the greeting to a console that does not read.
 func TestChannelEndsWhileGreeting(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	server, client := net.Pipe()
 	defer client.Close()
 	conn := &stuckConn{Conn: server, closed: make(chan struct{}), writing: make(chan struct{})}
 	defer conn.Close()
-	c := &Channel{Broker: b, Version: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c := &approverChannel{Broker: b, Version: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Serve(ctx, conn, Console{By: "console"})
+		c.Serve(ctx, conn, approverConsole{By: "console"})
 	}()
 	<-conn.writing
 	cancel()

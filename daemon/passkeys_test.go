@@ -1,4 +1,4 @@
-package approval
+package daemon
 
 import (
 	"context"
@@ -8,18 +8,20 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
 // keySource is fakeVerifier with passkeys that a test changes.
 type keySource struct {
 	fakeVerifier
 	mu      sync.Mutex
-	keys    []PublicKey
+	keys    []approval.PublicKey
 	err     error
 	changes int
 }
 
-func (k *keySource) PublicKeys() ([]PublicKey, error) {
+func (k *keySource) PublicKeys() ([]approval.PublicKey, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.keys, k.err
@@ -31,7 +33,7 @@ func (k *keySource) KeysStamp() (string, time.Time, error) {
 	return strconv.Itoa(k.changes), time.Time{}, nil
 }
 
-func (k *keySource) set(err error, keys ...PublicKey) {
+func (k *keySource) set(err error, keys ...approval.PublicKey) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.keys, k.err = keys, err
@@ -39,14 +41,14 @@ func (k *keySource) set(err error, keys ...PublicKey) {
 }
 
 // nextKeys reads c until a passkeys message.
-func nextKeys(t *testing.T, c *Client) Message {
+func nextKeys(t *testing.T, c *approval.Client) approval.Message {
 	t.Helper()
 	for {
 		m, err := c.Recv(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Type == MsgPasskeys {
+		if m.Type == approval.MsgPasskeys {
 			return m
 		}
 	}
@@ -57,14 +59,14 @@ func nextKeys(t *testing.T, c *Client) Message {
 // each time they change (and only then), with the reason when they cannot
 // be read; a connection that does not is never sent them.
 func TestSignedOnlySendsPasskeys(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	ks := &keySource{}
-	ks.set(nil, PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: []byte{2}, Identity: "uid 5123"})
-	sigs := &Signatures{Verifier: ks, KeysPoll: time.Millisecond}
+	ks.set(nil, approval.PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: []byte{2}, Identity: "uid 5123"})
+	sigs := &approval.Signatures{Verifier: ks, KeysPoll: time.Millisecond}
 
 	plain := serveSigned(t, b, sigs)
 	c := serveSigned(t, b, sigs)
-	if err := c.Send(Message{Type: MsgSignedOnly}); err != nil {
+	if err := c.Send(approval.Message{Type: approval.MsgSignedOnly}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -72,10 +74,10 @@ func TestSignedOnlySendsPasskeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Type == MsgPasskeys {
+		if m.Type == approval.MsgPasskeys {
 			t.Fatal("the passkeys came before the answer to signed_only")
 		}
-		if m.Type == MsgResult {
+		if m.Type == approval.MsgResult {
 			if !m.OK {
 				t.Fatalf("signed_only: %+v", m)
 			}
@@ -88,16 +90,16 @@ func TestSignedOnlySendsPasskeys(t *testing.T) {
 		t.Fatalf("alice's passkey is sent as person %q, want the one recorded with it, %q", m.Passkeys[0].Identity, "uid 5123")
 	}
 	// A second signed_only starts nothing more.
-	if err := c.Send(Message{Type: MsgSignedOnly}); err != nil {
+	if err := c.Send(approval.Message{Type: approval.MsgSignedOnly}); err != nil {
 		t.Fatal(err)
 	}
-	ks.set(nil, PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: []byte{2}}, PublicKey{Name: "bob", CredentialID: []byte{3}, PublicKey: []byte{4}})
+	ks.set(nil, approval.PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: []byte{2}}, approval.PublicKey{Name: "bob", CredentialID: []byte{3}, PublicKey: []byte{4}})
 	if m := nextKeys(t, c); len(m.Passkeys) != 2 || m.Passkeys[1].Name != "bob" {
 		t.Fatalf("after bob's enrolment %+v, want alice and bob", m)
 	}
 	// A change of stamp with the same keys sends nothing; the next change
 	// does.
-	ks.set(nil, PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: []byte{2}}, PublicKey{Name: "bob", CredentialID: []byte{3}, PublicKey: []byte{4}})
+	ks.set(nil, approval.PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: []byte{2}}, approval.PublicKey{Name: "bob", CredentialID: []byte{3}, PublicKey: []byte{4}})
 	ks.set(errors.New("mode 0755"))
 	if m := nextKeys(t, c); len(m.Passkeys) != 0 || m.Error != "the daemon cannot read its passkeys: mode 0755" {
 		t.Fatalf("unreadable passkeys %+v, want none and the reason", m)
@@ -117,10 +119,10 @@ func TestSignedOnlySendsPasskeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Type == MsgPasskeys {
+		if m.Type == approval.MsgPasskeys {
 			t.Fatalf("a connection that did not send signed_only got %+v", m)
 		}
-		if m.Type == MsgRunning {
+		if m.Type == approval.MsgRunning {
 			break
 		}
 	}
@@ -132,21 +134,21 @@ func TestSignedOnlySendsPasskeys(t *testing.T) {
 // came as a result with an empty id, which no relay reads as the
 // passkeys').
 func TestPasskeysOverTheLineLimit(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	ks := &keySource{}
-	ks.set(nil, PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: make([]byte, MaxLine)})
-	c := serveSigned(t, b, &Signatures{Verifier: ks, KeysPoll: time.Hour})
-	if err := c.Send(Message{Type: MsgSignedOnly}); err != nil {
+	ks.set(nil, approval.PublicKey{Name: "alice", CredentialID: []byte{1}, PublicKey: make([]byte, approval.MaxLine)})
+	c := serveSigned(t, b, &approval.Signatures{Verifier: ks, KeysPoll: time.Hour})
+	if err := c.Send(approval.Message{Type: approval.MsgSignedOnly}); err != nil {
 		t.Fatal(err)
 	}
-	if r := recvType(t, c, MsgResult); !r.OK {
+	if r := recvType(t, c, approval.MsgResult); !r.OK {
 		t.Fatalf("signed_only: %+v", r)
 	}
 	m, err := c.Recv(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Type != MsgPasskeys || len(m.Passkeys) != 0 || !strings.Contains(m.Error, "more than the approver channel's limit") {
+	if m.Type != approval.MsgPasskeys || len(m.Passkeys) != 0 || !strings.Contains(m.Error, "more than the approver channel's limit") {
 		t.Fatalf("after signed_only: %+v, want a passkeys message listing none and saying why", m)
 	}
 }

@@ -1,31 +1,16 @@
-package approval
+package daemon
 
 import (
 	"errors"
 	"fmt"
 	"strconv"
 
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
 // The two-person rule (docs/rules.md): a request whose rule says
 // approvals = 2 runs only once two different people allowed it. A deny by
 // anyone decides at once.
-
-// Approval is one person's allow of a request that needs more than one,
-// as the audit log records it.
-type Approval struct {
-	// By names the console (or the passkey and its relay).
-	By string `json:"by"`
-	// Person is who was behind a console; nil for a passkey.
-	Person *procinfo.Person `json:"person,omitempty"`
-	// Signed is the passkey's signature when it was signed.
-	Signed *SignedBy `json:"signed,omitempty"`
-	// Identity is the person as the two-person rule told people apart:
-	// "uid N" (a console's login uid, or the login user a passkey is
-	// named after) or "passkey NAME" (a passkey not named after a user).
-	Identity string `json:"identity"`
-}
 
 // ErrNoIdentity: an allow of a request that needs two people from a
 // console whose login identity the daemon could not read.
@@ -42,7 +27,7 @@ var ErrPasskeyNoPerson = errors.New("this request needs two different people, an
 // their phone is one person, wherever the user database is (LDAP, SSSD).
 // The daemon never resolves a passkey's name itself: its static build
 // reads /etc/passwd alone.
-func identity(who Console) (string, error) {
+func identity(who approverConsole) (string, error) {
 	if who.Signed != nil {
 		if who.Signed.Person == "" {
 			return "", ErrPasskeyNoPerson
@@ -59,11 +44,11 @@ func identity(who Console) (string, error) {
 // It returns the earlier approvals once this one completes them (done),
 // or done false and a note for the console while more are needed. The
 // caller holds the broker's lock.
-func (e *entry) approve(choice Choice, who Console) (earlier []Approval, done bool, note string, err error) {
-	if choice != AllowOnce {
+func (e *entry) approve(choice approval.Choice, who approverConsole) (earlier []approval.Approval, done bool, note string, err error) {
+	if choice != approval.AllowOnce {
 		// Decide refused it already (GrantRefusal); kept so that no
 		// other choice can count as an allow.
-		return nil, false, "", fmt.Errorf("%w: %s", ErrNoSessionGrant, e.shown.GrantRefusal())
+		return nil, false, "", fmt.Errorf("%w: %s", approval.ErrNoSessionGrant, e.shown.GrantRefusal())
 	}
 	id, err := identity(who)
 	if err != nil {
@@ -74,7 +59,7 @@ func (e *entry) approve(choice Choice, who Console) (earlier []Approval, done bo
 			return nil, false, "", fmt.Errorf("this request needs %d different people, and %s (%s) already allowed it; another person must", e.shown.Approvals, a.By, id)
 		}
 	}
-	a := Approval{By: who.By, Person: who.Person, Signed: who.Signed, Identity: id}
+	a := approval.Approval{By: who.By, Person: who.Person, Signed: who.Signed, Identity: id}
 	if len(e.given)+1 < e.shown.Approvals {
 		e.given = append(e.given, a)
 		return nil, false, fmt.Sprintf("allowed: %d of %d; waiting for another person", len(e.given), e.shown.Approvals), nil
@@ -84,8 +69,8 @@ func (e *entry) approve(choice Choice, who Console) (earlier []Approval, done bo
 
 // approvedMsg is the approved message for e, which has some of its
 // approvals; the caller holds the broker's lock.
-func (e *entry) approvedMsg() Message {
-	m := Message{Type: MsgApproved, ID: e.shown.ID, Hash: e.hash}
+func (e *entry) approvedMsg() approval.Message {
+	m := approval.Message{Type: approval.MsgApproved, ID: e.shown.ID, Hash: e.hash}
 	for _, a := range e.given {
 		m.ApprovedBy = append(m.ApprovedBy, a.By)
 		m.ApprovedIdentities = append(m.ApprovedIdentities, a.Identity)

@@ -1,16 +1,18 @@
-package approval
+package daemon
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
 // run is a running command as the broker holds it.
 type run struct {
-	Running
+	approval.Running
 	stop   func(by string)
-	output func() (*Output, bool)
+	output func() (*approval.Output, bool)
 }
 
 // Started lists a command the daemon has started, and returns the id it is
@@ -21,13 +23,13 @@ type run struct {
 // the command's context). output returns the end of the command's output
 // so far, or false once the command has ended; it is called without the
 // broker's lock held.
-func (b *Broker) Started(r Running, stop func(by string), output func() (*Output, bool)) (id string, ended func()) {
+func (b *broker) Started(r approval.Running, stop func(by string), output func() (*approval.Output, bool)) (id string, ended func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.nextRun++
 	r.ID = "run" + strconv.Itoa(b.nextRun)
 	r.StoppedBy = ""
-	g := listing(Grant{Pipeline: r.Pipeline})
+	g := listing(approval.Grant{Pipeline: r.Pipeline})
 	r.Pipeline, r.Elided = g.Pipeline, g.Elided
 	e := &run{Running: r, stop: stop, output: output}
 	b.runs = append(b.runs, e)
@@ -45,7 +47,7 @@ func (b *Broker) Started(r Running, stop func(by string), output func() (*Output
 // Running returns the commands running now, as a listing: at most
 // MaxRunningListed of them, oldest first, how many were left out, and the
 // listing's version (a later listing has a higher one).
-func (b *Broker) Running() (running []Running, omitted int, version uint64) {
+func (b *broker) Running() (running []approval.Running, omitted int, version uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	running, omitted = b.listRunning()
@@ -53,9 +55,9 @@ func (b *Broker) Running() (running []Running, omitted int, version uint64) {
 }
 
 // listRunning is Running's listing with b.mu held.
-func (b *Broker) listRunning() ([]Running, int) {
-	n := min(len(b.runs), MaxRunningListed)
-	out := make([]Running, n)
+func (b *broker) listRunning() ([]approval.Running, int) {
+	n := min(len(b.runs), approval.MaxRunningListed)
+	out := make([]approval.Running, n)
 	for i, r := range b.runs[:n] {
 		out[i] = r.Running
 	}
@@ -64,10 +66,10 @@ func (b *Broker) listRunning() ([]Running, int) {
 
 // broadcastRunning tells the subscribers the running commands changed;
 // the caller holds b.mu.
-func (b *Broker) broadcastRunning() {
+func (b *broker) broadcastRunning() {
 	b.runVersion++
 	rs, omitted := b.listRunning()
-	b.broadcast(Message{Type: MsgRunning, Running: rs, RunningOmitted: omitted, version: b.runVersion})
+	b.broadcastEvent(event{Message: approval.Message{Type: approval.MsgRunning, Running: rs, RunningOmitted: omitted}, version: b.runVersion})
 }
 
 // Stop stops the running command id on behalf of the console by: the
@@ -75,17 +77,17 @@ func (b *Broker) broadcastRunning() {
 // kill_grace, SIGKILL) and the listing shows who stopped it until it is
 // gone. It fails with ErrNoRun when no command id is running, and with
 // ErrStopping when a console already stopped it.
-func (b *Broker) Stop(id, by string) error {
+func (b *broker) Stop(id, by string) error {
 	b.mu.Lock()
 	i := slices.IndexFunc(b.runs, func(r *run) bool { return r.ID == id })
 	if i < 0 {
 		b.mu.Unlock()
-		return fmt.Errorf("%w (%q)", ErrNoRun, id)
+		return fmt.Errorf("%w (%q)", approval.ErrNoRun, id)
 	}
 	r := b.runs[i]
 	if r.StoppedBy != "" {
 		b.mu.Unlock()
-		return fmt.Errorf("%s: %w by %s", id, ErrStopping, r.StoppedBy)
+		return fmt.Errorf("%s: %w by %s", id, approval.ErrStopping, r.StoppedBy)
 	}
 	r.StoppedBy = by
 	b.broadcastRunning()
@@ -96,7 +98,7 @@ func (b *Broker) Stop(id, by string) error {
 
 // Output returns the end of the output of the running command id so far,
 // or ErrNoRun when it is not running.
-func (b *Broker) Output(id string) (*Output, error) {
+func (b *broker) Output(id string) (*approval.Output, error) {
 	b.mu.Lock()
 	i := slices.IndexFunc(b.runs, func(r *run) bool { return r.ID == id })
 	var r *run
@@ -105,11 +107,11 @@ func (b *Broker) Output(id string) (*Output, error) {
 	}
 	b.mu.Unlock()
 	if r == nil {
-		return nil, fmt.Errorf("%w (%q)", ErrNoRun, id)
+		return nil, fmt.Errorf("%w (%q)", approval.ErrNoRun, id)
 	}
 	out, ok := r.output()
 	if !ok {
-		return nil, fmt.Errorf("%w (%q)", ErrNoRun, id)
+		return nil, fmt.Errorf("%w (%q)", approval.ErrNoRun, id)
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package approval
+package daemon
 
 import (
 	"context"
@@ -7,43 +7,15 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
-// ErrWithdrawn is the cause the daemon gives a request's context when the
-// requesting client disconnects while it waits.
-var ErrWithdrawn = errors.New("the requesting client disconnected")
-
-// Errors a decision can get back.
-var (
-	// ErrNotPending: the request was already decided, timed out or was
-	// withdrawn. A late decision does nothing.
-	ErrNotPending = errors.New("the request is no longer waiting (already decided, timed out or withdrawn)")
-	// ErrHashMismatch: the decision was made on a different rendering of
-	// the request than the one waiting.
-	ErrHashMismatch = errors.New("the decision is for a different request than the one waiting (hash mismatch); nothing was decided")
-	// ErrBadChoice: the decision is none of allow_once, allow_session, deny.
-	ErrBadChoice = errors.New("unknown decision")
-	// ErrNoSessionGrant: allow_session for a request that cannot be granted
-	// for the session (Shown.GrantRefusal); nothing was decided.
-	ErrNoSessionGrant = errors.New("allow for this session refused; nothing was decided")
-	// ErrNoGrant: revoke named a grant that does not exist.
-	ErrNoGrant = errors.New("no such session grant")
-	// ErrDuplicateID: a request with the same id is already waiting. Two
-	// waiting requests never share an id, so a decision (which names the
-	// id) can never be taken for the other one.
-	ErrDuplicateID = errors.New("a request with this id is already waiting for approval; send a fresh id")
-	// ErrNoRun: stop or output named a command that is not running (it
-	// finished, or the id is wrong).
-	ErrNoRun = errors.New("no such running command: it has finished, or the id is wrong")
-	// ErrStopping: stop named a command that a console already stopped.
-	ErrStopping = errors.New("the command is already being stopped")
-)
-
-// Broker is the Approver that puts requests to human consoles: every
+// broker is the Approver that puts requests to human consoles: every
 // connected console sees every pending request in arrival order, the first
 // decision wins, and the others see the request resolved. It also keeps the
 // "allow for this session" grants.
-type Broker struct {
+type broker struct {
 	now func() time.Time
 
 	mu       sync.Mutex
@@ -54,51 +26,51 @@ type Broker struct {
 	nextID   int
 	// waiting is called with each request that starts waiting for a
 	// human (SetWaitingHook); nil when unset.
-	waiting func(*Shown)
+	waiting func(*approval.Shown)
 	// runs are the commands running now, oldest first; runVersion counts
-	// the changes to them, to order running messages (Channel.Serve).
+	// the changes to them, to order running messages (approverChannel.Serve).
 	runs       []*run
 	nextRun    int
 	runVersion uint64
 }
 
-var _ Approver = (*Broker)(nil)
+var _ approval.Approver = (*broker)(nil)
 
 type entry struct {
-	shown *Shown
+	shown *approval.Shown
 	hash  string
 	// record is the audit request record's hash (Pending.Record).
 	record string
 	// given are the allows so far of a request that needs more than one
 	// person (twoperson.go).
-	given []Approval
+	given []approval.Approval
 	// announce is the pending message consoles get: the request in full,
 	// or a summary when it is larger than MaxInlineRequest.
-	announce Message
+	announce approval.Message
 	// decided gets the decision exactly once; done is set under the
 	// broker's lock by whichever of a decision or the end of the wait comes
 	// first, so the two cannot both win.
-	decided chan Decision
+	decided chan approval.Decision
 	done    bool
 	// recount is woken (capacity 1) when the approvers connected change,
 	// so that Ask tells the waiting client (Pending.Waiting).
 	recount chan struct{}
 }
 
-// NewBroker returns a broker whose session grants last grantTTL. now is its
+// newBroker returns a broker whose session grants last grantTTL. now is its
 // clock; nil means time.Now.
-func NewBroker(grantTTL time.Duration, now func() time.Time) *Broker {
+func newBroker(grantTTL time.Duration, now func() time.Time) *broker {
 	if now == nil {
 		now = time.Now
 	}
-	return &Broker{grantTTL: grantTTL, now: now, subs: make(map[*subscriber]struct{})}
+	return &broker{grantTTL: grantTTL, now: now, subs: make(map[*subscriber]struct{})}
 }
 
 // SetWaitingHook makes the broker call f, from Ask's goroutine and without
 // its lock held, with every request that starts waiting for a human: one
 // that no session grant covers and that is now announced to the consoles.
 // f must return promptly; it decides nothing. A nil f removes the hook.
-func (b *Broker) SetWaitingHook(f func(*Shown)) {
+func (b *broker) SetWaitingHook(f func(*approval.Shown)) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.waiting = f
@@ -107,21 +79,21 @@ func (b *Broker) SetWaitingHook(f func(*Shown)) {
 // Ask waits for a human decision on p, unless a session grant covers it.
 // It returns ctx's error when ctx ends first; consoles are then told the
 // decision Unanswered makes of it.
-func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
+func (b *broker) Ask(ctx context.Context, p *approval.Pending) (approval.Decision, error) {
 	shown := p.Shown()
 	b.mu.Lock()
 	if g := b.matchGrant(shown, p.Peer.UID); g != nil {
 		b.mu.Unlock()
-		return Decision{Verdict: Allow, By: fmt.Sprintf("session grant %s (%s)", g.ID, g.By)}, nil
+		return approval.Decision{Verdict: approval.Allow, By: fmt.Sprintf("session grant %s (%s)", g.ID, g.By)}, nil
 	}
 	if slices.ContainsFunc(b.pending, func(o *entry) bool { return o.shown.ID == shown.ID }) {
 		b.mu.Unlock()
-		return Decision{}, fmt.Errorf("request id %q: %w", shown.ID, ErrDuplicateID)
+		return approval.Decision{}, fmt.Errorf("request id %q: %w", shown.ID, approval.ErrDuplicateID)
 	}
-	size, hash, err := shown.canonical()
+	size, hash, err := shown.Canonical()
 	if err != nil {
 		b.mu.Unlock()
-		return Decision{}, fmt.Errorf("request id %q: %w", shown.ID, err)
+		return approval.Decision{}, fmt.Errorf("request id %q: %w", shown.ID, err)
 	}
 	// Counted under the same lock as the request joins pending: an
 	// approver that subscribes after this sees it (Subscribe lists
@@ -130,9 +102,9 @@ func (b *Broker) Ask(ctx context.Context, p *Pending) (Decision, error) {
 	seen := b.approversLocked()
 	if p.NonInteractive && seen.Consoles+seen.Web == 0 {
 		b.mu.Unlock()
-		return Decision{}, fmt.Errorf("request id %q: %w", shown.ID, ErrNoApprover)
+		return approval.Decision{}, fmt.Errorf("request id %q: %w", shown.ID, approval.ErrNoApprover)
 	}
-	e := &entry{shown: shown, hash: hash, decided: make(chan Decision, 1), recount: make(chan struct{}, 1)}
+	e := &entry{shown: shown, hash: hash, decided: make(chan approval.Decision, 1), recount: make(chan struct{}, 1)}
 	e.announce = announce(shown, hash, size)
 	e.record, e.announce.Record = p.Record, p.Record
 	b.pending = append(b.pending, e)
@@ -170,21 +142,21 @@ wait:
 	}
 	e.done = true
 	b.remove(e)
-	d := Unanswered(ctx)
-	b.broadcast(Message{Type: MsgResolved, ID: shown.ID, Hash: e.hash, Verdict: d.Verdict, By: d.By})
-	return Decision{}, ctx.Err()
+	d := approval.Unanswered(ctx)
+	b.broadcast(approval.Message{Type: approval.MsgResolved, ID: shown.ID, Hash: e.hash, Verdict: d.Verdict, By: d.By})
+	return approval.Decision{}, ctx.Err()
 }
 
 // Approvers returns the approvers connected now.
-func (b *Broker) Approvers() Approvers {
+func (b *broker) Approvers() approval.Approvers {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.approversLocked()
 }
 
 // approversLocked counts the subscribers; b.mu is held.
-func (b *Broker) approversLocked() Approvers {
-	var a Approvers
+func (b *broker) approversLocked() approval.Approvers {
+	var a approval.Approvers
 	for s := range b.subs {
 		if s.web {
 			a.Web++
@@ -197,7 +169,7 @@ func (b *Broker) approversLocked() Approvers {
 
 // approversChanged wakes every waiting request to recount the approvers;
 // b.mu is held.
-func (b *Broker) approversChanged() {
+func (b *broker) approversChanged() {
 	for _, e := range b.pending {
 		select {
 		case e.recount <- struct{}{}:
@@ -208,53 +180,53 @@ func (b *Broker) approversChanged() {
 
 // Decide records a console's decision on the request id whose Shown hashed
 // to hash. by names the decider for the audit log.
-func (b *Broker) Decide(id, hash string, choice Choice, note, by string) error {
-	return b.decide(id, hash, choice, note, Console{By: by})
+func (b *broker) Decide(id, hash string, choice approval.Choice, note, by string) error {
+	return b.decide(id, hash, choice, note, approverConsole{By: by})
 }
 
 // decide is Decide by the console who, whose Person goes with the decision.
-func (b *Broker) decide(id, hash string, choice Choice, note string, who Console) error {
+func (b *broker) decide(id, hash string, choice approval.Choice, note string, who approverConsole) error {
 	_, err := b.decideNote(id, hash, choice, note, who)
 	return err
 }
 
 // decideNote is decide, which also returns a note for the console: set
 // when the allow was recorded but the request waits for another person.
-func (b *Broker) decideNote(id, hash string, choice Choice, note string, who Console) (string, error) {
+func (b *broker) decideNote(id, hash string, choice approval.Choice, note string, who approverConsole) (string, error) {
 	by := who.By
-	var d Decision
+	var d approval.Decision
 	switch choice {
-	case AllowOnce, AllowSession:
-		d = Decision{Verdict: Allow, By: by}
-	case DenyOnce:
-		d = Decision{Verdict: Deny, By: by, Message: "denied by " + by}
+	case approval.AllowOnce, approval.AllowSession:
+		d = approval.Decision{Verdict: approval.Allow, By: by}
+	case approval.DenyOnce:
+		d = approval.Decision{Verdict: approval.Deny, By: by, Message: "denied by " + by}
 		if note != "" {
 			d.Message += ": " + note
 		}
 	default:
-		return "", fmt.Errorf("%w %q: want %q, %q or %q", ErrBadChoice, choice, AllowOnce, AllowSession, DenyOnce)
+		return "", fmt.Errorf("%w %q: want %q, %q or %q", approval.ErrBadChoice, choice, approval.AllowOnce, approval.AllowSession, approval.DenyOnce)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := slices.IndexFunc(b.pending, func(e *entry) bool { return e.shown.ID == id })
 	if i < 0 {
-		return "", ErrNotPending
+		return "", approval.ErrNotPending
 	}
 	// Waiting ids are unique (Ask refuses a duplicate), so the request is
 	// found by id alone and the hash then binds the decision to it.
 	e := b.pending[i]
 	if hash != e.hash {
-		return "", ErrHashMismatch
+		return "", approval.ErrHashMismatch
 	}
 	if who.Signed != nil && (e.record == "" || who.Signed.Statement.Record != e.record) {
 		return "", errors.New("signed decision refused: the statement names another audit record than the request's")
 	}
-	if choice == AllowSession {
+	if choice == approval.AllowSession {
 		if why := e.shown.GrantRefusal(); why != "" {
-			return "", fmt.Errorf("%w: %s", ErrNoSessionGrant, why)
+			return "", fmt.Errorf("%w: %s", approval.ErrNoSessionGrant, why)
 		}
 	}
-	if choice != DenyOnce && e.shown.Approvals > 1 {
+	if choice != approval.DenyOnce && e.shown.Approvals > 1 {
 		earlier, done, partial, err := e.approve(choice, who)
 		if !done {
 			if err == nil {
@@ -263,10 +235,10 @@ func (b *Broker) decideNote(id, hash string, choice Choice, note string, who Con
 			return partial, err
 		}
 		d.Approvals = earlier
-	} else if choice == DenyOnce {
+	} else if choice == approval.DenyOnce {
 		d.Approvals = e.given
 	}
-	if choice == AllowSession {
+	if choice == approval.AllowSession {
 		g := b.addGrant(e.shown, by)
 		d.By = fmt.Sprintf("%s (new session grant %s)", by, g.ID)
 	}
@@ -274,21 +246,21 @@ func (b *Broker) decideNote(id, hash string, choice Choice, note string, who Con
 	e.done = true
 	b.remove(e)
 	e.decided <- d
-	b.broadcast(Message{Type: MsgResolved, ID: id, Hash: hash, Verdict: d.Verdict, By: d.By})
+	b.broadcast(approval.Message{Type: approval.MsgResolved, ID: id, Hash: hash, Verdict: d.Verdict, By: d.By})
 	return "", nil
 }
 
 // Detail returns the full text of the waiting request id whose hash is
 // hash, for a console that got only its summary.
-func (b *Broker) Detail(id, hash string) (*Shown, error) {
+func (b *broker) Detail(id, hash string) (*approval.Shown, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := slices.IndexFunc(b.pending, func(e *entry) bool { return e.shown.ID == id })
 	if i < 0 {
-		return nil, ErrNotPending
+		return nil, approval.ErrNotPending
 	}
 	if b.pending[i].hash != hash {
-		return nil, ErrHashMismatch
+		return nil, approval.ErrHashMismatch
 	}
 	return b.pending[i].shown, nil
 }
@@ -296,12 +268,12 @@ func (b *Broker) Detail(id, hash string) (*Shown, error) {
 // announce is the pending message for s, whose canonical JSON is size bytes
 // long and hashes to hash: s in full when it fits MaxInlineRequest, else a
 // summary.
-func announce(s *Shown, hash string, size int) Message {
-	m := Message{Type: MsgPending, ID: s.ID, Hash: hash, Request: s}
-	if size <= MaxInlineRequest {
+func announce(s *approval.Shown, hash string, size int) approval.Message {
+	m := approval.Message{Type: approval.MsgPending, ID: s.ID, Hash: hash, Request: s}
+	if size <= approval.MaxInlineRequest {
 		return m
 	}
-	sum := &Summary{Bytes: size, Stages: len(s.Pipeline), EnvVars: len(s.Env)}
+	sum := &approval.Summary{Bytes: size, Stages: len(s.Pipeline), EnvVars: len(s.Env)}
 	if s.Stdin != nil {
 		sum.StdinBytes = s.Stdin.Size
 	}
@@ -310,7 +282,7 @@ func announce(s *Shown, hash string, size int) Message {
 	}
 	// Only fields whose size the wire format bounds are copied; anything
 	// else waits for the detail.
-	m.Request = &Shown{
+	m.Request = &approval.Shown{
 		ID: s.ID, Session: s.Session, Host: s.Host, Reason: s.Reason, Time: s.Time, Cwd: s.Cwd,
 		Privileged: s.Privileged, RunAs: s.RunAs, ForwardAgent: s.ForwardAgent, Peer: s.Peer,
 		Received: s.Received, Deadline: s.Deadline, DaemonHost: s.DaemonHost, Approvals: s.Approvals,
@@ -320,13 +292,13 @@ func announce(s *Shown, hash string, size int) Message {
 }
 
 // Waiting returns how many requests wait for a decision.
-func (b *Broker) Waiting() int {
+func (b *broker) Waiting() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.pending)
 }
 
-func (b *Broker) remove(e *entry) {
+func (b *broker) remove(e *entry) {
 	if i := slices.Index(b.pending, e); i >= 0 {
 		b.pending = slices.Delete(b.pending, i, i+1)
 	}

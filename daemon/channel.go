@@ -1,4 +1,4 @@
-package approval
+package daemon
 
 import (
 	"bufio"
@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/boundedline"
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
 	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
 
@@ -25,13 +25,13 @@ const maxConsoleLine = 4 << 20
 // reading loses the channel rather than holding a goroutine forever.
 const consoleWriteTimeout = 10 * time.Second
 
-// Channel is the server side of the approver channel
+// approverChannel is the server side of the approver channel
 // (docs/approver-protocol.md): it speaks the protocol with consoles and
-// passes their decisions, revocations and detail requests to its Broker.
+// passes their decisions, revocations and detail requests to its broker.
 // It does not accept connections nor decide who may connect: the daemon
 // does both, and hands Serve only connections from root.
-type Channel struct {
-	Broker *Broker
+type approverChannel struct {
+	Broker *broker
 	// Version is the daemon's version, sent in the hello.
 	Version string
 	// Host is the daemon's host name and Instance the identifier of this
@@ -40,17 +40,17 @@ type Channel struct {
 	// Log receives the consoles' decisions, revocations and failures.
 	Log *slog.Logger
 	// Signatures takes the signed decisions (signed.go); nil refuses them.
-	Signatures *Signatures
+	Signatures *approval.Signatures
 }
 
-// Console identifies a console that decides, as the daemon read it: By
+// approverConsole identifies a console that decides, as the daemon read it: By
 // names it in decisions, the log and the other consoles; Person, when set,
 // is who is behind it, recorded with its decisions.
-type Console struct {
+type approverConsole struct {
 	By     string
-	Person *procinfo.Person
+	Person *approval.Person
 	// Signed is set on a decision signed with a passkey: who signed it.
-	Signed *SignedBy
+	Signed *approval.SignedBy
 }
 
 // Serve speaks the approver channel with one console on conn until the
@@ -62,7 +62,7 @@ type Console struct {
 // The hello, the session grants and the requests already waiting are written
 // before any live event, so a console never sees a request resolved before
 // it saw it pending.
-func (c *Channel) Serve(ctx context.Context, conn net.Conn, who Console) {
+func (c *approverChannel) Serve(ctx context.Context, conn net.Conn, who approverConsole) {
 	by := who.By
 	log := c.Log.With("console", by)
 	log.Info("console connected")
@@ -74,18 +74,18 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, who Console) {
 	defer unsubscribe()
 
 	grants, omitted := c.Broker.Grants()
-	greeting := append([]Message{
-		{Type: MsgHello, Version: c.Version, DaemonHost: c.Host, Instance: c.Instance},
-		{Type: MsgGrants, Grants: grants, GrantsOmitted: omitted},
+	greeting := append([]event{
+		{Message: approval.Message{Type: approval.MsgHello, Version: c.Version, DaemonHost: c.Host, Instance: c.Instance}},
+		{Message: approval.Message{Type: approval.MsgGrants, Grants: grants, GrantsOmitted: omitted}},
 	}, waiting...)
 
-	out := make(chan Message, 16)
+	out := make(chan event, 16)
 	writeErr := make(chan error, 1)
 	// watching is set once the console sends watch; until then running
 	// messages are not written (older consoles do not know them).
 	var watching atomic.Bool
 	go func() { writeErr <- writeLoop(ctx, conn, greeting, out, events, &watching) }()
-	send := func(m Message) bool {
+	send := func(m event) bool {
 		select {
 		case out <- m:
 			return true
@@ -119,18 +119,18 @@ func (c *Channel) Serve(ctx context.Context, conn net.Conn, who Console) {
 // older than the last written: the answer to watch (in out) and the
 // broker's later listings (in events) can reach this loop in either order,
 // and the console must end up with the newest.
-func writeLoop(ctx context.Context, conn net.Conn, greeting []Message, out <-chan Message, events <-chan Message, watching *atomic.Bool) error {
+func writeLoop(ctx context.Context, conn net.Conn, greeting []event, out <-chan event, events <-chan event, watching *atomic.Bool) error {
 	var lastRunning uint64
 	for _, m := range greeting {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := writeMessage(conn, m); err != nil {
+		if err := writeMessage(conn, m.Message); err != nil {
 			return err
 		}
 	}
 	for {
-		var m Message
+		var m event
 		select {
 		case <-ctx.Done():
 			return nil
@@ -141,13 +141,13 @@ func writeLoop(ctx context.Context, conn net.Conn, greeting []Message, out <-cha
 			}
 			m = ev
 		}
-		if m.Type == MsgRunning {
+		if m.Type == approval.MsgRunning {
 			if !watching.Load() || m.version < lastRunning {
 				continue
 			}
 			lastRunning = m.version
 		}
-		if err := writeMessage(conn, m); err != nil {
+		if err := writeMessage(conn, m.Message); err != nil {
 			return err
 		}
 	}
@@ -158,24 +158,24 @@ func writeLoop(ctx context.Context, conn net.Conn, greeting []Message, out <-cha
 // the channel. A detail that long is answered with an error instead (the
 // request can then only be denied or time out); nothing else can be that
 // long.
-func writeMessage(conn net.Conn, m Message) error {
+func writeMessage(conn net.Conn, m approval.Message) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", m.Type, err)
 	}
-	if len(b)+1 > MaxLine && m.Type == MsgPasskeys {
+	if len(b)+1 > approval.MaxLine && m.Type == approval.MsgPasskeys {
 		// Not a request's answer: the passkeys message itself says why
 		// it lists none, and the relay signs nobody in.
-		b, err = json.Marshal(Message{Type: MsgPasskeys, Error: fmt.Sprintf(
+		b, err = json.Marshal(approval.Message{Type: approval.MsgPasskeys, Error: fmt.Sprintf(
 			"the daemon's passkeys would make a message of %d bytes, more than the approver channel's limit of %d; none is listed (revoke some in the passkeys directory)",
-			len(b), MaxLine)})
+			len(b), approval.MaxLine)})
 		if err != nil {
 			return fmt.Errorf("encode passkeys: %w", err)
 		}
-	} else if len(b)+1 > MaxLine {
-		b, err = json.Marshal(Message{Type: MsgResult, ID: m.ID, Error: fmt.Sprintf(
+	} else if len(b)+1 > approval.MaxLine {
+		b, err = json.Marshal(approval.Message{Type: approval.MsgResult, ID: m.ID, Error: fmt.Sprintf(
 			"the %s message for request %s would be %d bytes, more than the approver channel's limit of %d; it cannot be shown here, so it cannot be allowed",
-			m.Type, m.ID, len(b), MaxLine)})
+			m.Type, m.ID, len(b), approval.MaxLine)})
 		if err != nil {
 			return fmt.Errorf("encode result: %w", err)
 		}
@@ -194,7 +194,8 @@ func writeMessage(conn net.Conn, m Message) error {
 // watching; signed_only starts sending the passkeys (watchKeys) until ctx
 // ends, and calls signed once, so that the broker counts the connection as
 // a web approver.
-func (c *Channel) read(ctx context.Context, conn net.Conn, who Console, send func(Message) bool, watching *atomic.Bool, signed func()) error {
+func (c *approverChannel) read(ctx context.Context, conn net.Conn, who approverConsole, sendEvent func(event) bool, watching *atomic.Bool, signed func()) error {
+	send := func(m approval.Message) bool { return sendEvent(event{Message: m}) }
 	by := who.By
 	br := bufio.NewReaderSize(conn, 64<<10)
 	signedOnly := false
@@ -207,59 +208,59 @@ func (c *Channel) read(ctx context.Context, conn net.Conn, who Console, send fun
 			return fmt.Errorf("read console line: %w", err)
 		}
 		if long > 0 {
-			send(Message{Type: MsgResult, Error: fmt.Sprintf(
+			send(approval.Message{Type: approval.MsgResult, Error: fmt.Sprintf(
 				"invalid message: the line is %d bytes long; a console's line may be at most %d bytes, newline included; it was ignored", long, maxConsoleLine)})
 			continue
 		}
 		m, derr := decodeConsoleLine(line)
 		if derr != nil {
-			send(Message{Type: MsgResult, Error: "invalid message: " + derr.Error()})
+			send(approval.Message{Type: approval.MsgResult, Error: "invalid message: " + derr.Error()})
 			continue
 		}
-		reply := Message{Type: MsgResult, ID: m.ID}
-		var startKeys KeySource
-		refused := signedOnly && !(m.Type == MsgDetail || m.Type == MsgDecide && m.Signed != nil)
+		reply := approval.Message{Type: approval.MsgResult, ID: m.ID}
+		var startKeys approval.KeySource
+		refused := signedOnly && !(m.Type == approval.MsgDetail || m.Type == approval.MsgDecide && m.Signed != nil)
 		switch {
 		case refused:
-			err = ErrUnsigned
-		case m.Type == MsgSignedOnly:
+			err = approval.ErrUnsigned
+		case m.Type == approval.MsgSignedOnly:
 			if !signedOnly {
 				c.Log.Info("console decides only with signed decisions from now on", "console", by)
-				startKeys, _ = c.Signatures.keySource()
+				startKeys, _ = c.Signatures.KeySource()
 				signed()
 			}
 			signedOnly = true
-		case m.Type == MsgDecide:
+		case m.Type == approval.MsgDecide:
 			reply.Note, err = c.decide(m, who, signedOnly)
-		case m.Type == MsgDetail:
-			var s *Shown
+		case m.Type == approval.MsgDetail:
+			var s *approval.Shown
 			if s, err = c.Broker.Detail(m.ID, m.Hash); err == nil {
-				if !send(Message{Type: MsgDetail, ID: m.ID, Hash: m.Hash, Request: s}) {
+				if !send(approval.Message{Type: approval.MsgDetail, ID: m.ID, Hash: m.Hash, Request: s}) {
 					return nil
 				}
 				continue
 			}
-		case m.Type == MsgRevoke:
+		case m.Type == approval.MsgRevoke:
 			reply.Grant = m.Grant
 			err = c.Broker.Revoke(m.Grant)
 			c.Log.Info("console revoked grant", "grant", m.Grant, "console", by, "err", err)
-		case m.Type == MsgWatch:
+		case m.Type == approval.MsgWatch:
 			// Set before the listing is taken, so that no later listing
 			// can be filtered out (writeLoop).
 			watching.Store(true)
 			rs, omitted, v := c.Broker.Running()
-			if !send(Message{Type: MsgRunning, Running: rs, RunningOmitted: omitted, version: v}) {
+			if !sendEvent(event{Message: approval.Message{Type: approval.MsgRunning, Running: rs, RunningOmitted: omitted}, version: v}) {
 				return nil
 			}
 			continue
-		case m.Type == MsgStop:
+		case m.Type == approval.MsgStop:
 			reply.Run = m.Run
 			err = c.Broker.Stop(m.Run, by)
 			c.Log.Info("console stopped a running command", "run", m.Run, "console", by, "err", err)
-		case m.Type == MsgOutput:
-			var o *Output
+		case m.Type == approval.MsgOutput:
+			var o *approval.Output
 			if o, err = c.Broker.Output(m.Run); err == nil {
-				if !send(Message{Type: MsgOutput, Run: m.Run, Output: o}) {
+				if !send(approval.Message{Type: approval.MsgOutput, Run: m.Run, Output: o}) {
 					return nil
 				}
 				continue
@@ -267,7 +268,7 @@ func (c *Channel) read(ctx context.Context, conn net.Conn, who Console, send fun
 			reply.Run = m.Run
 		default:
 			err = fmt.Errorf("unknown message type %q: a console sends %q, %q, %q, %q, %q, %q or %q",
-				m.Type, MsgDecide, MsgRevoke, MsgDetail, MsgWatch, MsgStop, MsgOutput, MsgSignedOnly)
+				m.Type, approval.MsgDecide, approval.MsgRevoke, approval.MsgDetail, approval.MsgWatch, approval.MsgStop, approval.MsgOutput, approval.MsgSignedOnly)
 		}
 		if err != nil {
 			reply.Error = err.Error()
@@ -305,8 +306,8 @@ func readConsoleLine(br *bufio.Reader) (line []byte, long int64, err error) {
 // request (strictjson): one object, no key given twice (else a front end,
 // proxy or log reading the first "decision" would see another one than the
 // daemon acts on), and no escape that is not a character.
-func decodeConsoleLine(line []byte) (Message, error) {
-	var m Message
+func decodeConsoleLine(line []byte) (approval.Message, error) {
+	var m approval.Message
 	if _, e := strictjson.Object(line); e != nil {
 		return m, e
 	}
@@ -317,4 +318,24 @@ func decodeConsoleLine(line []byte) (Message, error) {
 		return m, err
 	}
 	return m, nil
+}
+
+// decide passes a console's decide message to the broker: a signed one
+// once its signature is checked, with who signed it. The note, for the
+// console's result, says when an allow was recorded but the request waits
+// for another person.
+func (c *approverChannel) decide(m approval.Message, who approverConsole, signedOnly bool) (string, error) {
+	if m.Signed != nil {
+		s, err := c.Signatures.Check(m.ID, m.Hash, m.Decision, m.Signed, who.By)
+		if err != nil {
+			c.Log.Warn("console decision refused", "id", m.ID, "decision", m.Decision, "console", who.By, "err", err)
+			return "", err
+		}
+		who = approverConsole{By: fmt.Sprintf("passkey %q (via %s)", s.Approver, who.By), Signed: s}
+	} else if signedOnly {
+		return "", approval.ErrUnsigned
+	}
+	note, err := c.Broker.decideNote(m.ID, m.Hash, m.Decision, m.Note, who)
+	c.Log.Info("console decision", "id", m.ID, "decision", m.Decision, "console", who.By, "note", note, "err", err)
+	return note, err
 }

@@ -1,4 +1,4 @@
-package approval
+package daemon
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
 // fakeRun is a running command as the daemon registers it: it records the
@@ -24,13 +26,13 @@ func (f *fakeRun) stop(by string) {
 	f.stops = append(f.stops, by)
 }
 
-func (f *fakeRun) output() (*Output, bool) {
+func (f *fakeRun) output() (*approval.Output, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ended {
 		return nil, false
 	}
-	return &Output{Stdout: []byte("out\x1b[2J\n"), Stderr: [][]byte{[]byte("err\n")}, StdoutBytes: 9, StderrBytes: []int64{4}}, true
+	return &approval.Output{Stdout: []byte("out\x1b[2J\n"), Stderr: [][]byte{[]byte("err\n")}, StdoutBytes: 9, StderrBytes: []int64{4}}, true
 }
 
 func (f *fakeRun) stopped() []string {
@@ -40,8 +42,8 @@ func (f *fakeRun) stopped() []string {
 }
 
 // start registers f with b as a run of pipeline.
-func (f *fakeRun) start(b *Broker, pipeline ...[]string) (string, func()) {
-	id, ended := b.Started(Running{Request: "req", Session: "s1", Peer: PeerInfo{UID: 1000, User: "alice"},
+func (f *fakeRun) start(b *broker, pipeline ...[]string) (string, func()) {
+	id, ended := b.Started(approval.Running{Request: "req", Session: "s1", Peer: approval.PeerInfo{UID: 1000, User: "alice"},
 		Pipeline: pipeline, RunAs: "root", Privileged: true, By: `rule "sleeps"`, Started: time.Unix(100, 0)},
 		f.stop, f.output)
 	return id, func() {
@@ -57,10 +59,10 @@ func (f *fakeRun) start(b *Broker, pipeline ...[]string) (string, func()) {
 // name and shows in the listing, a second stop and a stop of an unknown or
 // ended run are errors that say so, and an ended run leaves the list.
 func TestBrokerRunning(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	f1, f2 := &fakeRun{}, &fakeRun{}
 	id1, end1 := f1.start(b, []string{"sleep", "60"})
-	id2, end2 := f2.start(b, []string{"echo", hugeArg(MaxGrantPipeline)})
+	id2, end2 := f2.start(b, []string{"echo", hugeArg(approval.MaxGrantPipeline)})
 	if id1 == id2 || id1 == "" {
 		t.Fatalf("ids %q and %q, want two distinct ids", id1, id2)
 	}
@@ -82,13 +84,13 @@ func TestBrokerRunning(t *testing.T) {
 	if rs[0].StoppedBy != "console A" || v2 <= v1 {
 		t.Errorf("after the stop: %+v version %d (was %d), want stopped_by console A in a newer listing", rs[0], v2, v1)
 	}
-	if err := b.Stop(id1, "console B"); !errors.Is(err, ErrStopping) || !strings.Contains(err.Error(), "console A") {
+	if err := b.Stop(id1, "console B"); !errors.Is(err, approval.ErrStopping) || !strings.Contains(err.Error(), "console A") {
 		t.Errorf("second Stop: %v, want ErrStopping naming console A", err)
 	}
 	if got := f1.stopped(); len(got) != 1 {
 		t.Errorf("stop func called %d times, want once", len(got))
 	}
-	if err := b.Stop("run404", "console A"); !errors.Is(err, ErrNoRun) || !strings.Contains(err.Error(), "run404") {
+	if err := b.Stop("run404", "console A"); !errors.Is(err, approval.ErrNoRun) || !strings.Contains(err.Error(), "run404") {
 		t.Errorf("Stop of an unknown run: %v, want ErrNoRun naming it", err)
 	}
 	if o, err := b.Output(id2); err != nil || string(o.Stdout) != "out\x1b[2J\n" {
@@ -100,10 +102,10 @@ func TestBrokerRunning(t *testing.T) {
 	if rs, _, _ := b.Running(); len(rs) != 0 {
 		t.Errorf("listing %+v after both ended, want none", rs)
 	}
-	if err := b.Stop(id2, "console A"); !errors.Is(err, ErrNoRun) {
+	if err := b.Stop(id2, "console A"); !errors.Is(err, approval.ErrNoRun) {
 		t.Errorf("Stop of a finished run: %v, want ErrNoRun", err)
 	}
-	if _, err := b.Output(id2); !errors.Is(err, ErrNoRun) {
+	if _, err := b.Output(id2); !errors.Is(err, approval.ErrNoRun) {
 		t.Errorf("Output of a finished run: %v, want ErrNoRun", err)
 	}
 	if got := f2.stopped(); len(got) != 0 {
@@ -115,7 +117,7 @@ func TestBrokerRunning(t *testing.T) {
 // sent watch; it can then stop a run (under the name the daemon gave it)
 // and read its output, and errors name the run.
 func TestChannelWatchStopOutput(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	c := serveConsole(context.Background(), t, b, "console uid=0 tty=/dev/pts/9 pid=1")
 	c.read() // hello
 	c.read() // grants
@@ -125,31 +127,31 @@ func TestChannelWatchStopOutput(t *testing.T) {
 	// The running event is queued before the pending one: a console that
 	// did not ask to watch must get the pending first.
 	r := askAsync(context.Background(), b, pending("w1"))
-	if m := c.read(); m.Type != MsgPending || m.ID != "w1" {
+	if m := c.read(); m.Type != approval.MsgPending || m.ID != "w1" {
 		t.Fatalf("message %+v, want w1 pending and no running message before watch", m)
 	}
 
-	c.sendMessage(Message{Type: MsgWatch})
+	c.sendMessage(approval.Message{Type: approval.MsgWatch})
 	m := c.read()
-	if m.Type != MsgRunning || len(m.Running) != 1 || m.Running[0].ID != id || m.Running[0].Peer.UID != 1000 {
+	if m.Type != approval.MsgRunning || len(m.Running) != 1 || m.Running[0].ID != id || m.Running[0].Peer.UID != 1000 {
 		t.Fatalf("answer to watch %+v, want the one running command %s", m, id)
 	}
 
-	c.sendMessage(Message{Type: MsgOutput, Run: id})
-	if m := c.read(); m.Type != MsgOutput || m.Run != id || m.Output == nil || string(m.Output.Stderr[0]) != "err\n" {
+	c.sendMessage(approval.Message{Type: approval.MsgOutput, Run: id})
+	if m := c.read(); m.Type != approval.MsgOutput || m.Run != id || m.Output == nil || string(m.Output.Stderr[0]) != "err\n" {
 		t.Fatalf("answer to output %+v, want the run's output", m)
 	}
 
-	c.sendMessage(Message{Type: MsgStop, Run: id})
+	c.sendMessage(approval.Message{Type: approval.MsgStop, Run: id})
 	var gotResult, gotListing bool
 	for !gotResult || !gotListing {
 		switch m := c.read(); m.Type {
-		case MsgResult:
+		case approval.MsgResult:
 			if !m.OK || m.Run != id {
 				t.Fatalf("result %+v, want ok for %s", m, id)
 			}
 			gotResult = true
-		case MsgRunning:
+		case approval.MsgRunning:
 			if len(m.Running) != 1 || m.Running[0].StoppedBy != "console uid=0 tty=/dev/pts/9 pid=1" {
 				t.Fatalf("listing %+v, want %s stopped by the console", m, id)
 			}
@@ -163,36 +165,36 @@ func TestChannelWatchStopOutput(t *testing.T) {
 	}
 
 	for _, tt := range []struct {
-		m    Message
+		m    approval.Message
 		want string
 	}{
-		{Message{Type: MsgStop, Run: id}, "already being stopped by console uid=0"},
-		{Message{Type: MsgStop, Run: "run99"}, `no such running command: it has finished, or the id is wrong ("run99")`},
-		{Message{Type: MsgOutput, Run: "run99"}, `("run99")`},
+		{approval.Message{Type: approval.MsgStop, Run: id}, "already being stopped by console uid=0"},
+		{approval.Message{Type: approval.MsgStop, Run: "run99"}, `no such running command: it has finished, or the id is wrong ("run99")`},
+		{approval.Message{Type: approval.MsgOutput, Run: "run99"}, `("run99")`},
 	} {
 		c.sendMessage(tt.m)
 		m := c.read()
-		if m.Type != MsgResult || m.OK || m.Run != tt.m.Run || !strings.Contains(m.Error, tt.want) {
+		if m.Type != approval.MsgResult || m.OK || m.Run != tt.m.Run || !strings.Contains(m.Error, tt.want) {
 			t.Errorf("%+v: answered %+v, want an error for %s containing %q", tt.m, m, tt.m.Run, tt.want)
 		}
 	}
 
 	end()
-	if m := c.read(); m.Type != MsgRunning || len(m.Running) != 0 {
+	if m := c.read(); m.Type != approval.MsgRunning || len(m.Running) != 0 {
 		t.Fatalf("after the run ended: %+v, want an empty listing", m)
 	}
-	c.sendMessage(Message{Type: MsgStop, Run: id})
-	if m := c.read(); m.Type != MsgResult || m.OK || !strings.Contains(m.Error, "no such running command") {
+	c.sendMessage(approval.Message{Type: approval.MsgStop, Run: id})
+	if m := c.read(); m.Type != approval.MsgResult || m.OK || !strings.Contains(m.Error, "no such running command") {
 		t.Errorf("stop of the finished run answered %+v, want an error", m)
 	}
-	if err := b.Decide("w1", pendingHash(t, b, "w1"), DenyOnce, "", "test"); err != nil {
+	if err := b.Decide("w1", pendingHash(t, b, "w1"), approval.DenyOnce, "", "test"); err != nil {
 		t.Fatal(err)
 	}
 	<-r
 }
 
 // pendingHash returns the hash of the waiting request id.
-func pendingHash(t *testing.T, b *Broker, id string) string {
+func pendingHash(t *testing.T, b *broker, id string) string {
 	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -205,55 +207,32 @@ func pendingHash(t *testing.T, b *Broker, id string) string {
 	return ""
 }
 
-// TestLastLines: the end of an output is its last MaxOutputLines lines,
-// and of those at most the last MaxOutputBytes bytes.
-func TestLastLines(t *testing.T) {
-	var many strings.Builder
-	for i := range 30 {
-		fmt.Fprintf(&many, "line %d\n", i)
-	}
-	wantMany := many.String()[strings.Index(many.String(), "line 10\n"):]
-	long := strings.Repeat("y", MaxOutputBytes+100)
-	for _, tt := range []struct{ in, want string }{
-		{"", ""},
-		{"a", "a"},
-		{"a\nb\n", "a\nb\n"},
-		{many.String(), wantMany},
-		{strings.TrimSuffix(many.String(), "\n"), strings.TrimSuffix(wantMany, "\n")},
-		{"x\n" + long, long[100:]},
-	} {
-		if got := string(LastLines([]byte(tt.in))); got != tt.want {
-			t.Errorf("LastLines(%d bytes) = %q…, want %q…", len(tt.in), got[:min(len(got), 20)], tt.want[:min(len(tt.want), 20)])
-		}
-	}
-}
-
 // TestBrokerRunningBounded: a listing holds at most MaxRunningListed
 // commands, the oldest first, and counts the rest in omitted; when runs
 // end, the ones left out come back into the listing.
 func TestBrokerRunningBounded(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	const extra = 3
-	ids := make([]string, 0, MaxRunningListed+extra)
-	ends := make([]func(), 0, MaxRunningListed+extra)
-	for i := range MaxRunningListed + extra {
+	ids := make([]string, 0, approval.MaxRunningListed+extra)
+	ends := make([]func(), 0, approval.MaxRunningListed+extra)
+	for i := range approval.MaxRunningListed + extra {
 		id, end := (&fakeRun{}).start(b, []string{"sleep", fmt.Sprint(i)})
 		ids, ends = append(ids, id), append(ends, end)
 	}
 	rs, omitted, _ := b.Running()
-	if len(rs) != MaxRunningListed || omitted != extra {
-		t.Fatalf("listing of %d runs, %d omitted; want %d listed, %d omitted", len(rs), omitted, MaxRunningListed, extra)
+	if len(rs) != approval.MaxRunningListed || omitted != extra {
+		t.Fatalf("listing of %d runs, %d omitted; want %d listed, %d omitted", len(rs), omitted, approval.MaxRunningListed, extra)
 	}
-	if rs[0].ID != ids[0] || rs[len(rs)-1].ID != ids[MaxRunningListed-1] {
-		t.Errorf("listing runs %s..%s, want the oldest %s..%s", rs[0].ID, rs[len(rs)-1].ID, ids[0], ids[MaxRunningListed-1])
+	if rs[0].ID != ids[0] || rs[len(rs)-1].ID != ids[approval.MaxRunningListed-1] {
+		t.Errorf("listing runs %s..%s, want the oldest %s..%s", rs[0].ID, rs[len(rs)-1].ID, ids[0], ids[approval.MaxRunningListed-1])
 	}
 	for _, end := range ends[:extra] {
 		end()
 	}
 	rs, omitted, _ = b.Running()
-	if len(rs) != MaxRunningListed || omitted != 0 || rs[len(rs)-1].ID != ids[len(ids)-1] {
+	if len(rs) != approval.MaxRunningListed || omitted != 0 || rs[len(rs)-1].ID != ids[len(ids)-1] {
 		t.Errorf("after %d ended: %d listed (last %s), %d omitted; want %d listed ending with %s, none omitted",
-			extra, len(rs), rs[len(rs)-1].ID, omitted, MaxRunningListed, ids[len(ids)-1])
+			extra, len(rs), rs[len(rs)-1].ID, omitted, approval.MaxRunningListed, ids[len(ids)-1])
 	}
 }
 
@@ -262,7 +241,7 @@ func TestBrokerRunningBounded(t *testing.T) {
 // reads nothing while many commands start and end is not dropped, gets at
 // most the listing the feeder held in hand, and ends up with the newest.
 func TestBrokerCoalescesRunning(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 	ends := make([]func(), 0, subscriberLimit+10)
@@ -273,10 +252,10 @@ func TestBrokerCoalescesRunning(t *testing.T) {
 	for _, end := range ends {
 		end()
 	}
-	var got []Message
+	var got []approval.Message
 	for {
 		m := next(t, events)
-		if m.Type != MsgRunning {
+		if m.Type != approval.MsgRunning {
 			t.Fatalf("got a %s message, want only running listings", m.Type)
 		}
 		got = append(got, m)

@@ -1,8 +1,10 @@
-package approval
+package daemon
 
 import (
 	"slices"
 	"sync"
+
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
 // subscriber is one console's event stream: a queue that a goroutine feeds
@@ -11,9 +13,9 @@ import (
 // still falls subscriberLimit messages behind is dropped rather than
 // allowed to hold the daemon's memory.
 type subscriber struct {
-	ch     chan Message
+	ch     chan event
 	mu     sync.Mutex
-	q      []Message
+	q      []event
 	wake   chan struct{} // capacity 1: something was queued
 	done   chan struct{} // closed when the subscription ends
 	closed bool
@@ -32,20 +34,20 @@ const subscriberLimit = 4096
 // people it needs have allowed it), and a stream of later pending,
 // approved, resolved and grants messages. The stream is closed by cancel, or by the broker if the
 // subscriber falls too far behind.
-func (b *Broker) Subscribe() (waiting []Message, events <-chan Message, cancel func()) {
+func (b *broker) Subscribe() (waiting []event, events <-chan event, cancel func()) {
 	waiting, events, cancel, _ = b.subscribe()
 	return waiting, events, cancel
 }
 
 // subscribe is Subscribe, which also returns the subscription for
 // markWeb.
-func (b *Broker) subscribe() (waiting []Message, events <-chan Message, cancel func(), s *subscriber) {
-	s = &subscriber{ch: make(chan Message), wake: make(chan struct{}, 1), done: make(chan struct{})}
+func (b *broker) subscribe() (waiting []event, events <-chan event, cancel func(), s *subscriber) {
+	s = &subscriber{ch: make(chan event), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	b.mu.Lock()
 	for _, e := range b.pending {
-		waiting = append(waiting, e.announce)
+		waiting = append(waiting, event{Message: e.announce})
 		if len(e.given) > 0 {
-			waiting = append(waiting, e.approvedMsg())
+			waiting = append(waiting, event{Message: e.approvedMsg()})
 		}
 	}
 	b.subs[s] = struct{}{}
@@ -64,7 +66,7 @@ func (b *Broker) subscribe() (waiting []Message, events <-chan Message, cancel f
 }
 
 // markWeb counts s as a web approver from now on (it sent signed_only).
-func (b *Broker) markWeb(s *subscriber) {
+func (b *broker) markWeb(s *subscriber) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.subs[s]; ok && !s.web {
@@ -97,14 +99,14 @@ func (s *subscriber) feed() {
 	}
 }
 
-func (s *subscriber) pop() (Message, bool) {
+func (s *subscriber) pop() (event, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.q) == 0 {
-		return Message{}, false
+		return event{}, false
 	}
 	m := s.q[0]
-	s.q[0] = Message{}
+	s.q[0] = event{}
 	s.q = s.q[1:]
 	return m, true
 }
@@ -117,25 +119,25 @@ func (s *subscriber) pop() (Message, bool) {
 // who allowed so far) and goes to the end of the queue; a grants message
 // replaces a queued one, as does a running message. It reports false when
 // the queue is over subscriberLimit.
-func (s *subscriber) push(m Message) bool {
+func (s *subscriber) push(m event) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return true
 	}
 	switch m.Type {
-	case MsgResolved:
-		s.q = slices.DeleteFunc(s.q, func(o Message) bool { return o.Type == MsgApproved && o.ID == m.ID })
-		if i := slices.IndexFunc(s.q, func(o Message) bool {
-			return o.Type == MsgPending && o.ID == m.ID && o.Hash == m.Hash
+	case approval.MsgResolved:
+		s.q = slices.DeleteFunc(s.q, func(o event) bool { return o.Type == approval.MsgApproved && o.ID == m.ID })
+		if i := slices.IndexFunc(s.q, func(o event) bool {
+			return o.Type == approval.MsgPending && o.ID == m.ID && o.Hash == m.Hash
 		}); i >= 0 {
 			s.q = slices.Delete(s.q, i, i+1)
 			return true
 		}
-	case MsgGrants, MsgRunning:
-		s.q = slices.DeleteFunc(s.q, func(o Message) bool { return o.Type == m.Type })
-	case MsgApproved:
-		s.q = slices.DeleteFunc(s.q, func(o Message) bool { return o.Type == m.Type && o.ID == m.ID })
+	case approval.MsgGrants, approval.MsgRunning:
+		s.q = slices.DeleteFunc(s.q, func(o event) bool { return o.Type == m.Type })
+	case approval.MsgApproved:
+		s.q = slices.DeleteFunc(s.q, func(o event) bool { return o.Type == m.Type && o.ID == m.ID })
 	}
 	if len(s.q) >= subscriberLimit {
 		return false
@@ -159,7 +161,10 @@ func (s *subscriber) close() {
 }
 
 // broadcast queues m for every subscriber; the caller holds b.mu.
-func (b *Broker) broadcast(m Message) {
+func (b *broker) broadcast(m approval.Message) { b.broadcastEvent(event{Message: m}) }
+
+// broadcastEvent queues ev for every subscriber; the caller holds b.mu.
+func (b *broker) broadcastEvent(m event) {
 	for s := range b.subs {
 		if !s.push(m) {
 			delete(b.subs, s)
@@ -167,4 +172,12 @@ func (b *Broker) broadcast(m Message) {
 			b.approversChanged()
 		}
 	}
+}
+
+// event is a message for the consoles with, for a running message, its
+// listing's version, which orders running messages (see approverChannel.Serve);
+// the version is never sent.
+type event struct {
+	approval.Message
+	version uint64
 }

@@ -1,4 +1,4 @@
-package approval
+package daemon
 
 import (
 	"context"
@@ -14,66 +14,67 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
-func pending(id string, argv ...string) *Pending {
+func pending(id string, argv ...string) *approval.Pending {
 	if len(argv) == 0 {
 		argv = []string{"apt", "install", "nginx"}
 	}
-	return &Pending{
+	return &approval.Pending{
 		Request: &proto.Request{ID: id, Session: "s1", Pipeline: [][]string{argv}, Privileged: true,
 			Env: map[string]string{"LANG": "C"}},
-		Peer:     PeerInfo{UID: 1000, User: "agent", PID: 42, Exe: "/usr/bin/agent"},
-		Programs: []Program{{Chain: []string{"/usr/bin/" + argv[0]}, SHA256: "00"}},
+		Peer:     approval.PeerInfo{UID: 1000, User: "agent", PID: 42, Exe: "/usr/bin/agent"},
+		Programs: []approval.Program{{Chain: []string{"/usr/bin/" + argv[0]}, SHA256: "00"}},
 		RunAs:    "root",
 	}
 }
 
-// ask runs Ask in the background and returns a channel with its outcome.
-type outcome struct {
-	d   Decision
+// ask runs Ask in the background and returns a channel with its askOutcome.
+type askOutcome struct {
+	d   approval.Decision
 	err error
 }
 
-func askAsync(ctx context.Context, b *Broker, p *Pending) <-chan outcome {
-	ch := make(chan outcome, 1)
+func askAsync(ctx context.Context, b *broker, p *approval.Pending) <-chan askOutcome {
+	ch := make(chan askOutcome, 1)
 	go func() {
 		d, err := b.Ask(ctx, p)
-		ch <- outcome{d, err}
+		ch <- askOutcome{d, err}
 	}()
 	return ch
 }
 
 // next reads the next event or fails after a second.
-func next(t *testing.T, events <-chan Message) Message {
+func next(t *testing.T, events <-chan event) approval.Message {
 	t.Helper()
 	select {
 	case m, ok := <-events:
 		if !ok {
 			t.Fatal("event stream closed")
 		}
-		return m
+		return m.Message
 	case <-time.After(30 * time.Second):
 		t.Fatal("no event within 30s")
 	}
-	return Message{}
+	return approval.Message{}
 }
 
 // nextPending returns the next pending event for request id, skipping any
 // other event: events of earlier requests may still be on their way when a
 // test moves on (drain only takes what has arrived).
-func nextPending(t *testing.T, events <-chan Message, id string) Message {
+func nextPendingOf(t *testing.T, events <-chan event, id string) approval.Message {
 	t.Helper()
 	for {
-		if m := next(t, events); m.Type == MsgPending && m.ID == id {
+		if m := next(t, events); m.Type == approval.MsgPending && m.ID == id {
 			return m
 		}
 	}
 }
 
 func TestBrokerOrderAndFirstDecisionWins(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 	ctx := context.Background()
@@ -82,7 +83,7 @@ func TestBrokerOrderAndFirstDecisionWins(t *testing.T) {
 	m1 := next(t, events)
 	r2 := askAsync(ctx, b, pending("r2", "systemctl", "restart", "nginx"))
 	m2 := next(t, events)
-	if m1.Type != MsgPending || m1.ID != "r1" || m2.ID != "r2" {
+	if m1.Type != approval.MsgPending || m1.ID != "r1" || m2.ID != "r2" {
 		t.Fatalf("events %+v then %+v, want pending r1 then r2", m1, m2)
 	}
 	// A console that connects late sees both, in arrival order.
@@ -92,25 +93,25 @@ func TestBrokerOrderAndFirstDecisionWins(t *testing.T) {
 		t.Fatalf("late subscriber saw %+v", waiting)
 	}
 
-	if err := b.Decide("r2", m2.Hash, DenyOnce, "not now", "console uid=0 tty=/dev/pts/1"); err != nil {
+	if err := b.Decide("r2", m2.Hash, approval.DenyOnce, "not now", "console uid=0 tty=/dev/pts/1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Decide("r2", m2.Hash, AllowOnce, "", "console uid=0 tty=/dev/pts/2"); !errors.Is(err, ErrNotPending) {
+	if err := b.Decide("r2", m2.Hash, approval.AllowOnce, "", "console uid=0 tty=/dev/pts/2"); !errors.Is(err, approval.ErrNotPending) {
 		t.Fatalf("second decision: %v, want ErrNotPending", err)
 	}
 	got := <-r2
-	if got.err != nil || got.d.Verdict != Deny || got.d.By != "console uid=0 tty=/dev/pts/1" ||
+	if got.err != nil || got.d.Verdict != approval.Deny || got.d.By != "console uid=0 tty=/dev/pts/1" ||
 		got.d.Message != "denied by console uid=0 tty=/dev/pts/1: not now" {
-		t.Fatalf("r2 outcome %+v", got)
+		t.Fatalf("r2 askOutcome %+v", got)
 	}
-	if res := next(t, events); res.Type != MsgResolved || res.ID != "r2" || res.Verdict != Deny {
+	if res := next(t, events); res.Type != approval.MsgResolved || res.ID != "r2" || res.Verdict != approval.Deny {
 		t.Fatalf("resolved event %+v", res)
 	}
-	if err := b.Decide("r1", m1.Hash, AllowOnce, "", "console uid=0 tty=/dev/pts/2"); err != nil {
+	if err := b.Decide("r1", m1.Hash, approval.AllowOnce, "", "console uid=0 tty=/dev/pts/2"); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-r1; got.err != nil || got.d.Verdict != Allow {
-		t.Fatalf("r1 outcome %+v", got)
+	if got := <-r1; got.err != nil || got.d.Verdict != approval.Allow {
+		t.Fatalf("r1 askOutcome %+v", got)
 	}
 	if b.Waiting() != 0 {
 		t.Errorf("Waiting() = %d after both decided", b.Waiting())
@@ -118,7 +119,7 @@ func TestBrokerOrderAndFirstDecisionWins(t *testing.T) {
 }
 
 func TestBrokerRejectsBadDecisions(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 	r := askAsync(context.Background(), b, pending("r1"))
@@ -126,14 +127,14 @@ func TestBrokerRejectsBadDecisions(t *testing.T) {
 	tests := []struct {
 		name       string
 		id, hash   string
-		choice     Choice
+		choice     approval.Choice
 		wantErr    error
 		wantErrMsg string
 	}{
-		{"unknown id", "nope", m.Hash, AllowOnce, ErrNotPending, ""},
-		{"hash of something else", "r1", pending("r1", "rm", "-rf", "/").Shown().Hash(), AllowOnce, ErrHashMismatch, ""},
-		{"empty hash", "r1", "", AllowOnce, ErrHashMismatch, ""},
-		{"unknown choice", "r1", m.Hash, "yes", ErrBadChoice, `unknown decision "yes": want "allow_once", "allow_session" or "deny"`},
+		{"unknown id", "nope", m.Hash, approval.AllowOnce, approval.ErrNotPending, ""},
+		{"hash of something else", "r1", pending("r1", "rm", "-rf", "/").Shown().Hash(), approval.AllowOnce, approval.ErrHashMismatch, ""},
+		{"empty hash", "r1", "", approval.AllowOnce, approval.ErrHashMismatch, ""},
+		{"unknown choice", "r1", m.Hash, "yes", approval.ErrBadChoice, `unknown decision "yes": want "allow_once", "allow_session" or "deny"`},
 	}
 	for _, tt := range tests {
 		err := b.Decide(tt.id, tt.hash, tt.choice, "", "console")
@@ -144,19 +145,19 @@ func TestBrokerRejectsBadDecisions(t *testing.T) {
 	if b.Waiting() != 1 {
 		t.Fatal("a rejected decision removed the request")
 	}
-	_ = b.Decide("r1", m.Hash, DenyOnce, "", "console")
+	_ = b.Decide("r1", m.Hash, approval.DenyOnce, "", "console")
 	<-r
 }
 
 func TestBrokerTimeoutAndWithdrawal(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 
 	tctx, tcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer tcancel()
 	rt := askAsync(tctx, b, pending("t1"))
-	mt := nextPending(t, events, "t1")
+	mt := nextPendingOf(t, events, "t1")
 
 	wctx, wcancel := context.WithCancelCause(context.Background())
 	rw := askAsync(wctx, b, pending("w1"))
@@ -166,13 +167,13 @@ func TestBrokerTimeoutAndWithdrawal(t *testing.T) {
 	resolved := map[string]string{}
 	for hashes["w1"] == "" {
 		switch m := next(t, events); m.Type {
-		case MsgPending:
+		case approval.MsgPending:
 			hashes[m.ID] = m.Hash
-		case MsgResolved:
+		case approval.MsgResolved:
 			resolved[m.ID] = string(m.Verdict) + " by " + m.By
 		}
 	}
-	wcancel(ErrWithdrawn)
+	wcancel(approval.ErrWithdrawn)
 
 	got := <-rw
 	if !errors.Is(got.err, context.Canceled) {
@@ -183,19 +184,19 @@ func TestBrokerTimeoutAndWithdrawal(t *testing.T) {
 		t.Fatalf("timed-out Ask returned %+v", got)
 	}
 	for len(resolved) < 2 {
-		if m := next(t, events); m.Type == MsgResolved {
+		if m := next(t, events); m.Type == approval.MsgResolved {
 			resolved[m.ID] = string(m.Verdict) + " by " + m.By
 		}
 	}
 	if resolved["t1"] != "timeout by approval_timeout" || resolved["w1"] != "withdrawn by client" {
 		t.Fatalf("resolved %v, want t1 timeout by approval_timeout and w1 withdrawn by client", resolved)
 	}
-	mw := Message{Hash: hashes["w1"]}
+	mw := approval.Message{Hash: hashes["w1"]}
 	// Decisions after the end do nothing.
-	if err := b.Decide("t1", mt.Hash, AllowOnce, "", "late"); !errors.Is(err, ErrNotPending) {
+	if err := b.Decide("t1", mt.Hash, approval.AllowOnce, "", "late"); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("decision after timeout: %v", err)
 	}
-	if err := b.Decide("w1", mw.Hash, AllowOnce, "", "late"); !errors.Is(err, ErrNotPending) {
+	if err := b.Decide("w1", mw.Hash, approval.AllowOnce, "", "late"); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("decision after withdrawal: %v", err)
 	}
 }
@@ -204,17 +205,17 @@ func TestBrokerSessionGrants(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	b := NewBroker(time.Hour, clock)
+	b := newBroker(time.Hour, clock)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 
 	r := askAsync(context.Background(), b, pending("g1"))
 	m := next(t, events)
-	if err := b.Decide("g1", m.Hash, AllowSession, "", "console uid=0 tty=/dev/pts/1"); err != nil {
+	if err := b.Decide("g1", m.Hash, approval.AllowSession, "", "console uid=0 tty=/dev/pts/1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-r; got.d.Verdict != Allow || got.d.By != "console uid=0 tty=/dev/pts/1 (new session grant g1)" {
-		t.Fatalf("outcome %+v", got)
+	if got := <-r; got.d.Verdict != approval.Allow || got.d.By != "console uid=0 tty=/dev/pts/1 (new session grant g1)" {
+		t.Fatalf("askOutcome %+v", got)
 	}
 	if gs, _ := b.Grants(); len(gs) != 1 || gs[0].ID != "g1" || gs[0].Session != "s1" || gs[0].UID != 1000 || gs[0].EnvKeys[0] != "LANG" {
 		t.Fatalf("grants %+v", gs)
@@ -225,25 +226,27 @@ func TestBrokerSessionGrants(t *testing.T) {
 	ctx, cancelAsk := context.WithTimeout(context.Background(), time.Second)
 	d, err := b.Ask(ctx, pending("g2"))
 	cancelAsk()
-	if err != nil || d.Verdict != Allow || d.By != "session grant g1 (console uid=0 tty=/dev/pts/1)" {
+	if err != nil || d.Verdict != approval.Allow || d.By != "session grant g1 (console uid=0 tty=/dev/pts/1)" {
 		t.Fatalf("same request: %+v %v", d, err)
 	}
 
 	variants := []struct {
 		name   string
-		change func(p *Pending)
+		change func(p *approval.Pending)
 	}{
-		{"different argument", func(p *Pending) { p.Request.Pipeline = [][]string{{"apt", "install", "nginx-full"}} }},
-		{"extra argument", func(p *Pending) { p.Request.Pipeline = [][]string{{"apt", "install", "nginx", "-y"}} }},
-		{"extra stage", func(p *Pending) { p.Request.Pipeline = append(p.Request.Pipeline, []string{"cat"}) }},
-		{"different env value", func(p *Pending) { p.Request.Env = map[string]string{"LANG": "C.UTF-8"} }},
-		{"extra env", func(p *Pending) { p.Request.Env = map[string]string{"LANG": "C", "TZ": "UTC"} }},
-		{"unprivileged", func(p *Pending) { p.Request.Privileged = false }},
-		{"other session", func(p *Pending) { p.Request.Session = "s2" }},
-		{"other uid", func(p *Pending) { p.Peer.UID = 1001 }},
-		{"other cwd", func(p *Pending) { p.Request.Cwd = "/tmp" }},
-		{"other program path", func(p *Pending) { p.Programs = []Program{{Chain: []string{"/usr/local/bin/apt"}, SHA256: "00"}} }},
-		{"other target user", func(p *Pending) { p.RunAs = "alice" }},
+		{"different argument", func(p *approval.Pending) { p.Request.Pipeline = [][]string{{"apt", "install", "nginx-full"}} }},
+		{"extra argument", func(p *approval.Pending) { p.Request.Pipeline = [][]string{{"apt", "install", "nginx", "-y"}} }},
+		{"extra stage", func(p *approval.Pending) { p.Request.Pipeline = append(p.Request.Pipeline, []string{"cat"}) }},
+		{"different env value", func(p *approval.Pending) { p.Request.Env = map[string]string{"LANG": "C.UTF-8"} }},
+		{"extra env", func(p *approval.Pending) { p.Request.Env = map[string]string{"LANG": "C", "TZ": "UTC"} }},
+		{"unprivileged", func(p *approval.Pending) { p.Request.Privileged = false }},
+		{"other session", func(p *approval.Pending) { p.Request.Session = "s2" }},
+		{"other uid", func(p *approval.Pending) { p.Peer.UID = 1001 }},
+		{"other cwd", func(p *approval.Pending) { p.Request.Cwd = "/tmp" }},
+		{"other program path", func(p *approval.Pending) {
+			p.Programs = []approval.Program{{Chain: []string{"/usr/local/bin/apt"}, SHA256: "00"}}
+		}},
+		{"other target user", func(p *approval.Pending) { p.RunAs = "alice" }},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -273,7 +276,7 @@ func TestBrokerSessionGrants(t *testing.T) {
 	}
 }
 
-func drain(events <-chan Message) {
+func drain(events <-chan event) {
 	for {
 		select {
 		case <-events:
@@ -284,14 +287,14 @@ func drain(events <-chan Message) {
 }
 
 func TestBrokerRevoke(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 	r := askAsync(context.Background(), b, pending("g1"))
 	m := next(t, events)
-	_ = b.Decide("g1", m.Hash, AllowSession, "", "console")
+	_ = b.Decide("g1", m.Hash, approval.AllowSession, "", "console")
 	<-r
-	if err := b.Revoke("g9"); !errors.Is(err, ErrNoGrant) {
+	if err := b.Revoke("g9"); !errors.Is(err, approval.ErrNoGrant) {
 		t.Errorf("Revoke(g9) = %v", err)
 	}
 	if err := b.Revoke("g1"); err != nil {
@@ -305,7 +308,7 @@ func TestBrokerRevoke(t *testing.T) {
 }
 
 func TestBrokerDropsSlowSubscriber(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 	ctx, stop := context.WithCancel(context.Background())
@@ -335,54 +338,6 @@ func TestBrokerDropsSlowSubscriber(t *testing.T) {
 	}
 }
 
-func TestShownHashCoversEveryField(t *testing.T) {
-	base := pending("h1")
-	h := base.Shown().Hash()
-	if len(h) != 64 {
-		t.Fatalf("hash %q", h)
-	}
-	if again := pending("h1").Shown().Hash(); again != h {
-		t.Fatal("hash not deterministic")
-	}
-	changes := map[string]func(p *Pending){
-		"reason":  func(p *Pending) { p.Request.Reason = "x" },
-		"host":    func(p *Pending) { p.Request.Host = "x" },
-		"env":     func(p *Pending) { p.Request.Env["LANG"] = "D" },
-		"program": func(p *Pending) { p.Programs[0].Chain = []string{"/tmp/apt"} },
-		"run as":  func(p *Pending) { p.RunAs = "nobody" },
-		"pid":     func(p *Pending) { p.Peer.PID = 43 },
-		"arg":     func(p *Pending) { p.Request.Pipeline[0][2] = "nginx " },
-	}
-	for name, change := range changes {
-		p := pending("h1")
-		change(p)
-		if p.Shown().Hash() == h {
-			t.Errorf("changing %s does not change the hash", name)
-		}
-	}
-}
-
-// TestShownHashSurvivesTheWire checks that a console, which hashes the
-// Shown it decoded from the daemon's JSON, gets the daemon's hash even when
-// the system gave the daemon strings that are not UTF-8.
-func TestShownHashSurvivesTheWire(t *testing.T) {
-	p := pending("w1")
-	p.Peer.Exe = "/tmp/bad\xff\xfeexe"
-	p.RunAs = "r\xc0ot"
-	s := p.Shown()
-	b, err := json.Marshal(Message{Type: MsgPending, Request: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m Message
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := m.Request.Hash(), s.Hash(); got != want {
-		t.Fatalf("hash after the wire %s, daemon's %s", got, want)
-	}
-}
-
 // hugeArg is an argument of n bytes.
 func hugeArg(n int) string { return strings.Repeat("x", n) }
 
@@ -391,10 +346,10 @@ func hugeArg(n int) string { return strings.Repeat("x", n) }
 // from Detail, only for the right hash, and hashes to the announced hash,
 // which the decision still binds.
 func TestBrokerSummarisesLargeRequests(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
-	for _, size := range []int{MaxInlineRequest + 1, 990 << 10, proto.MaxRequestBytes} {
+	for _, size := range []int{approval.MaxInlineRequest + 1, 990 << 10, proto.MaxRequestBytes} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
 			p := pending("big-"+strconv.Itoa(size), "echo", hugeArg(size), "<&>")
 			r := askAsync(context.Background(), b, p)
@@ -403,8 +358,8 @@ func TestBrokerSummarisesLargeRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(line) > MaxInlineRequest {
-				t.Errorf("pending line is %d bytes; want at most %d", len(line), MaxInlineRequest)
+			if len(line) > approval.MaxInlineRequest {
+				t.Errorf("pending line is %d bytes; want at most %d", len(line), approval.MaxInlineRequest)
 			}
 			full := p.Shown()
 			if m.Summary == nil || m.Summary.Stages != 1 || m.Summary.Args != 3 || m.Summary.EnvVars != 1 ||
@@ -418,20 +373,20 @@ func TestBrokerSummarisesLargeRequests(t *testing.T) {
 			if wrong == m.Hash {
 				wrong = "1" + m.Hash[1:]
 			}
-			if _, err := b.Detail(m.ID, wrong); !errors.Is(err, ErrHashMismatch) {
+			if _, err := b.Detail(m.ID, wrong); !errors.Is(err, approval.ErrHashMismatch) {
 				t.Errorf("Detail with a wrong hash: %v, want ErrHashMismatch", err)
 			}
 			s, err := b.Detail(m.ID, m.Hash)
 			if err != nil || s.Hash() != m.Hash || s.Pipeline[0][1] != hugeArg(size) {
 				t.Fatalf("Detail: %v; want the full request", err)
 			}
-			if err := b.Decide(m.ID, m.Hash, AllowOnce, "", "test"); err != nil {
+			if err := b.Decide(m.ID, m.Hash, approval.AllowOnce, "", "test"); err != nil {
 				t.Fatal(err)
 			}
-			if got := <-r; got.err != nil || got.d.Verdict != Allow {
-				t.Fatalf("outcome %+v", got)
+			if got := <-r; got.err != nil || got.d.Verdict != approval.Allow {
+				t.Fatalf("askOutcome %+v", got)
 			}
-			if _, err := b.Detail(m.ID, m.Hash); !errors.Is(err, ErrNotPending) {
+			if _, err := b.Detail(m.ID, m.Hash); !errors.Is(err, approval.ErrNotPending) {
 				t.Errorf("Detail after the decision: %v, want ErrNotPending", err)
 			}
 			next(t, events) // resolved
@@ -442,7 +397,7 @@ func TestBrokerSummarisesLargeRequests(t *testing.T) {
 	if m := next(t, events); m.Summary != nil || m.Request == nil || len(m.Request.Pipeline) != 1 {
 		t.Errorf("small request announced as %+v", m)
 	}
-	_ = b.Decide("small", pending("small").Shown().Hash(), DenyOnce, "", "test")
+	_ = b.Decide("small", pending("small").Shown().Hash(), approval.DenyOnce, "", "test")
 	<-r
 }
 
@@ -450,7 +405,7 @@ func TestBrokerSummarisesLargeRequests(t *testing.T) {
 // read their pending message cost it nothing: the console is not dropped,
 // and it never hears of them.
 func TestBrokerCoalescesWithdrawn(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 	for i := range subscriberLimit + 10 {
@@ -459,14 +414,14 @@ func TestBrokerCoalescesWithdrawn(t *testing.T) {
 		for b.Waiting() == 0 {
 			runtime.Gosched()
 		}
-		stop(ErrWithdrawn)
+		stop(approval.ErrWithdrawn)
 		<-r
 	}
 	// One request that stays: the console, reading at last, gets at most
 	// the one pending message the feeder held in hand (and its resolved),
 	// then the live request.
 	r := askAsync(context.Background(), b, pending("live"))
-	var got []Message
+	var got []approval.Message
 	for {
 		m := next(t, events)
 		got = append(got, m)
@@ -477,7 +432,7 @@ func TestBrokerCoalescesWithdrawn(t *testing.T) {
 	if len(got) > 3 {
 		t.Errorf("console got %d messages for %d withdrawn requests; want them coalesced away", len(got)-1, subscriberLimit+10)
 	}
-	_ = b.Decide("live", got[len(got)-1].Hash, DenyOnce, "", "test")
+	_ = b.Decide("live", got[len(got)-1].Hash, approval.DenyOnce, "", "test")
 	<-r
 }
 
@@ -485,24 +440,24 @@ func TestBrokerCoalescesWithdrawn(t *testing.T) {
 // waits is refused, so the two can never be confused and decisions on the
 // first still work (issue 10 L6).
 func TestBrokerDuplicateIDRefused(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 	r := askAsync(context.Background(), b, pending("same"))
 	m := next(t, events)
 	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
-	if _, err := b.Ask(ctx, pending("same", "rm", "-rf", "/")); !errors.Is(err, ErrDuplicateID) {
+	if _, err := b.Ask(ctx, pending("same", "rm", "-rf", "/")); !errors.Is(err, approval.ErrDuplicateID) {
 		t.Fatalf("second Ask with the same id: %v, want ErrDuplicateID", err)
 	}
 	if b.Waiting() != 1 {
 		t.Errorf("Waiting() = %d, want 1", b.Waiting())
 	}
-	if err := b.Decide("same", m.Hash, AllowOnce, "", "test"); err != nil {
+	if err := b.Decide("same", m.Hash, approval.AllowOnce, "", "test"); err != nil {
 		t.Fatalf("decision on the first request: %v", err)
 	}
-	if got := <-r; got.err != nil || got.d.Verdict != Allow {
-		t.Fatalf("outcome %+v", got)
+	if got := <-r; got.err != nil || got.d.Verdict != approval.Allow {
+		t.Fatalf("askOutcome %+v", got)
 	}
 }
 
@@ -510,22 +465,22 @@ func TestBrokerDuplicateIDRefused(t *testing.T) {
 // with its size and SHA-256 instead, and a listing holds at most
 // MaxGrantsListed grants; matching still uses the full request.
 func TestBrokerGrantListingBounded(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 	argv := []string{"echo", hugeArg(990 << 10)}
 	r := askAsync(context.Background(), b, pending("long", argv...))
 	m := next(t, events)
-	if err := b.Decide("long", m.Hash, AllowSession, "", "test"); err != nil {
+	if err := b.Decide("long", m.Hash, approval.AllowSession, "", "test"); err != nil {
 		t.Fatal(err)
 	}
 	<-r
-	var gm Message
-	for gm.Type != MsgGrants {
+	var gm approval.Message
+	for gm.Type != approval.MsgGrants {
 		gm = next(t, events)
 	}
 	line, _ := json.Marshal(gm)
-	if len(line) > MaxGrantPipeline+4096 {
+	if len(line) > approval.MaxGrantPipeline+4096 {
 		t.Errorf("grants line is %d bytes", len(line))
 	}
 	pj, _ := json.Marshal([][]string{argv})
@@ -537,30 +492,30 @@ func TestBrokerGrantListingBounded(t *testing.T) {
 	// The grant still covers the exact same request.
 	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
-	if d, err := b.Ask(ctx, pending("long-again", argv...)); err != nil || d.Verdict != Allow {
+	if d, err := b.Ask(ctx, pending("long-again", argv...)); err != nil || d.Verdict != approval.Allow {
 		t.Fatalf("same request under the grant: %+v, %v", d, err)
 	}
 
-	for i := range MaxGrantsListed + 2 {
+	for i := range approval.MaxGrantsListed + 2 {
 		id := fmt.Sprintf("many-%d", i)
 		r := askAsync(context.Background(), b, pending(id, "echo", id))
 		m := next(t, events)
-		for m.Type != MsgPending {
+		for m.Type != approval.MsgPending {
 			m = next(t, events)
 		}
-		if err := b.Decide(id, m.Hash, AllowSession, "", "test"); err != nil {
+		if err := b.Decide(id, m.Hash, approval.AllowSession, "", "test"); err != nil {
 			t.Fatal(err)
 		}
 		<-r
 	}
 	gs, omitted := b.Grants()
-	if len(gs) != MaxGrantsListed || omitted != 3 {
-		t.Errorf("Grants() listed %d, omitted %d; want %d and 3", len(gs), omitted, MaxGrantsListed)
+	if len(gs) != approval.MaxGrantsListed || omitted != 3 {
+		t.Errorf("Grants() listed %d, omitted %d; want %d and 3", len(gs), omitted, approval.MaxGrantsListed)
 	}
 }
 
-func fullSize(s *Shown) int {
-	n, _, err := s.canonical()
+func fullSize(s *approval.Shown) int {
+	n, _, err := s.Canonical()
 	if err != nil {
 		panic(err)
 	}
@@ -571,7 +526,7 @@ func fullSize(s *Shown) int {
 // shutdown is resolved for consoles as an error by "daemon shutting down",
 // the decision Unanswered gives the daemon to record.
 func TestBrokerShutdownEndsQuestions(t *testing.T) {
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	_, events, cancel := b.Subscribe()
 	defer cancel()
 	ctx, shutdown := context.WithCancel(context.Background())
@@ -582,10 +537,10 @@ func TestBrokerShutdownEndsQuestions(t *testing.T) {
 		t.Fatalf("Ask returned %+v", got)
 	}
 	m := next(t, events)
-	if m.Type != MsgResolved || m.Verdict != Failed || m.By != ByShutdown {
-		t.Errorf("resolved %+v, want %s by %q", m, Failed, ByShutdown)
+	if m.Type != approval.MsgResolved || m.Verdict != approval.Failed || m.By != approval.ByShutdown {
+		t.Errorf("resolved %+v, want %s by %q", m, approval.Failed, approval.ByShutdown)
 	}
-	if d := Unanswered(ctx); d.Verdict != m.Verdict || d.By != m.By {
+	if d := approval.Unanswered(ctx); d.Verdict != m.Verdict || d.By != m.By {
 		t.Errorf("Unanswered = %+v, but consoles were told %s by %q", d, m.Verdict, m.By)
 	}
 }
@@ -594,14 +549,14 @@ func TestBrokerShutdownEndsQuestions(t *testing.T) {
 // connected when it starts waiting and again each time they change:
 // consoles, and web approvers (a subscription marked by signed_only).
 func TestBrokerCountsApprovers(t *testing.T) {
-	b := NewBroker(time.Minute, nil)
-	counts := make(chan Approvers, 64)
+	b := newBroker(time.Minute, nil)
+	counts := make(chan approval.Approvers, 64)
 	p := pending("r1")
-	p.Waiting = func(a Approvers) { counts <- a }
+	p.Waiting = func(a approval.Approvers) { counts <- a }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := askAsync(ctx, b, p)
-	waitFor := func(want Approvers) {
+	waitFor := func(want approval.Approvers) {
 		t.Helper()
 		for got := range counts {
 			if got == want {
@@ -609,17 +564,17 @@ func TestBrokerCountsApprovers(t *testing.T) {
 			}
 		}
 	}
-	waitFor(Approvers{})
+	waitFor(approval.Approvers{})
 	_, _, cancelConsole, _ := b.subscribe()
-	waitFor(Approvers{Consoles: 1})
+	waitFor(approval.Approvers{Consoles: 1})
 	_, _, cancelWeb, web := b.subscribe()
 	b.markWeb(web)
-	waitFor(Approvers{Consoles: 1, Web: 1})
+	waitFor(approval.Approvers{Consoles: 1, Web: 1})
 	cancelConsole()
-	waitFor(Approvers{Web: 1})
+	waitFor(approval.Approvers{Web: 1})
 	cancelWeb()
-	waitFor(Approvers{})
-	if got := b.Approvers(); got != (Approvers{}) {
+	waitFor(approval.Approvers{})
+	if got := b.Approvers(); got != (approval.Approvers{}) {
 		t.Errorf("Approvers() = %+v after both left, want none", got)
 	}
 	cancel()
@@ -630,10 +585,10 @@ func TestBrokerCountsApprovers(t *testing.T) {
 // with ErrNoApprover, and never announced, when no approver is connected;
 // with one connected it waits, announced to it, as any other.
 func TestBrokerNonInteractive(t *testing.T) {
-	b := NewBroker(time.Minute, nil)
+	b := newBroker(time.Minute, nil)
 	p := pending("r1")
 	p.NonInteractive = true
-	if _, err := b.Ask(context.Background(), p); !errors.Is(err, ErrNoApprover) {
+	if _, err := b.Ask(context.Background(), p); !errors.Is(err, approval.ErrNoApprover) {
 		t.Fatalf("Ask with no approver = %v, want ErrNoApprover", err)
 	}
 	if n := b.Waiting(); n != 0 {
@@ -651,7 +606,7 @@ func TestBrokerNonInteractive(t *testing.T) {
 	seen := map[string]bool{}
 	for len(seen) < 2 {
 		m := <-events
-		if m.Type == MsgPending {
+		if m.Type == approval.MsgPending {
 			seen[m.ID] = true
 		}
 	}
@@ -659,7 +614,7 @@ func TestBrokerNonInteractive(t *testing.T) {
 		t.Fatalf("the non-interactive request was not announced to the web approver: %v", seen)
 	}
 	cancel()
-	for _, ch := range []<-chan outcome{done, done2} {
+	for _, ch := range []<-chan askOutcome{done, done2} {
 		if o := <-ch; !errors.Is(o.err, context.Canceled) {
 			t.Errorf("Ask ended with %v, want the context's end", o.err)
 		}

@@ -1,10 +1,12 @@
-package approval
+package daemon
 
 import (
 	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
 // TestConsoleKeysAreExact: a decide whose "decision" is deny decides deny
@@ -15,50 +17,50 @@ import (
 func TestConsoleKeysAreExact(t *testing.T) {
 	for i, other := range []string{`"Decision"`, `"DECISION"`, `"deci\u017fion"`, `"deciſion"`, `"Decision"`} {
 		id := "k" + string(rune('0'+i))
-		b := NewBroker(time.Hour, nil)
+		b := newBroker(time.Hour, nil)
 		r := askAsync(context.Background(), b, pending(id))
 		c := serveConsole(context.Background(), t, b, "console")
-		var p Message
-		for p.Type != MsgPending {
+		var p approval.Message
+		for p.Type != approval.MsgPending {
 			p = c.read()
 		}
 		if i == 4 {
 			// The allow first, the deny after it: the exact key still
 			// decides, whichever comes last.
 			c.send(`{"type":"decide","id":"` + id + `","hash":"` + p.Hash + `",` + other + `:"deny","decision":"allow_once"}`)
-			if res := c.readType(MsgResult); !res.OK {
+			if res := c.readType(approval.MsgResult); !res.OK {
 				t.Fatalf("%s before decision: answered %+v", other, res)
 			}
-			if got := <-r; got.err != nil || got.d.Verdict != Allow {
+			if got := <-r; got.err != nil || got.d.Verdict != approval.Allow {
 				t.Fatalf("%s:\"deny\" before \"decision\":\"allow_once\": %+v %v, want allowed", other, got.d, got.err)
 			}
 			continue
 		}
 		c.send(`{"type":"decide","id":"` + id + `","hash":"` + p.Hash + `","decision":"deny",` + other + `:"allow_once"}`)
-		if res := c.readType(MsgResult); !res.OK {
+		if res := c.readType(approval.MsgResult); !res.OK {
 			t.Fatalf("%s: answered %+v", other, res)
 		}
-		if got := <-r; got.err != nil || got.d.Verdict != Deny {
+		if got := <-r; got.err != nil || got.d.Verdict != approval.Deny {
 			t.Fatalf("\"decision\":\"deny\",%s:\"allow_once\" decided %+v %v, want denied", other, got.d, got.err)
 		}
 	}
 
-	b := NewBroker(time.Hour, nil)
+	b := newBroker(time.Hour, nil)
 	r := askAsync(context.Background(), b, pending("t1"))
 	c := serveConsole(context.Background(), t, b, "console")
-	var p Message
-	for p.Type != MsgPending {
+	var p approval.Message
+	for p.Type != approval.MsgPending {
 		p = c.read()
 	}
 	c.send(`{"type":"revoke","grant":"g404","TYPE":"decide","id":"t1","hash":"` + p.Hash + `","decision":"allow_once"}`)
-	if res := c.readType(MsgResult); res.OK || !strings.Contains(res.Error, "g404") {
+	if res := c.readType(approval.MsgResult); res.OK || !strings.Contains(res.Error, "g404") {
 		t.Fatalf("revoke with a TYPE decide: answered %+v, want the revoke's error", res)
 	}
 	if b.Waiting() != 1 {
 		t.Fatal("a revoke with \"TYPE\":\"decide\" decided the request")
 	}
-	c.sendMessage(Message{Type: MsgDecide, ID: "t1", Hash: p.Hash, Decision: DenyOnce})
-	if got := <-r; got.err != nil || got.d.Verdict != Deny {
+	c.sendMessage(approval.Message{Type: approval.MsgDecide, ID: "t1", Hash: p.Hash, Decision: approval.DenyOnce})
+	if got := <-r; got.err != nil || got.d.Verdict != approval.Deny {
 		t.Fatalf("deny: %+v %v", got.d, got.err)
 	}
 }
@@ -75,7 +77,7 @@ const signedLine = `{"type":"decide","id":"x","hash":"h","decision":"allow_once"
 // break or nonzero unused bits, and a time that is not RFC 3339 (an offset
 // of 24 hours, which no statement can be encoded with) are refused.
 func TestDecodeConsoleLineStrict(t *testing.T) {
-	if m, err := decodeConsoleLine([]byte(signedLine)); err != nil || m.Signed == nil || m.Signed.Statement.Decision != AllowOnce {
+	if m, err := decodeConsoleLine([]byte(signedLine)); err != nil || m.Signed == nil || m.Signed.Statement.Decision != approval.AllowOnce {
 		t.Fatalf("the unchanged line: %+v %v", m, err)
 	}
 	for _, tt := range []struct {
@@ -106,7 +108,7 @@ func TestDecodeConsoleLineStrict(t *testing.T) {
 
 // readType returns the next message of type typ, skipping others (a
 // decision's resolved and result race).
-func (c *console) readType(typ string) Message {
+func (c *console) readType(typ string) approval.Message {
 	c.t.Helper()
 	for {
 		if m := c.read(); m.Type == typ {
