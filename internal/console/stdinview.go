@@ -109,7 +109,7 @@ func (s *stdinScreen) View() (top, body, bottom []string) {
 	st := m.st
 	in := r.shown.Stdin
 	kind := "text"
-	if !isText(in.Data) {
+	if !approval.IsText(in.Data) {
 		kind = "binary, as a hexdump"
 	}
 	top = append(top, "")
@@ -135,7 +135,7 @@ func (s *stdinScreen) View() (top, body, bottom []string) {
 // beside it. The last line says where the input ends.
 func stdinLines(st *styles, in *approval.StdinShown, width int) []string {
 	var out []string
-	if isText(in.Data) {
+	if approval.IsText(in.Data) {
 		text := string(in.Data)
 		final := strings.HasSuffix(text, "\n")
 		parts := strings.Split(strings.TrimSuffix(text, "\n"), "\n")

@@ -1,14 +1,10 @@
 package console
 
 import (
-	"bytes"
 	"fmt"
-	"maps"
-	"path"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -24,30 +20,13 @@ const (
 	// columns.
 	muxWarning = "an agent typing into it could approve its own requests"
 	idleText   = "waiting for requests…"
-	// writableWarning starts the line under a stage whose program someone
-	// other than root can change, and under a writable working directory.
-	writableWarning = "⚠ NOT ROOT-ONLY:"
-	writableMeans   = "someone other than root can replace or rewrite this program; the daemon runs the file it opened and hashed, but check what it is"
-	// cwdWritableMeans says, on the warning's one line of 80 columns under
-	// a working directory someone other than root can write, that they can
-	// change what the command finds there.
-	cwdWritableMeans = "non-root can change it"
-	sshWarning       = "⚠ SSH AGENT FORWARDED: the command gets the SSH agent of the daemon's operator and can use those keys while it runs"
+	// The warnings' words are the sheet's (approval.NewSheet), which every
+	// surface shares; the tests name them by these.
+	writableWarning  = approval.WritableWarning
+	writableMeans    = approval.WritableMeans
+	cwdWritableMeans = approval.CwdWritableMeans
+	sshWarning       = approval.SSHWarning
 )
-
-// cwdWarning is the one line under the working directory when someone
-// other than root can write w: what that means, then why, as the daemon
-// said it without the "the directory is" the line does not need. The path
-// is left out when it is the working directory shown right above, as it
-// nearly always is. q and es escape a path and free text.
-func cwdWarning(cwd string, w approval.Writable, q, es func(string) string) string {
-	why := strings.TrimPrefix(w.Why, "the directory is ")
-	where := ""
-	if w.Path != cwd {
-		where = q(w.Path) + " "
-	}
-	return fmt.Sprintf("%s %s%s (%s)", writableWarning, where, cwdWritableMeans, es(why))
-}
 
 // View renders the screen: a fixed top (header, warnings, notices), a body
 // that scrolls when it does not fit, and a fixed bottom (the prompt and the
@@ -351,17 +330,13 @@ func (m *model) requestView(r *request, full bool) (top, body []string) {
 }
 
 // approvalsLine says how many of the people a request needs have allowed
-// it, and who (escaped: the daemon's names for consoles and passkeys).
+// it, and who: the sheet's words, escaped.
 func approvalsLine(r *request) string {
-	n := r.shown.Approvals
-	if len(r.approvedBy) == 0 {
-		return fmt.Sprintf("NEEDS %d DIFFERENT PEOPLE: 0 of %d approvals so far", n, n)
+	a := approval.NewSheet(r.shown, approval.Context{ApprovedBy: r.approvedBy}).Approvals
+	if a == nil {
+		return ""
 	}
-	who := make([]string, len(r.approvedBy))
-	for i, b := range r.approvedBy {
-		who[i] = termtext.Esc(b)
-	}
-	return fmt.Sprintf("%d of %d approvals · waiting for another person · allowed by %s", len(r.approvedBy), n, strings.Join(who, ", "))
+	return escapers{func(bool) {}}.parts(a.Parts)
 }
 
 // roundUp rounds d up to a tenth of a second, so the hint never says 0.0s
@@ -423,8 +398,16 @@ func summaryDetails(st *styles, r *request, width int) []string {
 	}
 	l.field("cwd", termtext.EscStrict(s.Cwd), nil)
 	l.field("reason", termtext.Esc(s.Reason), nil)
-	requesterLines(l, s, func(bool) {})
-	claimedLines(l, s, termtext.Esc)
+	// Who asked and what the agent claims, as the sheet says them.
+	x := escapers{func(bool) {}}
+	details := approval.NewSheet(s, approval.Context{}).Details
+	for _, keys := range [][]string{{approval.KeyChanged, approval.KeyRequester, approval.KeyAskedBy, approval.KeyContainer}, {approval.KeySession, approval.KeyHost}} {
+		for _, it := range details {
+			if slices.Contains(keys, it.Key) {
+				l.field(it.Label, x.parts(it.Parts), styleOf(st, it.Level))
+			}
+		}
+	}
 	l.field("id", termtext.Esc(r.id), nil)
 	return l.out
 }
@@ -514,276 +497,169 @@ func firstScreen(st *styles, s *approval.Shown, width, room int) ([]string, bool
 }
 
 // details renders what the human is shown about s, wrapped to width, and
-// reports whether any of it had to be escaped. It and firstScreen are the
-// one place that turns a request into text, so the notice and the screen
-// cannot disagree.
-//
-// With full false it is the request's first screen, laid out so that at
-// 80×24 everything needed to judge fits above the prompt: the command,
-// each stage's program unless the command already says it (with their
-// warnings), the first lines of its stdin, who it runs as, why it needs
-// approval, who asked, the first lines of the reason, the directory, the
-// names of the environment variables and the session. With full true it
-// is every detail: each stage's program, the whole reason and why, the
-// environment's values, the host, the id and the exact times.
+// reports whether any of it had to be escaped. It and firstScreen render
+// the request's sheet (approval.NewSheet), which decides what is shown, in
+// which order and with which words, for every surface: with full false its
+// first screen, laid out so that at 80×24 everything needed to judge fits
+// above the prompt; with full true every detail.
 func details(st *styles, s *approval.Shown, width int, full bool) ([]string, bool) {
 	return render(st, s, width, full, briefStart())
 }
 
-// commandLine is the request's command line as the screen shows it.
-func commandLine(s *approval.Shown, esc escapers) string {
-	return esc.use(termtext.CommandLine(s.Pipeline))
-}
-
-// repeatsCommand reports whether stage i's line would only repeat what the
-// command line shows: its program is the one file the command names, not
-// reached through a symbolic link, found in a system directory (or named
-// by its path), and nobody but root can change it. The first screen leaves
-// such a line out; the details keep it.
-func repeatsCommand(s *approval.Shown, i int) bool {
-	stage := s.Pipeline[i]
-	if i >= len(s.Programs) || len(stage) == 0 {
-		return false
+// styleOf is the style of a sheet's level; nil for plain.
+func styleOf(st *styles, lv approval.Level) *lipgloss.Style {
+	switch lv {
+	case approval.LevelBold:
+		return &st.bold
+	case approval.LevelWarn:
+		return &st.warn
+	case approval.LevelDanger:
+		return &st.danger
+	case approval.LevelDim:
+		return &st.dim
 	}
-	p := s.Programs[i]
-	if len(p.Chain) != 1 || len(p.Writable) > 0 {
-		return false
-	}
-	exe := p.Chain[0]
-	if exe == stage[0] {
-		return true
-	}
-	dir, base := path.Split(exe)
-	return base == stage[0] && isSystemDir(path.Clean(dir))
+	return nil
 }
 
 // render is details with the first screen's parts cut to lim (full
-// false).
+// false): the sheet's items, each escaped for the terminal; the parts the
+// sheet lets a first screen cut (Item.Cut) are cut to lim, with a line
+// that says so.
 func render(st *styles, s *approval.Shown, width int, full bool, lim briefLimits) ([]string, bool) {
 	l := newLines(st, width)
 	escaped := false
-	note := func(e bool) {
-		escaped = escaped || e
-	}
-	// e is for free text (reason, session, host); es for what must be
-	// shown exactly: directories, environment, names, paths; q quotes an
-	// argument, qp a program path (every non-ASCII character escaped).
-	esc := escapers{note}
-	e, es, q, qp := esc.free, esc.strict, esc.quote, esc.program
+	x := escapers{func(e bool) { escaped = escaped || e }}
 	more := func(what string) {
-		l.field("", fmt.Sprintf("… more %s: press %c for all details", what, detailsKey), &st.dim)
+		l.field("", fmt.Sprintf("%s: press %c for all details", approval.MoreText(what), detailsKey), &st.dim)
 	}
-
+	sh := approval.NewSheet(s, approval.Context{})
+	items := sh.First
+	if full {
+		items = sh.Details
+	}
+	var reasonItems []approval.Item
+	for _, it := range items {
+		if it.Key == approval.KeyReason {
+			reasonItems = append(reasonItems, it)
+		}
+	}
 	// The reason is free text: each of its lines is shown on a line of its
 	// own rather than as \n.
 	reason := func() {
 		left := lim.reason
-		for i, part := range strings.Split(s.Reason, "\n") {
-			label := ""
-			if i == 0 {
-				label = "reason"
-			}
+		for _, it := range reasonItems {
+			value := x.parts(it.Parts)
 			if !full && left == 0 {
-				more("of the reason")
+				more(it.Cut)
 				break
 			}
-			if l.fieldMax(label, e(part), nil, left, full) {
-				more("of the reason")
+			if l.fieldMax(it.Label, value, nil, left, full) {
+				more(it.Cut)
 				break
 			}
-			left -= l.height(e(part))
+			left -= l.height(value)
 		}
 	}
 	if !full && lim.reasonFirst {
 		reason()
 	}
-	l.field("command", commandLine(s, esc), &st.bold)
-	for i, stage := range s.Pipeline {
-		if !full && repeatsCommand(s, i) {
-			continue
-		}
-		var b strings.Builder
-		var writable []approval.Writable
-		if i < len(s.Programs) && len(s.Programs[i].Chain) > 0 {
-			// Each hop quoted on its own: a name containing " -> " is
-			// then visibly one name.
-			for j, p := range s.Programs[i].Chain {
-				if j > 0 {
-					b.WriteString(" -> ")
-				}
-				b.WriteString(qp(p))
+	for i := 0; i < len(items); i++ {
+		it := items[i]
+		style := styleOf(st, it.Level)
+		switch it.Key {
+		case approval.KeyReason:
+			if it.Label != "" && (full || !lim.reasonFirst) {
+				reason()
 			}
-			writable = s.Programs[i].Writable
-		} else if len(stage) > 0 {
-			b.WriteString(qp(stage[0]) + " (the daemon did not say which program runs)")
-		}
-		for _, arg := range stage[min(1, len(stage)):] {
-			b.WriteString(" " + q(arg))
-		}
-		l.field(fmt.Sprintf("stage %d", i+1), b.String(), nil)
-		for _, w := range writable {
-			l.field("", fmt.Sprintf("%s %s %s: %s", writableWarning, q(w.Path), es(w.Why), writableMeans), &st.danger)
-		}
-	}
-	// Next to the command that reads it.
-	if s.Stdin != nil {
-		stdinDetails(l, st, s.Stdin, es, full, lim.stdin)
-	}
-	if why := s.GrantRefusal(); why != "" {
-		l.field("grant", "⚠ "+e(why), &st.warn)
-	}
-	switch {
-	case s.Privileged:
-		l.field("runs", "as root", &st.danger)
-	case s.RunAs != "":
-		l.field("runs", "as "+es(s.RunAs)+" (unprivileged)", nil)
-	default:
-		l.field("runs", fmt.Sprintf("unprivileged, as uid %d", s.Peer.UID), nil)
-	}
-	if s.ForwardAgent {
-		l.field("ssh agent", sshWarning, &st.warn)
-	}
-	if s.Why != "" {
-		if l.fieldMax("why", es(s.Why), nil, lim.why, full) {
-			more("of why")
-		}
-	}
-	if !full {
-		requesterBrief(l, s, lim.asked, note, more)
-	}
-	if full || !lim.reasonFirst {
-		reason()
-	}
-	cwd := q(s.Cwd)
-	if len(s.CwdChain) > 0 {
-		hops := make([]string, len(s.CwdChain))
-		for i, h := range s.CwdChain {
-			hops[i] = q(h)
-		}
-		cwd += " (requested as " + strings.Join(hops, " -> ") + ")"
-	}
-	l.field("cwd", cwd, nil)
-	for _, w := range s.CwdWritable {
-		l.field("", cwdWarning(s.Cwd, w, q, es), &st.warn)
-	}
-	keys := slices.Sorted(maps.Keys(s.Env))
-	if !full {
-		if len(keys) > 0 {
-			names := make([]string, len(keys))
-			for i, k := range keys {
-				names[i] = q(k)
+		case approval.KeyStdin:
+			// Next to the command that reads it.
+			j := i + 1
+			for j < len(items) && (items[j].Key == approval.KeyStdinLine || items[j].Key == approval.KeyStdinMore) {
+				j++
 			}
-			l.field("env", fmt.Sprintf("%s (values: press %c)", strings.Join(names, " "), detailsKey), nil)
+			stdinDetails(l, st, s.Stdin, items[i:j], x, full, lim.stdin)
+			i = j - 1
+		case approval.KeyWhy:
+			if l.fieldMax(it.Label, x.parts(it.Parts), style, lim.why, full) {
+				more(it.Cut)
+			}
+		case approval.KeyChanged, approval.KeyRequester, approval.KeyContainer, approval.KeyAgent:
+			n := map[string]int{approval.KeyChanged: briefChangedLines, approval.KeyRequester: lim.asked,
+				approval.KeyContainer: briefContainerLines, approval.KeyAgent: briefClaimedLines}[it.Key]
+			if l.fieldMax(it.Label, x.parts(it.Parts), style, n, full) {
+				more(it.Cut)
+			}
+		case approval.KeyAskedBy:
+			if full || len(it.Hops) == 0 {
+				l.field(it.Label, x.parts(it.Parts), style)
+			} else {
+				askedByBrief(l, it, s.Peer.Ancestry, x, lim.asked, more)
+			}
+		case approval.KeyEnvNames:
+			l.field(it.Label, fmt.Sprintf("%s (values: press %c)", x.parts(it.Parts), detailsKey), style)
+		default:
+			l.field(it.Label, x.parts(it.Parts), style)
 		}
-		claimedBrief(l, s, e, more)
-		return l.out, escaped
 	}
-	for i, k := range keys {
-		label := ""
-		if i == 0 {
-			label = "env"
-		}
-		l.field(label, es(k)+"="+q(s.Env[k]), nil)
-	}
-	claimedLines(l, s, e)
-	l.field("id", es(s.ID), nil)
-	l.field("time", fmt.Sprintf("sent %s by the agent's clock (claimed) · received %s · deadline %s",
-		fmtTime(s.Time), clock(s.Received), clock(s.Deadline)), nil)
-	requesterLines(l, s, note)
 	return l.out, escaped
 }
 
-// Bounds of the stdin preview: the first stdinPreviewLines lines of text,
-// or hexdump rows of 16 bytes, of the first stdinPreviewBytes bytes.
-const (
-	stdinPreviewLines = 8
-	stdinPreviewBytes = 1024
-)
+// briefClaimedLines bounds the claims' line on the first screen.
+const briefClaimedLines = 2
 
 // stdinHashPrefix is how many hex digits of the SHA-256 the first screen
 // shows when the whole hash does not fit on the stdin line.
 const stdinHashPrefix = 16
 
-// stdinDetails adds the stdin section: size and SHA-256 (what the decision
-// binds), then a bounded preview, text escaped line by line when the
-// content is UTF-8 text, else a hexdump; and how much was not shown. The
-// details (full) show the whole hash and stdinPreviewLines lines; the
-// first screen the stdin line on one line (the hash shortened to its first
-// stdinHashPrefix digits, or left to the details, when the whole does not
-// fit) and n lines of content.
-func stdinDetails(l *lines, st *styles, in *approval.StdinShown, es func(string) string, full bool, n int) {
-	head := func(hash string) string {
-		return fmt.Sprintf("%d bytes · sha256 %s · the first stage reads this", in.Size, hash)
-	}
-	text := head(es(in.SHA256))
-	if !full {
-		short := es(in.SHA256)
-		if r := []rune(in.SHA256); len(r) > stdinHashPrefix {
-			short = es(string(r[:stdinHashPrefix])) + "…"
+// stdinDetails adds the sheet's stdin items: size and SHA-256 (what the
+// decision binds), then the bounded preview the sheet gives (text line by
+// line, or a hexdump), and how much was not shown. The details (full) show
+// them all; the first screen the stdin line on one line (the hash
+// shortened to its first stdinHashPrefix digits, or left to the details,
+// when the whole does not fit) and n lines of content.
+func stdinDetails(l *lines, st *styles, in *approval.StdinShown, items []approval.Item, x escapers, full bool, n int) {
+	head := items[0]
+	text := x.parts(head.Parts)
+	if !full && len(head.Parts) == 4 {
+		// The sheet's head is size, " · sha256 ", the hash, the rest.
+		short := head.Parts[2]
+		if r := []rune(short.Text); len(r) > stdinHashPrefix {
+			short.Text = string(r[:stdinHashPrefix])
 		}
-		for _, t := range []string{text, head(short), fmt.Sprintf("%d bytes · the first stage reads this", in.Size)} {
+		shortText := x.parts(head.Parts[:2]) + x.part(short) + "…" + x.part(head.Parts[3])
+		if short.Text == head.Parts[2].Text {
+			shortText = text
+		}
+		for _, t := range []string{text, shortText, x.part(head.Parts[0]) + x.part(head.Parts[3])} {
 			text = t
 			if l.height(t) <= 1 {
 				break
 			}
 		}
 	}
-	l.field("stdin", text, &st.warn)
-	if full {
-		n = stdinPreviewLines
-	}
-	data := in.Data[:min(len(in.Data), stdinPreviewBytes)]
+	l.field(head.Label, text, styleOf(st, head.Level))
 	shown := 0
-	if isText(in.Data) {
-		for _, line := range strings.SplitAfter(string(data), "\n") {
-			if n <= 0 || line == "" {
-				break
-			}
-			value := es(strings.TrimSuffix(line, "\n"))
-			if l.fieldMax("", value, nil, n, full) {
-				// A line cut on the first screen counts as not shown.
-				n = 0
-				break
-			}
-			// The details count lines of the input, the first screen
-			// lines of the screen.
-			if full {
-				n--
-			} else {
-				n -= l.height(value)
-			}
-			shown += len(line)
+	for _, it := range items[1:] {
+		if it.Key != approval.KeyStdinLine {
+			continue
 		}
-	} else {
-		for off := 0; off < len(data) && off/16 < n; off += 16 {
-			row := data[off:min(off+16, len(data))]
-			l.field("", fmt.Sprintf("%08x  % x", off, row), nil)
-			shown += len(row)
+		if !full && n <= 0 {
+			break
 		}
+		value := x.parts(it.Parts)
+		if l.fieldMax(it.Label, value, nil, n, full) {
+			// A line cut on the first screen counts as not shown.
+			break
+		}
+		// The first screen counts lines of the screen.
+		if !full {
+			n -= l.height(value)
+		}
+		shown += it.Bytes
 	}
 	if rest := in.Size - shown; rest > 0 {
-		l.field("", fmt.Sprintf("… %d more bytes not shown: press %c to see all %d bytes", rest, stdinKey, in.Size), &st.warn)
+		l.field("", fmt.Sprintf("%s: press %c to see all %d bytes", approval.StdinMore(rest), stdinKey, in.Size), &st.warn)
 	}
-}
-
-// isText reports whether b is UTF-8 without NUL bytes.
-func isText(b []byte) bool {
-	return utf8.Valid(b) && !bytes.ContainsRune(b, 0)
-}
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "unknown"
-	}
-	return t.Local().Format("2006-01-02 15:04:05 MST")
-}
-
-// clock formats a daemon time of day, local.
-func clock(t time.Time) string {
-	if t.IsZero() {
-		return "unknown"
-	}
-	return t.Local().Format(time.TimeOnly)
 }
 
 // lines lays out labelled values: the label in a column of its own, the

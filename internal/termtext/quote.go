@@ -134,6 +134,10 @@ func CommandLine(pipeline [][]string) (string, bool) {
 	return b.String(), escaped
 }
 
+// QuoteCommand quotes word as CommandLine quotes the first word of a
+// stage.
+func QuoteCommand(word string) (string, bool) { return quoteCommand(word) }
+
 // quoteCommand is Quote for a word in command position: a program, so
 // every non-ASCII character is escaped, as QuoteProgram does.
 func quoteCommand(word string) (string, bool) {
