@@ -599,3 +599,23 @@ func (sh *Sheet) Warnings() []string {
 
 // StdinMore says how many bytes of stdin a surface left out.
 func StdinMore(rest int) string { return fmt.Sprintf("… %d more bytes not shown", rest) }
+
+// leadKeys are the keys of Lead's items.
+var leadKeys = []string{KeyCommand, KeyRuns, KeyWhy, KeyReason}
+
+// Lead splits First for a small screen (a phone) that must show, before
+// anything else, what runs, as whom, why a human is asked and the reason:
+// lead is those items of First, in First's order; rest the others, in
+// First's order (the stages' programs and their warnings, stdin, who
+// asked, the directory, the environment's names, the agent's claims).
+// Every warning stays in First: a surface shows lead and rest together.
+func (sh *Sheet) Lead() (lead, rest []Item) {
+	for _, it := range sh.First {
+		if slices.Contains(leadKeys, it.Key) {
+			lead = append(lead, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	return lead, rest
+}

@@ -63,7 +63,7 @@ func TestWebTwoPerson(t *testing.T) {
 	aliceBrowser := r.http
 	r.http = newBrowserClient()
 	r.signInWith(eveKey)
-	body := r.waitPage("needs 2 different people: 0 of 2 approvals so far")
+	body := r.waitPage("NEEDS 2 DIFFERENT PEOPLE: 0 of 2 approvals so far")
 	if s := section(t, body, "tp"); !strings.Contains(s, `class="allow"`) {
 		t.Fatalf("no allow offered before anyone allowed:\n%s", s)
 	}

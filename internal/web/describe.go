@@ -2,24 +2,20 @@ package web
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
-// maxStdinPreview bounds the stdin shown on the page.
-const maxStdinPreview = 1024
-
-// requestView is one waiting request as the page shows it: the console's
-// first screen, every field a plain string. Every string the agent or the
-// system chose is escaped for a terminal first (control, bidi and invisible
-// characters made visible, as the console shows them), then by
-// html/template for the page.
+// requestView is one waiting request as the page shows it: the request's
+// sheet (approval.NewSheet), the same facts, order, words and warnings as
+// every other surface. Every string the agent or the system chose is
+// escaped for a terminal first (control, bidi and invisible characters made
+// visible, as the console shows them), then by html/template for the page,
+// which shows it as text.
 type requestView struct {
 	// Link is the index of the daemon that showed it (Config.Daemons),
 	// and From that daemon's label: a request id is only unique within
@@ -29,27 +25,39 @@ type requestView struct {
 	ID, Hash string
 	// Summary is set when the request was too large to announce in full:
 	// it can then only be denied here.
-	Summary  string
-	Command  string
-	Stages   []string
-	RunAs    string
-	Why      string
-	AskedBy  string
-	Reason   []string
-	Cwd      string
-	Env      []string
-	Stdin    string
-	Session  string
-	Host     string
-	Daemon   string
-	Warnings []string
-	TimeLeft string
+	Summary string
+	// Lead is what a phone's first screen shows before anything else
+	// (approval.Sheet.Lead: what runs, as whom, why a human is asked, the
+	// reason); First the rest of the sheet's first screen; Details every
+	// detail, one tap away.
+	Lead, First, Details []itemView
+	TimeLeft             string
 	// Approvals says, for a request that needs more than one person, how
 	// many of them allowed it so far and who (escaped); Counted is set
 	// when the signed-in passkey's person is one of them: the page then
 	// offers no second allow, which the daemon would refuse.
 	Approvals string
 	Counted   string
+	// daemonHost is the daemon's host name from its greeting, which the
+	// sheet compares with the agent's claim.
+	daemonHost string
+	shown      *approval.Shown
+}
+
+// itemView is one item of the sheet on the page: its label, its value's
+// parts, and the classes that style it (its key, its level).
+type itemView struct {
+	// Class is the key's and the level's (the value's); Level the
+	// level's alone (the label's).
+	Key, Label, Class, Level string
+	Parts                    []partView
+}
+
+// partView is one part of a value, escaped for a terminal; Class is "arg"
+// for an argument or a path the page draws in a box of its own, so that
+// its boundaries show.
+type partView struct {
+	Text, Class string
 }
 
 // Elem is the page element id of the request's section.
@@ -65,10 +73,67 @@ func escStrict(s string) string {
 	return e
 }
 
-// describe renders a pending message for the page.
-func describe(p approval.Message, now time.Time) requestView {
+// partOf escapes a sheet's part for the page, by its kind: the agent's
+// free text readably, everything else strictly, programs and executables
+// with every non-ASCII character escaped; arguments and paths are boxed.
+func partOf(p approval.Part) partView {
+	switch p.Kind {
+	case approval.PartWords:
+		return partView{Text: p.Text}
+	case approval.PartFree:
+		return partView{Text: esc(p.Text)}
+	case approval.PartArg:
+		return partView{Text: escStrict(p.Text), Class: "arg"}
+	case approval.PartProgram, approval.PartCommand:
+		e, _ := termtext.EscapeASCII(p.Text)
+		return partView{Text: e, Class: "arg"}
+	case approval.PartASCII:
+		e, _ := termtext.EscapeASCII(p.Text)
+		return partView{Text: e}
+	default: // PartExact, and any kind this page does not know
+		return partView{Text: escStrict(p.Text)}
+	}
+}
+
+// levelClass is the class of a sheet's level.
+var levelClass = map[approval.Level]string{
+	approval.LevelBold: "bold", approval.LevelWarn: "warn", approval.LevelDanger: "danger", approval.LevelDim: "dim",
+}
+
+// itemOf renders one item of the sheet for the page.
+func itemOf(it approval.Item) itemView {
+	key := strings.ReplaceAll(it.Key, " ", "-")
+	v := itemView{Key: key, Label: it.Label, Class: strings.TrimSpace(key + " " + levelClass[it.Level]), Level: levelClass[it.Level]}
+	for _, p := range it.Parts {
+		v.Parts = append(v.Parts, partOf(p))
+	}
+	return v
+}
+
+// itemsOf renders items for the page.
+func itemsOf(items []approval.Item) []itemView {
+	out := make([]itemView, 0, len(items))
+	for _, it := range items {
+		out = append(out, itemOf(it))
+	}
+	return out
+}
+
+// text is an item's value as one string, for a line of text (the
+// two-person line).
+func (v itemView) text() string {
+	var b strings.Builder
+	for _, p := range v.Parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// describe renders a pending message for the page, from daemonHost, the
+// daemon's own host name (its greeting).
+func describe(p approval.Message, now time.Time, daemonHost string) requestView {
 	r := p.Request
-	v := requestView{ID: p.ID, Hash: p.Hash}
+	v := requestView{ID: p.ID, Hash: p.Hash, daemonHost: daemonHost, shown: r}
 	if r == nil {
 		v.Summary = "the daemon sent no request text"
 		return v
@@ -77,58 +142,11 @@ func describe(p approval.Message, now time.Time) requestView {
 		v.Summary = fmt.Sprintf("too large to show here (%d bytes, %d stages, %d arguments): deny it here, or read it at a console",
 			p.Summary.Bytes, p.Summary.Stages, p.Summary.Args)
 	}
-	v.Command, _ = termtext.CommandLine(r.Pipeline)
-	for i, prog := range r.Programs {
-		var chain []string
-		for _, c := range prog.Chain {
-			q, _ := termtext.QuoteProgram(c)
-			chain = append(chain, q)
-		}
-		line := fmt.Sprintf("stage %d: %s", i+1, strings.Join(chain, " → "))
-		if i < len(r.Pipeline) {
-			args, _ := termtext.CommandLine([][]string{r.Pipeline[i][min(1, len(r.Pipeline[i])):]})
-			line += " " + args
-		}
-		v.Stages = append(v.Stages, line)
-		for _, w := range prog.Writable {
-			v.Warnings = append(v.Warnings, fmt.Sprintf("stage %d: %s: %s", i+1, escStrict(w.Path), esc(w.Why)))
-		}
-	}
-	v.RunAs = escStrict(r.RunAs)
-	if r.Privileged {
-		v.RunAs += " (privileged)"
-	}
-	v.Why = esc(r.Why)
-	v.AskedBy = fmt.Sprintf("uid %d (%s), pid %d, %s (kernel-verified)", r.Peer.UID, escStrict(r.Peer.User), r.Peer.PID, escStrict(r.Peer.Exe))
-	for _, line := range strings.Split(r.Reason, "\n") {
-		v.Reason = append(v.Reason, esc(line))
-	}
-	v.Cwd = escStrict(r.Cwd)
-	for _, w := range r.CwdWritable {
-		v.Warnings = append(v.Warnings, fmt.Sprintf("directory %s: %s", escStrict(w.Path), esc(w.Why)))
-	}
-	for _, k := range slices.Sorted(maps.Keys(r.Env)) {
-		v.Env = append(v.Env, escStrict(k)+"="+escStrict(r.Env[k]))
-	}
-	if st := r.Stdin; st != nil {
-		data := st.Data
-		cut := ""
-		if len(data) > maxStdinPreview {
-			data, cut = data[:maxStdinPreview], fmt.Sprintf(" … (%d bytes in all)", st.Size)
-		}
-		text := string(data)
-		if !utf8.ValidString(text) {
-			text = strings.ToValidUTF8(text, "\uFFFD")
-		}
-		v.Stdin = esc(text) + cut
-	}
-	v.Session, v.Host = esc(r.Session), esc(r.Host)
-	v.Daemon = esc(r.DaemonHost)
-	if r.Approvals > 1 {
-		v.Approvals = fmt.Sprintf("two-person rule: needs %d different people: 0 of %d approvals so far", r.Approvals, r.Approvals)
-	}
-	if r.ForwardAgent {
-		v.Warnings = append(v.Warnings, "forwards your SSH agent to the command")
+	sh := approval.NewSheet(r, approval.Context{DaemonHost: daemonHost})
+	lead, rest := sh.Lead()
+	v.Lead, v.First, v.Details = itemsOf(lead), itemsOf(rest), itemsOf(sh.Details)
+	if sh.Approvals != nil {
+		v.Approvals = itemOf(*sh.Approvals).text()
 	}
 	if !r.Deadline.IsZero() {
 		v.TimeLeft = r.Deadline.Sub(now).Round(time.Second).String()
@@ -141,15 +159,13 @@ func describe(p approval.Message, now time.Time) requestView {
 // request), and whether me, the signed-in passkey's person on that daemon
 // (approval.PublicKey.Identity), is one of them.
 func (v *requestView) approvedBy(need int, a approval.Message, me string) {
-	if need < 2 || a.Type != approval.MsgApproved || a.Hash != v.Hash || len(a.ApprovedBy) == 0 {
+	if need < 2 || a.Type != approval.MsgApproved || a.Hash != v.Hash || len(a.ApprovedBy) == 0 || v.shown == nil {
 		return
 	}
-	who := make([]string, len(a.ApprovedBy))
-	for i, b := range a.ApprovedBy {
-		who[i] = esc(b)
+	sh := approval.NewSheet(v.shown, approval.Context{DaemonHost: v.daemonHost, ApprovedBy: a.ApprovedBy})
+	if sh.Approvals != nil {
+		v.Approvals = itemOf(*sh.Approvals).text()
 	}
-	v.Approvals = fmt.Sprintf("two-person rule: %d of %d approvals · waiting for another person · allowed by %s",
-		len(a.ApprovedBy), need, strings.Join(who, ", "))
 	if counted(a, v.Hash, me) {
 		v.Counted = fmt.Sprintf("your allow counted (you are %s to the daemon, and it needs %d different people): another person must allow it",
 			esc(me), need)

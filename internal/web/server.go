@@ -404,7 +404,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 				dv.State = "connected"
 				me := st.identity(sess.key)
 				for _, p := range st.pending {
-					rv := describe(p, s.now())
+					rv := describe(p, s.now(), st.hello.DaemonHost)
 					rv.Link, rv.From = i, dv.Label
 					if p.Request != nil {
 						rv.approvedBy(p.Request.Approvals, st.approved[p.ID], me)

@@ -279,7 +279,7 @@ func TestWebApprover(t *testing.T) {
 	t.Run("the two-person rule waits for the second approver", func(t *testing.T) {
 		done := r.ask("web-2p", "dangerous", "echo", "two-person", "ran")
 		b.Do(map[string]any{"op": "wait", "selector": sel("web-2p")})
-		b.Do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "needs 2 different people: 0 of 2 approvals so far"})
+		b.Do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "NEEDS 2 DIFFERENT PEOPLE: 0 of 2 approvals so far"})
 		b.Do(map[string]any{"op": "hold", "selector": sel("web-2p") + " button.allow"})
 		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Waiting for another person: web-2p"})
 		// Still waiting: a console connecting now is shown it.

@@ -1,0 +1,129 @@
+package approval_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/sheettest"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
+)
+
+// term renders a part as a terminal does (the console's escaping).
+func term(p approval.Part) string {
+	var s string
+	switch p.Kind {
+	case approval.PartWords:
+		return p.Text
+	case approval.PartFree:
+		s, _ = termtext.Escape(p.Text)
+	case approval.PartArg:
+		s, _ = termtext.Quote(p.Text)
+	case approval.PartProgram:
+		s, _ = termtext.QuoteProgram(p.Text)
+	case approval.PartASCII:
+		s, _ = termtext.EscapeASCII(p.Text)
+	case approval.PartCommand:
+		s, _ = termtext.QuoteCommand(p.Text)
+	default:
+		s, _ = termtext.EscapeStrict(p.Text)
+	}
+	return s
+}
+
+// sheetText is a sheet's items as one text, one item a line.
+func sheetText(sh *approval.Sheet, items []approval.Item) string {
+	var lines []string
+	if sh.Approvals != nil {
+		lines = append(lines, sheettest.Text(*sh.Approvals, term))
+	}
+	return strings.Join(lines, "\n") + "\n" + sheettest.Lines(items, term)
+}
+
+// TestSheetFacts: for each request of the table, the sheet's first screen
+// and its details each say every fact and warning the request calls for.
+func TestSheetFacts(t *testing.T) {
+	for _, c := range sheettest.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			sh := approval.NewSheet(c.Shown, c.Context)
+			sheettest.Contains(t, "the first screen", sheetText(sh, sh.First), c.Facts)
+			sheettest.Contains(t, "the details", sheetText(sh, sh.Details), c.Facts)
+		})
+	}
+}
+
+// TestSheetFirstShowsEveryWarning: every warning of the details is on the
+// first screen too (the host's as the agent's line), and every warning is
+// named in Brief: no surface leaves a warning one tap away.
+func TestSheetFirstShowsEveryWarning(t *testing.T) {
+	onFirst := map[string]string{approval.KeyHost: approval.KeyAgent}
+	for _, c := range sheettest.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			sh := approval.NewSheet(c.Shown, c.Context)
+			for _, it := range sh.Details {
+				if it.Level != approval.LevelWarn && it.Level != approval.LevelDanger {
+					continue
+				}
+				key := it.Key
+				if k, ok := onFirst[key]; ok {
+					key = k
+				}
+				i := slices.IndexFunc(sh.First, func(f approval.Item) bool { return f.Key == key })
+				if i < 0 || sh.First[i].Level != it.Level {
+					t.Errorf("the details warn %q (%s), the first screen does not", it.Key, it.Text())
+				}
+			}
+		})
+	}
+}
+
+// TestSheetBrief: a limited surface's brief is exactly the command, who it
+// runs as, the reason's first line (marked cut when it has more) and the
+// warnings named; each case's brief facts are in it.
+func TestSheetBrief(t *testing.T) {
+	for _, c := range sheettest.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			sh := approval.NewSheet(c.Shown, c.Context)
+			brief := sh.Brief()
+			var keys []string
+			for _, it := range brief {
+				keys = append(keys, it.Key)
+			}
+			want := []string{approval.KeyCommand, approval.KeyRuns, approval.KeyReason}
+			if len(sh.Warnings()) > 0 {
+				want = append(want, approval.KeyWarnings)
+			}
+			if !slices.Equal(keys, want) {
+				t.Fatalf("brief items %q, want %q", keys, want)
+			}
+			if r := brief[2]; (r.Cut != "") != strings.Contains(c.Shown.Reason, "\n") || strings.Contains(r.Text(), "\n") {
+				t.Errorf("brief reason %q cut %q, for the reason %q", r.Text(), r.Cut, c.Shown.Reason)
+			}
+			sheettest.Contains(t, "the brief", sheetText(sh, brief), c.Brief)
+		})
+	}
+}
+
+// TestSheetHostMismatch: the agent's claimed host is compared with the
+// daemon's host the surface knows (its greeting) before the Shown's.
+func TestSheetHostMismatch(t *testing.T) {
+	s := sheettest.Base("r1")
+	for _, tt := range []struct {
+		daemon, shown string
+		warn          bool
+	}{
+		{"", "devbox", false},
+		{"", "vm", true},
+		{"vm", "devbox", true},
+		{"devbox", "vm", false},
+		{"", "", false},
+	} {
+		s.DaemonHost = tt.shown
+		sh := approval.NewSheet(s, approval.Context{DaemonHost: tt.daemon})
+		i := slices.IndexFunc(sh.Details, func(it approval.Item) bool { return it.Key == approval.KeyHost })
+		if got := sh.Details[i].Level == approval.LevelWarn; got != tt.warn || strings.Contains(sh.Details[i].Text(), "≠") != tt.warn {
+			t.Errorf("daemon %q, shown %q: host %q warned %v, want %v", tt.daemon, tt.shown, sh.Details[i].Text(), got, tt.warn)
+		}
+	}
+}
