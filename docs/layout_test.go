@@ -23,7 +23,7 @@ var layers = [][]string{
 	{"internal/runner"},
 	{"internal/rules", "internal/notify"},
 	{"approval"},
-	{"internal/audit", "internal/passkey"}, // records approval's decisions and runner's results; checks signed ones
+	{"internal/audit", "internal/passkey", "internal/sheettest"}, // records approval's decisions and runner's results; checks signed ones
 	{"internal/console", "internal/web"},
 	{"internal/config"},
 	{"daemon"},
