@@ -161,6 +161,30 @@ async function run(cmd) {
         }).observe(document.body, { subtree: true, childList: true, attributes: true });
       }, cmd.selector);
       return {};
+    case "viewport":
+      // The page's viewport, in CSS pixels (a phone: 390×844).
+      await p.page.setViewportSize({ width: cmd.width, height: cmd.height });
+      return {};
+    case "rects":
+      // Where each element matching each of selectors is, as the page
+      // lays it out now (getBoundingClientRect, viewport coordinates),
+      // with its text, its line height and whether it is visible; and the
+      // viewport's size and the page's scroll.
+      return await p.page.evaluate((sels) => {
+        const out = { vw: window.innerWidth, vh: window.innerHeight, scrollY: window.scrollY, rects: {} };
+        for (const sel of sels) {
+          out.rects[sel] = [...document.querySelectorAll(sel)].map((e) => {
+            const r = e.getBoundingClientRect();
+            return {
+              top: r.top, bottom: r.bottom, left: r.left, right: r.right, height: r.height,
+              text: e.textContent, lineHeight: parseFloat(getComputedStyle(e).lineHeight) || 0,
+              // checkVisibility sees a closed <details>' content as hidden.
+              visible: e.checkVisibility(),
+            };
+          });
+        }
+        return out;
+      }, cmd.selectors);
     case "watched":
       return await p.page.evaluate(() =>
         window.agentSudoWatch ? { installed: true, ...window.agentSudoWatch } : { installed: false });

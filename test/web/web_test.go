@@ -176,6 +176,8 @@ func TestWebApprover(t *testing.T) {
 		}
 	})
 
+	t.Run("phone: the first screen of a request at 390x844", func(t *testing.T) { phoneFirstScreen(t, r) })
+
 	t.Run("a replayed assertion is refused", func(t *testing.T) {
 		done := r.ask("web-2", "replay me", "echo", "two")
 		b.Do(map[string]any{"op": "wait", "selector": sel("web-2")})
