@@ -7,28 +7,11 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/sheettest"
-	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
-// term renders a part as a terminal does (the console's escaping).
+// term renders a part as a terminal does.
 func term(p approval.Part) string {
-	var s string
-	switch p.Kind {
-	case approval.PartWords:
-		return p.Text
-	case approval.PartFree:
-		s, _ = termtext.Escape(p.Text)
-	case approval.PartArg:
-		s, _ = termtext.Quote(p.Text)
-	case approval.PartProgram:
-		s, _ = termtext.QuoteProgram(p.Text)
-	case approval.PartASCII:
-		s, _ = termtext.EscapeASCII(p.Text)
-	case approval.PartCommand:
-		s, _ = termtext.QuoteCommand(p.Text)
-	default:
-		s, _ = termtext.EscapeStrict(p.Text)
-	}
+	s, _ := approval.TermPart(p)
 	return s
 }
 

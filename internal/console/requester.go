@@ -34,25 +34,9 @@ func (x escapers) quote(s string) string { return x.use(termtext.Quote(s)) }
 // (termtext.QuoteProgram).
 func (x escapers) program(s string) string { return x.use(termtext.QuoteProgram(s)) }
 
-// part escapes one part of a sheet's value for the terminal, by its kind.
-func (x escapers) part(p approval.Part) string {
-	switch p.Kind {
-	case approval.PartWords:
-		return p.Text
-	case approval.PartFree:
-		return x.free(p.Text)
-	case approval.PartArg:
-		return x.quote(p.Text)
-	case approval.PartProgram:
-		return x.program(p.Text)
-	case approval.PartASCII:
-		return x.ascii(p.Text)
-	case approval.PartCommand:
-		return x.use(termtext.QuoteCommand(p.Text))
-	default: // PartExact, and any kind this console does not know
-		return x.strict(p.Text)
-	}
-}
+// part escapes one part of a sheet's value for the terminal, by its kind
+// (approval.TermPart).
+func (x escapers) part(p approval.Part) string { return x.use(approval.TermPart(p)) }
 
 // parts is a sheet's value, every part escaped for the terminal.
 func (x escapers) parts(ps []approval.Part) string {
