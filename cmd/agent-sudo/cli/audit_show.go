@@ -140,6 +140,7 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []str
 		id = full
 	}
 	found, bad := 0, false
+	var sheet sheetRecords
 	for e, err := range audit.Read(ctx, files...) {
 		var le *audit.LineError
 		switch {
@@ -156,6 +157,7 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []str
 			continue
 		}
 		found++
+		sheet.add(e.Record)
 		if asJSON {
 			out.WriteString(string(termtext.ASCIIJSON(e.Raw)) + "\n")
 		} else {
@@ -164,6 +166,9 @@ func auditShow(ctx context.Context, inv *invocation, out *errWriter, paths []str
 			}
 			out.WriteString(prettyRecord(e))
 		}
+	}
+	if text := sheet.sheetText(); !asJSON && !daemon && text != "" {
+		out.WriteString("\n" + text)
 	}
 	switch {
 	case found == 0 && daemon && bad:
