@@ -185,11 +185,20 @@ func (s *Server) policy() *policy { return s.pol.Load() }
 // once. ctx ends the notifiers still running.
 func (s *Server) notifyWaiting(ctx context.Context, r *notify.Runner, sh *approval.Shown) {
 	pol := s.policy()
-	r.Start(ctx, pol.notify, notify.Values{
+	r.Start(ctx, pol.notify, notifyValues(sh, pol.cfg.WebApproverURL))
+}
+
+// notifyValues are the notifiers' values for sh, a request that has just
+// started waiting for a human, with webApprover the web approver's
+// address: the request's fields, and the warnings its sheet names for a
+// surface that shows a line or two (approval.Sheet.Warnings).
+func notifyValues(sh *approval.Shown, webApprover string) notify.Values {
+	return notify.Values{
 		ID: sh.ID, Session: sh.Session, Host: sh.Host, Reason: sh.Reason,
 		User: sh.Peer.User, UID: sh.Peer.UID, RunAs: sh.RunAs, Pipeline: sh.Pipeline,
-		WebApprover: pol.cfg.WebApproverURL,
-	})
+		WebApprover: webApprover,
+		Warnings:    approval.NewSheet(sh, approval.Context{}).Warnings(),
+	}
 }
 
 // New builds a Server from a validated configuration. It logs the rule

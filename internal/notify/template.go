@@ -13,7 +13,7 @@ import (
 // placeholders are the names a notifier's argument may hold between braces,
 // each replaced by the waiting request's value (see [Values]), in the order
 // docs/config.md lists them.
-var placeholders = []string{"id", "session", "host", "user", "uid", "run_as", "command", "reason", "url"}
+var placeholders = []string{"id", "session", "host", "user", "uid", "run_as", "command", "reason", "url", "warnings"}
 
 // MaxNotifiers bounds the notifiers a configuration may list.
 const MaxNotifiers = 8

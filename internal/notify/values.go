@@ -27,22 +27,33 @@ type Values struct {
 	// WebApprover is the web approver's address (web_approver_url); {url}
 	// is the link to the request there, "" when it is empty.
 	WebApprover string
+	// Warnings names, in a few words each, the warnings a human is shown
+	// with the request (approval.Sheet.Warnings: the request's sheet
+	// decides what a notification says of them); {warnings} joins them
+	// with "; ", "" when there are none.
+	Warnings []string
 }
+
+// Placeholders returns each placeholder's replacement, as notifiers get
+// them: escaped to one line of printable text and bounded to MaxValue
+// bytes.
+func (v Values) Placeholders() map[string]string { return v.escaped() }
 
 // escaped returns each placeholder's replacement: escaped to one line of
 // printable text and bounded to MaxValue bytes.
 func (v Values) escaped() map[string]string {
 	cmd, _ := termtext.CommandLine(v.Pipeline)
 	return map[string]string{
-		"id":      bound(termtext.EscStrict(v.ID)),
-		"session": bound(termtext.EscStrict(v.Session)),
-		"host":    bound(termtext.EscStrict(v.Host)),
-		"user":    bound(termtext.EscStrict(v.User)),
-		"uid":     strconv.FormatUint(uint64(v.UID), 10),
-		"run_as":  bound(termtext.EscStrict(v.RunAs)),
-		"command": bound(cmd),
-		"reason":  bound(termtext.Esc(v.Reason)),
-		"url":     v.url(),
+		"id":       bound(termtext.EscStrict(v.ID)),
+		"session":  bound(termtext.EscStrict(v.Session)),
+		"host":     bound(termtext.EscStrict(v.Host)),
+		"user":     bound(termtext.EscStrict(v.User)),
+		"uid":      strconv.FormatUint(uint64(v.UID), 10),
+		"run_as":   bound(termtext.EscStrict(v.RunAs)),
+		"command":  bound(cmd),
+		"reason":   bound(termtext.Esc(v.Reason)),
+		"url":      v.url(),
+		"warnings": bound(termtext.Esc(strings.Join(v.Warnings, "; "))),
 	}
 }
 
