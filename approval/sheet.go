@@ -156,6 +156,9 @@ type Sheet struct {
 	Approvals *Item
 	First     []Item
 	Details   []Item
+	// shown and ctx are what the sheet was made of (Warnings).
+	shown *Shown
+	ctx   Context
 }
 
 // Texts of warnings and labels the human must not miss; surfaces and tests
@@ -211,7 +214,7 @@ func NewSheet(s *Shown, c Context) *Sheet {
 	if c.DaemonHost == "" {
 		c.DaemonHost = s.DaemonHost
 	}
-	sh := &Sheet{}
+	sh := &Sheet{shown: s, ctx: c}
 	if s.Approvals > 1 {
 		a := approvalsItem(s.Approvals, c.ApprovedBy)
 		sh.Approvals = &a
@@ -534,7 +537,8 @@ func clock(t time.Time) string {
 // KeyWarnings is the key of Brief's item that names the warnings.
 const KeyWarnings = "warnings"
 
-// warningNames names each kind of warning in a few words, for Brief.
+// warningNames names each kind of warning in a few words, for Brief and
+// Warnings.
 var warningNames = map[string]string{
 	KeyApprovals: "needs more than one person",
 	KeyWritable:  "a program is NOT ROOT-ONLY",
@@ -577,22 +581,51 @@ func (sh *Sheet) Brief() []Item {
 }
 
 // Warnings names the warnings of the sheet in a few words each, once per
-// kind, in the order the details show them (the two-person rule first).
-func (sh *Sheet) Warnings() []string {
-	var names []string
-	add := func(key string) {
-		if n := warningNames[key]; n != "" && !slices.Contains(names, n) {
-			names = append(names, n)
+// kind, in the order the details show them (the two-person rule first):
+// Warnings(s, c) of the request it was made for.
+func (sh *Sheet) Warnings() []string { return Warnings(sh.shown, sh.ctx) }
+
+// Warnings names the warnings the sheet of s, shown where c holds, has in
+// a few words each, once per kind, in the order its details show them (the
+// two-person rule first). It reads s directly, so that a program that
+// needs only these names (the daemon, for its notifiers) does not link
+// the whole sheet; TestSheetWarnings checks that it names exactly the
+// warnings of NewSheet(s, c).Details.
+func Warnings(s *Shown, c Context) []string {
+	if c.DaemonHost == "" {
+		c.DaemonHost = s.DaemonHost
+	}
+	var keys []string
+	if s.Approvals > 1 {
+		keys = append(keys, KeyApprovals)
+	}
+	for _, p := range s.Programs {
+		if len(p.Writable) > 0 {
+			keys = append(keys, KeyWritable)
+			break
 		}
 	}
-	if sh.Approvals != nil {
-		add(KeyApprovals)
+	if s.Stdin != nil {
+		keys = append(keys, KeyStdin)
 	}
-	for _, it := range sh.Details {
-		if it.Key == KeyHost && it.Level != LevelWarn {
-			continue
-		}
-		add(it.Key)
+	if s.ForwardAgent {
+		keys = append(keys, KeySSH)
+	}
+	if len(s.CwdWritable) > 0 {
+		keys = append(keys, KeyCwdWrite)
+	}
+	if c.DaemonHost != "" && s.Host != c.DaemonHost {
+		keys = append(keys, KeyHost)
+	}
+	if changedOf(s.Peer) != "" {
+		keys = append(keys, KeyChanged)
+	}
+	if s.Peer.Container != nil {
+		keys = append(keys, KeyContainer)
+	}
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = warningNames[k]
 	}
 	return names
 }

@@ -110,3 +110,43 @@ func TestSheetHostMismatch(t *testing.T) {
 		}
 	}
 }
+
+// TestSheetWarnings: Warnings, which reads the request directly, names
+// exactly the warnings of the sheet's details, once per kind, in their
+// order, the two-person rule first.
+func TestSheetWarnings(t *testing.T) {
+	names := map[string]string{
+		approval.KeyWritable: "a program is NOT ROOT-ONLY", approval.KeyCwdWrite: "the directory is NOT ROOT-ONLY",
+		approval.KeyHost: "the agent's host is not this daemon's", approval.KeyChanged: "the requester is not verified",
+		approval.KeySSH: "SSH agent forwarded", approval.KeyContainer: "from a container", approval.KeyStdin: "with stdin",
+	}
+	cases := sheettest.Cases()
+	all := sheettest.Base("all")
+	all.Approvals, all.ForwardAgent, all.Host = 2, true, "elsewhere"
+	all.Programs[0].Writable = []approval.Writable{{Path: "/usr/bin", Why: "w"}}
+	all.CwdWritable = []approval.Writable{{Path: "/", Why: "w"}}
+	all.Stdin = approval.NewStdinShown([]byte("x"))
+	all.Peer.Ancestry.Changed = "exited"
+	all.Peer.Container = &approval.Container{NS: map[string]uint64{"pid": 1}}
+	cases = append(cases, sheettest.Case{Name: "every warning", Shown: all})
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			sh := approval.NewSheet(c.Shown, c.Context)
+			var want []string
+			if sh.Approvals != nil {
+				want = append(want, "needs more than one person")
+			}
+			for _, it := range sh.Details {
+				if it.Level != approval.LevelWarn && it.Level != approval.LevelDanger {
+					continue
+				}
+				if n := names[it.Key]; n != "" && !slices.Contains(want, n) {
+					want = append(want, n)
+				}
+			}
+			if got := sh.Warnings(); !slices.Equal(got, want) {
+				t.Errorf("Warnings() = %q, the details warn %q", got, want)
+			}
+		})
+	}
+}

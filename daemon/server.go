@@ -191,13 +191,14 @@ func (s *Server) notifyWaiting(ctx context.Context, r *notify.Runner, sh *approv
 // notifyValues are the notifiers' values for sh, a request that has just
 // started waiting for a human, with webApprover the web approver's
 // address: the request's fields, and the warnings its sheet names for a
-// surface that shows a line or two (approval.Sheet.Warnings).
+// surface that shows a line or two (approval.Warnings, the sheet's
+// Warnings without linking the whole sheet into the daemon).
 func notifyValues(sh *approval.Shown, webApprover string) notify.Values {
 	return notify.Values{
 		ID: sh.ID, Session: sh.Session, Host: sh.Host, Reason: sh.Reason,
 		User: sh.Peer.User, UID: sh.Peer.UID, RunAs: sh.RunAs, Pipeline: sh.Pipeline,
 		WebApprover: webApprover,
-		Warnings:    approval.NewSheet(sh, approval.Context{}).Warnings(),
+		Warnings:    approval.Warnings(sh, approval.Context{}),
 	}
 }
 
