@@ -18,22 +18,6 @@ func (x escapers) use(out string, escaped bool) string {
 	return out
 }
 
-// free escapes free text (termtext.Escape).
-func (x escapers) free(s string) string { return x.use(termtext.Escape(s)) }
-
-// strict escapes what must be shown exactly (termtext.EscapeStrict).
-func (x escapers) strict(s string) string { return x.use(termtext.EscapeStrict(s)) }
-
-// ascii escapes every non-ASCII character too (termtext.EscapeASCII).
-func (x escapers) ascii(s string) string { return x.use(termtext.EscapeASCII(s)) }
-
-// quote shell-quotes an argument (termtext.Quote).
-func (x escapers) quote(s string) string { return x.use(termtext.Quote(s)) }
-
-// program quotes a program path, every non-ASCII character escaped
-// (termtext.QuoteProgram).
-func (x escapers) program(s string) string { return x.use(termtext.QuoteProgram(s)) }
-
 // part escapes one part of a sheet's value for the terminal, by its kind
 // (approval.TermPart).
 func (x escapers) part(p approval.Part) string { return x.use(approval.TermPart(p)) }
