@@ -186,18 +186,20 @@ func isSubcommand(arg string) bool {
 // containerParts is a container identity: the namespaces that differ from
 // the daemon's, the requester's pid inside, its init and cgroup.
 func containerParts(c *Container) []Part {
-	var b strings.Builder
-	b.WriteString("other namespaces than the daemon's:")
+	parts := []Part{w("other namespaces than the daemon's:")}
 	for _, k := range c.SortedNS() {
-		fmt.Fprintf(&b, " %s:[%d]", k, c.NS[k])
+		// The kinds are the daemon's, but a record read back (audit
+		// show) is a file: shown exactly, as everything not our own.
+		parts = append(parts, w(" "), exact(k), w(fmt.Sprintf(":[%d]", c.NS[k])))
 	}
+	var b strings.Builder
 	if c.InnerPID != 0 {
 		fmt.Fprintf(&b, " · pid %d inside", c.InnerPID)
 	}
 	if c.InitPID != 0 {
 		fmt.Fprintf(&b, " · its init is pid %d", c.InitPID)
 	}
-	parts := []Part{w(b.String())}
+	parts = append(parts, w(b.String()))
 	if c.Cgroup != "" {
 		parts = append(parts, w(" · cgroup "), exact(c.Cgroup))
 	}

@@ -150,3 +150,35 @@ func TestSheetWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestSheetWordsAreOwn: no string the agent, the system or a record chose
+// is ever in a part of the sheet's own words (PartWords), which renderers
+// show without escaping: a marker put in every string of a request appears
+// only in parts a renderer escapes.
+func TestSheetWordsAreOwn(t *testing.T) {
+	const m = "\x1b[2JMARK"
+	s := &approval.Shown{
+		ID: m, Session: m, Host: m, Reason: m + "\n" + m, Why: m,
+		Pipeline: [][]string{{m, m}, {m}},
+		Programs: []approval.Program{{Chain: []string{m, m}, SHA256: m, Writable: []approval.Writable{{Path: m, Why: m}}}},
+		Env:      map[string]string{m: m}, Cwd: m, CwdChain: []string{m, m},
+		CwdWritable: []approval.Writable{{Path: m + "x", Why: m}}, RunAs: m,
+		Stdin:      &approval.StdinShown{Size: len(m), SHA256: m, Data: []byte(m + "\n" + m)},
+		Peer: approval.PeerInfo{User: m, Exe: m,
+			Ancestry: &approval.Ancestry{End: m, Changed: m, Hops: []approval.Hop{
+				{Exe: m, Comm: m, Argv: []string{m, "sub"}}, {Exe: "/" + m + "/a/b/c/d", Comm: m}}},
+			Container: &approval.Container{NS: map[string]uint64{m: 1}, Cgroup: m}},
+		DaemonHost: m + "d", Approvals: 2,
+	}
+	sh := approval.NewSheet(s, approval.Context{DaemonHost: m + "d", ApprovedBy: []string{m}})
+	items := append(append(append([]approval.Item{*sh.Approvals}, sh.First...), sh.Details...), sh.Brief()...)
+	for _, it := range items {
+		for _, hops := range append(append([][]approval.Part{it.Parts}, it.Hops...), it.ShortHops...) {
+			for _, p := range hops {
+				if p.Kind == approval.PartWords && strings.Contains(p.Text, "MARK") {
+					t.Errorf("item %s has the request's text %q in its own words", it.Key, p.Text)
+				}
+			}
+		}
+	}
+}
