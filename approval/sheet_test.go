@@ -163,7 +163,7 @@ func TestSheetWordsAreOwn(t *testing.T) {
 		Programs: []approval.Program{{Chain: []string{m, m}, SHA256: m, Writable: []approval.Writable{{Path: m, Why: m}}}},
 		Env:      map[string]string{m: m}, Cwd: m, CwdChain: []string{m, m},
 		CwdWritable: []approval.Writable{{Path: m + "x", Why: m}}, RunAs: m,
-		Stdin:      &approval.StdinShown{Size: len(m), SHA256: m, Data: []byte(m + "\n" + m)},
+		Stdin: &approval.StdinShown{Size: len(m), SHA256: m, Data: []byte(m + "\n" + m)},
 		Peer: approval.PeerInfo{User: m, Exe: m,
 			Ancestry: &approval.Ancestry{End: m, Changed: m, Hops: []approval.Hop{
 				{Exe: m, Comm: m, Argv: []string{m, "sub"}}, {Exe: "/" + m + "/a/b/c/d", Comm: m}}},
