@@ -4,8 +4,10 @@
 // It holds the wire types ([Message], [Shown] and what they carry), a
 // [Client] that speaks the channel from the approver's side, the signed
 // decisions a passkey makes ([Statement], [Signed], [Signatures]), the
-// public part of the daemon's passkeys ([PublicKey]) and the [Approver]
-// interface the daemon puts requests to. The daemon's side of the channel
+// public part of the daemon's passkeys ([PublicKey]), the [Approver]
+// interface the daemon puts requests to, and the sheet ([NewSheet]): what a
+// human judges a waiting request by, which every approver and every other
+// surface that shows a request renders. The daemon's side of the channel
 // (the broker that holds waiting requests and session grants, the list of
 // running commands, the two-person count and the server of the channel)
 // is package daemon's own and unexported: an approver needs only this
@@ -25,7 +27,9 @@
 // [Choice], [Verdict] and By* constants, and the Max* bounds) follow the
 // protocol and change only as it does, by additions. [Approver], [Nobody],
 // [Pending] and [Signatures] are the daemon's side of this package and may
-// change with it.
+// change with it. The sheet ([Sheet], [Item], [Part]) grows with what
+// approvers show: a renderer must show an item or part of a kind it does
+// not know, escaped as strictly as it can ([TermPart] does).
 package approval
 
 import (
