@@ -16,15 +16,21 @@
 //
 // # Stability
 //
+// This package is for this module's binaries only: it is not public Go API.
+// Its API (New, Server, Run, CheckConfig, Options, Version, NewLogger,
+// OpenLogFile and the two stop errors) is what cmd/agent-sudod uses, and
+// changes with the daemon: its signatures use types from this module's
+// internal packages (config.Config, audit.Log, runner.Spec), which no
+// other module can name. Keeping internal/config internal keeps the
+// configuration's checks in one place, behind the configuration file
+// (docs/config.md); another program runs the daemon as its binary with
+// such a file. test/outside: TestPublicAPINamesNoInternalType checks that
+// the public packages (proto, client, approval) need no internal type.
+//
 // What is stable is the behaviour this package serves, as the documents
 // specify it: the agent protocol (docs/protocol.md, package proto), the
 // approver channel (docs/approver-protocol.md, package approval), the
-// configuration (docs/config.md) and the audit log (docs/audit.md). The Go
-// API (New, Server, Run, CheckConfig, Options, Version, NewLogger,
-// OpenLogFile and the two stop errors) is what cmd/agent-sudod uses, and is
-// not stable: its signatures use types from this module's internal packages
-// (config.Config, audit.Log, runner.Spec), which no other module can name,
-// and it changes with the daemon.
+// configuration (docs/config.md) and the audit log (docs/audit.md).
 //
 // docs/daemon.md explains why the daemon serves requests as it does:
 // connection limits, reloading, shutdown, and stopping a running command.

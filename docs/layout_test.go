@@ -31,7 +31,7 @@ var layers = [][]string{
 	{"internal/mcpserver", "internal/daemontest", "internal/consoletest", "internal/loadgen", "internal/passkeytest"},
 	{"cmd/agent-sudod", "cmd/agent-sudo/cli"},
 	{"cmd/agent-sudo"},
-	{"docs", "packaging", "packaging/mangen", "test/agents", "test/web", "test/load", "test/load/plot"}, // tests and build tools
+	{"docs", "packaging", "packaging/mangen", "test/agents", "test/web", "test/load", "test/load/plot", "test/outside"}, // tests and build tools
 }
 
 // layerOf maps each package (relative to the module) to its layer.
