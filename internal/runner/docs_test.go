@@ -12,7 +12,7 @@ var updateDocs = flag.Bool("update", false, "rewrite the generated environment-p
 
 const (
 	docsPath       = "../../docs/config.md"
-	docsBlockBegin = "<!-- BEGIN environment policy: generated from internal/runner/env.go; to change it, edit the code and run go test ./internal/runner -run TestDocsEnvPolicy -update -->\n"
+	docsBlockBegin = "<!-- BEGIN environment policy: generated from internal/runner/env*.go; to change it, edit the code and run go test ./internal/runner -run TestDocsEnvPolicy -update -->\n"
 	docsBlockEnd   = "<!-- END environment policy -->\n"
 )
 
