@@ -14,6 +14,7 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 
 	"github.com/agent-sudo/agent-sudo/internal/fsperm"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 )
 
 // Names of the sockets systemd passes the daemon (FileDescriptorName= in
@@ -106,8 +107,9 @@ func pickActivated(named map[string][]net.Listener) (*sockets, error) {
 			case name == approverFDName || name == agentFDName || name == agentUnitName:
 				bad = fmt.Errorf("socket activation: systemd passed more than one socket for %q (another is at %s)", name, ln.Addr())
 			default:
-				bad = fmt.Errorf("socket activation: systemd passed a socket named %q (at %s); the daemon knows only %q (FileDescriptorName=%s in agent-sudo.socket) and %q (in agent-sudo-approver.socket)",
-					name, ln.Addr(), agentFDName, agentFDName, approverFDName)
+				bad = hint.Wrap(fmt.Errorf("socket activation: systemd passed a socket named %q (at %s), which the daemon does not know", name, ln.Addr()),
+					fmt.Sprintf("the daemon knows only %q (FileDescriptorName=%s in agent-sudo.socket) and %q (in agent-sudo-approver.socket)",
+						agentFDName, agentFDName, approverFDName))
 			}
 			_ = ln.Close()
 		}
@@ -144,9 +146,11 @@ func checkApproverSocket(ln net.Listener) error {
 	case fi.Mode().Type() != fs.ModeSocket:
 		return fmt.Errorf("approver socket from systemd: %s is not a socket (mode %v)", path, fi.Mode())
 	case int(st.Uid) != os.Getuid():
-		return fmt.Errorf("approver socket from systemd: %s belongs to uid %d, not to the daemon's uid %d: set SocketUser=root in agent-sudo-approver.socket", path, st.Uid, os.Getuid())
+		return hint.Wrap(fmt.Errorf("approver socket from systemd: %s belongs to uid %d, not to the daemon's uid %d", path, st.Uid, os.Getuid()),
+			"set SocketUser=root in agent-sudo-approver.socket")
 	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("approver socket from systemd: %s has mode %04o: its group and others may connect; set SocketMode=0600 in agent-sudo-approver.socket", path, fi.Mode().Perm())
+		return hint.Wrap(fmt.Errorf("approver socket from systemd: %s has mode %04o: its group and others may connect", path, fi.Mode().Perm()),
+			"set SocketMode=0600 in agent-sudo-approver.socket")
 	}
 	return checkDir(filepath.Dir(path))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/notify"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"golang.org/x/sys/unix"
@@ -275,7 +276,11 @@ func onHangup(ctx context.Context, log *slog.Logger, alog *audit.Log, srv *Serve
 	}
 	st.record(time.Now(), err)
 	if err != nil {
-		log.Error("reload refused: the configuration is invalid, so the one in force stays, unchanged", "err", err)
+		args := []any{"err", err}
+		if hints := hint.Of(err); len(hints) > 0 {
+			args = append(args, "hint", strings.Join(hints, "; "))
+		}
+		log.Error("reload refused: the configuration is invalid, so the one in force stays, unchanged", args...)
 	} else {
 		broker.SetGrantTTL(next.SessionGrantTTL.Duration)
 		if len(restart) > 0 {

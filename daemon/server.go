@@ -13,6 +13,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/notify"
 	"github.com/agent-sudo/agent-sudo/internal/peercred"
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
@@ -265,9 +266,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	case cfg.Cgroup == config.CgroupBestEffort:
 		s.log.Warn("no per-request cgroups (cgroup = \"best-effort\"): processes that leave a pipeline's process group will outlive their request", "err", err)
 	default:
-		return nil, fmt.Errorf("cgroup = %q: each request's processes must run in a cgroup of their own, and this system offers none: %w "+
-			"(set cgroup = %q to run without them, accepting that processes which leave the process group outlive command_timeout)",
-			cfg.Cgroup, err, config.CgroupBestEffort)
+		return nil, hint.Wrap(fmt.Errorf("cgroup = %q: this system offers no cgroup for each request's processes: %w", cfg.Cgroup, err),
+			fmt.Sprintf("set cgroup = %q to run without them, accepting that processes which leave the process group outlive command_timeout",
+				config.CgroupBestEffort))
 	}
 	return s, nil
 }

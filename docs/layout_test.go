@@ -17,7 +17,8 @@ const module = "github.com/agent-sudo/agent-sudo"
 // Tests may import anything: end-to-end tests drive the daemon through the
 // CLI. A new package needs a place here, and a row in README.md's layout.
 var layers = [][]string{
-	{"internal/sysfile", "internal/strictjson", "internal/boundedline", "internal/version"}, // below the leaves that read /proc or decode the wire; bounded lines; the version of both binaries
+	// below the leaves that read /proc or decode the wire; bounded lines; the version of both binaries; errors with advice
+	{"internal/sysfile", "internal/strictjson", "internal/boundedline", "internal/version", "internal/hint"},
 	{"proto", "internal/termtext", "internal/glob", "internal/procinfo", "internal/testenv", "internal/tmuxtest", "internal/mcptest", "internal/browsertest", "internal/account", "internal/fsperm", "internal/journalctl", "internal/desktopnotify"}, // leaves
 	{"internal/peercred", "internal/spawn"}, // carries procinfo's facts about the peer; starts the daemon's helpers, their programs checked with fsperm
 	{"internal/runner"},

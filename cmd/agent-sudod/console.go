@@ -11,6 +11,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/daemon"
 	"github.com/agent-sudo/agent-sudo/internal/desktopnotify"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/spawn"
 )
 
@@ -37,9 +38,9 @@ func consoleProgram(exe string) (string, error) {
 	prog := filepath.Join(filepath.Dir(exe), consoleName)
 	if err := spawn.CheckProgram(prog, "console program"); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("--tty runs its console as %q, which must be beside agent-sudod (%s), and there is none: "+
+			return "", hint.Wrap(fmt.Errorf("--tty runs its console %q, which must be beside agent-sudod, and there is none", prog),
 				"install or build both binaries together (make build puts both in bin/), "+
-				"or start agent-sudod without --tty and approve from another terminal with 'sudo agent-sudo approve'", prog, exe)
+					"or start agent-sudod without --tty and approve from another terminal with 'sudo agent-sudo approve'")
 		}
 		return "", fmt.Errorf("--tty: refusing to run its console: %w", err)
 	}

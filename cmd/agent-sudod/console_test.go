@@ -15,6 +15,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/daemon"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/spawn"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
@@ -102,7 +103,8 @@ func TestConsoleProgram(t *testing.T) {
 	}{
 		{"beside the daemon", func(t *testing.T, dir string) { write(t, dir, 0o755) }, ""},
 		{"missing", func(*testing.T, string) {},
-			"there is none: install or build both binaries together (make build puts both in bin/), or start agent-sudod without --tty and approve from another terminal with 'sudo agent-sudo approve'"},
+			`--tty runs its console "DIR/agent-sudo", which must be beside agent-sudod, and there is none` +
+				"\nhint: install or build both binaries together (make build puts both in bin/), or start agent-sudod without --tty and approve from another terminal with 'sudo agent-sudo approve'"},
 		{"writable by group", func(t *testing.T, dir string) { write(t, dir, 0o775) },
 			"--tty: refusing to run its console: the console program DIR/agent-sudo is writable by group or others (mode 0775)"},
 		{"owned by another user", func(t *testing.T, dir string) {
@@ -132,7 +134,7 @@ func TestConsoleProgram(t *testing.T) {
 			switch {
 			case want == "" && (err != nil || prog != filepath.Join(dir, "agent-sudo")):
 				t.Errorf("consoleProgram = %q, %v; want %s/agent-sudo", prog, err, dir)
-			case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			case want != "" && (err == nil || !strings.Contains(err.Error()+"\nhint: "+strings.Join(hint.Of(err), "\nhint: "), want)):
 				t.Errorf("consoleProgram = %q, %v; want an error containing %q", prog, err, want)
 			}
 		})
@@ -162,14 +164,15 @@ func TestE2ETTYNeedsTheConsoleBeside(t *testing.T) {
 	d := daemontest.Configure(t, daemontest.Config{})
 	tm := tmuxtest.Start(t, tmuxtest.Config{Command: fmt.Sprintf("%s --tty --config %s --log-file %s", alone, d.ConfigPath, d.ForegroundLog())})
 	screen := tm.WaitFor("exited with status 1")
-	// The message as one line: tmux wraps it at 200 columns.
+	// The error on its line, then the advice on its own (package hint),
+	// which tmux wraps at 200 columns.
 	flat := strings.ReplaceAll(screen, "\n", "")
 	for _, want := range []string{
-		fmt.Sprintf(`agent-sudod: --tty runs its console as "%s/agent-sudo", which must be beside agent-sudod (%s), and there is none:`, bin, alone),
-		"make build puts both in bin/",
-		"start agent-sudod without --tty and approve from another terminal with 'sudo agent-sudo approve'",
+		fmt.Sprintf("agent-sudod: --tty runs its console %q, which must be beside agent-sudod, and there is none\n", bin+"/agent-sudo"),
+		"agent-sudod: hint: install or build both binaries together (make build puts both in bin/), " +
+			"or start agent-sudod without --tty and approve from another terminal with 'sudo agent-sudo approve'",
 	} {
-		if !strings.Contains(flat, want) {
+		if !strings.Contains(flat, strings.TrimSuffix(want, "\n")) || strings.HasSuffix(want, "\n") && !strings.Contains(screen, want) {
 			t.Errorf("the terminal does not say %q:\n%s", want, screen)
 		}
 	}

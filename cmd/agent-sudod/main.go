@@ -18,6 +18,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/daemon"
 	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/desktopnotify"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"golang.org/x/sys/unix"
 )
@@ -78,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
 	cfg, err := src.load(explicit)
 	if err != nil {
-		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
+		sayErr(stderr, err)
 		if *checkConfig {
 			return 1
 		}
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *checkConfig {
 		warnings, err := daemon.CheckConfig(cfg)
 		if err != nil {
-			fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
+			sayErr(stderr, err)
 			return 1
 		}
 		from := cfg.Source
@@ -106,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// directory service (sssd, LDAP) is up at boot, so that one exits 1 and
 	// systemd retries, up to the unit's start limit.
 	if _, err := daemon.CheckConfig(cfg); err != nil {
-		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
+		sayErr(stderr, err)
 		var noUser user.UnknownUserError
 		var noGroup user.UnknownGroupError
 		if errors.As(err, &noUser) || errors.As(err, &noGroup) {
@@ -122,7 +123,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *logFile != "" {
 		f, err := daemon.OpenLogFile(*logFile)
 		if err != nil {
-			fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
+			sayErr(stderr, err)
 			return 1
 		}
 		defer f.Close()
@@ -144,7 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		prog, err := consoleProgram(exe)
 		if err != nil {
-			fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
+			sayErr(stderr, err)
 			return 1
 		}
 		fmt.Fprintf(stderr, "agent-sudod: approving on this terminal; logs in %s\n", *logFile)
@@ -153,7 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err := daemon.Run(ctx, cfg, opts); err != nil {
-		fmt.Fprintf(stderr, "agent-sudod: %v\n", err)
+		sayErr(stderr, err)
 		return 1
 	}
 	return 0
@@ -270,4 +271,10 @@ exit status:
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// sayErr writes err to stderr after the program's name, then the advice it
+// carries (package hint), each on a line of its own.
+func sayErr(stderr io.Writer, err error) {
+	fmt.Fprintf(stderr, "agent-sudod: %v\n%s", err, hint.Lines("agent-sudod", err))
 }

@@ -57,7 +57,8 @@ func TestCheckConfig(t *testing.T) {
 		{"unknown key", "[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nforward_agnet = true\n", 1, nil,
 			`unknown key "forward_agnet" in rule 1 (did you mean "forward_agent"?)`, true, 0},
 		{"invalid rule", "[[rule]]\naction = \"deny\"\nmatch = [\"id\"]\nenv = [\"LANG\"]\n", 1, nil,
-			`rule 1: env is only meaningful on an allow rule`, true, 0},
+			"rule 1: env is only meaningful on an allow rule (this one is \"deny\")\n" +
+				"agent-sudod: hint: deny and ask rules apply whatever the request's environment: remove env from this rule\n", true, 0},
 		{"unknown user in a rule", "[[rule]]\naction = \"allow\"\nmatch = [\"id\"]\nuser = \"no-such-user-asudo\"\n", 1, nil,
 			`rule 1: user "no-such-user-asudo"`, true, 1},
 		// Issue 22: values no one means are refused, each naming its key,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/rules"
 )
 
@@ -44,8 +45,8 @@ func notifyShape(data []byte) error {
 	}
 	for i, v := range list {
 		if _, ok := v.(string); ok {
-			return fmt.Errorf("notify: element %d is a string; notify is a list of notifiers, each a list of strings, so one notifier is written "+
-				"notify = [[\"/usr/bin/notify-send\", \"agent-sudo: {session} asks\", \"command: {command}\"]] (two pairs of brackets)", i)
+			return hint.Wrap(fmt.Errorf("notify: element %d is a string; notify is a list of notifiers, each a list of strings", i),
+				`one notifier is written notify = [["/usr/bin/notify-send", "agent-sudo: {session} asks", "command: {command}"]] (two pairs of brackets)`)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/config"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 )
 
 // TestNotifyKeys: notify is a list of argument vectors whose program is an
@@ -19,29 +20,33 @@ func TestNotifyKeys(t *testing.T) {
 		name, content, want string
 	}{
 		{"flat list", `notify = ["/usr/bin/notify-send", "command: {command}"]`,
-			`notify: element 0 is a string; notify is a list of notifiers, each a list of strings, so one notifier is written notify = [["/usr/bin/notify-send", "agent-sudo: {session} asks", "command: {command}"]] (two pairs of brackets)`},
+			"notify: element 0 is a string; notify is a list of notifiers, each a list of strings\n" +
+				`hint: one notifier is written notify = [["/usr/bin/notify-send", "agent-sudo: {session} asks", "command: {command}"]] (two pairs of brackets)`},
 		// Where a placeholder may be (notify.checkPlacement): nowhere the
 		// agent's value could be read as an option or a file reference.
 		{"placeholder starts an argument", `notify = [["/usr/bin/notify-send", "agent-sudo", "{command}"]]`,
-			`notify[0][2]: {command} starts the argument, so the agent's value could be read as an option (-x) or a file (@file); put fixed text before it, e.g. "command: {command}"`},
+			"notify[0][2]: {command} starts the argument, so the agent's value could be read as an option (-x) or a file (@file)\n" +
+				`hint: put fixed text before it, e.g. "command: {command}"`},
 		{"placeholder in an option", `notify = [["/usr/bin/notify-send", "--app-name={session}", "x"]]`,
-			`notify[0][1]: --app-name={session} holds {session} in an option ("--app-name="), where the agent's value could become the option's or a file's name`},
+			`notify[0][1]: --app-name={session} holds {session} in an option ("--app-name="): the agent's value could become the option's or a file's name` +
+				"\nhint: give the option as an argument of its own and the value as the next one, starting with fixed text"},
 		{"placeholder attached to a short option", `notify = [["/usr/bin/curl", "-d{reason}", "https://x"]]`, `notify[0][1]: -d{reason} holds {reason} in an option ("-d")`},
 		{"file reference", `notify = [["/usr/bin/curl", "-d", "@/tmp/{session}", "https://x"]]`,
 			`notify[0][2]: @/tmp/{session} starts with "@", a file reference, and holds {session}: the agent would choose the file`},
 		{"curl --data-urlencode without =", `notify = [["/usr/bin/curl", "--data-urlencode", "reason: {reason}", "https://x"]]`,
-			`notify[0][2]: curl's --data-urlencode reads a file when its value holds an '@' before any '=', and {reason} may hold one; write a '=' before it`},
+			"notify[0][2]: curl's --data-urlencode reads a file when its value holds an '@' before any '=', and {reason} may hold one\nhint: write a '=' before it"},
 		{"curl --url-query without =", `notify = [["/usr/bin/curl", "--url-query", "q{reason}", "https://x"]]`, `notify[0][2]: curl's --url-query reads a file`},
 		{"curl -F", `notify = [["/usr/bin/curl", "-F", "m={reason}", "https://x"]]`,
-			`notify[0][2]: {reason} is an argument of curl that is neither the value of -d, --data, --data-ascii, --data-binary, --data-raw, -H, --header, --form-string, nor after '=' in the value of --data-urlencode or --url-query, nor in an http(s) URL`},
-		{"curl -K", `notify = [["/usr/bin/curl", "-K", "/etc/{session}", "https://x"]]`, `notify[0][2]: {session} is an argument of curl that is neither`},
+			"notify[0][2]: {reason} is an argument of curl where curl may read it as an option's file or name\n" +
+				"hint: give it as the value of -d, --data, --data-ascii, --data-binary, --data-raw, -H, --header, --form-string, after '=' in the value of --data-urlencode or --url-query, or in an http(s) URL"},
+		{"curl -K", `notify = [["/usr/bin/curl", "-K", "/etc/{session}", "https://x"]]`, `notify[0][2]: {session} is an argument of curl where curl may read it`},
 		{"curl URL's host", `notify = [["/usr/bin/curl", "-g", "https://{host}/t"]]`,
-			`notify[0][2]: the URL https://{host}/t holds {host} before the end of its host, so the agent would choose the server; put placeholders only after the host's /`},
+			"notify[0][2]: the URL https://{host}/t holds {host} before the end of its host, so the agent would choose the server\nhint: put placeholders only after the host's /"},
 		{"curl URL's host, extended", `notify = [["/usr/bin/curl", "-g", "https://ntfy.sh{session}"]]`, `notify[0][2]: the URL https://ntfy.sh{session} holds {session} before the end of its host`},
 		{"curl URL without -g", `notify = [["/usr/bin/curl", "-d", "x", "https://ntfy.sh/{session}"]]`,
 			`notify[0][3]: the URL https://ntfy.sh/{session} holds {session}, which curl would expand as a glob ([1-1000000] is a million requests); add -g (--globoff)`},
 		{"not a list", `notify = "/usr/bin/notify-send"`, `notify`},
-		{"empty notifier", `notify = [[]]`, `notify[0]: is empty; a notifier is a list whose first element is the program's absolute path`},
+		{"empty notifier", `notify = [[]]`, "notify[0]: is empty\nhint: a notifier is a list whose first element is the program's absolute path"},
 		{"relative program", `notify = [["notify-send", "x"]]`, `notify[0][0] (the program) "notify-send" is not an absolute path; no PATH is searched for a notifier`},
 		{"unclean program", `notify = [["/usr/bin/../bin/curl"]]`, `notify[0][0] (the program) "/usr/bin/../bin/curl" is not a clean path; write "/usr/bin/curl"`},
 		{"placeholder in program", `notify = [["/usr/bin/{session}"]]`, `notify[0][0] (the program) /usr/bin/{session} holds a brace; the program is a fixed path, placeholders go in its arguments`},
@@ -65,7 +70,7 @@ func TestNotifyKeys(t *testing.T) {
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(tt.content + "\n"))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err == nil || !strings.Contains(withHints(err), tt.want) {
 				t.Errorf("Parse(%q):\n got error %v\nwant one containing %q", tt.content, err, tt.want)
 			}
 		})
@@ -148,4 +153,14 @@ func TestLintNotifyUser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withHints is err's message, then each of its hints (package hint) on a
+// line of its own after "hint: ", as the binaries print them.
+func withHints(err error) string {
+	s := err.Error()
+	for _, h := range hint.Of(err) {
+		s += "\nhint: " + h
+	}
+	return s
 }

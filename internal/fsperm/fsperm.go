@@ -29,6 +29,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 )
 
 // File returns nil when fi describes a regular file with one link that only
@@ -150,8 +152,8 @@ func checkChain(path, what, shown string) error {
 			if fi.Mode()&fs.ModeSticky != 0 {
 				sticky = " (sticky, like /tmp: others can still create names in it)"
 			}
-			return fmt.Errorf("%s %s has mode %04o%s: others could plant or replace files there; use a directory of its own with mode 0755, e.g. /run/agent-sudo",
-				what, shown, octal(fi.Mode()), sticky)
+			return hint.Wrap(fmt.Errorf("%s %s has mode %04o%s: others could plant or replace files there", what, shown, octal(fi.Mode()), sticky),
+				"use a directory of its own with mode 0755, e.g. /run/agent-sudo")
 		case !last && fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0:
 			return fmt.Errorf("%s %s: %s has mode %04o and is not sticky: others could rename what is in it and put their own in its place",
 				what, shown, d, octal(fi.Mode()))

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/spawn"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
@@ -72,8 +73,9 @@ func Prepare(cmds [][]string, user string, timeout time.Duration, securePath str
 		}
 		if len(r.Untrusted) > 0 {
 			w := r.Untrusted[0]
-			errs = append(errs, fmt.Errorf("notify[%d][0]: %s can be changed by someone other than root (%s: %s), who could then run what they like as the notify user; "+
-				"install the notifier where only root can write", i, termtext.EscStrict(c.argv0), termtext.EscStrict(w.Path), w.Why))
+			errs = append(errs, hint.Wrap(fmt.Errorf("notify[%d][0]: %s can be changed by someone other than root (%s: %s)",
+				i, termtext.EscStrict(c.argv0), termtext.EscStrict(w.Path), w.Why),
+				"whoever can change it could run what they like as the notify user: install the notifier where only root can write"))
 			continue
 		}
 		s.cmds = append(s.cmds, c)

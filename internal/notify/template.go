@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
@@ -114,7 +115,8 @@ func isName(s string) bool {
 // (checkPlacement).
 func Check(key string, argv []string) error {
 	if len(argv) == 0 {
-		return errors.New(key + ": is empty; a notifier is a list whose first element is the program's absolute path, e.g. [\"/usr/bin/notify-send\", \"agent-sudo: {session} asks\", \"command: {command}\"]")
+		return hint.New(key+": is empty",
+			`a notifier is a list whose first element is the program's absolute path, e.g. ["/usr/bin/notify-send", "agent-sudo: {session} asks", "command: {command}"]`)
 	}
 	var errs []error
 	switch p := argv[0]; {
@@ -191,9 +193,11 @@ func checkPlacement(argv []string, args []template, i int) error {
 	}
 	switch {
 	case prefix == "":
-		return fmt.Errorf("{%s} starts the argument, so the agent's value could be read as an option (-x) or a file (@file); put fixed text before it, e.g. \"%s: {%s}\"", name, name, name)
+		return hint.Wrap(fmt.Errorf("{%s} starts the argument, so the agent's value could be read as an option (-x) or a file (@file)", name),
+			fmt.Sprintf("put fixed text before it, e.g. \"%s: {%s}\"", name, name))
 	case strings.HasPrefix(prefix, "-"):
-		return fmt.Errorf("%s holds {%s} in an option (%q), where the agent's value could become the option's or a file's name; give the option as an argument of its own and the value as the next one, starting with fixed text", termtext.Esc(argv[i]), name, prefix)
+		return hint.Wrap(fmt.Errorf("%s holds {%s} in an option (%q): the agent's value could become the option's or a file's name", termtext.Esc(argv[i]), name, prefix),
+			"give the option as an argument of its own and the value as the next one, starting with fixed text")
 	case prefix[0] == '@' || prefix[0] == '<':
 		return fmt.Errorf("%s starts with %q, a file reference, and holds {%s}: the agent would choose the file", termtext.Esc(argv[i]), prefix[:1], name)
 	}
@@ -206,20 +210,23 @@ func checkPlacement(argv []string, args []template, i int) error {
 		return nil
 	case slices.Contains(curlNamedOptions, prev):
 		if !strings.Contains(prefix, "=") {
-			return fmt.Errorf("curl's %s reads a file when its value holds an '@' before any '=', and {%s} may hold one; write a '=' before it, e.g. \"=%s\" or \"msg=%s\"", prev, name, argv[i], argv[i])
+			return hint.Wrap(fmt.Errorf("curl's %s reads a file when its value holds an '@' before any '=', and {%s} may hold one", prev, name),
+				fmt.Sprintf("write a '=' before it, e.g. \"=%s\" or \"msg=%s\"", argv[i], argv[i]))
 		}
 		return nil
 	case strings.HasPrefix(prefix, "https://") || strings.HasPrefix(prefix, "http://"):
 		if _, rest, _ := strings.Cut(prefix, "://"); !strings.Contains(rest, "/") {
-			return fmt.Errorf("the URL %s holds {%s} before the end of its host, so the agent would choose the server; put placeholders only after the host's /", termtext.Esc(argv[i]), name)
+			return hint.Wrap(fmt.Errorf("the URL %s holds {%s} before the end of its host, so the agent would choose the server", termtext.Esc(argv[i]), name),
+				"put placeholders only after the host's /")
 		}
 		if !slices.Contains(argv[1:], "-g") && !slices.Contains(argv[1:], "--globoff") {
 			return fmt.Errorf("the URL %s holds {%s}, which curl would expand as a glob ([1-1000000] is a million requests); add -g (--globoff)", termtext.Esc(argv[i]), name)
 		}
 		return nil
 	}
-	return fmt.Errorf("{%s} is an argument of curl that is neither the value of %s, nor after '=' in the value of %s, nor in an http(s) URL: curl may read it as an option's file or name",
-		name, strings.Join(curlValueOptions, ", "), strings.Join(curlNamedOptions, " or "))
+	return hint.Wrap(fmt.Errorf("{%s} is an argument of curl where curl may read it as an option's file or name", name),
+		fmt.Sprintf("give it as the value of %s, after '=' in the value of %s, or in an http(s) URL",
+			strings.Join(curlValueOptions, ", "), strings.Join(curlNamedOptions, " or ")))
 }
 
 // command is a checked notifier: its program and its arguments' templates.

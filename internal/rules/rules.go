@@ -2,6 +2,7 @@ package rules
 
 import (
 	"github.com/agent-sudo/agent-sudo/internal/glob"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/proto"
 
 	"errors"
@@ -190,13 +191,16 @@ func compile(r Rule) (compiledRule, error) {
 	}
 	if r.Action != Allow {
 		if r.Env != nil {
-			return c, fmt.Errorf("env is only meaningful on an allow rule (this one is %q): deny and ask rules apply whatever the request's environment", string(r.Action))
+			return c, hint.Wrap(fmt.Errorf("env is only meaningful on an allow rule (this one is %q)", string(r.Action)),
+				"deny and ask rules apply whatever the request's environment: remove env from this rule")
 		}
 		if r.ForwardAgent {
-			return c, fmt.Errorf("forward_agent is only meaningful on an allow rule (this one is %q): deny and ask rules apply whether or not the request forwards the SSH agent", string(r.Action))
+			return c, hint.Wrap(fmt.Errorf("forward_agent is only meaningful on an allow rule (this one is %q)", string(r.Action)),
+				"deny and ask rules apply whether or not the request forwards the SSH agent: remove forward_agent from this rule")
 		}
 		if r.Stdin {
-			return c, fmt.Errorf("stdin is only meaningful on an allow rule (this one is %q): deny and ask rules apply whether or not the request carries stdin", string(r.Action))
+			return c, hint.Wrap(fmt.Errorf("stdin is only meaningful on an allow rule (this one is %q)", string(r.Action)),
+				"deny and ask rules apply whether or not the request carries stdin: remove stdin from this rule")
 		}
 	}
 	for i, e := range r.Env {

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/sysfile"
 	"golang.org/x/sys/unix"
 )
@@ -134,8 +135,8 @@ func (c *Cgroups) enablePidsV2() error {
 			return fmt.Errorf("cgroup: reading %s: %w", filepath.Join(c.parent, "cgroup.controllers"), err)
 		}
 		if !slices.Contains(strings.Fields(string(avail)), "pids") {
-			return fmt.Errorf("cgroup: the pids controller is not available in %s, whose cgroup.controllers offers %q (in systemd's hybrid layout it is cgroup v1's)",
-				c.parent, strings.TrimSpace(string(avail)))
+			return hint.Wrap(fmt.Errorf("cgroup: the pids controller is not available in %s, whose cgroup.controllers offers %q",
+				c.parent, strings.TrimSpace(string(avail))), "in systemd's hybrid layout the pids controller is cgroup v1's")
 		}
 		if err := os.WriteFile(filepath.Join(c.parent, "cgroup.subtree_control"), []byte("+pids"), 0); err != nil {
 			return fmt.Errorf("cgroup: enabling the pids controller in %s: %w", filepath.Join(c.parent, "cgroup.subtree_control"), err)

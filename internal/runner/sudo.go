@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/spawn"
 )
 
@@ -68,8 +69,9 @@ func ParseSudoVersion(line string) (SudoImpl, error) {
 		kind, min, m = SudoRS, minSudoRS, sudoRSVersionLine.FindStringSubmatch(line)
 	}
 	if m == nil {
-		return SudoImpl{}, fmt.Errorf("its --version says %q, which is neither sudo (\"Sudo version 1.9.16p2\") nor sudo-rs (\"sudo-rs 0.2.5\"); "+
-			"the daemon does not know how that program passes the approved environment to the command, so it does not use it", line)
+		return SudoImpl{}, hint.Wrap(fmt.Errorf("its --version says %q, which is neither sudo nor sudo-rs", line),
+			"the daemon knows how sudo (\"Sudo version 1.9.16p2\") and sudo-rs (\"sudo-rs 0.2.5\") pass the approved environment to the command, "+
+				"and uses no other program")
 	}
 	var v [3]int
 	for i := range v {

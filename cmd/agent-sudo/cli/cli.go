@@ -40,6 +40,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 )
 
 // Exit statuses of agent-sudo's own outcomes; see the package documentation.
@@ -63,9 +65,18 @@ type invocation struct {
 }
 
 // say writes one diagnostic line to stderr, with the program prefix and with
-// anything that could control the terminal escaped.
+// anything that could control the terminal escaped; then, for each error
+// among args that carries advice (package hint), its hints, one line each
+// ("agent-sudo: hint: ..."), escaped the same way.
 func (inv *invocation) say(format string, args ...any) {
 	fmt.Fprintf(inv.stderr, "agent-sudo: %s\n", visible(fmt.Sprintf(format, args...)))
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			for _, h := range hint.Of(err) {
+				fmt.Fprintf(inv.stderr, "agent-sudo: hint: %s\n", visible(h))
+			}
+		}
+	}
 }
 
 // fail says what went wrong and returns code, so that a command can end

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/client"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
 	"github.com/google/uuid"
@@ -606,9 +607,9 @@ func (inv *invocation) readInput(from string) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	if len(data) > proto.MaxStdinBytes {
-		return nil, fmt.Errorf("%s holds more than %d bytes, the most one request can carry (a request is at most %d bytes and stdin travels as base64); "+
-			"write the data to a file you can write and copy it into place (e.g. agent-sudo run -- install -m 0644 /tmp/FILE /etc/FILE), or pass --no-stdin if the command needs no input",
-			name, proto.MaxStdinBytes, proto.MaxRequestBytes)
+		return nil, hint.Wrap(fmt.Errorf("%s holds more than %d bytes, the most one request can carry", name, proto.MaxStdinBytes),
+			fmt.Sprintf("a request is at most %d bytes and stdin travels as base64: write the data to a file you can write and copy it into place "+
+				"(agent-sudo run -- install -m 0644 /tmp/FILE /etc/FILE), or pass --no-stdin if the command needs no input", proto.MaxRequestBytes))
 	}
 	return data, nil
 }
@@ -635,6 +636,7 @@ func awaitInput(f *os.File) error {
 		if err != nil || n > 0 {
 			return nil // data, its end, or an error the read will report
 		}
-		return fmt.Errorf("stdin is a pipe that sent neither data nor its end within %s; pass --stdin - to wait for it, or --no-stdin if the command needs no input", stdinWait)
+		return hint.Wrap(fmt.Errorf("stdin is a pipe that sent neither data nor its end within %s", stdinWait),
+			"pass --stdin - to wait for it, or --no-stdin if the command needs no input")
 	}
 }

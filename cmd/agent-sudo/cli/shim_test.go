@@ -16,6 +16,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/internal/clienttest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
@@ -302,20 +303,26 @@ func TestReadInput(t *testing.T) {
 		stdin   io.Reader
 		want    string
 		wantErr string
+		// wantHint is the advice the error carries (package hint), printed
+		// on a line of its own.
+		wantHint string
 	}{
-		{"pipe with data", "", pipe("x\n", true), "x\n", ""},
-		{"empty pipe, writer gone", "", pipe("", true), "", ""},
-		{"empty pipe, writer open", "", pipe("", false), "", "stdin is a pipe that sent neither data nor its end within 2s; pass --stdin - to wait for it, or --no-stdin if the command needs no input"},
-		{"file with data", "", file("data"), "data", ""},
-		{"empty file", "", file(""), "", ""},
-		{"/dev/null", "", devNull, "", ""},
-		{"a reader", "", strings.NewReader("data"), "data", ""},
-		{"no stdin", "", nil, "", ""},
-		{"--stdin -", "-", strings.NewReader("dash"), "dash", ""},
-		{"--stdin FILE", named, strings.NewReader("ignored"), "from a file", ""},
-		{"--stdin missing", "/nonexistent/x", nil, "", "--stdin: open /nonexistent/x: no such file or directory"},
-		{"too much", "", strings.NewReader(tooMuch), "", "stdin holds more than 737280 bytes, the most one request can carry"},
-		{"too much, exactly the cap is fine", "", strings.NewReader(tooMuch[1:]), tooMuch[1:], ""},
+		{"pipe with data", "", pipe("x\n", true), "x\n", "", ""},
+		{"empty pipe, writer gone", "", pipe("", true), "", "", ""},
+		{"empty pipe, writer open", "", pipe("", false), "", "stdin is a pipe that sent neither data nor its end within 2s",
+			"pass --stdin - to wait for it, or --no-stdin if the command needs no input"},
+		{"file with data", "", file("data"), "data", "", ""},
+		{"empty file", "", file(""), "", "", ""},
+		{"/dev/null", "", devNull, "", "", ""},
+		{"a reader", "", strings.NewReader("data"), "data", "", ""},
+		{"no stdin", "", nil, "", "", ""},
+		{"--stdin -", "-", strings.NewReader("dash"), "dash", "", ""},
+		{"--stdin FILE", named, strings.NewReader("ignored"), "from a file", "", ""},
+		{"--stdin missing", "/nonexistent/x", nil, "", "--stdin: open /nonexistent/x: no such file or directory", ""},
+		{"too much", "", strings.NewReader(tooMuch), "", "stdin holds more than 737280 bytes, the most one request can carry",
+			"a request is at most 1048576 bytes and stdin travels as base64: write the data to a file you can write and copy it into place " +
+				"(agent-sudo run -- install -m 0644 /tmp/FILE /etc/FILE), or pass --no-stdin if the command needs no input"},
+		{"too much, exactly the cap is fine", "", strings.NewReader(tooMuch[1:]), tooMuch[1:], "", ""},
 	}
 	for _, tt := range tests {
 		inv := &invocation{stdin: tt.stdin}
@@ -325,6 +332,10 @@ func TestReadInput(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", tt.name, err, tt.wantErr)
 		case tt.wantErr == "" && err != nil:
 			t.Errorf("%s: %v", tt.name, err)
+		case err != nil && len(err.Error()) > 120:
+			t.Errorf("%s: error of %d characters, over 120: give the advice as a hint", tt.name, len(err.Error()))
+		case tt.wantHint != "" && !slices.Equal(hint.Of(err), []string{tt.wantHint}):
+			t.Errorf("%s: hints %q, want %q", tt.name, hint.Of(err), tt.wantHint)
 		case string(got) != tt.want:
 			t.Errorf("%s: read %d bytes, want %d", tt.name, len(got), len(tt.want))
 		}
