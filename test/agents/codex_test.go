@@ -335,7 +335,7 @@ func TestCodexShim(t *testing.T) {
 				}
 			case shimBlocked:
 				want := "Process exited with code 69\n"
-				msg := "Output:\nagent-sudo: cannot reach agent-sudod at " + d.Socket + ": operation not permitted; a sandbox or security policy (seccomp, Landlock, AppArmor, SELinux) refused the connection, not the socket's permissions: run the agent where it may connect to " + d.Socket + "\n"
+				msg := "Output:\nagent-sudo: cannot reach agent-sudod at " + d.Socket + ": operation not permitted; a sandbox or security policy (seccomp, Landlock, AppArmor, SELinux) refused the connection, not the socket's permissions\nagent-sudo: hint: run the agent where it may connect to " + d.Socket + "\n"
 				if !strings.Contains(shell, want) || !strings.HasSuffix(shell, msg) {
 					t.Errorf("sudo tee through the shim: the model saw:\n%s\nwant %q and %q", shell, want, msg)
 				} else {

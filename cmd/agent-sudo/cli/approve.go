@@ -325,7 +325,7 @@ func approve(ctx context.Context, inv *invocation, args []string, deps approveDe
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return inv.fail(exitInterrupted, "approve: interrupted; nothing was decided by quitting")
 	case errors.Is(err, console.ErrUnreachable) && len(daemons) == 1 && client.DaemonDown(err):
-		return inv.fail(exitUnavailable, "approve: agent-sudod is not running: %v; %s; once it is fixed, start it: %s", err, notRunning, startAgain)
+		return inv.failHint(exitUnavailable, notRunning+"; once it is fixed, start it: "+startAgain, "approve: agent-sudod is not running: %v", err)
 	case errors.Is(err, console.ErrUnreachable):
 		return inv.fail(exitUnavailable, "approve: %v; is the daemon running? (systemctl status agent-sudo)", err)
 	case errors.Is(err, console.ErrDisconnected):

@@ -79,6 +79,14 @@ func (inv *invocation) say(format string, args ...any) {
 	}
 }
 
+// failHint says what went wrong, then on a line of its own what to do
+// about it ("agent-sudo: hint: ..."), and returns code.
+func (inv *invocation) failHint(code int, advice, format string, args ...any) int {
+	inv.say(format, args...)
+	fmt.Fprintf(inv.stderr, "agent-sudo: hint: %s\n", visible(advice))
+	return code
+}
+
 // fail says what went wrong and returns code, so that a command can end
 // with "return inv.fail(...)".
 func (inv *invocation) fail(code int, format string, args ...any) int {

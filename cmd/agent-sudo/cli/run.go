@@ -257,17 +257,18 @@ func (inv *invocation) runFailed(err error, o *runOptions, id string, last *prot
 		if errors.Is(err, syscall.EPERM) {
 			// Not the socket's mode (that is EACCES): a sandbox or a
 			// security module refused the connect itself.
-			return inv.fail(exitUnavailable, "%v; a sandbox or security policy (seccomp, Landlock, AppArmor, SELinux) refused the connection, not the socket's permissions: run the agent where it may connect to %s", err, o.socket)
+			return inv.failHint(exitUnavailable, "run the agent where it may connect to "+o.socket,
+				"%v; a sandbox or security policy (seccomp, Landlock, AppArmor, SELinux) refused the connection, not the socket's permissions", err)
 		}
 		if errors.Is(err, fs.ErrPermission) {
 			return inv.fail(exitUnavailable, "%v; check that your user may open the socket (ls -l %s)", err, o.socket)
 		}
 		if client.DaemonDown(err) {
-			return inv.fail(exitUnavailable, "agent-sudod is not running: %v; %s", err, notRunning)
+			return inv.failHint(exitUnavailable, notRunning, "agent-sudod is not running: %v", err)
 		}
 		return inv.fail(exitUnavailable, "%v; is the daemon running? (systemctl status agent-sudo)", err)
 	case errors.Is(err, client.ErrNoAnswer):
-		return inv.fail(exitUnavailable, "agent-sudod is not running: the connection to %s was reset before it answered request %s; %s", o.socket, id, notRunning)
+		return inv.failHint(exitUnavailable, notRunning, "agent-sudod is not running: the connection to %s was reset before it answered request %s", o.socket, id)
 	case errors.Is(err, context.DeadlineExceeded):
 		limit := "before the deadline"
 		if o.timeout > 0 {

@@ -419,9 +419,9 @@ func TestRunUnreachable(t *testing.T) {
 		wantStderr string
 	}{
 		{"missing socket", map[string]string{envSocket: missing}, []string{"true"},
-			"agent-sudo: agent-sudod is not running: cannot reach agent-sudod at " + missing + ": no such file or directory; " + notRunning + "\n"},
+			"agent-sudo: agent-sudod is not running: cannot reach agent-sudod at " + missing + ": no such file or directory\nagent-sudo: hint: " + notRunning + "\n"},
 		{"refused", nil, []string{"--socket", refused, "true"},
-			"agent-sudo: agent-sudod is not running: cannot reach agent-sudod at " + refused + ": connection refused; " + notRunning + "\n"},
+			"agent-sudo: agent-sudod is not running: cannot reach agent-sudod at " + refused + ": connection refused\nagent-sudo: hint: " + notRunning + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -450,7 +450,8 @@ func TestRunFailedMessages(t *testing.T) {
 		{"permission denied", dialErr(syscall.EACCES), 0, 69,
 			"agent-sudo: cannot reach agent-sudod at /s.sock: permission denied; check that your user may open the socket (ls -l /s.sock)\n"},
 		{"refused by a sandbox", dialErr(syscall.EPERM), 0, 69,
-			"agent-sudo: cannot reach agent-sudod at /s.sock: operation not permitted; a sandbox or security policy (seccomp, Landlock, AppArmor, SELinux) refused the connection, not the socket's permissions: run the agent where it may connect to /s.sock\n"},
+			"agent-sudo: cannot reach agent-sudod at /s.sock: operation not permitted; a sandbox or security policy (seccomp, Landlock, AppArmor, SELinux) refused the connection, not the socket's permissions\n" +
+				"agent-sudo: hint: run the agent where it may connect to /s.sock\n"},
 		{"backlog full", dialErr(syscall.EAGAIN), 0, 69,
 			"agent-sudo: cannot reach agent-sudod at /s.sock: resource temporarily unavailable; is the daemon running? (systemctl status agent-sudo)\n"},
 		{"deadline without --timeout", fmt.Errorf("read response: %w", context.DeadlineExceeded), 0, 124,

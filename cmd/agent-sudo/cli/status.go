@@ -52,7 +52,7 @@ func statusHelp(inv *invocation, w io.Writer) error {
 // statusTimeout bounds agent-sudo status's wait for the daemon's answer.
 const statusTimeout = 10 * time.Second
 
-// notRunning is what the CLI says after the socket's path when agent-sudod
+// notRunning is the hint the CLI gives when agent-sudod
 // is not there to answer: nothing listens on the socket, or the connection
 // was reset before an answer, which is how systemd's socket ends the
 // connections that waited for a daemon that failed to start
@@ -80,11 +80,11 @@ func statusMain(ctx context.Context, inv *invocation, args []string) int {
 	resp, err := c.Ping(ctx)
 	switch {
 	case errors.Is(err, client.ErrUnreachable) && errors.Is(err, fs.ErrPermission):
-		return inv.fail(exitUnavailable, "agent-sudod's socket %s exists but your user may not open it; ask an administrator to add you to its group (ls -l %s)", socket, socket)
+		return inv.failHint(exitUnavailable, "ask an administrator to add you to its group (ls -l "+socket+")", "agent-sudod's socket %s exists but your user may not open it", socket)
 	case errors.Is(err, client.ErrNoAnswer):
-		return inv.fail(exitUnavailable, "agent-sudod is not running: the connection to %s was reset before it answered; %s", socket, notRunning)
+		return inv.failHint(exitUnavailable, notRunning, "agent-sudod is not running: the connection to %s was reset before it answered", socket)
 	case client.DaemonDown(err):
-		return inv.fail(exitUnavailable, "agent-sudod is not running: nothing answers at %s (%v); %s", socket, errors.Unwrap(err), notRunning)
+		return inv.failHint(exitUnavailable, notRunning, "agent-sudod is not running: nothing answers at %s (%v)", socket, errors.Unwrap(err))
 	case errors.Is(err, client.ErrUnreachable):
 		return inv.fail(exitUnavailable, "agent-sudod is not reachable at %s: %v; is it running? (systemctl status agent-sudo)", socket, errors.Unwrap(err))
 	case errors.Is(err, context.DeadlineExceeded):
