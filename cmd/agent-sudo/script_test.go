@@ -4,7 +4,9 @@ package main
 // would: a separate process with arguments, an environment, stdin, and an
 // exit status, checked with testscript (github.com/rogpeppe/go-internal).
 // Each script is one behaviour; a regression found later gets a script of
-// its own, named after what broke.
+// its own, named after what broke. Every command and subcommand that
+// "agent-sudo help" lists is run by one script at least
+// (TestScriptsRunEveryCommand), with its exit statuses.
 //
 // Besides testscript's own commands and conditions, the scripts have:
 //
@@ -26,15 +28,18 @@ package main
 import (
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/agent-sudo/agent-sudo/cmd/agent-sudo/cli"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 )
 
@@ -146,4 +151,85 @@ func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("AGENT_SUDO_SOCKET", d.Socket)
 	ts.Setenv("AUDIT_LOG", d.AuditLog)
 	ts.Setenv("DAEMON_CONFIG", d.ConfigPath)
+}
+
+// TestScriptsRunEveryCommand: every command and subcommand that
+// "agent-sudo help" lists is run by at least one script (not only its
+// help), so that each has its exit statuses checked as a user meets them.
+func TestScriptsRunEveryCommand(t *testing.T) {
+	var help strings.Builder
+	if code := cli.Dispatch(t.Context(), "agent-sudo", []string{"help"}, nil, &help, io.Discard, func(string) string { return "" }); code != 0 {
+		t.Fatalf("agent-sudo help exited %d", code)
+	}
+	var commands [][]string
+	var path []string
+	in := false
+	for line := range strings.Lines(help.String()) {
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "commands:":
+			in = true
+			continue
+		case !in:
+			continue
+		case line == "":
+			in = false
+			continue
+		}
+		name := strings.Fields(line)[0]
+		depth := (len(line)-len(strings.TrimLeft(line, " ")))/2 - 1
+		if depth < 0 || depth > len(path) {
+			t.Fatalf("cannot read the command list of agent-sudo help at %q", line)
+		}
+		path = append(path[:depth:depth], name)
+		commands = append(commands, slices.Clone(path))
+	}
+	if len(commands) < 10 {
+		t.Fatalf("read %d commands from agent-sudo help, want at least 10:\n%s", len(commands), help.String())
+	}
+
+	scripts, err := filepath.Glob(filepath.Join("testdata", "script", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs [][]string // the words after agent-sudo of each exec or exits line
+	for _, s := range scripts {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(data)) {
+			f := strings.Fields(line)
+			for len(f) > 0 && (strings.HasPrefix(f[0], "[") || f[0] == "!") {
+				f = f[1:]
+			}
+			switch {
+			case len(f) > 1 && f[0] == "exec" && f[1] == "agent-sudo":
+				runs = append(runs, f[2:])
+			case len(f) > 2 && f[0] == "exits" && f[2] == "agent-sudo":
+				runs = append(runs, f[3:])
+			}
+		}
+	}
+	for _, cmd := range commands {
+		found := false
+		for _, args := range runs {
+			if len(args) > 0 && args[0] == "help" && cmd[0] != "help" {
+				continue
+			}
+			i := 0
+			for _, a := range args {
+				if i < len(cmd) && a == cmd[i] {
+					i++
+				}
+			}
+			if i == len(cmd) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("no script in testdata/script runs agent-sudo %s: add one with its exit statuses", strings.Join(cmd, " "))
+		}
+	}
 }
