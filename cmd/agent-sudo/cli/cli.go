@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/hint"
 )
@@ -62,6 +63,14 @@ type invocation struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+
+	// noticeDelay is how long run waits for an answer before its wait
+	// notice; zero means waitNoticeDelay. Tests shorten it.
+	noticeDelay time.Duration
+	// withTimeout gives run's --timeout its context; nil means
+	// context.WithTimeout. Tests end the wait when they choose, on a
+	// clock of their own, instead of after a real duration.
+	withTimeout func(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc)
 }
 
 // say writes one diagnostic line to stderr, with the program prefix and with
@@ -158,6 +167,12 @@ func lookup(name string) (command, bool) {
 // status 130.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	inv := &invocation{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	return inv.main(ctx, args)
+}
+
+// main runs the command args name, as Main does, with inv's streams,
+// environment and delays.
+func (inv *invocation) main(ctx context.Context, args []string) int {
 	if len(args) == 0 {
 		return inv.fail(exitUsage, "no command given; run 'agent-sudo help' for usage")
 	}

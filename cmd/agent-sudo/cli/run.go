@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -189,7 +190,11 @@ func runAs(ctx context.Context, inv *invocation, args []string, shim bool) int {
 	}
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		withTimeout := inv.withTimeout
+		if withTimeout == nil {
+			withTimeout = context.WithTimeout
+		}
+		ctx, cancel = withTimeout(ctx, o.timeout)
 		defer cancel()
 	}
 	c := client.New(o.socket)
@@ -202,7 +207,7 @@ func runAs(ctx context.Context, inv *invocation, args []string, shim bool) int {
 	c.Progress = progress.set
 	var resp *proto.Response
 	var raw []byte
-	stopNotice := inv.waitNotice(req.ID, waitNoticeDelay, progress)
+	stopNotice := inv.waitNotice(req.ID, cmp.Or(inv.noticeDelay, waitNoticeDelay), progress)
 	if o.json {
 		resp, raw, err = c.RunRaw(ctx, req)
 	} else {

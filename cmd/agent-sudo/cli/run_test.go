@@ -596,27 +596,30 @@ func hangAfter(progress func(req *proto.Request) []proto.Progress) clienttest.Ha
 // it says what became of the request from what the daemon last said of
 // it: withdrawn while it waited for a human, running to its end once
 // allowed. Before, it said "it may still be approved and run" even of a
-// request the daemon had withdrawn.
+// request the daemon had withdrawn. The timeout expires on the test's
+// clock once run has said what the daemon said.
 func TestRunSaysWhatBecameOfTheRequest(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		progress string
+		said     string
 		want     string
 	}{
-		{"waiting", proto.ProgressWaiting, "it was still waiting for approval, so it is withdrawn and will not run"},
-		{"running", proto.ProgressRunning, "its command had started, and runs to its end without you"},
+		{"waiting", proto.ProgressWaiting, "waits for a human's approval (1 approver console connected)",
+			"it was still waiting for approval, so it is withdrawn and will not run"},
+		{"running", proto.ProgressRunning, "was allowed; its command is running", "its command had started, and runs to its end without you"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := clienttest.NewServer(t, hangAfter(func(req *proto.Request) []proto.Progress {
 				return []proto.Progress{{Progress: tt.progress, ID: req.ID, Consoles: 1, Deadline: time.Now().Add(time.Minute)}}
 			}))
-			// Time enough for the progress line, written at once, to be
-			// read on a loaded machine before run stops waiting.
-			got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--timeout", "2s", "true")
+			e := newExpiry()
+			code, stderr := runWatched(t, context.Background(), map[string]string{envSocket: srv.Socket}, tt.said, e.expire, e.with,
+				"run", "--timeout", "2s", "true")
 			want := withID(t, srv, "agent-sudo: no answer to request %ID% within --timeout 2s: "+tt.want+" (agent-sudo audit show %ID% has its records)\n")
 			// After the wait notice (TestRunSaysNoConsoleIsConnected).
-			if got.code != 124 || !strings.HasSuffix(got.stderr, "\n"+want) {
-				t.Errorf("run = %d, stderr\n %q\nwant 124, stderr\n %q", got.code, got.stderr, want)
+			if code != 124 || !strings.HasSuffix(stderr, "\n"+want) {
+				t.Errorf("run = %d, stderr\n %q\nwant 124, stderr\n %q", code, stderr, want)
 			}
 			if reqs := srv.Requests(); len(reqs) != 1 || !reqs[0].Progress {
 				t.Errorf("run did not ask for progress lines: %+v", reqs)
@@ -627,7 +630,9 @@ func TestRunSaysWhatBecameOfTheRequest(t *testing.T) {
 
 // TestRunSaysNoConsoleIsConnected: a request that waits for a human while
 // no approver console is connected is told so, with the time it has left
-// and what to run, instead of waiting approval_timeout in silence.
+// and what to run, instead of waiting approval_timeout in silence. The
+// notice comes at once (no delay) and the wait ends on the test's clock
+// once it has been said.
 func TestRunSaysNoConsoleIsConnected(t *testing.T) {
 	for _, tt := range []struct {
 		consoles, web int
@@ -641,15 +646,15 @@ func TestRunSaysNoConsoleIsConnected(t *testing.T) {
 		srv := clienttest.NewServer(t, hangAfter(func(req *proto.Request) []proto.Progress {
 			return []proto.Progress{{Progress: proto.ProgressWaiting, ID: req.ID, Consoles: tt.consoles, WebApprovers: tt.web, Deadline: time.Now().Add(5 * time.Minute)}}
 		}))
-		// Past waitNoticeDelay, when the notice is written.
-		got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "--timeout", (waitNoticeDelay + 2*time.Second).String(), "true")
-		// The notice (after a generic one, on a machine so loaded that
-		// the progress line came after waitNoticeDelay), then the
-		// withdrawal.
-		lines := strings.Split(strings.TrimSpace(got.stderr), "\n")
+		e := newExpiry()
+		code, stderr := runWatched(t, context.Background(), map[string]string{envSocket: srv.Socket}, tt.want, e.expire, e.with,
+			"run", "--timeout", "1h", "true")
+		// The notice (after a generic one when the progress line came
+		// after the notice's start), then the withdrawal.
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
 		notice := lines[max(0, len(lines)-2)]
-		if len(lines) < 2 || len(lines) > 3 || !strings.Contains(notice, tt.want) || !strings.Contains(lines[len(lines)-1], "withdrawn and will not run") {
-			t.Errorf("%d consoles: stderr\n%s\nwant a notice containing %q, then the withdrawal", tt.consoles, got.stderr, tt.want)
+		if code != exitTimeout || len(lines) < 2 || len(lines) > 3 || !strings.Contains(notice, tt.want) || !strings.Contains(lines[len(lines)-1], "withdrawn and will not run") {
+			t.Errorf("%d consoles, %d web approvers: exit %d, stderr\n%s\nwant %d, a notice containing %q, then the withdrawal", tt.consoles, tt.web, code, stderr, exitTimeout, tt.want)
 		}
 		if tt.consoles+tt.web == 0 && !strings.Contains(notice, "unless someone runs 'sudo agent-sudo approve'") {
 			t.Errorf("no console: the notice does not say what to run: %s", notice)
