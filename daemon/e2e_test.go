@@ -467,16 +467,11 @@ func TestE2ECommandTimeout(t *testing.T) {
 
 // processState returns the state letter of pid from /proc, "" if it is gone.
 func processState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := testenv.ReadProcStat(pid)
 	if err != nil {
 		return ""
 	}
-	// The state follows the command name, which is in parentheses.
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2 : i+3]
-	}
-	return "?"
+	return st.State()
 }
 
 func TestE2EPing(t *testing.T) {

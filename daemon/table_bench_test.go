@@ -17,6 +17,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/client"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -145,19 +146,7 @@ func interleave(rounds int, measured, baseline func()) (time.Duration, time.Dura
 // pid has used, from /proc/PID/stat: what the daemon itself spends, which
 // the machine's load does not stretch as it stretches wall time.
 func cpuTime(b *testing.B, pid int) time.Duration {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
-	// state ppid ... utime is field 14 of the line, 12th after the name.
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("/proc/%d/stat: %v %v", pid, err1, err2)
-	}
-	const ticks = 100 // USER_HZ
-	return time.Duration(utime+stime) * time.Second / ticks
+	return testenv.MustProcStat(b, pid).CPUTime()
 }
 
 // rssFor starts a fresh daemon, reads its peak RSS (VmHWM) after a ping,

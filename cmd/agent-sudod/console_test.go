@@ -265,7 +265,7 @@ func TestE2ETTYConsoleChild(t *testing.T) {
 			if term := readlink(t, dpid, "fd/0"); len(links) > 0 && links[0] != term {
 				t.Errorf("the console's terminal is %s, the daemon's %s", links[0], term)
 			}
-			cstat, dstat := strings.Fields(got[3]), procStat(t, dpid)
+			cstat, dstat := strings.Fields(got[3]), testenv.MustProcStat(t, dpid).Fields
 			// state ppid pgrp session tty_nr tpgid
 			if len(cstat) != 6 || cstat[1] != strconv.Itoa(dpid) || cstat[2] != dstat[2] || cstat[3] != dstat[3] || cstat[4] != dstat[4] || cstat[5] != cstat[2] {
 				t.Errorf("the console (pid %d): ppid pgrp session tty_nr tpgid %v; the daemon (pid %d): %v; want the daemon's child, in its process group and session, on its terminal, in the terminal's foreground group",
@@ -311,21 +311,6 @@ func daemonPID(t *testing.T, d *daemontest.Daemon) int {
 	}
 	t.Fatalf("the audit log has no start record")
 	return 0
-}
-
-// procStat is /proc/PID/stat's fields after the command (state first).
-func procStat(t *testing.T, pid int) []string {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 6 {
-		t.Fatalf("/proc/%d/stat: %q", pid, b)
-	}
-	return f
 }
 
 // readlink reads /proc/PID/name.

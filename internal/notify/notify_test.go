@@ -272,12 +272,8 @@ func readLines(t *testing.T, p string) []string {
 
 // alive reports whether process pid exists (and is not a zombie).
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(rest, "Z")
+	st, err := testenv.ReadProcStat(pid)
+	return err == nil && st.State() != "Z"
 }
 
 // exited waits up to a minute for process pid to exit (a SIGKILL sent to

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
 
@@ -539,14 +540,11 @@ func checkLayout(t *testing.T, res *Result, m Mode, sessions bool) {
 	t.Helper()
 	first, stat, _ := strings.Cut(string(res.Stdout.Copy()), "\n")
 	ids := strings.Fields(first)
-	end := strings.LastIndexByte(stat, ')')
-	if len(ids) != 2 || end < 0 {
-		t.Fatalf("unexpected output %q%s", res.Stdout.Copy(), stderrs(res))
+	st, err := testenv.ParseProcStat([]byte(stat))
+	if len(ids) != 2 || err != nil {
+		t.Fatalf("unexpected output %q (%v)%s", res.Stdout.Copy(), err, stderrs(res))
 	}
-	f := strings.Fields(stat[end+1:]) // state ppid pgrp session tty_nr
-	if len(f) < 5 {
-		t.Fatalf("short stat line %q", stat)
-	}
+	f := st.Fields // state ppid pgrp session tty_nr
 	// The stage process is sh in direct mode and sudo, sh's parent, in sudo
 	// mode; it leads the process group.
 	leader := ids[0]

@@ -3,7 +3,6 @@ package spawn
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,11 +159,8 @@ func TestLeftoversKilled(t *testing.T) {
 	// Killed before Run returned; it may linger as a zombie of init for
 	// an instant, which /proc/PID/stat shows as state Z.
 	for range 100 {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
-		}
-		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
+		st, err := testenv.ReadProcStat(pid)
+		if err != nil || st.State() == "Z" {
 			return
 		}
 		time.Sleep(10 * time.Millisecond) // the kill is delivered; the exit is asynchronous

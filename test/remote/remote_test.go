@@ -34,6 +34,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/consoletest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"github.com/agent-sudo/agent-sudo/internal/tmuxtest"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -349,8 +350,8 @@ func checkSSHSessions(t *testing.T, tm *tmuxtest.Session, cli string) {
 	if len(consoles) != 1 {
 		t.Fatalf("the pane's shell (pid %d) has %d children running %s, want the console", shell, len(consoles), cli)
 	}
-	console := procStat(t, consoles[0])
-	if console.ttyNr == 0 {
+	console := testenv.MustProcStat(t, consoles[0])
+	if console.TTYNr() == 0 {
 		t.Fatalf("the console (pid %d) has no controlling terminal in tmux: %+v", consoles[0], console)
 	}
 	sshs := childrenRunning(t, consoles[0], "/usr/bin/ssh")
@@ -358,49 +359,16 @@ func checkSSHSessions(t *testing.T, tm *tmuxtest.Session, cli string) {
 		t.Fatalf("the console (pid %d) runs %d ssh processes, want 2", consoles[0], len(sshs))
 	}
 	for _, pid := range sshs {
-		st := procStat(t, pid)
-		if st.session == console.session || st.session != pid || st.ttyNr != 0 {
+		st := testenv.MustProcStat(t, pid)
+		if st.Session() == console.Session() || st.Session() != pid || st.TTYNr() != 0 {
 			t.Errorf("ssh (pid %d) runs in session %d with terminal %d; want a session of its own (%d), not the console's (%d), and no terminal",
-				pid, st.session, st.ttyNr, pid, console.session)
+				pid, st.Session(), st.TTYNr(), pid, console.Session())
 		}
 	}
 	if !t.Failed() {
 		t.Logf("the console (pid %d, session %d, terminal %d) runs ssh as pids %v, each in a session of its own without a terminal",
-			consoles[0], console.session, console.ttyNr, sshs)
+			consoles[0], console.Session(), console.TTYNr(), sshs)
 	}
-}
-
-// stat is what a test reads from /proc/PID/stat.
-type stat struct {
-	session, ttyNr int
-}
-
-// procStat reads pid's session and controlling terminal.
-func procStat(t *testing.T, pid int) stat {
-	t.Helper()
-	f, err := statFields(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st stat
-	if _, err := fmt.Sscan(f[3]+" "+f[4], &st.session, &st.ttyNr); err != nil {
-		t.Fatalf("/proc/%d/stat %q: %v", pid, f, err)
-	}
-	return st
-}
-
-// statFields returns the fields of /proc/PID/stat after the command name,
-// which ends at the last ')': state ppid pgrp session tty_nr and on.
-func statFields(pid int) ([]string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil, err
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 5 {
-		return nil, fmt.Errorf("/proc/%d/stat %q: too few fields", pid, b)
-	}
-	return f, nil
 }
 
 // childrenRunning lists parent's children whose executable is exe.
@@ -416,8 +384,8 @@ func childrenRunning(t *testing.T, parent int, exe string) []int {
 		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || fmt.Sprint(pid) != e.Name() {
 			continue
 		}
-		f, err := statFields(pid)
-		if err != nil || f[1] != fmt.Sprint(parent) {
+		st, err := testenv.ReadProcStat(pid)
+		if err != nil || st.PPID() != parent {
 			continue // gone, or another's child
 		}
 		if path, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && path == exe {
