@@ -26,14 +26,9 @@ var longErrors = map[string]string{
 	// The errors below reach an agent or an approver as one message of the
 	// protocol (a response's message, a decision's result, an MCP tool
 	// error, the audit log), which has no place for a hint yet.
-	"daemon/plan.go":              "a refusal the agent reads in its response",
-	"daemon/twoperson.go":         "a decision's result the approver's console shows",
-	"internal/audit/filemode.go":  "an audit failure the agent reads in its response",
-	"internal/audit/log.go":       "an audit failure the agent reads in its response",
-	"internal/mcpserver/args.go":  "the MCP tool's errors, which the agent's model reads as one text",
-	"internal/passkey/passkey.go": "a passkey file refused, in the daemon's log and the console's passkeys message",
-	"internal/runner/pipes.go":    "an execution failure the agent reads in its response",
-	"internal/runner/resolve.go":  "a refusal the agent reads in its response",
+	"daemon/plan.go":             "a refusal the agent reads in its response",
+	"daemon/twoperson.go":        "a decision's result the approver's console shows",
+	"internal/mcpserver/args.go": "the MCP tool's errors, which the agent's model reads as one text",
 }
 
 // TestErrorsShort: no error message or format string outside tests spells

@@ -139,7 +139,7 @@ func lockedBy(f *os.File) error {
 	case !ok:
 		return fmt.Errorf("the writers' lock on this log is held, and /proc/locks does not say by which process; %s", twoWriters)
 	case pid == os.Getpid():
-		return errors.New("this daemon's own earlier descriptor of this log still holds its writers' lock (a child process being started shares it until it runs its program); try again")
+		return errors.New("this daemon's earlier descriptor of this log holds its writers' lock (a child being started shares it); try again")
 	}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {

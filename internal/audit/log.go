@@ -317,7 +317,7 @@ func (l *Log) appendBatch(batch []*op) {
 	sync := false
 	for _, o := range batch {
 		if o.checkEpoch && o.epoch != l.w.epoch {
-			o.res <- opResult{err: fmt.Errorf("audit log %s: this request's earlier records were lost when the log could not be written or synced (the record was not written)", l.path)}
+			o.res <- opResult{err: fmt.Errorf("audit log %s: this request's earlier records were lost in a failed write or sync (this one was not written)", l.path)}
 			continue
 		}
 		live = append(live, o)

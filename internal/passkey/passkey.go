@@ -153,7 +153,7 @@ func readKey(dir, name string, revoked bool) (Enrolled, error) {
 		}
 	}
 	if en.Name != want {
-		return Enrolled{}, fmt.Errorf("passkeys: %q holds the passkey of %q, not of the name its file name gives (%q); a passkey file must be NAME.json for the NAME inside it", path, en.Name, want)
+		return Enrolled{}, fmt.Errorf("passkeys: %q holds the passkey of %q, not of the name its file name gives (%q); a file NAME.json holds NAME's passkey", path, en.Name, want)
 	}
 	return en, nil
 }

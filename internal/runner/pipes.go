@@ -170,7 +170,7 @@ func dupAbove(f *os.File, files []*os.File) (*os.File, error) {
 		// EINVAL: low is at or past RLIMIT_NOFILE; EMFILE: no number
 		// from low up to it is free. Either way the daemon is out of
 		// descriptors, which is what the agent is told.
-		return nil, fmt.Errorf("the daemon is out of file descriptors: none from %d up is free under its limit (RLIMIT_NOFILE) to hold the program's descriptor: %w", low, err)
+		return nil, fmt.Errorf("the daemon is out of file descriptors: none free from %d up, under RLIMIT_NOFILE, for the program's: %w", low, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("duplicating the program's descriptor: %w", err)

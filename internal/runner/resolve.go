@@ -68,7 +68,7 @@ func Resolve(argv0, securePath string) (Resolved, error) {
 		// written for /usr/bin/cat and read as something it is not, so only
 		// the clean spelling is accepted.
 		if clean := filepath.Clean(argv0); clean != argv0 {
-			return Resolved{}, fmt.Errorf(`runner: program path %q is not clean (it has "//", "/./", "/../" or a trailing "/"); write the path without them, e.g. %q`, argv0, clean)
+			return Resolved{}, fmt.Errorf(`runner: program path %q is not clean ("//", "/./", "/../" or a trailing "/"); write it %q`, argv0, clean)
 		}
 		return resolveFile(argv0)
 	case argv0 == "." || argv0 == "..":
