@@ -67,6 +67,9 @@ type invocation struct {
 	// noticeDelay is how long run waits for an answer before its wait
 	// notice; zero means waitNoticeDelay. Tests shorten it.
 	noticeDelay time.Duration
+	// stdinWait is how long run waits for a pipe on stdin to show data or
+	// its end; zero means stdinWait (the constant). Tests shorten it.
+	stdinWait time.Duration
 	// withTimeout gives run's --timeout its context; nil means
 	// context.WithTimeout. Tests end the wait when they choose, on a
 	// clock of their own, instead of after a real duration.

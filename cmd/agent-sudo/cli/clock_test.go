@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -74,11 +73,12 @@ func (w *watchWriter) String() string {
 
 // runWatched runs the CLI as runCLI does, with no delay before run's wait
 // notice, and calls then once stderr holds want.
-func runWatched(t *testing.T, ctx context.Context, env map[string]string, want string, then func(), withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc), args ...string) (code int, stderr string) {
+func runWatched(t *testing.T, ctx context.Context, env map[string]string, want string, then func(), withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc), args ...string) result {
 	t.Helper()
+	var stdout strings.Builder
 	w := &watchWriter{want: want, then: then}
-	inv := &invocation{stdin: strings.NewReader(""), stdout: io.Discard, stderr: w, getenv: func(k string) string { return env[k] },
+	inv := &invocation{stdin: strings.NewReader(""), stdout: &stdout, stderr: w, getenv: func(k string) string { return env[k] },
 		noticeDelay: time.Nanosecond, withTimeout: withTimeout}
-	code = inv.main(ctx, args)
-	return code, w.String()
+	code := inv.main(ctx, args)
+	return result{code, stdout.String(), w.String()}
 }

@@ -590,7 +590,7 @@ func (inv *invocation) readInput(from string) ([]byte, error) {
 			if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
 				return nil, nil // a terminal: the human typing is not input
 			}
-			if err := awaitInput(f); err != nil {
+			if err := awaitInput(f, cmp.Or(inv.stdinWait, stdinWait)); err != nil {
 				return nil, err
 			}
 		}
@@ -625,24 +625,24 @@ func (inv *invocation) readInput(from string) ([]byte, error) {
 const stdinWait = 2 * time.Second
 
 // awaitInput returns nil when f is not a pipe or socket, or when it has data
-// or its end within stdinWait; otherwise an error telling the user to choose.
+// or its end within wait; otherwise an error telling the user to choose.
 // An agent's harness may leave stdin an open pipe that nobody writes: run
 // must then neither wait forever nor go on without the input it may carry.
-func awaitInput(f *os.File) error {
+func awaitInput(f *os.File, wait time.Duration) error {
 	fi, err := f.Stat()
 	if err != nil || fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) == 0 {
 		return nil
 	}
 	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
 	for {
-		n, err := unix.Poll(fds, int(stdinWait/time.Millisecond))
+		n, err := unix.Poll(fds, int(wait/time.Millisecond))
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil || n > 0 {
 			return nil // data, its end, or an error the read will report
 		}
-		return hint.Wrap(fmt.Errorf("stdin is a pipe that sent neither data nor its end within %s", stdinWait),
+		return hint.Wrap(fmt.Errorf("stdin is a pipe that sent neither data nor its end within %s", wait),
 			"pass --stdin - to wait for it, or --no-stdin if the command needs no input")
 	}
 }

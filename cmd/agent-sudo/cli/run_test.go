@@ -614,8 +614,9 @@ func TestRunSaysWhatBecameOfTheRequest(t *testing.T) {
 				return []proto.Progress{{Progress: tt.progress, ID: req.ID, Consoles: 1, Deadline: time.Now().Add(time.Minute)}}
 			}))
 			e := newExpiry()
-			code, stderr := runWatched(t, context.Background(), map[string]string{envSocket: srv.Socket}, tt.said, e.expire, e.with,
+			got := runWatched(t, context.Background(), map[string]string{envSocket: srv.Socket}, tt.said, e.expire, e.with,
 				"run", "--timeout", "2s", "true")
+			code, stderr := got.code, got.stderr
 			want := withID(t, srv, "agent-sudo: no answer to request %ID% within --timeout 2s: "+tt.want+" (agent-sudo audit show %ID% has its records)\n")
 			// After the wait notice (TestRunSaysNoConsoleIsConnected).
 			if code != 124 || !strings.HasSuffix(stderr, "\n"+want) {
@@ -647,8 +648,9 @@ func TestRunSaysNoConsoleIsConnected(t *testing.T) {
 			return []proto.Progress{{Progress: proto.ProgressWaiting, ID: req.ID, Consoles: tt.consoles, WebApprovers: tt.web, Deadline: time.Now().Add(5 * time.Minute)}}
 		}))
 		e := newExpiry()
-		code, stderr := runWatched(t, context.Background(), map[string]string{envSocket: srv.Socket}, tt.want, e.expire, e.with,
+		got := runWatched(t, context.Background(), map[string]string{envSocket: srv.Socket}, tt.want, e.expire, e.with,
 			"run", "--timeout", "1h", "true")
+		code, stderr := got.code, got.stderr
 		// The notice (after a generic one when the progress line came
 		// after the notice's start), then the withdrawal.
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")

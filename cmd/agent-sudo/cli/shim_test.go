@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agent-sudo/agent-sudo/internal/clienttest"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
@@ -260,7 +261,6 @@ func TestDispatch(t *testing.T) {
 // pipe, file or reader; nothing for /dev/null or an empty pipe; a clear
 // refusal for a pipe that stays silent and open, and for too much input.
 func TestReadInput(t *testing.T) {
-	t.Parallel() // the empty pipe waits its 2s
 	pipe := func(data string, closeWriter bool) *os.File {
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -309,7 +309,7 @@ func TestReadInput(t *testing.T) {
 	}{
 		{"pipe with data", "", pipe("x\n", true), "x\n", "", ""},
 		{"empty pipe, writer gone", "", pipe("", true), "", "", ""},
-		{"empty pipe, writer open", "", pipe("", false), "", "stdin is a pipe that sent neither data nor its end within 2s",
+		{"empty pipe, writer open", "", pipe("", false), "", "stdin is a pipe that sent neither data nor its end within 20ms",
 			"pass --stdin - to wait for it, or --no-stdin if the command needs no input"},
 		{"file with data", "", file("data"), "data", "", ""},
 		{"empty file", "", file(""), "", "", ""},
@@ -325,7 +325,9 @@ func TestReadInput(t *testing.T) {
 		{"too much, exactly the cap is fine", "", strings.NewReader(tooMuch[1:]), tooMuch[1:], "", ""},
 	}
 	for _, tt := range tests {
-		inv := &invocation{stdin: tt.stdin}
+		// The empty pipe waits stdinWait, which nothing here needs long:
+		// the pipes' data and ends are there before readInput looks.
+		inv := &invocation{stdin: tt.stdin, stdinWait: 20 * time.Millisecond}
 		got, err := inv.readInput(tt.from)
 		switch {
 		case tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)):

@@ -78,12 +78,18 @@ func TestStatus(t *testing.T) {
 }
 
 func TestRunWaitNotice(t *testing.T) {
-	t.Parallel() // the answer comes after the notice's delay
+	// The answer comes once the notice is out (no delay before it here),
+	// not after a sleep.
+	noticed := make(chan struct{})
 	srv := clienttest.NewServer(t, clienttest.Respond(func(req *proto.Request) *proto.Response {
-		time.Sleep(waitNoticeDelay + 300*time.Millisecond)
+		select {
+		case <-noticed:
+		case <-time.After(time.Minute): // no notice: the checks below say so
+		}
 		return &proto.Response{ID: req.ID, Status: proto.StatusOK, Stages: []proto.Stage{{}}, Stdout: []byte("done\n")}
 	}))
-	got := runCLI(context.Background(), map[string]string{envSocket: srv.Socket}, "run", "true")
+	got := runWatched(t, context.Background(), map[string]string{envSocket: srv.Socket},
+		"it may need a human's approval, or the command is still running\n", func() { close(noticed) }, nil, "run", "true")
 	if got.code != 0 || got.stdout != "done\n" {
 		t.Fatalf("run = %d %q %q", got.code, got.stdout, got.stderr)
 	}
