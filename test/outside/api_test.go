@@ -1,10 +1,12 @@
 package outside
 
 import (
+	"go/build"
 	"go/importer"
 	"go/token"
 	"go/types"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -38,6 +40,15 @@ var topLevel = []struct {
 // public ones.
 func TestPublicAPINamesNoInternalType(t *testing.T) {
 	testenv.Slow(t, "type-checks the top-level packages from source")
+	if build.Default.GOROOT == "" {
+		// A test binary built with -trimpath (make test) does not know
+		// its GOROOT, which the source importer needs.
+		out, err := exec.Command("go", "env", "GOROOT").Output()
+		if err != nil {
+			t.Fatalf("go env GOROOT: %v", err)
+		}
+		build.Default.GOROOT = strings.TrimSpace(string(out))
+	}
 	imp := importer.ForCompiler(token.NewFileSet(), "source", nil)
 	var public []string
 	for _, tl := range topLevel {
