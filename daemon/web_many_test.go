@@ -55,7 +55,7 @@ func TestWebTwoDaemons(t *testing.T) {
 	r.signIn()
 	r.waitPage(`data-daemon="1" data-id="same"`)
 	body := r.waitPage(`data-daemon="0" data-id="same"`)
-	for _, want := range []string{"host0 (/run/d0/&lt;b&gt;approver)", "host1 (/run/d1/&lt;b&gt;approver)", `id="r-0-same"`, `id="r-1-same"`} {
+	for _, want := range []string{`<span class="label">host0</span>`, `<span class="label">host1</span>`, `<span class="from">host0</span>`, `id="r-0-same"`, `id="r-1-same"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page does not show %q:\n%s", want, body)
 		}
@@ -100,7 +100,7 @@ func TestWebDaemonLost(t *testing.T) {
 	r.waitPage(`data-daemon="1" data-id="r1"`)
 	_ = r.daemons[0].conn.Close()
 	body := r.waitPage("restart the web approver to reconnect")
-	if !strings.Contains(body, "host0 (/run/d0/&lt;b&gt;approver)") {
+	if !strings.Contains(body, `<span class="label">host0</span>`) {
 		t.Errorf("the lost daemon is not named:\n%s", body)
 	}
 	if code, out := r.decide(r.key, 1, "r1", hashOf(t, body, 1, "r1"), approval.AllowOnce); code != 200 {

@@ -89,6 +89,27 @@ type rig struct {
 	origin  string
 	key     *passkeytest.Key
 	http    *http.Client
+	// logs is what the web approver logged.
+	logs *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for the web approver's log and the
+// test to use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // newRig serves a broker's approver channel (signed decisions checked
@@ -147,6 +168,8 @@ func newRigOf(t *testing.T, enrolled ...string) *rig {
 	}
 	r.broker = r.daemons[0].broker
 	cfg.Origin, cfg.RPID = origin, "localhost"
+	r.logs = &syncBuffer{}
+	cfg.Log = slog.New(slog.NewTextHandler(r.logs, nil))
 	w, err := web.New(cfg)
 	if err != nil {
 		t.Fatal(err)

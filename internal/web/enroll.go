@@ -147,10 +147,10 @@ func (e *Enrolment) valid(w http.ResponseWriter, r *http.Request) bool {
 	closed := e.closed
 	e.mu.Unlock()
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(e.Token)) != 1 || closed || !time.Now().Before(e.Expires) {
-		http.Error(w, "this enrolment link is wrong, used or expired; run agent-sudo approve web enroll again", http.StatusNotFound)
+		http.Error(w, EnrolLinkGone, http.StatusNotFound)
 		return false
 	}
-	return r.Method != http.MethodPost || fromPage(w, r, e.PageOrigin, "the enrolment page")
+	return r.Method != http.MethodPost || fromPage(w, r, e.PageOrigin, "the enrolment page") == ""
 }
 
 func (e *Enrolment) page(w http.ResponseWriter, r *http.Request) {

@@ -40,7 +40,7 @@ func (f *feed) run(ctx context.Context) error {
 	err := f.read(ctx)
 	f.mu.Lock()
 	f.err = err
-	f.pending, f.keys, f.refused = nil, nil, nil
+	f.pending, f.keys, f.refused, f.resolved = nil, nil, nil, nil
 	clear(f.approved)
 	f.version++
 	for id, ch := range f.results {
@@ -84,6 +84,10 @@ func (f *feed) read(ctx context.Context) error {
 				f.version++
 			}
 		case approval.MsgResolved:
+			f.resolved = append(f.resolved, m)
+			if len(f.resolved) > maxResolved {
+				f.resolved = slices.Delete(f.resolved, 0, len(f.resolved)-maxResolved)
+			}
 			f.pending = slices.DeleteFunc(f.pending, func(p approval.Message) bool { return p.ID == m.ID })
 			delete(f.approved, m.ID)
 			f.refused = slices.DeleteFunc(f.refused, func(r refusal) bool { return r.id == m.ID })
@@ -103,6 +107,10 @@ func (f *feed) read(ctx context.Context) error {
 
 // maxRefused bounds the refusals a feed keeps: the latest are shown.
 const maxRefused = 32
+
+// maxResolved bounds the resolved messages a feed keeps for the pages'
+// receipts: the latest.
+const maxResolved = 32
 
 // refusal is a request the daemon sent that does not hash to its
 // announced hash (approval.ErrHashMismatch), and why.
@@ -143,6 +151,10 @@ type feedState struct {
 	// refused are the requests whose latest message did not hash as
 	// announced, oldest first, at most maxRefused.
 	refused []refusal
+	// resolved are the daemon's latest resolved messages, oldest first, at
+	// most maxResolved: how the requests decided on a page ended, for its
+	// receipts.
+	resolved []approval.Message
 	// keys are the passkeys of the daemon's latest passkeys message, and
 	// keysErr the error it carried; keysSeen is set once one came.
 	keys     []approval.PublicKey
@@ -161,6 +173,7 @@ func (f *feed) state() feedState {
 	defer f.mu.Unlock()
 	st := f.feedState
 	st.pending, st.approved, st.refused, st.keys = slices.Clone(f.pending), maps.Clone(f.approved), slices.Clone(f.refused), slices.Clone(f.keys)
+	st.resolved = slices.Clone(f.resolved)
 	return st
 }
 

@@ -24,6 +24,9 @@ type view struct {
 	// Refused says, per request a daemon sent that does not hash as
 	// announced, that it is not shown and why (escaped).
 	Refused []string
+	// Resolved are how the latest requests of the daemons that know the
+	// passkey ended, for the receipts of the decisions made on the page.
+	Resolved []resolvedView
 	// Focus is the element id of the request asked for with ?id=, when it
 	// waits (on the first daemon that shows it).
 	Focus string
@@ -38,12 +41,26 @@ type daemonView struct {
 	Down  bool
 }
 
-// label names a daemon for the page: the host name it sent and how the
-// human named it, both escaped.
-func label(st feedState) string {
-	host, name := esc(st.hello.DaemonHost), esc(st.name)
+// resolvedView is how a request ended (approval.MsgResolved): the daemon
+// (its index in Config.Daemons), the request's id, the verdict and who or
+// what decided it, escaped.
+type resolvedView struct {
+	Link            int
+	ID, Verdict, By string
+}
+
+// label names daemon i of states for the page: the host name it sent,
+// escaped; with how the human named it (the approver socket's path, "ssh
+// root@HOST") only when another daemon served sent the same host name, or
+// it sent none.
+func label(states []feedState, i int) string {
+	host, name := esc(states[i].hello.DaemonHost), esc(states[i].name)
+	shared := false
+	for j, o := range states {
+		shared = shared || j != i && o.hello.DaemonHost == states[i].hello.DaemonHost
+	}
 	switch {
-	case host != "" && name != "":
+	case host != "" && shared && name != "":
 		return host + " (" + name + ")"
 	case host != "":
 		return host
@@ -66,7 +83,9 @@ func version(states []feedState) uint64 {
 // what a signed-in browser sees from /api/page, with its session.
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := s.tmpl.ExecuteTemplate(w, "index.html", nil); err != nil {
+	// Origin is the address the passkeys sign for: the script tells a page
+	// opened at another one (a tunnel on another local port) to open it.
+	if err := s.tmpl.ExecuteTemplate(w, "index.html", struct{ Origin string }{s.cfg.Origin}); err != nil {
 		s.log.Warn("web: render the page", "err", err)
 	}
 }
@@ -82,7 +101,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		v.Approver, v.Version = esc(sess.key.Name), version(states)
 		id := r.URL.Query().Get("id")
 		for i, st := range states {
-			dv := daemonView{Label: label(st)}
+			dv := daemonView{Label: label(states, i)}
 			switch {
 			case st.err != nil:
 				dv.Down = true
@@ -107,6 +126,9 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 					if v.Focus == "" && id != "" && p.ID == id {
 						v.Focus = rv.Elem()
 					}
+				}
+				for _, m := range st.resolved {
+					v.Resolved = append(v.Resolved, resolvedView{Link: i, ID: esc(m.ID), Verdict: esc(string(m.Verdict)), By: esc(m.By)})
 				}
 				for _, rf := range st.refused {
 					v.Refused = append(v.Refused, fmt.Sprintf("agent-sudod on %s sent request %s, which does not match the hash it announced: "+

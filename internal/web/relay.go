@@ -33,34 +33,34 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 		Decision approval.Choice `json:"decision"`
 	}
 	if err := readJSON(r, &req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		s.refuseDecision(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	if req.Decision != approval.AllowOnce && req.Decision != approval.DenyOnce {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "the web approver allows once or denies"})
+		s.refuseDecision(w, r, http.StatusBadRequest, "the web approver allows once or denies")
 		return
 	}
 	if req.Daemon == nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "say which daemon showed the request"})
+		s.refuseDecision(w, r, http.StatusBadRequest, "say which daemon showed the request")
 		return
 	}
 	link := *req.Daemon
 	tok, state, me, ok := s.mayDecide(r, link)
 	if !ok {
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "this daemon is gone, or does not know your passkey; reload"})
+		s.refuseDecision(w, r, http.StatusConflict, "this daemon is gone, or does not know your passkey; reload")
 		return
 	}
 	p, ok := s.feeds[link].find(req.ID)
 	if !ok || p.Hash != req.Hash {
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "this request no longer waits, or changed; reload"})
+		s.refuseDecision(w, r, http.StatusConflict, "this request no longer waits, or changed; reload")
 		return
 	}
 	if req.Decision == approval.AllowOnce && counted(state.approved[p.ID], p.Hash, me) {
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "you already allowed this request, and it needs different people: another person must allow it"})
+		s.refuseDecision(w, r, http.StatusConflict, "you already allowed this request, and it needs different people: another person must allow it")
 		return
 	}
 	if p.Summary != nil && req.Decision == approval.AllowOnce {
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "this request is too large to show here in full, so it cannot be allowed here; deny it, or decide at a console"})
+		s.refuseDecision(w, r, http.StatusConflict, "this request is too large to show here in full, so it cannot be allowed here; deny it, or decide at a console")
 		return
 	}
 	nonce := make([]byte, 16)
@@ -69,7 +69,7 @@ func (s *Server) decideBegin(w http.ResponseWriter, r *http.Request) {
 		Expires: s.now().Add(challengeTTL).UTC().Truncate(time.Second), Nonce: base64.RawURLEncoding.EncodeToString(nonce)}
 	challenge, err := st.ChallengeString()
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "this decision cannot be signed: " + err.Error()})
+		s.refuseDecision(w, r, http.StatusInternalServerError, "this decision cannot be signed: "+err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -89,7 +89,7 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 		Assertion assertionJSON `json:"assertion"`
 	}
 	if err := readJSON(r, &req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		s.refuseDecision(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	tok, _, signedIn := s.sessionToken(r, s.states())
@@ -102,16 +102,16 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if !ok {
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "this decision expired or was already sent; try again"})
+		s.refuseDecision(w, r, http.StatusForbidden, "this decision expired or was already sent; try again")
 		return
 	}
 	if _, _, _, ok := s.mayDecide(r, st.link); !ok {
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "this daemon is gone, or does not know your passkey any more"})
+		s.refuseDecision(w, r, http.StatusConflict, "this daemon is gone, or does not know your passkey any more")
 		return
 	}
 	a, err := req.Assertion.decode()
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		s.refuseDecision(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -120,8 +120,7 @@ func (s *Server) decideFinish(w http.ResponseWriter, r *http.Request) {
 	note, err := f.decide(ctx, approval.Message{Type: approval.MsgDecide, ID: st.ID, Hash: st.Hash, Decision: st.Decision,
 		Signed: &approval.Signed{Statement: st.Statement, Assertion: a}})
 	if err != nil {
-		s.log.Info("web: decision refused by the daemon", "daemon", f.name, "id", st.ID, "err", err)
-		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error()})
+		s.refuseDecision(w, r, http.StatusConflict, err.Error(), "daemon", f.name, "id", st.ID)
 		return
 	}
 	s.log.Info("web: decision relayed", "daemon", f.name, "id", st.ID, "decision", st.Decision, "note", note)
@@ -176,4 +175,13 @@ func (s *Server) dropStatements(tok string) {
 			delete(s.statements, k)
 		}
 	}
+}
+
+// refuseDecision answers a decision the web approver does not relay, or
+// the daemon refused, with why, and logs it: every refused decision is in
+// the web approver's log with its reason.
+// attrs are more of the log line's attributes (the daemon, the request).
+func (s *Server) refuseDecision(w http.ResponseWriter, r *http.Request, code int, why string, attrs ...any) {
+	s.log.Warn("web: decision refused", append([]any{"path", r.URL.Path, "status", code, "reason", why}, attrs...)...)
+	writeJSON(w, code, map[string]any{"error": why})
 }

@@ -28,6 +28,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,6 +187,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/login/finish", s.ownPage(s.loginFinish))
 	mux.HandleFunc("POST /api/decide/begin", s.ownPage(s.signedIn(s.decideBegin)))
 	mux.HandleFunc("POST /api/decide/finish", s.ownPage(s.signedIn(s.decideFinish)))
+	mux.HandleFunc("/", s.notFound)
 	return headers(mux)
 }
 
@@ -192,9 +195,11 @@ func (s *Server) Handler() http.Handler {
 // (fromPage): every call that changes state goes through it.
 func (s *Server) ownPage(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if fromPage(w, r, s.cfg.Origin, "the web approver's own page") {
-			h(w, r)
+		if why := fromPage(w, r, s.cfg.Origin, "the web approver's own page"); why != "" {
+			s.log.Warn("web: refused a call not from the page", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "reason", why)
+			return
 		}
+		h(w, r)
 	}
 }
 
@@ -203,6 +208,9 @@ func (s *Server) ownPage(h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) signedIn(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := s.session(r, s.states()); !ok {
+			if strings.HasPrefix(r.URL.Path, "/api/decide/") {
+				s.log.Warn("web: decision refused", "path", r.URL.Path, "reason", "not signed in")
+			}
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "sign in with your passkey first"})
 			return
 		}
@@ -227,15 +235,68 @@ func headers(next http.Handler) http.Handler {
 
 // fromPage refuses a state-changing request that does not come from the
 // script of the page at origin (its Origin header and a JSON body, which a
-// form on another site cannot send without a preflight); what names that
-// page in the refusal.
-func fromPage(w http.ResponseWriter, r *http.Request, origin, what string) bool {
-	if r.Header.Get("Origin") != origin || r.Header.Get("Content-Type") != "application/json" {
-		http.Error(w, "refused: not from "+what, http.StatusForbidden)
+// form on another site cannot send without a preflight), answering 403 with
+// why in plain words; what names that page in the refusal. It returns the
+// refusal, "" when r may go on.
+func fromPage(w http.ResponseWriter, r *http.Request, origin, what string) string {
+	why := notFromPage(r, origin, what)
+	if why != "" {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": why})
+	}
+	return why
+}
+
+// notFromPage says why r is not a call from the script of the page at
+// origin, or "" when it is one. A page of the same host on another port
+// is the one an ssh tunnel on another local port opens: the passkeys sign
+// only for origin (the origin is part of what they sign), so it is told
+// the address to open rather than let sign in and fail at every decision.
+func notFromPage(r *http.Request, origin, what string) string {
+	got := r.Header.Get("Origin")
+	switch {
+	case got == origin && r.Header.Get("Content-Type") == "application/json":
+		return ""
+	case got != origin && sameHost(got, origin):
+		return wrongAddress(got, origin)
+	}
+	return "refused: not from " + what + " (" + origin + ")"
+}
+
+// wrongAddress is what a page opened at got, not at origin, is told.
+func wrongAddress(got, origin string) string {
+	return fmt.Sprintf("this page is open at %s, but its passkeys sign only for %s: open %s/ instead "+
+		"(through an ssh tunnel, the local port must be the one the passkey was enrolled for: docs/remote.md)", got, origin, origin)
+}
+
+// sameHost reports whether origins a and b name the same host (any scheme
+// or port).
+func sameHost(a, b string) bool {
+	ua, err := url.Parse(a)
+	if err != nil || ua.Hostname() == "" {
 		return false
 	}
-	return true
+	ub, err := url.Parse(b)
+	return err == nil && strings.EqualFold(ua.Hostname(), ub.Hostname())
 }
+
+// notFound answers a path the web approver does not serve in plain words
+// with where to go: an enrolment link opened after its enrolment ended
+// reaches the web approver on the same port.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	msg := "There is nothing at this address. The web approver's page is " + s.cfg.Origin + "/"
+	if strings.HasPrefix(r.URL.Path, "/enroll/") {
+		msg = EnrolLinkGone + " The web approver's page is " + s.cfg.Origin + "/"
+	}
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": msg})
+		return
+	}
+	http.Error(w, msg, http.StatusNotFound)
+}
+
+// EnrolLinkGone is what an enrolment link that no longer works shows.
+const EnrolLinkGone = "This enrolment link no longer works: it was used already, it expired (a link works once, for 5 minutes), or it is not the whole link. " +
+	"To enrol a passkey, run `sudo agent-sudo approve web enroll NAME` on the server again and open the new link on this device."
 
 // writeJSON answers v with code; when v cannot be encoded it answers 500
 // with why, never a part of v. A failed write is the client's going away.

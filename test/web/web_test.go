@@ -284,6 +284,7 @@ func TestWebApprover(t *testing.T) {
 		b.Do(map[string]any{"op": "waitText", "selector": sel("web-2p"), "text": "NEEDS 2 DIFFERENT PEOPLE: 0 of 2 approvals so far"})
 		b.Do(map[string]any{"op": "hold", "selector": sel("web-2p") + " button.allow"})
 		b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Waiting for another person: web-2p"})
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-2p") + " .outcome", "text": "Your allow counted; waiting for another person"})
 		// Still waiting: a console connecting now is shown it.
 		c := daemontest.Dial(t, r.d.ApproverSocket)
 		if p := c.Pending("web-2p"); p.Request.Approvals != 2 {
@@ -302,6 +303,9 @@ func TestWebApprover(t *testing.T) {
 		b.Do(map[string]any{"op": "waitText", "page": "bob", "selector": sel("web-2p"), "text": oneOfTwo})
 		b.Do(map[string]any{"op": "hold", "page": "bob", "selector": sel("web-2p") + " button.allow"})
 		b.Do(map[string]any{"op": "waitText", "page": "bob", "selector": "#status", "text": "Allowed: web-2p"})
+		// alice's receipt learns how the request ended: bob allowed it.
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-2p") + " .outcome", "text": "Allowed — another person allowed it too; it runs"})
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-2p") + " .detail", "text": `Allowed by passkey "bob"`})
 		if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "two-person ran\n" {
 			t.Fatalf("response %+v", resp)
 		}
@@ -459,6 +463,13 @@ func TestWebApprover(t *testing.T) {
 		}
 		b.Do(map[string]any{"op": "click", "page": "stranger", "selector": "#signin"})
 		b.Do(map[string]any{"op": "waitText", "page": "stranger", "selector": "#status", "text": "Not signed in"})
+		// In plain words, with how to enrol, and no address of the
+		// WebAuthn specification (the browser's own NotAllowedError).
+		st := b.Do(map[string]any{"op": "waitText", "page": "stranger", "selector": "#status",
+			"text": "this device has no passkey for this approver"})["text"].(string)
+		if !strings.Contains(st, "run `sudo agent-sudo approve web enroll NAME` on the server") || strings.Contains(st, "http") {
+			t.Errorf("the sign-in error without a passkey says %q", st)
+		}
 		m := b.Do(map[string]any{"op": "post", "page": "stranger", "path": "/api/decide/begin",
 			"body": `{"id":"web-5","hash":"00","decision":"allow_once"}`})
 		if m["status"] != float64(401) {
@@ -471,4 +482,76 @@ func TestWebApprover(t *testing.T) {
 			t.Fatalf("web-5: %s", resp.Status)
 		}
 	})
+
+	t.Run("a receipt stays after each decision, the last five kept", func(t *testing.T) {
+		allowed := r.ask("web-r1", "receipt", "echo", "receipt one")
+		b.Do(map[string]any{"op": "wait", "selector": sel("web-r1")})
+		b.Do(map[string]any{"op": "hold", "selector": sel("web-r1") + " button.allow"})
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-r1") + " .outcome", "text": "Allowed — it runs"})
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-r1") + " .what", "text": "echo"})
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-r1") + " .detail", "text": "sudo agent-sudo audit show web-r1"})
+		<-allowed
+		for i := 2; i <= 6; i++ {
+			id := fmt.Sprintf("web-r%d", i)
+			denied := r.ask(id, "receipt", "echo", "receipt", id)
+			b.Do(map[string]any{"op": "wait", "selector": sel(id)})
+			b.Do(map[string]any{"op": "click", "selector": sel(id) + " button.deny"})
+			b.Do(map[string]any{"op": "waitText", "selector": "#receipt-list > li:first-child .outcome", "text": "Denied"})
+			b.Do(map[string]any{"op": "wait", "selector": receipt(id)})
+			<-denied
+			// The list moved on (the request left it); the receipt stays.
+			b.Do(map[string]any{"op": "wait", "selector": sel(id), "state": "detached"})
+			b.Do(map[string]any{"op": "wait", "selector": receipt(id)})
+		}
+		if n := b.Do(map[string]any{"op": "count", "selector": "#receipt-list > li"})["count"]; n != float64(5) {
+			t.Errorf("%v receipts kept, want the last 5", n)
+		}
+		if n := b.Do(map[string]any{"op": "count", "selector": receipt("web-r1")})["count"]; n != float64(0) {
+			t.Errorf("the sixth decision back is still listed")
+		}
+	})
+
+	t.Run("a page opened at another port is told the address to open", func(t *testing.T) {
+		// An ssh tunnel on another local port than the enrolled one, as a
+		// plain TCP forwarder.
+		ln, err := net.Listen("tcp", "localhost:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go forward(ln, strings.TrimPrefix(r.origin, "http://"))
+		other := "http://localhost:" + strings.TrimPrefix(ln.Addr().String(), "127.0.0.1:")
+		b.Do(map[string]any{"op": "new", "page": "tunnel"})
+		b.Do(map[string]any{"op": "goto", "page": "tunnel", "url": other + "/"})
+		txt := b.Do(map[string]any{"op": "waitText", "page": "tunnel", "selector": "#wrong-address",
+			"text": "This page is open at " + other + ", but the approver's passkeys sign only for " + r.origin})["text"].(string)
+		if !strings.Contains(txt, "Open "+r.origin+"/ instead") {
+			t.Errorf("the page at the other port says %q", txt)
+		}
+		b.Do(map[string]any{"op": "wait", "page": "tunnel", "selector": "#signin-box", "state": "hidden"})
+	})
+}
+
+// receipt is the selector of request id's receipt.
+func receipt(id string) string { return "#receipt-list > li.receipt[data-id='" + id + "']" }
+
+// forward copies each connection ln accepts to and from addr, until ln
+// is closed.
+func forward(ln net.Listener, addr string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			u, err := net.Dial("tcp", addr)
+			if err != nil {
+				return
+			}
+			defer u.Close()
+			go func() { _, _ = io.Copy(u, c) }()
+			_, _ = io.Copy(c, u)
+		}()
+	}
 }

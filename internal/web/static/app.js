@@ -65,7 +65,7 @@ async function signIn() {
     say("");
     await refresh();
   } catch (e) {
-    say("Not signed in: " + e.message);
+    say("Not signed in: " + plainError(e));
   }
 }
 
@@ -95,19 +95,149 @@ async function decide(section, decision) {
     if (done.note) {
       // The two-person rule: this allow counted; another person must too.
       say("Waiting for another person: " + section.dataset.id + " (" + done.note + ")");
+      addReceipt(section, "counted", done.note);
       section.dataset.decided = "partial";
       const allow = section.querySelector("button.allow");
       if (allow) allow.disabled = true;
       return;
     }
     say((decision === "deny" ? "Denied" : "Allowed") + ": " + section.dataset.id);
+    addReceipt(section, decision === "deny" ? "denied" : "allowed", "");
     section.dataset.decided = decision;
     for (const b of section.querySelectorAll("button")) b.disabled = true;
   } catch (e) {
-    say("Not decided: " + e.message);
+    say("Not decided: " + plainError(e));
   } finally {
     busy = false;
   }
+}
+
+// MAX_RECEIPTS is how many decisions made on this page the receipts keep.
+const MAX_RECEIPTS = 5;
+
+// addReceipt records a decision this page made and the daemon took, at
+// the top of the receipts, where it stays until MAX_RECEIPTS newer ones
+// push it out: outcome is "allowed", "denied" or "counted" (the
+// two-person rule: this allow counted, another person must allow too),
+// note the daemon's note. Everything in it is set as text.
+function addReceipt(section, outcome, note) {
+  const li = document.createElement("li");
+  li.className = "receipt";
+  li.dataset.daemon = section.dataset.daemon;
+  li.dataset.id = section.dataset.id;
+  li.dataset.outcome = outcome;
+  const head = document.createElement("strong");
+  head.className = "outcome";
+  const what = document.createElement("span");
+  what.className = "what mono";
+  const cmd = section.querySelector(".command");
+  let text = cmd ? cmd.textContent : "";
+  if (text.length > 120) text = text.slice(0, 119) + "…";
+  what.textContent = text;
+  const where = document.createElement("span");
+  where.className = "where";
+  const from = section.querySelector(".from");
+  where.textContent = "request " + section.dataset.id + " on " + (from ? from.textContent : "its daemon") +
+    " · " + new Date().toLocaleTimeString();
+  const detail = document.createElement("span");
+  detail.className = "detail";
+  li.append(head, what, where, detail);
+  const list = document.getElementById("receipt-list");
+  list.prepend(li);
+  while (list.children.length > MAX_RECEIPTS) list.lastElementChild.remove();
+  document.getElementById("receipts").hidden = false;
+  receiptWords(li, note, null);
+}
+
+// receiptWords writes a receipt's outcome and detail: from the answer to
+// the decision, and once the daemon said how the request ended (resolved,
+// its verdict and by whom), from that. The daemon does not send an
+// approver how an allowed command ended (its exit status), so the receipt
+// says where to find it.
+function receiptWords(li, note, resolved) {
+  const head = li.querySelector(".outcome"), detail = li.querySelector(".detail");
+  const id = li.dataset.id;
+  const exitHint = "This page is not told how it ended: `sudo agent-sudo audit show " + id + "` on the server has its exit status.";
+  if (resolved) {
+    const by = resolved.dataset.by;
+    switch (resolved.dataset.verdict) {
+      case "allowed":
+        head.textContent = li.dataset.outcome === "counted" ? "Allowed — another person allowed it too; it runs" : "Allowed — it runs";
+        detail.textContent = "Allowed by " + by + ". " + exitHint;
+        return;
+      case "denied":
+        head.textContent = li.dataset.outcome === "denied" ? "Denied" : "Denied — by " + by;
+        detail.textContent = "It will not run.";
+        return;
+      case "timeout":
+        head.textContent = "Timed out — no one else allowed it in time";
+        detail.textContent = "It will not run.";
+        return;
+      case "withdrawn":
+        head.textContent = "Withdrawn — the agent stopped waiting";
+        detail.textContent = "It will not run.";
+        return;
+      case "error":
+        head.textContent = "Not run — the daemon was shutting down";
+        detail.textContent = "It will not run.";
+        return;
+    }
+  }
+  switch (li.dataset.outcome) {
+    case "allowed":
+      head.textContent = "Allowed — it runs";
+      detail.textContent = exitHint;
+      break;
+    case "denied":
+      head.textContent = "Denied";
+      detail.textContent = "It will not run.";
+      break;
+    case "counted":
+      head.textContent = "Your allow counted; waiting for another person";
+      detail.textContent = note ? "The daemon says: " + note + "." : "";
+      break;
+  }
+}
+
+// updateReceipts rewrites the receipts whose request the daemon has since
+// resolved, from the page's list of how the latest requests ended.
+function updateReceipts(resolvedList) {
+  if (!resolvedList) return;
+  for (const li of document.querySelectorAll("#receipt-list > li.receipt")) {
+    if (li.dataset.final === "1") continue;
+    for (const r of resolvedList.children) {
+      if (r.dataset.daemon === li.dataset.daemon && r.dataset.id === li.dataset.id) {
+        receiptWords(li, "", r);
+        li.dataset.final = "1";
+        li.dataset.verdict = r.dataset.verdict;
+      }
+    }
+  }
+}
+
+// setTitle names the daemons' hosts in the page's title, as the page
+// lists them.
+function setTitle() {
+  const hosts = [...document.querySelectorAll("#daemons .label")].map((e) => e.textContent);
+  document.title = hosts.length ? "agent-sudo · " + hosts.join(", ") : "agent-sudo approver";
+}
+
+// wrongAddress tells a page opened at another address than the one its
+// passkeys sign for (an ssh tunnel on another local port) which address
+// to open, in place of a sign-in that could only fail; it reports whether
+// it did. The web approver refuses every call from such a page as well.
+function wrongAddress() {
+  const want = document.body.dataset.origin;
+  if (!want || location.origin === want) return false;
+  document.getElementById("signin-box").hidden = true;
+  const box = document.getElementById("wrong-address");
+  box.querySelector(".here").textContent = location.origin;
+  box.querySelector(".there").textContent = want;
+  const a = box.querySelector("a.open");
+  a.href = want + "/";
+  a.textContent = want + "/";
+  box.hidden = false;
+  return true;
 }
 
 // setupAllow wires an allow button: held for HOLD_MS, and enabled only
@@ -205,6 +335,8 @@ function apply(next) {
   for (const k of firstSeen.keys()) if (!keys.has(k)) firstSeen.delete(k);
   live.replaceChildren(...nodes);
   document.body.dataset.version = next.dataset.version;
+  updateReceipts(next.querySelector("#resolved"));
+  setTitle();
   document.getElementById("signin-box").hidden = true;
   document.getElementById("app").hidden = false;
   const focus = next.dataset.focus;
@@ -261,6 +393,10 @@ async function poll() {
 
 document.addEventListener("DOMContentLoaded", async () => {
   document.getElementById("signin").addEventListener("click", signIn);
+  if (wrongAddress()) {
+    document.body.dataset.ready = "1";
+    return;
+  }
   try {
     await refresh();
   } catch (e) {

@@ -30,7 +30,37 @@ async function post(path, body, headers) {
     body: JSON.stringify(body),
     credentials: "omit",
   });
-  const j = await r.json().catch(() => ({ error: "bad answer (" + r.status + ")" }));
-  if (!r.ok) throw new Error(j.error || "refused (" + r.status + ")");
+  const j = await r.json().catch(() => ({
+    error: "the answer of the web approver could not be read (HTTP " + r.status + "); reload the page and try again",
+  }));
+  if (!r.ok) throw new Error(j.error || "the web approver refused it (HTTP " + r.status + ") without saying why; reload the page");
   return j;
+}
+
+// ENROL_HINT is the next step for a device without a passkey.
+const ENROL_HINT = "To enrol one, run `sudo agent-sudo approve web enroll NAME` on the server and open the link it prints on this device.";
+
+// plainError says in plain words why a step failed, with the next step.
+// A passkey prompt's failure comes from the browser as a DOMException
+// whose message names the WebAuthn specification, which tells a person
+// nothing: its name says what happened. enrolling is set on the enrolment
+// page, where there is no passkey yet to miss.
+function plainError(e, enrolling) {
+  switch (e && e.name) {
+    case "NotAllowedError":
+      if (enrolling) return "no passkey was made: the prompt was cancelled or timed out. Press the button to try again.";
+      return "no passkey answered: this device has no passkey for this approver, or the prompt was cancelled or timed out. " +
+        "Try again; if this device has none, " + ENROL_HINT.charAt(0).toLowerCase() + ENROL_HINT.slice(1);
+    case "AbortError":
+      return "the passkey prompt was cancelled. Try again.";
+    case "InvalidStateError":
+      return "this device already has a passkey for this approver: sign in with it on the web approver's page.";
+    case "SecurityError":
+      return "this address cannot use the approver's passkeys: open the address the web approver printed when it started.";
+    case "NotSupportedError":
+      return "this browser cannot use passkeys here: use a browser with passkeys (a current Chrome, Safari or Firefox).";
+  }
+  // Any other message, without an address the browser may have put in it.
+  const m = String((e && e.message) || e).replace(/\s*(See:?\s*)?https?:\/\/\S+/g, "").trim();
+  return m || "something went wrong; reload the page and try again";
 }

@@ -24,7 +24,7 @@ async function enroll() {
     say("Enrolled: " + done.approver + ". You can close this page.");
     document.body.dataset.enrolled = "1";
   } catch (e) {
-    say("Not enrolled: " + e.message);
+    say("Not enrolled: " + plainError(e, true));
   }
 }
 
