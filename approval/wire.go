@@ -407,7 +407,10 @@ type Message struct {
 	// hello: the daemon's own host name (os.Hostname), so that a console
 	// connected to several daemons says which one a request is from
 	// without trusting the agent's claim; empty when the daemon could not
-	// read it or is older.
+	// read it or is older. signed_only: the host the web approver runs on
+	// (os.Hostname), which the daemon names its decisions by (`passkey
+	// "NAME" on the web approver of HOST`); a name of letters, digits,
+	// '.', '-' and '_', at most 253 bytes, or it is left out.
 	DaemonHost string `json:"host,omitempty"`
 	// hello: an identifier the daemon draws at start and keeps until it
 	// exits. A console never sends a decision to a different instance than

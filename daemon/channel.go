@@ -199,6 +199,10 @@ func (c *approverChannel) read(ctx context.Context, conn net.Conn, who approverC
 	by := who.By
 	br := bufio.NewReaderSize(conn, 64<<10)
 	signedOnly := false
+	// relayHost is the host the web approver said it runs on when it went
+	// signed-only: its decisions are recorded as a passkey on the web
+	// approver of that host (relayedBy).
+	relayHost := ""
 	for {
 		line, long, err := readConsoleLine(br)
 		if err == io.EOF {
@@ -224,14 +228,20 @@ func (c *approverChannel) read(ctx context.Context, conn net.Conn, who approverC
 		case refused:
 			err = approval.ErrUnsigned
 		case m.Type == approval.MsgSignedOnly:
+			// Signed-only whatever else the message says: a host that is
+			// not a host name is left out of the record, never a reason
+			// to stay able to decide unsigned.
 			if !signedOnly {
-				c.Log.Info("console decides only with signed decisions from now on", "console", by)
+				if relayHost, err = hostClaim(m.DaemonHost); err != nil {
+					relayHost = ""
+				}
+				c.Log.Info("console decides only with signed decisions from now on", "console", by, "web_approver_of", relayHost, "err", err)
 				startKeys, _ = c.Signatures.KeySource()
 				signed()
 			}
 			signedOnly = true
 		case m.Type == approval.MsgDecide:
-			reply.Note, err = c.decide(m, who, signedOnly)
+			reply.Note, err = c.decide(m, who, signedOnly, relayHost)
 		case m.Type == approval.MsgDetail:
 			var s *approval.Shown
 			if s, err = c.Broker.Detail(m.ID, m.Hash); err == nil {
@@ -324,18 +334,49 @@ func decodeConsoleLine(line []byte) (approval.Message, error) {
 // once its signature is checked, with who signed it. The note, for the
 // console's result, says when an allow was recorded but the request waits
 // for another person.
-func (c *approverChannel) decide(m approval.Message, who approverConsole, signedOnly bool) (string, error) {
+//
+// A signed decision is recorded by the passkey that signed it (from the
+// verified signature) on the console that relayed it: "passkey "alice" on
+// the web approver of HOST" when the connection is signed-only and said
+// its host (relayHost), else "passkey "alice" (via <console>)". The host
+// is the word of the connection's root process, which decides nothing by
+// itself; the signature's relay field keeps the console as the kernel
+// identified it.
+func (c *approverChannel) decide(m approval.Message, who approverConsole, signedOnly bool, relayHost string) (string, error) {
 	if m.Signed != nil {
 		s, err := c.Signatures.Check(m.ID, m.Hash, m.Decision, m.Signed, who.By)
 		if err != nil {
 			c.Log.Warn("console decision refused", "id", m.ID, "decision", m.Decision, "console", who.By, "err", err)
 			return "", err
 		}
-		who = approverConsole{By: fmt.Sprintf("passkey %q (via %s)", s.Approver, who.By), Signed: s}
+		by := fmt.Sprintf("passkey %q (via %s)", s.Approver, who.By)
+		if signedOnly && relayHost != "" {
+			by = fmt.Sprintf("passkey %q on the web approver of %s", s.Approver, relayHost)
+		}
+		who = approverConsole{By: by, Signed: s}
 	} else if signedOnly {
 		return "", approval.ErrUnsigned
 	}
 	note, err := c.Broker.decideNote(m.ID, m.Hash, m.Decision, m.Note, who)
 	c.Log.Info("console decision", "id", m.ID, "decision", m.Decision, "console", who.By, "note", note, "err", err)
 	return note, err
+}
+
+// maxHostClaim bounds the host name a signed_only message may carry.
+const maxHostClaim = 253
+
+// hostClaim checks the host a signed_only message says the web approver
+// runs on: "" (none said), or a host name of letters, digits, '.', '-'
+// and '_', at most maxHostClaim bytes, so that it can be recorded and
+// shown as it is.
+func hostClaim(h string) (string, error) {
+	if len(h) > maxHostClaim {
+		return "", fmt.Errorf("signed_only: the host is %d bytes long; at most %d", len(h), maxHostClaim)
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return "", fmt.Errorf("signed_only: the host %q is not a host name (letters, digits, '.', '-', '_')", h)
+		}
+	}
+	return h, nil
 }

@@ -126,6 +126,13 @@ func newRig(t *testing.T) *rig {
 // at start.
 func newRigOf(t *testing.T, enrolled ...string) *rig {
 	t.Helper()
+	return newRigFrom(t, "", enrolled...)
+}
+
+// newRigFrom is newRigOf with a web approver that says, in its
+// signed_only message, that it runs on host ("": it says nothing).
+func newRigFrom(t *testing.T, host string, enrolled ...string) *rig {
+	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
 	// The passkeys' relying party is localhost, so the origin is on it.
@@ -159,7 +166,7 @@ func newRigOf(t *testing.T, enrolled ...string) *rig {
 			Signatures: &approval.Signatures{Verifier: d.keys, KeysPoll: 10 * time.Millisecond}}
 		served.Go(func() { ch.Serve(ctx, server, approverConsole{By: "web relay"}) })
 		c := approval.NewClient(client)
-		if err := c.Send(approval.Message{Type: approval.MsgSignedOnly}); err != nil {
+		if err := c.Send(approval.Message{Type: approval.MsgSignedOnly, DaemonHost: host}); err != nil {
 			t.Fatal(err)
 		}
 		cfg.Daemons = append(cfg.Daemons, web.Daemon{Name: fmt.Sprintf("/run/d%d/<b>approver", i), Client: c})

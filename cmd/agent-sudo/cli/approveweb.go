@@ -227,7 +227,9 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 		if err == nil {
 			defer conn.Close()
 			c := approval.NewClient(conn)
-			if err = c.Send(approval.Message{Type: approval.MsgSignedOnly}); err == nil {
+			// With the host the web approver runs on, for the daemon to
+			// record its decisions as a passkey on the web approver of it.
+			if err = c.Send(approval.Message{Type: approval.MsgSignedOnly, DaemonHost: webHost()}); err == nil {
 				wd.Client = c
 				up++
 			}
@@ -758,4 +760,14 @@ func approveWebRevoke(inv *invocation, args []string) int {
 	}
 	fmt.Fprintf(inv.stdout, "revoked %s: the daemon refuses its signatures from now on\n", name)
 	return 0
+}
+
+// webHost is the host the web approver runs on, as signed_only tells each
+// daemon; "" when the kernel's host name cannot be read.
+func webHost() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
 }
