@@ -165,14 +165,19 @@ func TestWebApprover(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "signed decisions: 1, every signature verified") {
 			t.Fatalf("audit verify: %v\n%s", err, out)
 		}
-		var by string
+		var by, recorded string
 		for _, rec := range r.d.AuditRecords("web-1") {
 			if rec.Decision != nil && rec.Decision.Signed != nil {
-				by = rec.Decision.Signed.Approver
+				by, recorded = rec.Decision.Signed.Approver, rec.Decision.By
 			}
 		}
 		if by != "alice" {
 			t.Fatalf("the decision record's signer is %q, want alice", by)
+		}
+		// Recorded as where the human decided, not the relay's terminal.
+		host, _ := os.Hostname()
+		if want := `passkey "alice" on the web approver of ` + host; recorded != want {
+			t.Errorf("the decision record says it was decided by %q, want %q", recorded, want)
 		}
 	})
 
