@@ -471,7 +471,7 @@ func firstItems(s *Shown, c Context) []Item {
 	}
 	// The agent's claims on one line: a host that is not the daemon's own
 	// is warned about and followed by the daemon's.
-	agent := item(KeyAgent, "agent", LevelPlain, w("session "), free(s.Session), w(" · host "), free(s.Host))
+	agent := item(KeyAgent, "agent", LevelPlain, w("session "), sessionPart(s.Session), w(" · host "), free(s.Host))
 	if c.DaemonHost != "" && s.Host != c.DaemonHost {
 		agent.Parts = append(agent.Parts, w(" (≠ "), free(c.DaemonHost), w(")"))
 		agent.Level = LevelWarn
@@ -507,7 +507,7 @@ func detailItems(s *Shown, c Context) []Item {
 // claimedItems are the fields the agent merely claims, marked as such:
 // session, host (warned when it is not the daemon's own host name).
 func claimedItems(s *Shown, c Context) []Item {
-	out := []Item{item(KeySession, "session", LevelPlain, free(s.Session), w(" (claimed by the agent)"))}
+	out := []Item{item(KeySession, "session", LevelPlain, sessionPart(s.Session), w(" (claimed by the agent)"))}
 	switch {
 	case c.DaemonHost == "":
 		out = append(out, item(KeyHost, "host", LevelPlain, free(s.Host), w(" (claimed by the agent)")))
@@ -651,4 +651,13 @@ func (sh *Sheet) Lead() (lead, rest []Item) {
 		}
 	}
 	return lead, rest
+}
+
+// sessionPart is the session an agent claimed, or the sheet's "(none)"
+// when it sent none.
+func sessionPart(session string) Part {
+	if session == "" {
+		return w("(none)")
+	}
+	return free(session)
 }

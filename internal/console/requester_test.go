@@ -193,3 +193,16 @@ func TestShellOrClientOnlyFromSystemDirs(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSession: a request with no session says "(none)", not an empty
+// value beside its separator.
+func TestNoSession(t *testing.T) {
+	h := newHarness(t, "")
+	h.update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	s := shown("r1")
+	s.Session = ""
+	h.pending(s)
+	h.wantView("agent      session (none) · host devbox · claimed by the agent")
+	h.notView("session  ·")
+	h.wantFull("session    (none) (claimed by the agent)")
+}
