@@ -260,6 +260,12 @@ const (
 	// MsgRunning, daemon -> console: the commands running now (after
 	// MsgWatch).
 	MsgRunning = "running"
+	// MsgFinished, daemon -> web approver: how the allowed request ID
+	// ended once it ran: Status (the agent's answer's status: ok, error,
+	// timeout, ...) and ExitCodes (each stage's). Sent only on a
+	// connection that sent MsgSignedOnly, so that a console written before
+	// it never sees it; the web approver's receipts say it.
+	MsgFinished = "finished"
 	// MsgStop, console -> daemon: stop the running command Run.
 	MsgStop = "stop"
 	// MsgOutput, console -> daemon: send the end of the output of the
@@ -468,6 +474,10 @@ type Message struct {
 	Run string `json:"run,omitempty"`
 	// output (daemon -> console)
 	Output *Output `json:"output,omitempty"`
+	// finished: the status of the agent's answer and each stage's exit
+	// code (none when the command did not start).
+	Status    string `json:"status,omitempty"`
+	ExitCodes []int  `json:"exit_codes,omitempty"`
 	// passkeys (daemon -> console): the daemon's valid passkeys, public
 	// part only; none, with Error set, when it cannot read them.
 	Passkeys []PublicKey `json:"passkeys,omitempty"`

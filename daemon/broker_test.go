@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -618,5 +619,31 @@ func TestBrokerNonInteractive(t *testing.T) {
 		if o := <-ch; !errors.Is(o.err, context.Canceled) {
 			t.Errorf("Ask ended with %v, want the context's end", o.err)
 		}
+	}
+}
+
+// TestBrokerFinishedOnlyToWebApprovers: how an allowed request ended
+// (finished: status and exit codes) reaches the web approvers, whose
+// receipts say it, and no console, which never asked for the message.
+func TestBrokerFinishedOnlyToWebApprovers(t *testing.T) {
+	b := newBroker(time.Minute, nil)
+	_, console, cancelConsole, _ := b.subscribe()
+	defer cancelConsole()
+	_, web, cancelWeb, w := b.subscribe()
+	defer cancelWeb()
+	b.markWeb(w)
+	b.Finished("r1", "ok", []int{0, 3})
+	// A marker every subscriber gets, after it.
+	b.mu.Lock()
+	b.broadcast(approval.Message{Type: approval.MsgGrants})
+	b.mu.Unlock()
+	if m := <-web; m.Type != approval.MsgFinished || m.ID != "r1" || m.Status != "ok" || !slices.Equal(m.ExitCodes, []int{0, 3}) {
+		t.Fatalf("the web approver got %+v first, want r1's finished with its exit codes", m.Message)
+	}
+	if m := <-web; m.Type != approval.MsgGrants {
+		t.Fatalf("the web approver got %+v, want the marker", m.Message)
+	}
+	if m := <-console; m.Type != approval.MsgGrants {
+		t.Fatalf("the console got %+v, want only the marker", m.Message)
 	}
 }

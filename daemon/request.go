@@ -235,6 +235,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 			trail.Stopped(stoppedBy)
 			msg = fmt.Sprintf("stopped by an approver (%s) before it started; nothing ran: %s", stoppedBy, msg)
 		}
+		s.finished(req.ID, string(proto.StatusError), nil)
 		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg}, trail: trail,
 			log: log, level: slog.LevelError, msg: "execution failed", args: []any{"err", err}}
 	}
@@ -254,6 +255,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	if res.CgroupError != "" {
 		log.Error("the pipeline's cgroup could not be emptied or removed", "err", res.CgroupError)
 	}
+	s.finished(req.ID, string(resp.Status), exitCodes(res))
 	// The command has run: a result that cannot be recorded is logged, and
 	// the client still gets its answer.
 	return ending{resp: resp, trail: trail, res: res, log: log, level: slog.LevelInfo, msg: "result",
@@ -522,6 +524,14 @@ func (s *Server) listRunning(p *plan, d approval.Decision, spec *runner.Spec, st
 		return o, true
 	})
 	return ended
+}
+
+// finished tells the web approvers how allowed request id ended
+// (broker.Finished), when the server has a running list.
+func (s *Server) finished(id, status string, codes []int) {
+	if s.running != nil {
+		s.running.Finished(id, status, codes)
+	}
 }
 
 func exitCodes(res *runner.Result) []int {

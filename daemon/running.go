@@ -115,3 +115,24 @@ func (b *broker) Output(id string) (*approval.Output, error) {
 	}
 	return out, nil
 }
+
+// Finished tells the web approvers (the subscribers whose connection sent
+// signed_only) how request id, which an approver allowed, ended: the
+// status of the agent's answer and each stage's exit code (none when it
+// did not start), for the receipt of the decision. A console, which never
+// asked for it, is not sent it.
+func (b *broker) Finished(id, status string, codes []int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ev := event{Message: approval.Message{Type: approval.MsgFinished, ID: id, Status: status, ExitCodes: codes}}
+	for s := range b.subs {
+		if !s.web {
+			continue
+		}
+		if !s.push(ev) {
+			delete(b.subs, s)
+			s.close()
+			b.approversChanged()
+		}
+	}
+}

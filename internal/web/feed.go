@@ -40,7 +40,7 @@ func (f *feed) run(ctx context.Context) error {
 	err := f.read(ctx)
 	f.mu.Lock()
 	f.err = err
-	f.pending, f.keys, f.refused, f.resolved = nil, nil, nil, nil
+	f.pending, f.keys, f.refused, f.resolved, f.finished = nil, nil, nil, nil, nil
 	clear(f.approved)
 	f.version++
 	for id, ch := range f.results {
@@ -84,14 +84,14 @@ func (f *feed) read(ctx context.Context) error {
 				f.version++
 			}
 		case approval.MsgResolved:
-			f.resolved = append(f.resolved, m)
-			if len(f.resolved) > maxResolved {
-				f.resolved = slices.Delete(f.resolved, 0, len(f.resolved)-maxResolved)
-			}
+			f.resolved = keepLatest(f.resolved, ended{seq: f.version + 1, Message: m})
 			f.pending = slices.DeleteFunc(f.pending, func(p approval.Message) bool { return p.ID == m.ID })
 			delete(f.approved, m.ID)
 			f.refused = slices.DeleteFunc(f.refused, func(r refusal) bool { return r.id == m.ID })
 			f.version++
+		case approval.MsgFinished:
+			f.version++
+			f.finished = keepLatest(f.finished, ended{seq: f.version, Message: m})
 		case approval.MsgPasskeys:
 			f.keys, f.keysErr, f.keysSeen = m.Passkeys, m.Error, true
 			f.version++
@@ -111,6 +111,24 @@ const maxRefused = 32
 // maxResolved bounds the resolved messages a feed keeps for the pages'
 // receipts: the latest.
 const maxResolved = 32
+
+// ended is a resolved or finished message, with the feed's version when
+// it came (seq), which only grows: a page tells by it the messages that
+// came after its decision from those of an earlier request with the same
+// id.
+type ended struct {
+	seq uint64
+	approval.Message
+}
+
+// keepLatest appends e to l and keeps the latest maxResolved.
+func keepLatest(l []ended, e ended) []ended {
+	l = append(l, e)
+	if len(l) > maxResolved {
+		l = slices.Delete(l, 0, len(l)-maxResolved)
+	}
+	return l
+}
 
 // refusal is a request the daemon sent that does not hash to its
 // announced hash (approval.ErrHashMismatch), and why.
@@ -154,7 +172,11 @@ type feedState struct {
 	// resolved are the daemon's latest resolved messages, oldest first, at
 	// most maxResolved: how the requests decided on a page ended, for its
 	// receipts.
-	resolved []approval.Message
+	resolved []ended
+	// finished are the daemon's latest finished messages (how an allowed
+	// request ended: its status and exit codes), oldest first, at most
+	// maxResolved, for the same receipts.
+	finished []ended
 	// keys are the passkeys of the daemon's latest passkeys message, and
 	// keysErr the error it carried; keysSeen is set once one came.
 	keys     []approval.PublicKey
@@ -173,7 +195,7 @@ func (f *feed) state() feedState {
 	defer f.mu.Unlock()
 	st := f.feedState
 	st.pending, st.approved, st.refused, st.keys = slices.Clone(f.pending), maps.Clone(f.approved), slices.Clone(f.refused), slices.Clone(f.keys)
-	st.resolved = slices.Clone(f.resolved)
+	st.resolved, st.finished = slices.Clone(f.resolved), slices.Clone(f.finished)
 	return st
 }
 

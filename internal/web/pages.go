@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 )
 
 // states returns what every feed knows, in the order of Config.Daemons.
@@ -27,6 +29,9 @@ type view struct {
 	// Resolved are how the latest requests of the daemons that know the
 	// passkey ended, for the receipts of the decisions made on the page.
 	Resolved []resolvedView
+	// Finished are how the latest allowed requests of those daemons ended
+	// once they ran.
+	Finished []finishedView
 	// Focus is the element id of the request asked for with ?id=, when it
 	// waits (on the first daemon that shows it).
 	Focus string
@@ -42,11 +47,31 @@ type daemonView struct {
 }
 
 // resolvedView is how a request ended (approval.MsgResolved): the daemon
-// (its index in Config.Daemons), the request's id, the verdict and who or
-// what decided it, escaped.
+// (its index in Config.Daemons), when it came (ended.seq), the request's
+// id, the verdict and who or what decided it, escaped.
 type resolvedView struct {
 	Link            int
+	Seq             uint64
 	ID, Verdict, By string
+}
+
+// finishedView is how an allowed request ended (approval.MsgFinished):
+// the daemon, when it came (ended.seq), the request's id, the status of
+// the agent's answer and each stage's exit code, space-separated, all
+// escaped.
+type finishedView struct {
+	Link             int
+	Seq              uint64
+	ID, Status, Exit string
+}
+
+// exitText is codes as the page's script reads them: space-separated.
+func exitText(codes []int) string {
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = strconv.Itoa(c)
+	}
+	return strings.Join(parts, " ")
 }
 
 // label names daemon i of states for the page: the host name it sent,
@@ -127,8 +152,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 						v.Focus = rv.Elem()
 					}
 				}
+				for _, m := range st.finished {
+					v.Finished = append(v.Finished, finishedView{Link: i, Seq: m.seq, ID: esc(m.ID), Status: esc(m.Status), Exit: exitText(m.ExitCodes)})
+				}
 				for _, m := range st.resolved {
-					v.Resolved = append(v.Resolved, resolvedView{Link: i, ID: esc(m.ID), Verdict: esc(string(m.Verdict)), By: esc(m.By)})
+					v.Resolved = append(v.Resolved, resolvedView{Link: i, Seq: m.seq, ID: esc(m.ID), Verdict: esc(string(m.Verdict)), By: esc(m.By)})
 				}
 				for _, rf := range st.refused {
 					v.Refused = append(v.Refused, fmt.Sprintf("agent-sudod on %s sent request %s, which does not match the hash it announced: "+

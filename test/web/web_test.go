@@ -309,8 +309,8 @@ func TestWebApprover(t *testing.T) {
 		b.Do(map[string]any{"op": "hold", "page": "bob", "selector": sel("web-2p") + " button.allow"})
 		b.Do(map[string]any{"op": "waitText", "page": "bob", "selector": "#status", "text": "Allowed: web-2p"})
 		// alice's receipt learns how the request ended: bob allowed it.
-		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-2p") + " .outcome", "text": "Allowed — another person allowed it too; it runs"})
-		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-2p") + " .detail", "text": `Allowed by passkey "bob"`})
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-2p") + " .outcome", "text": `Allowed by you and passkey "bob" on the web approver of `})
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-2p") + " .outcome", "text": " — ran, exit 0"})
 		if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "two-person ran\n" {
 			t.Fatalf("response %+v", resp)
 		}
@@ -492,10 +492,17 @@ func TestWebApprover(t *testing.T) {
 		allowed := r.ask("web-r1", "receipt", "echo", "receipt one")
 		b.Do(map[string]any{"op": "wait", "selector": sel("web-r1")})
 		b.Do(map[string]any{"op": "hold", "selector": sel("web-r1") + " button.allow"})
-		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-r1") + " .outcome", "text": "Allowed — it runs"})
+		<-allowed
+		// Once it ran, the daemon says how it ended.
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-r1") + " .outcome", "text": "Allowed — ran, exit 0"})
 		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-r1") + " .what", "text": "echo"})
 		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-r1") + " .detail", "text": "sudo agent-sudo audit show web-r1"})
-		<-allowed
+		failed := r.ask("web-r0", "receipt", "false")
+		b.Do(map[string]any{"op": "wait", "selector": sel("web-r0")})
+		b.Do(map[string]any{"op": "hold", "selector": sel("web-r0") + " button.allow"})
+		<-failed
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-r0") + " .outcome", "text": "Allowed — ran, exit 1"})
+		b.Do(map[string]any{"op": "waitText", "selector": receipt("web-r1") + " .outcome", "text": "Allowed — ran, exit 0"})
 		for i := 2; i <= 6; i++ {
 			id := fmt.Sprintf("web-r%d", i)
 			denied := r.ask(id, "receipt", "echo", "receipt", id)
@@ -512,7 +519,7 @@ func TestWebApprover(t *testing.T) {
 			t.Errorf("%v receipts kept, want the last 5", n)
 		}
 		if n := b.Do(map[string]any{"op": "count", "selector": receipt("web-r1")})["count"]; n != float64(0) {
-			t.Errorf("the sixth decision back is still listed")
+			t.Errorf("the seventh decision back is still listed")
 		}
 	})
 

@@ -112,6 +112,21 @@ async function decide(section, decision) {
   }
 }
 
+// lastEnded are the lists of resolved and finished messages the page was
+// last given (updateReceipts).
+let lastEnded = [null, null];
+
+// seenFor is the highest seq of the messages the page was last given for
+// daemon: those came before a decision made now.
+function seenFor(daemon) {
+  let max = 0;
+  for (const list of lastEnded) {
+    if (!list) continue;
+    for (const r of list.children) if (r.dataset.daemon === daemon) max = Math.max(max, Number(r.dataset.seq));
+  }
+  return max;
+}
+
 // MAX_RECEIPTS is how many decisions made on this page the receipts keep.
 const MAX_RECEIPTS = 5;
 
@@ -126,6 +141,7 @@ function addReceipt(section, outcome, note) {
   li.dataset.daemon = section.dataset.daemon;
   li.dataset.id = section.dataset.id;
   li.dataset.outcome = outcome;
+  li.dataset.after = String(seenFor(section.dataset.daemon));
   const head = document.createElement("strong");
   head.className = "outcome";
   const what = document.createElement("span");
@@ -146,72 +162,79 @@ function addReceipt(section, outcome, note) {
   list.prepend(li);
   while (list.children.length > MAX_RECEIPTS) list.lastElementChild.remove();
   document.getElementById("receipts").hidden = false;
-  receiptWords(li, note, null);
+  if (note) li.dataset.note = note;
+  receiptWords(li);
 }
 
-// receiptWords writes a receipt's outcome and detail: from the answer to
-// the decision, and once the daemon said how the request ended (resolved,
-// its verdict and by whom), from that. The daemon does not send an
-// approver how an allowed command ended (its exit status), so the receipt
-// says where to find it.
-function receiptWords(li, note, resolved) {
+// receiptWords writes a receipt's outcome and detail from what is known
+// of its request (the receipt's data): the answer to the decision
+// (outcome, note), then how the daemon resolved it (verdict, by) and, once
+// an allowed command ran, how it ended (status, exit: each stage's exit
+// code), which the daemon sends the web approver.
+function receiptWords(li) {
   const head = li.querySelector(".outcome"), detail = li.querySelector(".detail");
-  const id = li.dataset.id;
-  const exitHint = "This page is not told how it ended: `sudo agent-sudo audit show " + id + "` on the server has its exit status.";
-  if (resolved) {
-    const by = resolved.dataset.by;
-    switch (resolved.dataset.verdict) {
-      case "allowed":
-        head.textContent = li.dataset.outcome === "counted" ? "Allowed — another person allowed it too; it runs" : "Allowed — it runs";
-        detail.textContent = "Allowed by " + by + ". " + exitHint;
-        return;
-      case "denied":
-        head.textContent = li.dataset.outcome === "denied" ? "Denied" : "Denied — by " + by;
-        detail.textContent = "It will not run.";
-        return;
-      case "timeout":
-        head.textContent = "Timed out — no one else allowed it in time";
-        detail.textContent = "It will not run.";
-        return;
-      case "withdrawn":
-        head.textContent = "Withdrawn — the agent stopped waiting";
-        detail.textContent = "It will not run.";
-        return;
-      case "error":
-        head.textContent = "Not run — the daemon was shutting down";
-        detail.textContent = "It will not run.";
-        return;
-    }
+  const d = li.dataset;
+  const gone = "It will not run.";
+  if (d.verdict && d.verdict !== "allowed") {
+    head.textContent = {
+      denied: d.outcome === "denied" ? "Denied" : "Denied — by " + d.by,
+      timeout: "Timed out — no one else allowed it in time",
+      withdrawn: "Withdrawn — the agent stopped waiting",
+      error: "Not run — the daemon was shutting down",
+    }[d.verdict] || "Not run (" + d.verdict + ")";
+    detail.textContent = gone;
+    return;
   }
-  switch (li.dataset.outcome) {
-    case "allowed":
-      head.textContent = "Allowed — it runs";
-      detail.textContent = exitHint;
-      break;
-    case "denied":
-      head.textContent = "Denied";
-      detail.textContent = "It will not run.";
-      break;
-    case "counted":
-      head.textContent = "Your allow counted; waiting for another person";
-      detail.textContent = note ? "The daemon says: " + note + "." : "";
-      break;
+  if (d.outcome === "denied") {
+    head.textContent = "Denied";
+    detail.textContent = gone;
+    return;
   }
+  if (d.outcome === "counted" && !d.verdict) {
+    head.textContent = "Your allow counted; waiting for another person";
+    detail.textContent = d.note ? "The daemon says: " + d.note + "." : "";
+    return;
+  }
+  // Allowed (by this page, or by the other person too).
+  const who = d.outcome === "counted" ? "Allowed by you and " + d.by : "Allowed";
+  if (d.status === undefined) {
+    head.textContent = who + " — running";
+    detail.textContent = d.by ? "Allowed by " + d.by + "." : "";
+    return;
+  }
+  const codes = d.exit ? d.exit.split(" ") : [];
+  const exit = codes.length === 1 ? "exit " + codes[0] : codes.length ? "exit codes " + codes.join(", ") : "";
+  const how = {
+    ok: "ran, " + exit,
+    timeout: "stopped: it ran out of time or an approver stopped it" + (exit ? " (" + exit + ")" : ""),
+    error: "did not run: it failed to start",
+  }[d.status] || d.status + (exit ? ", " + exit : "");
+  head.textContent = who + " — " + how;
+  detail.textContent = (d.by ? "Allowed by " + d.by + ". " : "") +
+    "`sudo agent-sudo audit show " + d.id + "` on the server has the whole record.";
 }
 
-// updateReceipts rewrites the receipts whose request the daemon has since
-// resolved, from the page's list of how the latest requests ended.
-function updateReceipts(resolvedList) {
-  if (!resolvedList) return;
+// updateReceipts brings the receipts up to date with how the daemons say
+// their requests ended: the page's lists of the latest resolved and
+// finished messages, each naming its daemon and request.
+function updateReceipts(resolvedList, finishedList) {
+  lastEnded = [resolvedList, finishedList];
+  // Only what came after the decision (a higher seq than the receipt's
+  // after): an earlier request with the same id ended before it.
+  const find = (list, li) => list && [...list.children].find((r) => r.dataset.daemon === li.dataset.daemon &&
+    r.dataset.id === li.dataset.id && Number(r.dataset.seq) > Number(li.dataset.after));
   for (const li of document.querySelectorAll("#receipt-list > li.receipt")) {
-    if (li.dataset.final === "1") continue;
-    for (const r of resolvedList.children) {
-      if (r.dataset.daemon === li.dataset.daemon && r.dataset.id === li.dataset.id) {
-        receiptWords(li, "", r);
-        li.dataset.final = "1";
-        li.dataset.verdict = r.dataset.verdict;
-      }
+    const r = find(resolvedList, li);
+    if (r && !li.dataset.verdict) {
+      li.dataset.verdict = r.dataset.verdict;
+      li.dataset.by = r.dataset.by;
     }
+    const f = li.dataset.verdict === "allowed" ? find(finishedList, li) : null;
+    if (f && li.dataset.status === undefined) {
+      li.dataset.status = f.dataset.status;
+      li.dataset.exit = f.dataset.exit;
+    }
+    receiptWords(li);
   }
 }
 
@@ -335,7 +358,7 @@ function apply(next) {
   for (const k of firstSeen.keys()) if (!keys.has(k)) firstSeen.delete(k);
   live.replaceChildren(...nodes);
   document.body.dataset.version = next.dataset.version;
-  updateReceipts(next.querySelector("#resolved"));
+  updateReceipts(next.querySelector("#resolved"), next.querySelector("#finished"));
   setTitle();
   document.getElementById("signin-box").hidden = true;
   document.getElementById("app").hidden = false;
