@@ -137,7 +137,14 @@ func (e *Enrolment) Handler() http.Handler {
 	mux.HandleFunc("GET /enroll/{token}", e.page)
 	mux.HandleFunc("POST /enroll/{token}/begin", e.begin)
 	mux.HandleFunc("POST /enroll/{token}/finish", e.finish)
+	mux.HandleFunc("/", e.notFound)
 	return headers(mux)
+}
+
+// notFound answers any other address in plain words: a link cut short
+// when it was copied lands here.
+func (e *Enrolment) notFound(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, EnrolLinkGone, http.StatusNotFound)
 }
 
 // valid checks the link's secret and expiry.
@@ -147,7 +154,12 @@ func (e *Enrolment) valid(w http.ResponseWriter, r *http.Request) bool {
 	closed := e.closed
 	e.mu.Unlock()
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(e.Token)) != 1 || closed || !time.Now().Before(e.Expires) {
-		http.Error(w, EnrolLinkGone, http.StatusNotFound)
+		// The page's script reads JSON; a browser opening the link, text.
+		if r.Method == http.MethodPost {
+			writeJSON(w, http.StatusNotFound, map[string]any{"error": EnrolLinkGone})
+		} else {
+			http.Error(w, EnrolLinkGone, http.StatusNotFound)
+		}
 		return false
 	}
 	return r.Method != http.MethodPost || fromPage(w, r, e.PageOrigin, "the enrolment page") == ""

@@ -459,3 +459,28 @@ func TestEnrolChannelClosedAfterAFailure(t *testing.T) {
 		t.Fatalf("the next offer: err %v, want the channel closed", err)
 	}
 }
+
+// TestEnrolmentLinkGone: a link with the wrong secret (cut short, or one
+// of an enrolment that ended) and any other address say in plain words
+// that the link no longer works and how to get a new one, as text to a
+// browser and as JSON to the page's script; never a bare "404 page not
+// found".
+func TestEnrolmentLinkGone(t *testing.T) {
+	r := newEnrolRig(t, "alice")
+	for _, path := range []string{"/enroll/wrong", "/enroll", "/"} {
+		resp, err := r.srv.Client().Get(r.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "run `sudo agent-sudo approve web enroll NAME` on the server again") {
+			t.Errorf("GET %s: %d %q", path, resp.StatusCode, b)
+		}
+	}
+	code, b := r.post(t, "/enroll/wrong/begin", []byte("{}"))
+	var out struct{ Error string }
+	if err := json.Unmarshal(b, &out); err != nil || code != http.StatusNotFound || !strings.Contains(out.Error, "This enrolment link no longer works") {
+		t.Errorf("POST to a wrong link: %d %s (%v)", code, b, err)
+	}
+}
