@@ -28,7 +28,7 @@ TMPFILESDIR  ?= /usr/lib/tmpfiles.d
 DOCDIR       ?= $(PREFIX)/share/doc/agent-sudo
 MANDIR       ?= $(PREFIX)/share/man
 
-.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest sudo-rs-test arm64-test hosts-test depaware short-unprivileged man agents-test remote-test web-test
+.PHONY: go-version model help build test vet staticcheck unit race norace mcp-inspector fuzz bench perf load run clean deb install uninstall systemtest sudo-rs-test arm64-test hosts-test depaware short-unprivileged man agents-test remote-test web-test pictures
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -253,6 +253,13 @@ remote-test: go-version ## one approve console for two daemons over a real sshd,
 	mods=$$(test/web/install.sh); \
 	echo "AGENT_SUDO_TEST_NODE_PATH=$$mods AGENT_SUDO_TEST_CHROMIUM=$$chromium $(GO) test -race -tags remote -count=1 -v ./test/remote"; \
 	AGENT_SUDO_TEST_NODE_PATH="$$mods" AGENT_SUDO_TEST_CHROMIUM="$$chromium" $(GO) test -race -tags remote -count=1 -v ./test/remote
+
+pictures: go-version ## remake docs/images (README's and docs/approving.md's pictures) from a real run: the console at 80x24 in tmux, the page in chromium at 390x844 (root; tmux, chromium, node)
+	@set -e; chromium=$${AGENT_SUDO_TEST_CHROMIUM:-/usr/bin/chromium}; \
+	[ -x "$$chromium" ] || { echo "pictures: $$chromium not found: apt-get install chromium" >&2; exit 1; }; \
+	mods=$$(test/web/install.sh); \
+	AGENT_SUDO_PICTURES=$(CURDIR)/docs/images AGENT_SUDO_TEST_NODE_PATH=$$mods AGENT_SUDO_TEST_CHROMIUM=$$chromium \
+	  $(GO) test -count=1 -run '^TestPictures$$' -v ./test/web/
 
 web-test: go-version ## the web approver in Debian's chromium (playwright-core pinned in test/web/package-lock.json, installed with npm ci) with a WebAuthn virtual authenticator, against a real daemon (root; chromium, node)
 	test/web/run.sh

@@ -127,6 +127,15 @@ async function run(cmd) {
       const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
       return { credentials: credentials.map((c) => ({ credentialId: c.credentialId, rpId: c.rpId })) };
     }
+    case "viewport":
+      // The page's size in CSS pixels (a phone: 390×844).
+      await p.page.setViewportSize({ width: cmd.width, height: cmd.height });
+      return {};
+    case "screenshot":
+      // A PNG of the element at selector, or of the viewport, at path.
+      if (cmd.selector) await p.page.locator(cmd.selector).screenshot({ path: cmd.path });
+      else await p.page.screenshot({ path: cmd.path });
+      return {};
     case "dialogs":
       return { dialogs };
     case "storage":

@@ -50,6 +50,13 @@ type rig struct {
 
 func setup(t *testing.T) *rig {
 	t.Helper()
+	return setupFor(t, true)
+}
+
+// setupFor is setup with a web approver that serves the second daemon too
+// when both is set, the first alone otherwise.
+func setupFor(t *testing.T, both bool) *rig {
+	t.Helper()
 	b := browsertest.Start(t, "driver.mjs", false)
 	daemontest.RequireRoot(t)
 	keys := passkeytest.Dir(t)
@@ -97,7 +104,11 @@ approvals = 2
 		t.Fatal("the enrolment link still works after its use")
 	}
 
-	web := exec.Command(cli, "approve", "--web", addr, "--no-tls", "--approver-socket", d.ApproverSocket, "--approver-socket", d2.ApproverSocket)
+	args := []string{"approve", "--web", addr, "--no-tls", "--approver-socket", d.ApproverSocket}
+	if both {
+		args = append(args, "--approver-socket", d2.ApproverSocket)
+	}
+	web := exec.Command(cli, args...)
 	web.Env = daemontest.RaceEnv(os.Environ())
 	wout, err := web.StdoutPipe()
 	if err != nil {
