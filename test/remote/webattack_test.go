@@ -103,7 +103,7 @@ func squatThroughTunnel(t *testing.T, b *browsertest.Browser, cli string, agent 
 	sq := startSquatter(t, agent)
 
 	// The tunnel, as docs/remote.md writes it.
-	startTunnel(t, k, sshPort, forward)
+	startTunnel(t, k, sshPort, docsLocalPort, forward)
 
 	// Enrolment at the root terminal, as docs/remote.md writes it; the
 	// link opened in the browser, through the tunnel.
@@ -319,9 +319,9 @@ func (s *squatter) stop() []string {
 
 // startTunnel runs `ssh -N -o ExitOnForwardFailure=yes -L forward...
 // root@127.0.0.1:port` with k's forwarding key until the test ends, and
-// waits until it listens on both addresses of localhost at the docs'
-// local port.
-func startTunnel(t *testing.T, k *keys, port int, forward []string) {
+// waits until it listens on both addresses of localhost at the local
+// port local.
+func startTunnel(t *testing.T, k *keys, port int, local string, forward []string) {
 	t.Helper()
 	args := tunnelArgs(k, port, forward)
 	t.Logf("the tunnel: ssh %s", strings.Join(args, " "))
@@ -343,7 +343,7 @@ func startTunnel(t *testing.T, k *keys, port int, forward []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, addr := range []string{"127.0.0.1", "::1"} {
-		if out, err := tunLog.Wait(ctx, "Local forwarding listening on "+addr+" port "+docsLocalPort); err != nil {
+		if out, err := tunLog.Wait(ctx, "Local forwarding listening on "+addr+" port "+local); err != nil {
 			t.Fatalf("the tunnel was not set up on %s: %v\n%s", addr, err, out)
 		}
 	}
@@ -351,8 +351,9 @@ func startTunnel(t *testing.T, k *keys, port int, forward []string) {
 
 // startWebApprover runs `agent-sudo approve --web localhost:port --no-tls
 // --origin origin --approver-socket socket` (and extra) until the test
-// ends, and waits until it serves; a failed test logs its output.
-func startWebApprover(t *testing.T, cli, port, origin, socket string, extra ...string) {
+// ends, and waits until it serves; a failed test logs its output. It
+// returns that output (its log).
+func startWebApprover(t *testing.T, cli, port, origin, socket string, extra ...string) (log *daemontest.Buffer) {
 	t.Helper()
 	webLog := &daemontest.Buffer{}
 	args := append([]string{"approve", "--web", "localhost:" + port, "--no-tls", "--origin", origin, "--approver-socket", socket}, extra...)
@@ -376,6 +377,7 @@ func startWebApprover(t *testing.T, cli, port, origin, socket string, extra ...s
 	if out, err := webLog.Wait(ctx, "web approver for "+socket+" at "+origin); err != nil {
 		t.Fatalf("the web approver did not start: %v\n%s", err, out)
 	}
+	return webLog
 }
 
 // tunnelArgs are ssh's arguments for `ssh -N -o ExitOnForwardFailure=yes

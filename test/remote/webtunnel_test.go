@@ -36,7 +36,8 @@ import (
 // user of its device holds [::1]:8443, then reaches it, and a browser at
 // http://localhost:8443 (through ::1 and 127.0.0.1, as browsers try both)
 // signs in with a passkey enrolled for that origin and allows a request,
-// which runs.
+// which runs. Through a tunnel on another local port the sign-in is
+// refused with the address to open, and the web approver logs it.
 func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
 	t.Parallel()
 	_, cli := daemontest.Binaries(t)
@@ -61,7 +62,7 @@ func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
 	// An agent on the host finds the port free before the web approver
 	// starts: the kernel refuses it all the same.
 	squatAsNobody(t, "844", "before the web approver starts")
-	startWebApprover(t, cli, "844", origin, d.ApproverSocket, "--user", "nobody")
+	webLog := startWebApprover(t, cli, "844", origin, d.ApproverSocket, "--user", "nobody")
 	squatAsNobody(t, "844", "while the web approver runs")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -85,7 +86,7 @@ func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
 	}
 	release()
 
-	startTunnel(t, k, 2204, []string{"127.0.0.1:8443:127.0.0.1:844", "[::1]:8443:127.0.0.1:844"})
+	startTunnel(t, k, 2204, "8443", []string{"127.0.0.1:8443:127.0.0.1:844", "[::1]:8443:127.0.0.1:844"})
 
 	for _, via := range []string{"[::1]:8443", "127.0.0.1:8443"} {
 		b := &tunnelBrowser{t: t, base: "http://" + via, origin: origin}
@@ -98,6 +99,31 @@ func TestWebApproverThroughTheDocsTunnel(t *testing.T) {
 		if resp := asked.Wait(); resp.Status != proto.StatusOK || string(resp.Stdout) != "through the tunnel\n" {
 			t.Fatalf("through %s: %+v, want it run", via, resp)
 		}
+	}
+
+	// The same tunnel on another local port than the enrolled one (issue
+	// 33: the phone signed in, showed requests, and every decision failed
+	// with "bad answer (403)", the web approver logging nothing). The
+	// passkey signs only for http://localhost:8443, so the page there is
+	// told, at sign-in, the address to open, and the web approver logs the
+	// refusal.
+	startTunnel(t, k, 2204, "8445", []string{"127.0.0.1:8445:127.0.0.1:844", "[::1]:8445:127.0.0.1:844"})
+	other := &tunnelBrowser{t: t, base: "http://127.0.0.1:8445", origin: "http://localhost:8445"}
+	code, out := other.do("POST", "/api/login/begin", map[string]any{})
+	var refusal struct {
+		Error string `json:"error"`
+	}
+	if code != http.StatusForbidden || json.Unmarshal(out, &refusal) != nil ||
+		!strings.Contains(refusal.Error, "this page is open at http://localhost:8445, but its passkeys sign only for http://localhost:8443: open http://localhost:8443/ instead") {
+		t.Fatalf("sign-in through a tunnel on another local port: %d %s, want the address to open", code, out)
+	}
+	if _, page := other.do("GET", "/", nil); !bytes.Contains(page, []byte(`data-origin="http://localhost:8443"`)) {
+		t.Errorf("the page's shell does not carry the address its script tells the browser to open:\n%s", page)
+	}
+	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer lcancel()
+	if out, err := webLog.Wait(lctx, "web: refused a call not from the page"); err != nil {
+		t.Errorf("the web approver did not log the refusal: %v\n%s", err, out)
 	}
 }
 
