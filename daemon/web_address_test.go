@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
 )
 
 // postFrom sends body as the page's script would from a page at origin.
@@ -92,5 +94,23 @@ func TestWebNotFound(t *testing.T) {
 		if resp.StatusCode != http.StatusNotFound || !strings.Contains(b.String(), c.want) || strings.Contains(b.String(), "404 page not found") {
 			t.Errorf("GET %s: %d %q, want 404 with %q", c.path, resp.StatusCode, b.String(), c.want)
 		}
+	}
+}
+
+// TestWebSignInUnknownPasskey: a passkey no daemon served knows (never
+// enrolled here, or revoked) is refused at sign-in with why and how to
+// enrol one.
+func TestWebSignInUnknownPasskey(t *testing.T) {
+	r := newRig(t)
+	r.signIn() // alice's passkey has reached the web approver
+	stranger, err := passkeytest.New("mallory", "localhost", r.origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := r.trySignIn(stranger)
+	msg, _ := out["error"].(string)
+	if code != http.StatusForbidden || !strings.Contains(msg, "not enrolled on any daemon served here") ||
+		!strings.Contains(msg, "run `sudo agent-sudo approve web enroll NAME` on the server") {
+		t.Fatalf("sign-in with an unknown passkey: %d %q", code, msg)
 	}
 }

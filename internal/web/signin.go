@@ -158,7 +158,7 @@ func (s *Server) loginFinish(w http.ResponseWriter, r *http.Request) {
 	key, err := verifySignIn(s.states(), req.Challenge, a)
 	if err != nil {
 		s.log.Warn("web: sign-in refused", "err", err)
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "sign-in refused: " + err.Error()})
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "sign-in refused: " + err.Error() + ". " + enrolHint})
 		return
 	}
 	name := key.Name
@@ -241,3 +241,7 @@ func (s *Server) checkLoginChallenge(ch string) (time.Time, bool) {
 	}
 	return time.Unix(int64(binary.BigEndian.Uint64(b[:8])), 0), true
 }
+
+// enrolHint is the next step for a passkey no daemon served knows.
+const enrolHint = "If this device has no passkey for this approver, enrol one: run " +
+	"`sudo agent-sudo approve web enroll NAME` on the server and open the link it prints on this device"
