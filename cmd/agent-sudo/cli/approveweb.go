@@ -221,15 +221,16 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 	}
 	var daemons []web.Daemon
 	up := 0
+	// signed_only tells each daemon the host the web approver runs on, by
+	// which it records its decisions ("" when it cannot be read).
+	host, _ := os.Hostname()
 	for _, d := range opts.daemons(deps) {
 		wd := web.Daemon{Name: d.Name}
 		conn, err := d.Dial(ctx)
 		if err == nil {
 			defer conn.Close()
 			c := approval.NewClient(conn)
-			// With the host the web approver runs on, for the daemon to
-			// record its decisions as a passkey on the web approver of it.
-			if err = c.Send(approval.Message{Type: approval.MsgSignedOnly, DaemonHost: webHost()}); err == nil {
+			if err = c.Send(approval.Message{Type: approval.MsgSignedOnly, DaemonHost: host}); err == nil {
 				wd.Client = c
 				up++
 			}
@@ -760,14 +761,4 @@ func approveWebRevoke(inv *invocation, args []string) int {
 	}
 	fmt.Fprintf(inv.stdout, "revoked %s: the daemon refuses its signatures from now on\n", name)
 	return 0
-}
-
-// webHost is the host the web approver runs on, as signed_only tells each
-// daemon; "" when the kernel's host name cannot be read.
-func webHost() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return ""
-	}
-	return h
 }
