@@ -499,6 +499,12 @@ func TestWebApprover(t *testing.T) {
 		}
 	})
 
+	t.Run("the title names the daemons' host", func(t *testing.T) {
+		host, _ := os.Hostname()
+		// Both daemons run on this host, so each is named with its socket.
+		b.Do(map[string]any{"op": "waitText", "selector": "title", "text": "agent-sudo · " + host + " (" + r.d.ApproverSocket + ")"})
+	})
+
 	t.Run("a receipt stays after each decision, the last five kept", func(t *testing.T) {
 		allowed := r.ask("web-r1", "receipt", "echo", "receipt one")
 		b.Do(map[string]any{"op": "wait", "selector": sel("web-r1")})
