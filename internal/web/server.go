@@ -28,7 +28,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -247,16 +246,17 @@ func fromPage(w http.ResponseWriter, r *http.Request, origin, what string) strin
 }
 
 // notFromPage says why r is not a call from the script of the page at
-// origin, or "" when it is one. A page of the same host on another port
-// is the one an ssh tunnel on another local port opens: the passkeys sign
-// only for origin (the origin is part of what they sign), so it is told
-// the address to open rather than let sign in and fail at every decision.
+// origin, or "" when it is one. A page at another address (a port of the
+// same host, which an ssh tunnel on another local port opens, or another
+// name of it) is told the address to open: the passkeys sign only for
+// origin (the origin is part of what they sign), so it could never
+// decide. Another site's page cannot read the answer (no CORS).
 func notFromPage(r *http.Request, origin, what string) string {
 	got := r.Header.Get("Origin")
 	switch {
 	case got == origin && r.Header.Get("Content-Type") == "application/json":
 		return ""
-	case got != origin && sameHost(got, origin):
+	case got != "" && got != origin:
 		return wrongAddress(got, origin)
 	}
 	return "refused: not from " + what + " (" + origin + ")"
@@ -266,17 +266,6 @@ func notFromPage(r *http.Request, origin, what string) string {
 func wrongAddress(got, origin string) string {
 	return fmt.Sprintf("this page is open at %s, but its passkeys sign only for %s: open %s/ instead "+
 		"(through an ssh tunnel, the local port must be the one the passkey was enrolled for: docs/remote.md)", got, origin, origin)
-}
-
-// sameHost reports whether origins a and b name the same host (any scheme
-// or port).
-func sameHost(a, b string) bool {
-	ua, err := url.Parse(a)
-	if err != nil || ua.Hostname() == "" {
-		return false
-	}
-	ub, err := url.Parse(b)
-	return err == nil && strings.EqualFold(ua.Hostname(), ub.Hostname())
 }
 
 // notFound answers a path the web approver does not serve in plain words
