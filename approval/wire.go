@@ -260,9 +260,9 @@ const (
 	// MsgRunning, daemon -> console: the commands running now (after
 	// MsgWatch).
 	MsgRunning = "running"
-	// MsgFinished, daemon -> web approver: how the allowed request ID
-	// ended once it ran: Status (the agent's answer's status: ok, error,
-	// timeout, ...) and ExitCodes (each stage's). Sent only on a
+	// MsgFinished, daemon -> web approver: how the request ID a passkey
+	// allowed ended once it ran: Status (the agent's answer's status: ok,
+	// error, timeout) and ExitCodes (each stage's). Sent only on a
 	// connection that sent MsgSignedOnly, so that a console written before
 	// it never sees it; the web approver's receipts say it.
 	MsgFinished = "finished"

@@ -235,7 +235,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 			trail.Stopped(stoppedBy)
 			msg = fmt.Sprintf("stopped by an approver (%s) before it started; nothing ran: %s", stoppedBy, msg)
 		}
-		s.finished(req.ID, string(proto.StatusError), nil)
+		s.finished(d, req.ID, string(proto.StatusError), nil)
 		return ending{resp: &proto.Response{ID: req.ID, Status: proto.StatusError, Message: msg}, trail: trail,
 			log: log, level: slog.LevelError, msg: "execution failed", args: []any{"err", err}}
 	}
@@ -255,7 +255,7 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	if res.CgroupError != "" {
 		log.Error("the pipeline's cgroup could not be emptied or removed", "err", res.CgroupError)
 	}
-	s.finished(req.ID, string(resp.Status), exitCodes(res))
+	s.finished(d, req.ID, string(resp.Status), exitCodes(res))
 	// The command has run: a result that cannot be recorded is logged, and
 	// the client still gets its answer.
 	return ending{resp: resp, trail: trail, res: res, log: log, level: slog.LevelInfo, msg: "result",
@@ -526,10 +526,14 @@ func (s *Server) listRunning(p *plan, d approval.Decision, spec *runner.Spec, st
 	return ended
 }
 
-// finished tells the web approvers how allowed request id ended
-// (broker.Finished), when the server has a running list.
-func (s *Server) finished(id, status string, codes []int) {
-	if s.running != nil {
+// finished tells the web approvers how request id, allowed by d, ended
+// (broker.Finished), when a passkey allowed it (alone, or as one of the
+// people it needed): the receipt of that decision on a web approver's page
+// says it. Of a request a rule, a session grant or consoles alone allowed,
+// which no web approver decided, they are told nothing.
+func (s *Server) finished(d approval.Decision, id, status string, codes []int) {
+	signed := d.Signed != nil || slices.ContainsFunc(d.Approvals, func(a approval.Approval) bool { return a.Signed != nil })
+	if s.running != nil && signed {
 		s.running.Finished(id, status, codes)
 	}
 }
