@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -215,7 +216,11 @@ func (s Store) List(revoked bool) ([]Enrolled, error) {
 			out = append(out, en)
 		}
 	}
-	slices.SortFunc(out, func(a, b Enrolled) int { return strings.Compare(a.Name, b.Name) })
+	// sort.Slice, not slices.SortFunc: a generic sort of Enrolled, a
+	// struct of a dozen words, instantiates pdqsort for its shape alone,
+	// 17 KB of code in agent-sudod (docs/performance.md, "The daemon's
+	// size").
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	for i, a := range out {
 		for _, b := range out[i+1:] {
 			if bytes.Equal(a.Credential.ID, b.Credential.ID) && (a.Name != b.Name || !bytes.Equal(a.Credential.PublicKey, b.Credential.PublicKey)) {
