@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
+	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
@@ -73,7 +74,7 @@ func TestE2ESignedDecision(t *testing.T) {
 		t.Fatalf("the same signed decision again: %+v, want refused", r)
 	}
 
-	var dec *approval.SignedBy
+	var dec *audit.SignedBy
 	for _, r := range d.AuditRecords("sig-1") {
 		if r.Decision != nil {
 			dec = r.Decision.Signed

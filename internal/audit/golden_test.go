@@ -156,7 +156,7 @@ func TestGoldenLog(t *testing.T) {
 	// audit verify still verifies it, and hands the signature check each
 	// signed decision as recorded.
 	var checked []string
-	res, err := VerifyWith(context.Background(), VerifyOptions{Signed: func(s *approval.SignedBy) error {
+	res, err := VerifyWith(context.Background(), VerifyOptions{Signed: func(s *SignedBy) error {
 		checked = append(checked, s.Approver+" "+s.Person+" "+s.Relay+" "+string(s.Statement.Decision)+" "+s.Statement.Nonce+" "+string(s.Assertion.Signature))
 		return nil
 	}}, filepath.Clean(goldenLog))

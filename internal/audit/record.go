@@ -11,9 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agent-sudo/agent-sudo/approval"
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
-	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -108,8 +105,8 @@ type Peer struct {
 	// namespaces and cgroup when they are not the daemon's, read from /proc
 	// when the connection was accepted. Only request records carry them;
 	// logs written before they existed have neither.
-	Ancestry  *procinfo.Ancestry  `json:"ancestry,omitempty"`
-	Container *procinfo.Container `json:"container,omitempty"`
+	Ancestry  *Ancestry  `json:"ancestry,omitempty"`
+	Container *Container `json:"container,omitempty"`
 }
 
 // Environment value encodings, the value of the env_values fields.
@@ -177,17 +174,17 @@ type DecisionSection struct {
 	// Approver is who was behind the console that decided (login uid,
 	// terminal and its owner, SUDO_USER and SUDO_UID from its environment),
 	// as the daemon read it; absent for other deciders and in older logs.
-	Approver *approval.Person `json:"approver,omitempty"`
+	Approver *Person `json:"approver,omitempty"`
 	// Signed is the passkey's signature of a decision made on the web
 	// approver: the approver's name, the relay that carried it, the
 	// statement signed (which names this request's ref) and the WebAuthn
 	// assertion (credential id, authenticator data, client data,
 	// signature), so that audit verify can check it again offline.
-	Signed *approval.SignedBy `json:"signed,omitempty"`
+	Signed *SignedBy `json:"signed,omitempty"`
 	// Approvals are the earlier allows of a request whose rule asked for
 	// two people (approvals = 2): who, as the daemon told them apart, and
 	// a passkey's signature; By, Approver and Signed are the last allow.
-	Approvals []approval.Approval `json:"approvals,omitempty"`
+	Approvals []Approval `json:"approvals,omitempty"`
 }
 
 // ExecSection is exactly what is about to run.
@@ -208,7 +205,7 @@ type ExecSection struct {
 	// Dir; absent when no symlink was involved.
 	DirChain []string `json:"dir_chain,omitempty"`
 	// DirWritable is set when someone other than root can write Dir.
-	DirWritable []runner.Writable `json:"dir_writable,omitempty"`
+	DirWritable []Writable `json:"dir_writable,omitempty"`
 	// Env is the complete environment the stages get (before what sudo
 	// adds), values encoded as EnvValues says.
 	Env map[string]string `json:"env"`
@@ -234,7 +231,7 @@ type ExecStage struct {
 	SHA256 string `json:"sha256,omitempty"`
 	// Writable lists the directories on the way and the file itself when
 	// someone other than root can write them.
-	Writable []runner.Writable `json:"writable,omitempty"`
+	Writable []Writable `json:"writable,omitempty"`
 	// Argv is the argument vector; Argv[0] as the agent gave it.
 	Argv []string `json:"argv"`
 }

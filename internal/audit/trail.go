@@ -180,7 +180,8 @@ func (l *Log) Received(ctx context.Context, req *proto.Request, peer peercred.Cr
 // not run, even if it was allowed.
 func (t *Trail) Decided(ctx context.Context, d approval.Decision) error {
 	rec := t.record(TypeDecision)
-	rec.Decision = &DecisionSection{Verdict: string(d.Verdict), By: d.By, Message: d.Message, Approver: d.Approver, Signed: d.Signed, Approvals: d.Approvals}
+	rec.Decision = &DecisionSection{Verdict: string(d.Verdict), By: d.By, Message: d.Message, Approver: personOf(d.Approver),
+		Signed: signedByOf(d.Signed), Approvals: approvalsOf(d.Approvals)}
 	t.decidedBy = d.By
 	rcpt, _, err := t.log.write(ctx, rec, true, true, t.epoch)
 	fields := map[string]string{
@@ -214,12 +215,12 @@ func (t *Trail) Started(ctx context.Context, spec runner.Spec) error {
 	if x.Dir == "" {
 		x.Dir = "/"
 	}
-	x.DirChain, x.DirWritable = spec.DirChain, spec.DirUntrusted
+	x.DirChain, x.DirWritable = spec.DirChain, writablesOf(spec.DirUntrusted)
 	if spec.Mode == runner.ModeSudo {
 		x.SudoPath = spec.SudoPath
 	}
 	for i, c := range spec.Stages {
-		x.Stages[i] = ExecStage{Path: c.Path, Argv: c.Args, Chain: c.Chain, Writable: c.Untrusted}
+		x.Stages[i] = ExecStage{Path: c.Path, Argv: c.Args, Chain: c.Chain, Writable: writablesOf(c.Untrusted)}
 		if c.Program != nil {
 			x.Stages[i].Dev, x.Stages[i].Ino = c.Program.Dev, c.Program.Ino
 			x.Stages[i].SHA256 = hex.EncodeToString(c.Program.SHA256[:])
@@ -419,7 +420,7 @@ func (t *Trail) record(typ Type) *Record {
 }
 
 func peerOf(c peercred.Creds) *Peer {
-	return &Peer{UID: c.UID, PID: c.PID, Exe: c.Exe, Ancestry: c.Ancestry, Container: c.Container}
+	return &Peer{UID: c.UID, PID: c.PID, Exe: c.Exe, Ancestry: ancestryOf(c.Ancestry), Container: containerOf(c.Container)}
 }
 
 // fillRequest copies req into rec's header and request section, with

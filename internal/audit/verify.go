@@ -21,7 +21,7 @@ type VerifyOptions struct {
 	// (DecisionSection.Signed) and returns why one does not verify; the
 	// record's statement must also name the record's ref. Verify reports
 	// the first that fails as a *ChainError on its line.
-	Signed func(s *approval.SignedBy) error
+	Signed func(s *SignedBy) error
 }
 
 // VerifyResult describes a chain that verified.
@@ -212,10 +212,10 @@ func signedCount(d *DecisionSection) int {
 // (or the deny's) and those of earlier approvals. Each statement must name
 // r's ref, id and a decision that matches the verdict (an earlier
 // approval is an allow), and its signature must verify.
-func checkSigned(verify func(*approval.SignedBy) error, r *Record) error {
+func checkSigned(verify func(*SignedBy) error, r *Record) error {
 	d := r.Decision
 	type sig struct {
-		s    *approval.SignedBy
+		s    *SignedBy
 		want string
 	}
 	var sigs []sig
@@ -229,7 +229,7 @@ func checkSigned(verify func(*approval.SignedBy) error, r *Record) error {
 	}
 	for _, x := range sigs {
 		st := x.s.Statement
-		want := map[approval.Choice]approval.Verdict{approval.AllowOnce: approval.Allow, approval.DenyOnce: approval.Deny}[st.Decision]
+		want := map[approval.Choice]approval.Verdict{approval.AllowOnce: approval.Allow, approval.DenyOnce: approval.Deny}[approval.Choice(st.Decision)]
 		if st.Record != r.Ref || st.ID != r.ID || string(want) != x.want {
 			return fmt.Errorf("the signed decision's statement (record %q, id %q, %q) is not this record's (ref %q, id %q, %q)",
 				st.Record, st.ID, st.Decision, r.Ref, r.ID, x.want)

@@ -6,19 +6,17 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
-	"github.com/agent-sudo/agent-sudo/internal/procinfo"
-	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/sheettest"
 )
 
 // records are the audit records the daemon writes for s, allowed and run.
 func records(s *approval.Shown, approvedBy []string) []*audit.Record {
 	priv, fwd := s.Privileged, s.ForwardAgent
-	peer := &audit.Peer{UID: s.Peer.UID, PID: s.Peer.PID, Exe: s.Peer.Exe, Container: (*procinfo.Container)(s.Peer.Container)}
+	peer := &audit.Peer{UID: s.Peer.UID, PID: s.Peer.PID, Exe: s.Peer.Exe, Container: (*audit.Container)(s.Peer.Container)}
 	if a := s.Peer.Ancestry; a != nil {
-		peer.Ancestry = &procinfo.Ancestry{End: a.End, Changed: a.Changed}
+		peer.Ancestry = &audit.Ancestry{End: a.End, Changed: a.Changed}
 		for _, h := range a.Hops {
-			peer.Ancestry.Hops = append(peer.Ancestry.Hops, procinfo.Hop(h))
+			peer.Ancestry.Hops = append(peer.Ancestry.Hops, audit.Hop(h))
 		}
 	}
 	req := &audit.Record{Type: audit.TypeRequest, ID: s.ID, Session: s.Session, Host: s.Host, DaemonHost: s.DaemonHost, Time: s.Received, Peer: peer,
@@ -29,18 +27,18 @@ func records(s *approval.Shown, approvedBy []string) []*audit.Record {
 	}
 	dec := &audit.Record{Type: audit.TypeDecision, ID: s.ID, Decision: &audit.DecisionSection{Verdict: "allowed", By: "console"}}
 	for _, b := range approvedBy {
-		dec.Decision.Approvals = append(dec.Decision.Approvals, approval.Approval{By: b})
+		dec.Decision.Approvals = append(dec.Decision.Approvals, audit.Approval{By: b})
 	}
 	exec := &audit.Record{Type: audit.TypeExec, ID: s.ID, Exec: &audit.ExecSection{Dir: s.Cwd, DirChain: s.CwdChain, RunAs: audit.RunAs{User: s.RunAs}}}
 	for i, p := range s.Programs {
 		st := audit.ExecStage{Path: p.Chain[len(p.Chain)-1], Chain: p.Chain, SHA256: p.SHA256, Argv: s.Pipeline[i]}
 		for _, w := range p.Writable {
-			st.Writable = append(st.Writable, runner.Writable{Path: w.Path, Why: w.Why})
+			st.Writable = append(st.Writable, audit.Writable(w))
 		}
 		exec.Exec.Stages = append(exec.Exec.Stages, st)
 	}
 	for _, w := range s.CwdWritable {
-		exec.Exec.DirWritable = append(exec.Exec.DirWritable, runner.Writable{Path: w.Path, Why: w.Why})
+		exec.Exec.DirWritable = append(exec.Exec.DirWritable, audit.Writable(w))
 	}
 	return []*audit.Record{req, dec, exec}
 }

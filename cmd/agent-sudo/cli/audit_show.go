@@ -15,7 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
@@ -514,7 +513,7 @@ func peerFacts(b *strings.Builder, p *audit.Peer) {
 // allowSigning writes, under one allow of a two-person request, whether
 // it was signed: the passkey (signedText), or not, from a console and who
 // was behind it (approverText).
-func allowSigning(field func(name, value string), console *approval.Person, signed *approval.SignedBy) {
+func allowSigning(field func(name, value string), console *audit.Person, signed *audit.SignedBy) {
 	switch {
 	case signed != nil:
 		field("  signed", signedText(signed))
@@ -528,14 +527,14 @@ func allowSigning(field func(name, value string), console *approval.Person, sign
 // signedText describes a passkey's signature of a decision: the approver
 // it was enrolled as, its credential id (hex, as approve web list shows
 // it) and the connection that carried it. Every value is escaped.
-func signedText(s *approval.SignedBy) string {
+func signedText(s *audit.SignedBy) string {
 	return fmt.Sprintf("passkey %s, credential %x, carried by %s", quote(s.Approver), s.Assertion.CredentialID, orDash(termtext.Esc(s.Relay)))
 }
 
 // approverText describes who was behind a deciding console: the kernel's
 // login uid and terminal owner, then what its environment said, marked as
 // such. Every value is escaped.
-func approverText(a *approval.Person) string {
+func approverText(a *audit.Person) string {
 	var parts []string
 	if a.LoginUID != nil {
 		parts = append(parts, fmt.Sprintf("login uid %d", *a.LoginUID))

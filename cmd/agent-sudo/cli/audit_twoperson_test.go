@@ -91,9 +91,9 @@ approvals = 2
 // each with whether it was signed.
 func TestShowDecisionSigning(t *testing.T) {
 	uid := uint32(1000)
-	console := &approval.Person{LoginUID: &uid, TTY: "/dev/pts/3"}
-	passkeyOf := func(name, relay string, cred byte) *approval.SignedBy {
-		return &approval.SignedBy{Approver: name, Person: "passkey " + name, Relay: relay,
+	console := &audit.Person{LoginUID: &uid, TTY: "/dev/pts/3"}
+	passkeyOf := func(name, relay string, cred byte) *audit.SignedBy {
+		return &audit.SignedBy{Approver: name, Person: "passkey " + name, Relay: relay,
 			Signed: approval.Signed{Assertion: approval.Assertion{CredentialID: []byte{cred, 0xff}}}}
 	}
 	tests := []struct {
@@ -102,20 +102,20 @@ func TestShowDecisionSigning(t *testing.T) {
 		want string
 	}{
 		{"console then passkey", audit.DecisionSection{Verdict: "allowed", By: `passkey "bob" (via console uid=0)`, Signed: passkeyOf("bob", "console uid=0", 0x0b),
-			Approvals: []approval.Approval{{By: "console uid=0 tty=/dev/pts/3", Person: console, Identity: "uid 1000"}}},
+			Approvals: []audit.Approval{{By: "console uid=0 tty=/dev/pts/3", Person: console, Identity: "uid 1000"}}},
 			"  allow 1 of 2:   console uid=0 tty=/dev/pts/3\n    person:       uid 1000\n" +
 				"    signed:       no: a console, login uid 1000, tty /dev/pts/3\n" +
 				"  allow 2 of 2:   passkey \"bob\" (via console uid=0)\n    person:       passkey bob\n" +
 				"    signed:       passkey bob, credential 0bff, carried by console uid=0\n"},
 		{"passkey then console", audit.DecisionSection{Verdict: "allowed", By: "console uid=0 tty=/dev/pts/3", Approver: console,
-			Approvals: []approval.Approval{{By: `passkey "alice"`, Signed: passkeyOf("alice", "r", 0x0a), Identity: "passkey alice"}}},
+			Approvals: []audit.Approval{{By: `passkey "alice"`, Signed: passkeyOf("alice", "r", 0x0a), Identity: "passkey alice"}}},
 			"  allow 1 of 2:   passkey \"alice\"\n    person:       passkey alice\n    signed:       passkey alice, credential 0aff, carried by r\n" +
 				"  allow 2 of 2:   console uid=0 tty=/dev/pts/3\n    person:       uid 1000\n" +
 				"    signed:       no: a console, login uid 1000, tty /dev/pts/3\n"},
 		{"one signed decision", audit.DecisionSection{Verdict: "denied", By: `passkey "carol"`, Signed: passkeyOf("carol", "r", 0x0c)},
 			"  by:             passkey \"carol\"\n  signed:         passkey carol, credential 0cff, carried by r\n"},
 		{"hostile names escaped", audit.DecisionSection{Verdict: "allowed", By: "x", Signed: passkeyOf("d\x1b[2J", "r\x1b]0;t\a", 0x0d),
-			Approvals: []approval.Approval{{By: "y\x1b[31m", Signed: passkeyOf("e\x9b1m", "r", 0x0e), Identity: "passkey e\x9b1m"}}},
+			Approvals: []audit.Approval{{By: "y\x1b[31m", Signed: passkeyOf("e\x9b1m", "r", 0x0e), Identity: "passkey e\x9b1m"}}},
 			"  allow 1 of 2:   y\\x1b[31m\n"},
 	}
 	for _, tt := range tests {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/audit"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
@@ -181,11 +180,11 @@ func auditVerify(ctx context.Context, inv *invocation, out *errWriter, prefix st
 // signedChecker checks a signed decision against the passkeys in dir,
 // revoked ones included (they were valid when they signed), read once at
 // the first signed decision.
-func signedChecker(dir string) func(*approval.SignedBy) error {
+func signedChecker(dir string) func(*audit.SignedBy) error {
 	var keys []passkey.Enrolled
 	var loadErr error
 	loaded := false
-	return func(s *approval.SignedBy) error {
+	return func(s *audit.SignedBy) error {
 		if !loaded {
 			keys, loadErr = passkey.Store{Dir: dir}.List(true)
 			loaded = true
