@@ -33,17 +33,6 @@ type executeArgs struct {
 // inputSchema; strictObject refuses any other key.
 var argNames = []string{"argv", "pipeline", "reason", "env", "privileged", "forward_agent", "cwd", "stdin"}
 
-// request is a checked execute call.
-type request struct {
-	pipeline     [][]string
-	reason       string
-	env          map[string]string
-	privileged   bool
-	forwardAgent bool
-	cwd          string
-	stdin        []byte
-}
-
 // shellToken reports whether arg is something only a shell understands,
 // and if so what it is and what to do instead. In the argv form such
 // arguments are refused: a model that writes them expects a shell, and a
@@ -70,7 +59,7 @@ func shellToken(arg string) (why string, ok bool) {
 
 // parseArgs decodes and checks an execute call's arguments. Its errors
 // are meant for the model: they say what is wrong and how to fix it.
-func parseArgs(raw json.RawMessage) (*request, error) {
+func parseArgs(raw json.RawMessage) (*proto.Request, error) {
 	var a executeArgs
 	if len(bytes.TrimSpace(raw)) > 0 {
 		// encoding/json lets the last of two equal keys win and matches
@@ -89,15 +78,15 @@ func parseArgs(raw json.RawMessage) (*request, error) {
 			return nil, errors.New("invalid arguments: expected one JSON object")
 		}
 	}
-	r := &request{reason: a.Reason, env: a.Env, privileged: true, forwardAgent: a.ForwardAgent, cwd: a.Cwd}
+	r := &proto.Request{Reason: a.Reason, Env: a.Env, Privileged: true, ForwardAgent: a.ForwardAgent, Cwd: a.Cwd}
 	if a.Stdin != nil {
 		if len(*a.Stdin) > proto.MaxStdinBytes {
 			return nil, fmt.Errorf("stdin is %d bytes; at most %d can go with one request: write the file in a place you can and copy it with [\"install\", \"-m\", \"0644\", \"/tmp/x\", \"/etc/x\"]", len(*a.Stdin), proto.MaxStdinBytes)
 		}
-		r.stdin = []byte(*a.Stdin)
+		r.Stdin = []byte(*a.Stdin)
 	}
 	if a.Privileged != nil {
-		r.privileged = *a.Privileged
+		r.Privileged = *a.Privileged
 	}
 
 	switch {
@@ -109,12 +98,12 @@ func parseArgs(raw json.RawMessage) (*request, error) {
 		if err := checkArgv(a.Argv); err != nil {
 			return nil, err
 		}
-		r.pipeline = [][]string{a.Argv}
+		r.Pipeline = [][]string{a.Argv}
 	default:
 		if err := checkPipeline(a.Pipeline); err != nil {
 			return nil, err
 		}
-		r.pipeline = a.Pipeline
+		r.Pipeline = a.Pipeline
 	}
 
 	switch {
@@ -124,10 +113,10 @@ func parseArgs(raw json.RawMessage) (*request, error) {
 		return nil, fmt.Errorf("reason is %d bytes; at most %d are allowed: shorten it", len(a.Reason), proto.MaxReasonLen)
 	case a.Cwd != "" && !filepath.IsAbs(a.Cwd):
 		return nil, fmt.Errorf("cwd %q is not an absolute path: give the full path of the directory", a.Cwd)
-	case a.ForwardAgent && r.privileged:
+	case a.ForwardAgent && r.Privileged:
 		return nil, errors.New("forward_agent needs privileged false: the SSH agent is never given to a command that runs as root")
 	}
-	if stage, arg, rel := client.RelativeArg(r.pipeline); rel && a.Cwd == "" {
+	if stage, arg, rel := client.RelativeArg(r.Pipeline); rel && a.Cwd == "" {
 		return nil, fmt.Errorf("%q (stage %d) is a relative path, and without cwd the command runs in /: give cwd, the absolute directory it is relative to, or an absolute path", arg, stage+1)
 	}
 	for name := range a.Env {

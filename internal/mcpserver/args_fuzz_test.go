@@ -126,7 +126,7 @@ func member(t *testing.T, m map[string]json.RawMessage, name string, v any) bool
 // proto.MaxReasonLen bytes; an absolute cwd; forward_agent only
 // unprivileged; valid env names; stdin at most proto.MaxStdinBytes. And
 // that every field of r is what the arguments said.
-func checkAccepted(t *testing.T, raw []byte, r *request) {
+func checkAccepted(t *testing.T, raw []byte, r *proto.Request) {
 	t.Helper()
 	if !utf8.Valid(raw) || !json.Valid(raw) {
 		t.Fatalf("accepted %q, which is not valid UTF-8 JSON", raw)
@@ -172,33 +172,33 @@ func checkAccepted(t *testing.T, raw []byte, r *request) {
 			t.Fatalf("accepted a stage without a program: %q", pipeline)
 		}
 	}
-	if !reflect.DeepEqual(r.pipeline, pipeline) {
-		t.Fatalf("pipeline %q, the arguments say %q", r.pipeline, pipeline)
+	if !reflect.DeepEqual(r.Pipeline, pipeline) {
+		t.Fatalf("pipeline %q, the arguments say %q", r.Pipeline, pipeline)
 	}
 
 	var reason, cwd string
 	member(t, m, "reason", &reason)
 	member(t, m, "cwd", &cwd)
-	if strings.TrimSpace(reason) == "" || len(reason) > proto.MaxReasonLen || r.reason != reason {
-		t.Fatalf("accepted reason %q (request has %q)", reason, r.reason)
+	if strings.TrimSpace(reason) == "" || len(reason) > proto.MaxReasonLen || r.Reason != reason {
+		t.Fatalf("accepted reason %q (request has %q)", reason, r.Reason)
 	}
-	if cwd != "" && !filepath.IsAbs(cwd) || r.cwd != cwd {
-		t.Fatalf("accepted cwd %q (request has %q)", cwd, r.cwd)
+	if cwd != "" && !filepath.IsAbs(cwd) || r.Cwd != cwd {
+		t.Fatalf("accepted cwd %q (request has %q)", cwd, r.Cwd)
 	}
 
 	privileged, forward := true, false
 	member(t, m, "privileged", &privileged)
 	member(t, m, "forward_agent", &forward)
-	if r.privileged != privileged || r.forwardAgent != forward || forward && privileged {
-		t.Fatalf("privileged %v, forward_agent %v; the arguments say %v, %v", r.privileged, r.forwardAgent, privileged, forward)
+	if r.Privileged != privileged || r.ForwardAgent != forward || forward && privileged {
+		t.Fatalf("privileged %v, forward_agent %v; the arguments say %v, %v", r.Privileged, r.ForwardAgent, privileged, forward)
 	}
 
 	var env map[string]string
 	member(t, m, "env", &env)
-	if len(r.env) != len(env) || len(env) > 0 && !reflect.DeepEqual(r.env, env) {
-		t.Fatalf("env %q, the arguments say %q", r.env, env)
+	if len(r.Env) != len(env) || len(env) > 0 && !reflect.DeepEqual(r.Env, env) {
+		t.Fatalf("env %q, the arguments say %q", r.Env, env)
 	}
-	for k := range r.env {
+	for k := range r.Env {
 		if !proto.ValidEnvName(k) {
 			t.Fatalf("accepted env name %q", k)
 		}
@@ -206,38 +206,38 @@ func checkAccepted(t *testing.T, raw []byte, r *request) {
 
 	var stdin string
 	if member(t, m, "stdin", &stdin) {
-		if r.stdin == nil || string(r.stdin) != stdin {
-			t.Fatalf("stdin %q, the arguments say %q", r.stdin, stdin)
+		if r.Stdin == nil || string(r.Stdin) != stdin {
+			t.Fatalf("stdin %q, the arguments say %q", r.Stdin, stdin)
 		}
-	} else if r.stdin != nil {
-		t.Fatalf("stdin %q without a stdin argument", r.stdin)
+	} else if r.Stdin != nil {
+		t.Fatalf("stdin %q without a stdin argument", r.Stdin)
 	}
-	if len(r.stdin) > proto.MaxStdinBytes {
-		t.Fatalf("accepted %d bytes of stdin", len(r.stdin))
+	if len(r.Stdin) > proto.MaxStdinBytes {
+		t.Fatalf("accepted %d bytes of stdin", len(r.Stdin))
 	}
 }
 
 // checkRoundTrip encodes r back into arguments, in the form raw used, and
 // checks that they decode to the same request.
-func checkRoundTrip(t *testing.T, raw []byte, r *request) {
+func checkRoundTrip(t *testing.T, raw []byte, r *proto.Request) {
 	t.Helper()
 	args := map[string]any{
-		"reason": r.reason, "privileged": r.privileged, "forward_agent": r.forwardAgent, "cwd": r.cwd,
+		"reason": r.Reason, "privileged": r.Privileged, "forward_agent": r.ForwardAgent, "cwd": r.Cwd,
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok := m["argv"]; ok && string(bytes.TrimSpace(v)) != "null" {
-		args["argv"] = r.pipeline[0]
+		args["argv"] = r.Pipeline[0]
 	} else {
-		args["pipeline"] = r.pipeline
+		args["pipeline"] = r.Pipeline
 	}
-	if r.env != nil {
-		args["env"] = r.env
+	if r.Env != nil {
+		args["env"] = r.Env
 	}
-	if r.stdin != nil {
-		args["stdin"] = string(r.stdin)
+	if r.Stdin != nil {
+		args["stdin"] = string(r.Stdin)
 	}
 	b, err := json.Marshal(args)
 	if err != nil {
@@ -257,13 +257,11 @@ func checkRoundTrip(t *testing.T, raw []byte, r *request) {
 // same pipeline, reason, flags, cwd, env and stdin, or is refused only for
 // a limit of the daemon's own (a NUL byte, the size of the environment or
 // of cwd, the request cap), which the agent is then told.
-func checkWire(t *testing.T, r *request) {
+func checkWire(t *testing.T, r *proto.Request) {
 	t.Helper()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	req := &proto.Request{
-		ID: "fuzz", Session: "s", Time: now, Pipeline: r.pipeline, Env: r.env, Reason: r.reason,
-		Privileged: r.privileged, ForwardAgent: r.forwardAgent, Cwd: r.cwd, Stdin: r.stdin,
-	}
+	req := *r
+	req.ID, req.Session, req.Time = "fuzz", "s", now
 	line, err := req.MarshalJSON()
 	if err != nil {
 		t.Fatalf("MarshalJSON: %v", err)
@@ -281,9 +279,9 @@ func checkWire(t *testing.T, r *request) {
 		}
 		t.Fatalf("accepted arguments make a request the daemon refuses: %v\n%s", err, line)
 	}
-	if !reflect.DeepEqual(got.Pipeline, r.pipeline) || got.Reason != r.reason || got.Privileged != r.privileged ||
-		got.ForwardAgent != r.forwardAgent || got.Cwd != r.cwd || len(got.Env) != len(r.env) ||
-		len(r.env) > 0 && !reflect.DeepEqual(got.Env, r.env) || !bytes.Equal(got.Stdin, r.stdin) {
+	if !reflect.DeepEqual(got.Pipeline, r.Pipeline) || got.Reason != r.Reason || got.Privileged != r.Privileged ||
+		got.ForwardAgent != r.ForwardAgent || got.Cwd != r.Cwd || len(got.Env) != len(r.Env) ||
+		len(r.Env) > 0 && !reflect.DeepEqual(got.Env, r.Env) || !bytes.Equal(got.Stdin, r.Stdin) {
 		t.Fatalf("sent %+v, the daemon read %+v", r, got)
 	}
 }
@@ -301,14 +299,14 @@ func TestArgvShellSyntax(t *testing.T) {
 			t.Errorf("argv %q: %+v, %v; want an error containing %q", argv, r, err, want)
 		}
 		raw, _ = json.Marshal(map[string]any{"pipeline": [][]string{argv}, "reason": "r"})
-		if r, err := parseArgs(raw); err != nil || !reflect.DeepEqual(r.pipeline, [][]string{argv}) {
+		if r, err := parseArgs(raw); err != nil || !reflect.DeepEqual(r.Pipeline, [][]string{argv}) {
 			t.Errorf("pipeline %q: %+v, %v; want it passed on", argv, r, err)
 		}
 	}
 	// Words that merely contain such characters are arguments.
 	argv := []string{"grep", "-E", "a|b", "x>y", "2>&1x", "a&&b"}
 	raw, _ := json.Marshal(map[string]any{"argv": argv, "reason": "r"})
-	if r, err := parseArgs(raw); err != nil || !reflect.DeepEqual(r.pipeline, [][]string{argv}) {
+	if r, err := parseArgs(raw); err != nil || !reflect.DeepEqual(r.Pipeline, [][]string{argv}) {
 		t.Errorf("argv %q: %+v, %v", argv, r, err)
 	}
 }
@@ -322,7 +320,7 @@ func TestArgsRelativePathNeedsCwd(t *testing.T) {
 		t.Errorf("touch ./f without cwd: %+v, %v; want it refused", r, err)
 	}
 	raw, _ = json.Marshal(map[string]any{"argv": []string{"touch", "./f"}, "reason": "r", "cwd": "/srv"})
-	if r, err := parseArgs(raw); err != nil || r.cwd != "/srv" {
+	if r, err := parseArgs(raw); err != nil || r.Cwd != "/srv" {
 		t.Errorf("touch ./f with cwd /srv: %+v, %v; want it accepted", r, err)
 	}
 }

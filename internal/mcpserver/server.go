@@ -155,18 +155,8 @@ func (h *handler) execute(ctx context.Context, call *mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return toolError(err.Error() + "\nNothing was sent; fix the arguments and call again."), nil
 	}
-	req := &proto.Request{
-		ID:           uuid.NewString(),
-		Host:         h.cfg.Host,
-		Session:      h.cfg.Session,
-		Pipeline:     a.pipeline,
-		Env:          a.env,
-		Reason:       a.reason,
-		Privileged:   a.privileged,
-		ForwardAgent: a.forwardAgent,
-		Cwd:          a.cwd,
-		Stdin:        a.stdin,
-	}
+	req := a
+	req.ID, req.Host, req.Session = uuid.NewString(), h.cfg.Host, h.cfg.Session
 	var token any
 	if call.Params != nil {
 		token = call.Params.GetProgressToken()
