@@ -309,8 +309,15 @@ func (j *JournalJoiner) Add(e JournalEntry) (s *Summary, created, done bool) {
 	if strings.HasPrefix(s.Ref, idRef) {
 		s.Ref = ""
 	}
-	if s.Pipeline == nil {
-		s.Pipeline = e.Pipeline()
+	if s.Pipeline() == nil {
+		if p := e.Pipeline(); p != nil {
+			var q RequestSection
+			if s.Request != nil {
+				q = *s.Request
+			}
+			q.Pipeline = p
+			s.Request = &q
+		}
 	}
 	return s, created, done
 }

@@ -130,7 +130,7 @@ func TestJournalCarriesTheListing(t *testing.T) {
 			Pipeline                                      [][]string
 		}
 		view := func(s *Summary) shown {
-			return shown{s.ID, s.Session, s.Host, s.Status, s.Verdict, s.DecidedBy, s.Peer.UID, s.ExitCodes, s.Duration.String(), s.Pipeline}
+			return shown{s.ID, s.Session, s.Host, s.Status, s.Verdict, s.DecidedBy, s.Peer.UID, s.ExitCodes, s.Duration.String(), s.Pipeline()}
 		}
 		if !reflect.DeepEqual(view(g), view(w)) {
 			t.Errorf("row %d from the journal:\n%+v\nfrom the log:\n%+v", i, view(g), view(w))
@@ -178,7 +178,7 @@ func TestJournalEntriesOfOlderDaemons(t *testing.T) {
 	if got[0].ID != "r1" || got[0].Status != "ok" || !reflect.DeepEqual(got[0].ExitCodes, []int{0, 1}) || got[0].Ref != "" {
 		t.Errorf("r1: %+v, want ok with exit codes 0,1 and no ref", got[0])
 	}
-	if got[1].ID != "r2" || got[1].Status != "denied" || got[1].Pipeline != nil {
+	if got[1].ID != "r2" || got[1].Status != "denied" || got[1].Pipeline() != nil {
 		t.Errorf("r2: %+v, want denied without a command", got[1])
 	}
 }

@@ -35,10 +35,11 @@ type Summary struct {
 	// File and Line locate the request's first record read.
 	File string
 	Line int
-	// Pipeline, Reason and Privileged are from the request record.
-	Pipeline   [][]string
-	Reason     string
-	Privileged *bool
+	// Request is the request record's section: what the agent asked for,
+	// as recorded. Nil when the request record is not in the files read;
+	// from the journal, it has what the entries say (the pipeline, a
+	// refusal).
+	Request *RequestSection
 	// Status is the outcome: from the result record if there is one, else
 	// from the decision (denied, timeout, withdrawn, error), else error for
 	// a refused request; StatusRunning or StatusPending while there is no
@@ -51,6 +52,15 @@ type Summary struct {
 	Duration  time.Duration
 	// Message is the refusal, the decision's note or the result's message.
 	Message string
+}
+
+// Pipeline is the request's pipeline, as the request record has it; nil
+// when it is not known.
+func (s *Summary) Pipeline() [][]string {
+	if s.Request == nil {
+		return nil
+	}
+	return s.Request.Pipeline
 }
 
 // Joiner joins records into one Summary per request. Records are matched
@@ -84,7 +94,7 @@ func (j *Joiner) Add(e Entry) (s *Summary, created, done bool) {
 		s = &Summary{ID: r.ID, Session: r.Session, Host: r.Host, DaemonHost: r.DaemonHost, Time: r.Time, Peer: r.Peer,
 			Ref: e.Hash, File: e.File, Line: e.Line, Status: StatusPending}
 		if q := r.Request; q != nil {
-			s.Pipeline, s.Reason, s.Privileged = q.Pipeline, q.Reason, q.Privileged
+			s.Request = q
 			if q.Refused != "" {
 				s.Status, s.Message = string(proto.StatusError), q.Refused
 				return s, true, true

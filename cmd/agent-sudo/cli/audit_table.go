@@ -68,7 +68,7 @@ func (t *table) header() []string {
 }
 
 func (t *table) cells(s *audit.Summary) []string {
-	cmd, _ := termtext.CommandLine(s.Pipeline)
+	cmd, _ := termtext.CommandLine(s.Pipeline())
 	if !t.wide {
 		id := termtext.Esc(s.ID)
 		if t.idWidth > 0 {
@@ -271,9 +271,11 @@ type rowJSON struct {
 func jsonRow(s *audit.Summary) string {
 	r := rowJSON{
 		ID: s.ID, Session: s.Session, Host: s.Host, DaemonHost: s.DaemonHost, Status: s.Status, Time: s.Time, DecidedBy: s.DecidedBy,
-		Verdict: s.Verdict, ExitCodes: s.ExitCodes, DurationNS: int64(s.Duration), Pipeline: s.Pipeline,
-		Reason: s.Reason, Privileged: s.Privileged, Message: s.Message, Peer: s.Peer, Ref: s.Ref,
-		Location: locationOf(s),
+		Verdict: s.Verdict, ExitCodes: s.ExitCodes, DurationNS: int64(s.Duration),
+		Message: s.Message, Peer: s.Peer, Ref: s.Ref, Location: locationOf(s),
+	}
+	if q := s.Request; q != nil {
+		r.Pipeline, r.Reason, r.Privileged = q.Pipeline, q.Reason, q.Privileged
 	}
 	if r.ExitCodes == nil {
 		r.ExitCodes = []int{}
