@@ -20,7 +20,7 @@ var layers = [][]string{
 	// below the leaves that read /proc or decode the wire; bounded lines; the version of both binaries; errors with advice
 	{"internal/sysfile", "internal/strictjson", "internal/boundedline", "internal/version", "internal/hint"},
 	{"proto", "internal/termtext", "internal/glob", "internal/procinfo", "internal/testenv", "internal/tmuxtest", "internal/mcptest", "internal/browsertest", "internal/account", "internal/fsperm", "internal/journalctl", "internal/desktopnotify"}, // leaves
-	{"internal/peercred", "internal/spawn"}, // carries procinfo's facts about the peer; starts the daemon's helpers, their programs checked with fsperm
+	{"internal/peercred", "internal/spawn", "internal/prototest"}, // carries procinfo's facts about the peer; starts the daemon's helpers, their programs checked with fsperm; checks views of proto.Request
 	{"internal/runner"},
 	{"internal/rules", "internal/notify"},
 	{"approval"},
