@@ -195,12 +195,7 @@ func (s *Server) notifyWaiting(ctx context.Context, r *notify.Runner, sh *approv
 // surface that shows a line or two (approval.Warnings, the sheet's
 // Warnings without linking the whole sheet into the daemon).
 func notifyValues(sh *approval.Shown, webApprover string) notify.Values {
-	return notify.Values{
-		ID: sh.ID, Session: sh.Session, Host: sh.Host, Reason: sh.Reason,
-		User: sh.Peer.User, UID: sh.Peer.UID, RunAs: sh.RunAs, Pipeline: sh.Pipeline,
-		WebApprover: webApprover,
-		Warnings:    approval.Warnings(sh, approval.Context{}),
-	}
+	return notify.Values{Request: sh, WebApprover: webApprover, Warnings: approval.Warnings(sh, approval.Context{})}
 }
 
 // New builds a Server from a validated configuration. It logs the rule

@@ -22,9 +22,9 @@ var layers = [][]string{
 	{"proto", "internal/termtext", "internal/glob", "internal/procinfo", "internal/testenv", "internal/tmuxtest", "internal/mcptest", "internal/browsertest", "internal/account", "internal/fsperm", "internal/journalctl", "internal/desktopnotify"}, // leaves
 	{"internal/peercred", "internal/spawn", "internal/prototest"}, // carries procinfo's facts about the peer; starts the daemon's helpers, their programs checked with fsperm; checks views of proto.Request
 	{"internal/runner"},
-	{"internal/rules", "internal/notify"},
+	{"internal/rules"},
 	{"approval"},
-	{"internal/audit", "internal/passkey", "internal/sheettest"}, // records approval's decisions and runner's results; checks signed ones
+	{"internal/audit", "internal/passkey", "internal/sheettest", "internal/notify"}, // records approval's decisions and runner's results; checks signed ones; tells notifiers what a human is shown
 	{"internal/console", "internal/web"},
 	{"internal/config"},
 	{"daemon"},

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/approval"
 )
 
 // received is one request a test server got.
@@ -61,8 +63,8 @@ func TestCurlPlaceholders(t *testing.T) {
 	}
 	// Every value the agent chooses tries to name the file, or to be an
 	// option, or a glob.
-	v := Values{ID: "-K" + secret, Session: "@" + secret, Host: "[1-3]", Reason: "x@" + secret,
-		User: "alice", UID: 1000, RunAs: "root", Pipeline: [][]string{{"@" + secret}}}
+	v := Values{Request: &approval.Shown{ID: "-K" + secret, Session: "@" + secret, Host: "[1-3]", Reason: "x@" + secret,
+		Peer: approval.PeerInfo{User: "alice", UID: 1000}, RunAs: "root", Pipeline: [][]string{{"@" + secret}}}}
 
 	t.Run("refused places do leak", func(t *testing.T) {
 		for _, args := range [][]string{

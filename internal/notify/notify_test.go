@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/approval"
+
 	"github.com/agent-sudo/agent-sudo/internal/runner"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 	"golang.org/x/sys/unix"
@@ -24,19 +26,18 @@ import (
 // terminal escape, a newline that would start a second line, a bidi
 // override, a placeholder that must not be expanded again, and a length far
 // beyond the bound.
-var hostile = Values{
+var hostile = Values{Request: &approval.Shown{
 	ID:      "id\x1b]0;pwned\x07",
 	Session: "s{command}\r\nFAKE: approved\x1b[2J{",
 	Host:    "h\u202eost",
 	Reason:  "line one\nline two\x00\x9b" + strings.Repeat("R", 1000),
-	User:    "alice",
-	UID:     1000,
+	Peer:    approval.PeerInfo{User: "alice", UID: 1000},
 	RunAs:   "root",
 	Pipeline: [][]string{
 		{"/usr/bin/printf", "%s\n", "\x1b[31mred{session}"},
 		{"/usr/bin/tee", strings.Repeat("\u00e9\x1b", 400)},
 	},
-}
+}}
 
 // checkSafe fails t unless arg is one line of printable text: no C0 or C1
 // control, no DEL, valid UTF-8.
@@ -326,7 +327,7 @@ wait
 	}
 	rec := newRecorder()
 	r := NewRunner(slog.New(rec))
-	r.Start(t.Context(), s, Values{ID: "x"})
+	r.Start(t.Context(), s, Values{Request: &approval.Shown{ID: "x"}})
 	pids := strings.Fields(waitFile(t, rec, filepath.Join(out, "pids")))
 	line := rec.wait(t, "notifier timed out")
 	r.Wait()
@@ -355,7 +356,7 @@ func TestMaxRunning(t *testing.T) {
 	r := NewRunner(slog.New(rec))
 	ctx, cancel := context.WithCancel(t.Context())
 	for i := range MaxRunning + 1 {
-		r.Start(ctx, s, Values{ID: strconv.Itoa(i)})
+		r.Start(ctx, s, Values{Request: &approval.Shown{ID: strconv.Itoa(i)}})
 	}
 	line := rec.wait(t, "notifier not run: too many notifiers are running already")
 	if !strings.Contains(line, "id="+strconv.Itoa(MaxRunning)) {
@@ -462,7 +463,7 @@ func TestFailureLogged(t *testing.T) {
 	}
 	rec := newRecorder()
 	r := NewRunner(slog.New(rec))
-	r.Start(t.Context(), s, Values{ID: "f"})
+	r.Start(t.Context(), s, Values{Request: &approval.Shown{ID: "f"}})
 	r.Wait()
 	line := rec.wait(t, "notifier failed")
 	if !strings.Contains(line, "err=exit status 3") || !strings.Contains(line, `output=bad\x1b[2J news\nxxx`) || !strings.Contains(line, "... (4501 more bytes)") {
@@ -503,7 +504,7 @@ printf '%s\n' "$$" "$sid" "$tty" "$devtty" "$fds" "$(readlink /proc/$$/fd/0)" "$
 	}
 	rec := newRecorder()
 	r := NewRunner(slog.New(rec))
-	r.Start(t.Context(), s, Values{ID: "probe"})
+	r.Start(t.Context(), s, Values{Request: &approval.Shown{ID: "probe"}})
 	r.Wait()
 	if strings.Contains(strings.Join(rec.lines, "\n"), "notifier failed") {
 		t.Fatalf("the notifier failed: %q", rec.lines)
@@ -519,7 +520,7 @@ printf '%s\n' "$$" "$sid" "$tty" "$devtty" "$fds" "$(readlink /proc/$$/fd/0)" "$
 // value is markup-escaped (the administrator's own text is not); for any
 // other program the value is left as it is.
 func TestExpandMarkup(t *testing.T) {
-	v := Values{Reason: `<b>urgent</b> & <a href="https://evil.example/">approve</a><img src="file:///etc/x">`, Session: "s<i>"}
+	v := Values{Request: &approval.Shown{Reason: `<b>urgent</b> & <a href="https://evil.example/">approve</a><img src="file:///etc/x">`, Session: "s<i>"}}
 	const want = `&lt;b&gt;urgent&lt;/b&gt; &amp; &lt;a href="https://evil.example/"&gt;approve&lt;/a&gt;&lt;img src="file:///etc/x"&gt;`
 	tests := []struct {
 		argv []string

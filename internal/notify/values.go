@@ -6,24 +6,22 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 )
 
 // MaxValue bounds each placeholder's replacement, in bytes, "..." included.
 const MaxValue = 256
 
-// Values are a waiting request's fields, raw, as the agent sent them or the
-// daemon found them. [Values.escaped] makes them what notifiers get.
+// Values are what notifiers are told of a waiting request, raw, as the
+// agent sent them or the daemon found them. [Values.escaped] makes them
+// what notifiers get.
 type Values struct {
-	// ID, Session, Host and Reason are the request's.
-	ID, Session, Host, Reason string
-	// User and UID are the requesting peer's, from the kernel.
-	User string
-	UID  uint32
-	// RunAs is the user the pipeline would run as.
-	RunAs string
-	// Pipeline is the request's pipeline, one argument vector per stage.
-	Pipeline [][]string
+	// Request is the request as a human is shown it: {id}, {session},
+	// {host}, {reason} and {command} are its id, session, host, reason and
+	// pipeline, {user} and {uid} its peer's (from the kernel), {run_as}
+	// the user it would run as. Nil reads as a request with none of them.
+	Request *approval.Shown
 	// WebApprover is the web approver's address (web_approver_url); {url}
 	// is the link to the request there, "" when it is empty.
 	WebApprover string
@@ -42,19 +40,28 @@ func (v Values) Placeholders() map[string]string { return v.escaped() }
 // escaped returns each placeholder's replacement: escaped to one line of
 // printable text and bounded to MaxValue bytes.
 func (v Values) escaped() map[string]string {
-	cmd, _ := termtext.CommandLine(v.Pipeline)
+	r := v.request()
+	cmd, _ := termtext.CommandLine(r.Pipeline)
 	return map[string]string{
-		"id":       bound(termtext.EscStrict(v.ID)),
-		"session":  bound(termtext.EscStrict(v.Session)),
-		"host":     bound(termtext.EscStrict(v.Host)),
-		"user":     bound(termtext.EscStrict(v.User)),
-		"uid":      strconv.FormatUint(uint64(v.UID), 10),
-		"run_as":   bound(termtext.EscStrict(v.RunAs)),
+		"id":       bound(termtext.EscStrict(r.ID)),
+		"session":  bound(termtext.EscStrict(r.Session)),
+		"host":     bound(termtext.EscStrict(r.Host)),
+		"user":     bound(termtext.EscStrict(r.Peer.User)),
+		"uid":      strconv.FormatUint(uint64(r.Peer.UID), 10),
+		"run_as":   bound(termtext.EscStrict(r.RunAs)),
 		"command":  bound(cmd),
-		"reason":   bound(termtext.Esc(v.Reason)),
+		"reason":   bound(termtext.Esc(r.Reason)),
 		"url":      v.url(),
 		"warnings": bound(termtext.Esc(strings.Join(v.Warnings, "; "))),
 	}
+}
+
+// request is v.Request, or an empty request when it is nil.
+func (v Values) request() *approval.Shown {
+	if v.Request == nil {
+		return &approval.Shown{}
+	}
+	return v.Request
 }
 
 // bound cuts s, an escaped text, to MaxValue bytes ending in "...", at the
@@ -104,7 +111,7 @@ func (v Values) url() string {
 		return ""
 	}
 	base := strings.TrimSuffix(v.WebApprover, "/") + "/"
-	link := base + "?id=" + neturl.QueryEscape(v.ID)
+	link := base + "?id=" + neturl.QueryEscape(v.request().ID)
 	if len(link) > MaxValue {
 		return bound(base)
 	}
