@@ -15,7 +15,7 @@ import (
 
 // Fate is what a view does with one field of proto.Request: As names the
 // view's field that carries it, a dot-separated path of Go field names
-// (through pointers and embedded structs: "Request.Reason", "Peer.UID"); Why
+// (through pointers and embedded structs: "Peer.UID", "Request.RequestTime"); Why
 // says why the view leaves it out. Exactly one is set.
 type Fate struct {
 	As, Why string
