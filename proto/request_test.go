@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -408,6 +409,45 @@ func TestValidEnvName(t *testing.T) {
 	} {
 		if got := ValidEnvName(name); got != want {
 			t.Errorf("ValidEnvName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestRequestWireCarriesEveryField: every field of Request, set, survives
+// MarshalJSON and DecodeRequest unchanged. The test fails on a field that
+// neither of its requests sets, so that a field added to Request is added
+// to its wire form (requestWire, the decoder) and here, not left behind by
+// the client's encoder.
+func TestRequestWireCarriesEveryField(t *testing.T) {
+	now := fixedNow.Truncate(time.Second)
+	root := Request{ID: "w-1", Action: ActionExecute, Host: "h", Session: "s", Time: now,
+		Pipeline: [][]string{{"apt-get", "update"}, {"tee", "/tmp/x"}}, Env: map[string]string{"LANG": "C"},
+		Reason: "why", Privileged: true, Cwd: "/srv", Stdin: []byte("in\x00"), Progress: true, NonInteractive: true}
+	user := root
+	user.ID, user.Privileged, user.ForwardAgent = "w-2", false, true
+	set := map[string]bool{}
+	for _, in := range []Request{root, user} {
+		v := reflect.ValueOf(in)
+		for i := range v.NumField() {
+			if !v.Field(i).IsZero() {
+				set[v.Type().Field(i).Name] = true
+			}
+		}
+		line, err := in.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := DecodeRequest(line, testOpts)
+		if err != nil {
+			t.Fatalf("DecodeRequest(%s): %v", line, err)
+		}
+		if !reflect.DeepEqual(*out, in) {
+			t.Errorf("round trip of %s:\n got %+v\nwant %+v", line, *out, in)
+		}
+	}
+	for f := range reflect.TypeFor[Request]().Fields() {
+		if !set[f.Name] {
+			t.Errorf("Request.%s is set by neither request of this test: set it, so that its wire form is checked", f.Name)
 		}
 	}
 }
