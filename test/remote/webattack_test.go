@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -345,6 +346,21 @@ func startTunnel(t *testing.T, k *keys, port int, local string, forward []string
 	for _, addr := range []string{"127.0.0.1", "::1"} {
 		if out, err := tunLog.Wait(ctx, "Local forwarding listening on "+addr+" port "+local); err != nil {
 			t.Fatalf("the tunnel was not set up on %s: %v\n%s", addr, err, out)
+		}
+		// ssh says it listens; the test goes on once a connection is
+		// taken there too (a run in CI was refused on ::1 right after
+		// the line), and fails with ssh's log if it never is.
+		for {
+			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(addr, local))
+			if err == nil {
+				_ = c.Close()
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the tunnel listens on %s port %s, by its log, but takes no connection: %v\n%s", addr, local, err, tunLog.String())
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 	}
 }
