@@ -155,11 +155,13 @@ func TestE2EFirstByteTimeout(t *testing.T) {
 // promise on the answer: a client that reads a large answer slowly but
 // steadily gets all of it, although the whole transfer takes about twice
 // read_timeout. The daemon used to give the whole answer read_timeout plus
-// one microsecond per stdout byte (6 s here) and cut such a client off.
+// one microsecond per stdout byte (about 3 s here) and cut such a client
+// off. The write deadlines are the socket's, on the real clock: the delays
+// are read_timeout and the reader's pace, set short, in proportion.
 func TestE2ESlowReaderGetsWholeResponse(t *testing.T) {
 	daemontest.RequireRoot(t)
 	t.Parallel()
-	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, ReadTimeout: "5s"})
+	d := daemontest.Start(t, daemontest.Config{Rules: daemontest.AllowAll, ReadTimeout: "2s"})
 	c, err := net.Dial("unix", d.Socket)
 	if err != nil {
 		t.Fatal(err)
@@ -170,9 +172,9 @@ func TestE2ESlowReaderGetsWholeResponse(t *testing.T) {
 	if _, err := c.Write([]byte(l + "\n")); err != nil {
 		t.Fatal(err)
 	}
-	// 32 KiB every 250 ms: about 11 s for the 1.4 MB line. The daemon's
+	// 32 KiB every 125 ms: about 5.5 s for the 1.4 MB line. The daemon's
 	// writes wait for room longest when the socket buffer must drain to a
-	// quarter before a writer is woken: about 1.3 s at this rate, well
+	// quarter before a writer is woken: about 0.65 s at this rate, well
 	// within read_timeout.
 	var got []byte
 	buf := make([]byte, 32<<10)
@@ -184,7 +186,7 @@ func TestE2ESlowReaderGetsWholeResponse(t *testing.T) {
 		if err != nil && !(errors.Is(err, io.ErrUnexpectedEOF) && bytes.HasSuffix(got, []byte("\n"))) {
 			t.Fatalf("after %d bytes in %s: %v", len(got), time.Since(start).Round(time.Millisecond), err)
 		}
-		time.Sleep(250 * time.Millisecond) // the slow reader is the premise, not synchronisation
+		time.Sleep(125 * time.Millisecond) // the slow reader is the premise, not synchronisation
 	}
 	resp, err := proto.ReadResponse(bytes.NewReader(got))
 	if err != nil {
