@@ -45,7 +45,7 @@ type auditRow struct {
 
 func TestE2EAuditBySession(t *testing.T) {
 	t.Parallel()
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: `
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "200ms", Rules: `
 [[rule]]
 name = "echo ok"
 action = "allow"

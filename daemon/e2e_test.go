@@ -361,7 +361,7 @@ func TestE2EReplayAfterRestart(t *testing.T) {
 
 func TestE2ERules(t *testing.T) {
 	t.Parallel()
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: `
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "200ms", Rules: `
 [[rule]]
 name = "no shells"
 action = "deny"
@@ -389,7 +389,7 @@ privileged = true
 		{"allowed", [][]string{{"echo", "hi"}}, true, proto.StatusOK, ""},
 		{"denied names the rule", [][]string{{"sh", "-c", "touch " + marker}}, true, proto.StatusDenied, `"no shells"`},
 		{"any denied stage denies", [][]string{{"echo", "x"}, {"sh", "-c", "cat > " + marker}}, true, proto.StatusDenied, `"no shells"`},
-		{"unruled asks and times out", [][]string{{"touch", marker}}, true, proto.StatusTimeout, "nobody approved the request within approval_timeout (1s); it was not run"},
+		{"unruled asks and times out", [][]string{{"touch", marker}}, true, proto.StatusTimeout, "nobody approved the request within approval_timeout (200ms); it was not run"},
 		{"allowed stage plus unruled stage asks", [][]string{{"echo", "x"}, {"tee", marker}}, true, proto.StatusTimeout, "approval_timeout"},
 		{"privileged constraint", [][]string{{"true"}}, false, proto.StatusTimeout, "approval_timeout"},
 	}
@@ -513,7 +513,7 @@ func TestE2EWithdrawnOnDisconnect(t *testing.T) {
 
 func TestE2EHalfCloseStillAnswered(t *testing.T) {
 	t.Parallel()
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s"})
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "200ms"})
 	c, err := net.Dial("unix", d.Socket)
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func TestE2ERuleAllowConditions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", Rules: `
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "200ms", Rules: `
 [[rule]]
 name = "read logs"
 action = "allow"
@@ -143,7 +143,7 @@ func TestE2ERuleUser(t *testing.T) {
 	if err != nil {
 		t.Skip("no group nogroup")
 	}
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", SocketGroup: g.Name, Rules: `
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "200ms", SocketGroup: g.Name, Rules: `
 [[rule]]
 name = "root's claude sessions"
 action = "allow"
@@ -216,7 +216,7 @@ func TestE2ERuleNamedUser(t *testing.T) {
 		t.Skip("no group nogroup")
 	}
 	alice := addUser(t, g.Name)
-	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "1s", SocketGroup: g.Name, Rules: fmt.Sprintf(`
+	d := daemontest.Start(t, daemontest.Config{ApprovalTimeout: "200ms", SocketGroup: g.Name, Rules: fmt.Sprintf(`
 [[rule]]
 name = "alice's claude sessions"
 action = "allow"
