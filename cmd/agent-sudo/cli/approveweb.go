@@ -327,6 +327,9 @@ func approveWebCommand(ctx context.Context, inv *invocation, args []string, deps
 	if args[0] == "relay-output" { // drops to --user itself
 		return approveWebRelayOutput(inv, args[1:])
 	}
+	if args[0] == "serve" { // approve --web's own checks, root first
+		return approveWebServe(ctx, inv, args[1:], deps)
+	}
 	if deps.geteuid() != 0 {
 		return inv.fail(exitDenied, "approve web %s must run as root: the passkeys are root's", args[0])
 	}
@@ -340,7 +343,7 @@ func approveWebCommand(ctx context.Context, inv *invocation, args []string, deps
 	case "serve-enrolment":
 		return approveWebServeEnrolment(ctx, inv, args[1:])
 	}
-	return inv.fail(exitUsage, "approve web: unknown subcommand %q: want enroll, list or revoke", args[0])
+	return inv.fail(exitUsage, "approve web: unknown subcommand %q: want enroll, list, revoke or serve", visible(args[0]))
 }
 
 func approveWebUsage() *usage {
@@ -350,6 +353,7 @@ func approveWebUsage() *usage {
 			"sudo agent-sudo approve web enroll NAME [--web HOST:PORT] [--origin URL] [--for URL]... [--no-tls] [--passkeys DIR] [--user USER]",
 			"sudo agent-sudo approve web list [--passkeys DIR]",
 			"sudo agent-sudo approve web revoke NAME [--passkeys DIR]",
+			"sudo agent-sudo approve web serve [--config FILE]",
 		},
 		text: `Manage the passkeys of the web approver (agent-sudo approve --web). Run at
 the root terminal.
@@ -368,6 +372,9 @@ registers a passkey (user verification required) for the approver NAME;
 the public key is stored in --passkeys, root only.
 list shows the enrolled passkeys; revoke NAME removes one (kept under
 revoked/ so that audit verify still checks what it signed).
+serve is the web approver (approve --web) with its settings read from
+--config FILE (default /etc/agent-sudo/web.toml, root's, 0644 or 0640),
+as agent-sudo-web.service runs it; a file it refuses exits 78.
 See docs/approving.md.
 `,
 		exits: []exitDoc{
@@ -375,7 +382,7 @@ See docs/approving.md.
 			{"2", "usage error"},
 			{"69", "the link expired before a passkey was enrolled"},
 			{"77", "not run as root"},
-			{"78", "the passkeys directory is not root's alone"},
+			{"78", "the passkeys directory is not root's alone; serve: the settings file is refused"},
 		},
 		args: true, interspersed: true,
 	}

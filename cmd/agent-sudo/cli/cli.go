@@ -136,6 +136,7 @@ func commands() []command {
 				{name: "enroll", summary: "enrol a passkey for an approver NAME, by a one-time link", run: approveWebVerb("enroll"), help: approveWebHelp},
 				{name: "list", summary: "list the enrolled passkeys", run: approveWebVerb("list"), help: approveWebHelp},
 				{name: "revoke", summary: "remove the passkey of an approver NAME", run: approveWebVerb("revoke"), help: approveWebHelp},
+				{name: "serve", summary: "the web approver with its settings from /etc/agent-sudo/web.toml (agent-sudo-web.service)", run: approveWebVerb("serve"), help: approveWebHelp},
 			}},
 		}},
 		{name: "approver-stdio", summary: "connect stdin and stdout to the approver socket (run by approve --ssh)", run: approverStdioMain, help: approverStdioHelp, hidden: true},
