@@ -217,6 +217,8 @@ install: $(BIN)/agent-sudod $(BIN)/agent-sudo $(DIST)/config.toml $(MANGZ) ## in
 	install -D -m 0644 $(BIN)/agent-sudo.service $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.service
 	install -D -m 0644 packaging/systemd/agent-sudo.socket $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.socket
 	install -D -m 0644 packaging/systemd/agent-sudo-approver.socket $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo-approver.socket
+	sed 's#^\(Exec[A-Za-z]*=\)/usr/bin/agent-sudo #\1$(PREFIX)/bin/agent-sudo #' packaging/systemd/agent-sudo-web.service > $(BIN)/agent-sudo-web.service
+	install -D -m 0644 $(BIN)/agent-sudo-web.service $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo-web.service
 	install -D -m 0644 packaging/sysusers.d/agent-sudo.conf $(DESTDIR)$(SYSUSERSDIR)/agent-sudo.conf
 	install -D -m 0644 packaging/tmpfiles.d/agent-sudo.conf $(DESTDIR)$(TMPFILESDIR)/agent-sudo.conf
 	install -D -m 0644 packaging/logrotate.d/agent-sudo $(DESTDIR)/etc/logrotate.d/agent-sudo
@@ -224,6 +226,11 @@ install: $(BIN)/agent-sudod $(BIN)/agent-sudo $(DIST)/config.toml $(MANGZ) ## in
 	  echo "keeping the existing $(DESTDIR)/etc/agent-sudo/config.toml"; \
 	else \
 	  install -D -m 0644 $(DIST)/config.toml $(DESTDIR)/etc/agent-sudo/config.toml; \
+	fi
+	@if [ -e $(DESTDIR)/etc/agent-sudo/web.toml ]; then \
+	  echo "keeping the existing $(DESTDIR)/etc/agent-sudo/web.toml"; \
+	else \
+	  install -D -m 0644 packaging/web.toml $(DESTDIR)/etc/agent-sudo/web.toml; \
 	fi
 	install -D -m 0644 packaging/deb/copyright $(DESTDIR)$(DOCDIR)/copyright
 	install -D -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
@@ -237,7 +244,7 @@ install: $(BIN)/agent-sudod $(BIN)/agent-sudo $(DIST)/config.toml $(MANGZ) ## in
 uninstall: ## remove what make install installed, except /etc/agent-sudo and /var/log/agent-sudo
 	rm -f $(DESTDIR)$(PREFIX)/bin/agent-sudod $(DESTDIR)$(PREFIX)/bin/agent-sudo \
 	  $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.service $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo.socket \
-	  $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo-approver.socket \
+	  $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo-approver.socket $(DESTDIR)$(SYSTEMDUNITDIR)/agent-sudo-web.service \
 	  $(DESTDIR)$(SYSUSERSDIR)/agent-sudo.conf $(DESTDIR)$(TMPFILESDIR)/agent-sudo.conf \
 	  $(DESTDIR)/etc/logrotate.d/agent-sudo
 	rm -rf $(DESTDIR)$(DOCDIR)

@@ -97,6 +97,8 @@ func TestNfpmContents(t *testing.T) {
 		"/usr/lib/systemd/system/agent-sudo.service":         "",
 		"/usr/lib/systemd/system/agent-sudo.socket":          "",
 		"/usr/lib/systemd/system/agent-sudo-approver.socket": "",
+		"/usr/lib/systemd/system/agent-sudo-web.service":     "",
+		"/etc/agent-sudo/web.toml":                           "config",
 		"/usr/lib/sysusers.d/agent-sudo.conf":                "",
 		"/usr/lib/tmpfiles.d/agent-sudo.conf":                "",
 		"/etc/logrotate.d/agent-sudo":                        "config",

@@ -23,6 +23,7 @@ const (
 	socketUnit   = "systemd/agent-sudo.socket"
 	approverUnit = "systemd/agent-sudo-approver.socket"
 	serviceUnit  = "systemd/agent-sudo.service"
+	webUnit      = "systemd/agent-sudo-web.service"
 	sysusersConf = "sysusers.d/agent-sudo.conf"
 	tmpfilesConf = "tmpfiles.d/agent-sudo.conf"
 	// installedExec is the daemon's installed path, which the service's
@@ -226,7 +227,7 @@ func lookTool(t *testing.T, name string) string {
 func stageUnits(t *testing.T, edit func(service string) string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, f := range []string{socketUnit, approverUnit, serviceUnit} {
+	for _, f := range []string{socketUnit, approverUnit, serviceUnit, webUnit} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -239,6 +240,14 @@ func stageUnits(t *testing.T, edit func(service string) string) string {
 			text = strings.Replace(text, installedExec+"\n", "ExecStart=/bin/true\n", 1)
 			text = strings.Replace(text, "ExecReload=/usr/bin/agent-sudod --check-config\n", "ExecReload=/bin/true\n", 1)
 			text = edit(text)
+		}
+		if f == webUnit {
+			// agent-sudo need not be installed where the test runs.
+			const webExec = "ExecStart=/usr/bin/agent-sudo approve web serve --config /etc/agent-sudo/web.toml\n"
+			if strings.Count(text, webExec) != 1 {
+				t.Fatalf("%s: want exactly one line %q", f, webExec)
+			}
+			text = strings.Replace(text, webExec, "ExecStart=/bin/true\n", 1)
 		}
 		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -253,7 +262,8 @@ func stageUnits(t *testing.T, edit func(service string) string) string {
 func verifyProblems(t *testing.T, tool, dir string) []string {
 	t.Helper()
 	out, err := run(t, dir, tool, "verify", "--man=no",
-		filepath.Join(dir, "agent-sudo.socket"), filepath.Join(dir, "agent-sudo-approver.socket"), filepath.Join(dir, "agent-sudo.service"))
+		filepath.Join(dir, "agent-sudo.socket"), filepath.Join(dir, "agent-sudo-approver.socket"), filepath.Join(dir, "agent-sudo.service"),
+		filepath.Join(dir, "agent-sudo-web.service"))
 	var problems []string
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("exit status: %v", err))
@@ -379,6 +389,8 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 	}{
 		{"run/agent-sudo", 0o755, 0, gid},
 		{"var/log/agent-sudo", 0o750, 0, 4},
+		// agent-sudo-web.service's one writable directory (ReadWritePaths=).
+		{"etc/agent-sudo/web", 0o700, 0, 0},
 	}
 	for _, tt := range tests {
 		fi, err := os.Lstat(filepath.Join(root, tt.path))
