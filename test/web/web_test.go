@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -582,5 +583,53 @@ func forward(ln net.Listener, addr string) {
 			go func() { _, _ = io.Copy(u, c) }()
 			_, _ = io.Copy(c, u)
 		}()
+	}
+}
+
+// TestWebApproverGoneSaysReconnecting: when the web approver goes away (it
+// exits when its daemon restarts, and its service starts it again), the
+// signed-in page says "reconnecting…" in place of each daemon's
+// "connected" and shows no request to decide; once a web approver answers
+// at the address again, the page asks to sign in, saying it restarted, and
+// a request is decided there as before (issue 33).
+func TestWebApproverGoneSaysReconnecting(t *testing.T) {
+	r := setup(t)
+	b := r.b
+	done := r.ask("gone-1", "before the restart", "echo", "one")
+	b.Do(map[string]any{"op": "wait", "selector": sel("gone-1")})
+	if err := syscall.Kill(r.webPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	b.Do(map[string]any{"op": "waitText", "selector": "#daemons", "text": "reconnecting…"})
+	b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "reconnecting…"})
+	if txt := b.Do(map[string]any{"op": "text", "selector": "#daemons"})["text"].(string); strings.Contains(strings.ReplaceAll(txt, "reconnecting…", ""), "connected") {
+		t.Fatalf("with the web approver gone, the page still says connected: %q", txt)
+	}
+	if n := b.Do(map[string]any{"op": "count", "selector": "section.request"})["count"]; n != float64(0) {
+		t.Fatalf("with the web approver gone, the page shows %v requests to decide", n)
+	}
+
+	web := exec.Command(r.cli, "approve", "--web", strings.TrimPrefix(r.origin, "http://"), "--no-tls", "--approver-socket", r.d.ApproverSocket)
+	web.Env = daemontest.RaceEnv(os.Environ())
+	wout, err := web.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	web.Stderr = os.Stderr
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = web.Process.Signal(os.Interrupt)
+		_ = web.Wait()
+	})
+	browsertest.ReadUntil(t, browsertest.Lines(wout), "web approver for")
+	b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "The web approver restarted: sign in again."})
+	b.Do(map[string]any{"op": "click", "selector": "#signin"})
+	b.Do(map[string]any{"op": "waitText", "selector": "#daemons", "text": "connected"})
+	b.Do(map[string]any{"op": "hold", "selector": sel("gone-1") + " button.allow"})
+	b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: gone-1"})
+	if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "one\n" {
+		t.Fatalf("response %+v", resp)
 	}
 }

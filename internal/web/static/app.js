@@ -62,6 +62,7 @@ async function signIn() {
     const a = await assert(begin.challenge, begin.rpId, begin.timeout);
     const done = await post("/api/login/finish", { challenge: begin.challenge, assertion: a });
     sessionToken = done.session;
+    document.body.dataset.conn = "ok";
     say("");
     await refresh();
   } catch (e) {
@@ -396,20 +397,50 @@ async function refresh() {
   apply(next);
 }
 
+// unreachable says that the web approver cannot be reached (it exited
+// when its daemon went away, and its service starts it again): no daemon
+// is shown as connected and no request can be decided until it answers
+// again; the next answer brings the list back, or the sign-in when the
+// web approver restarted (its sessions are in its memory).
+function unreachable(why) {
+  document.body.dataset.conn = "lost";
+  for (const li of document.querySelectorAll("#daemons li")) {
+    li.classList.add("down");
+    const st = li.querySelector(".state");
+    if (st) st.textContent = "reconnecting… (the web approver cannot be reached)";
+  }
+  document.getElementById("requests").replaceChildren();
+  document.body.dataset.version = "";
+  say("The web approver cannot be reached (" + why + "): reconnecting…");
+}
+
+// reached undoes unreachable once the web approver answers.
+function reached() {
+  if (document.body.dataset.conn !== "lost") return;
+  document.body.dataset.conn = "ok";
+  say("");
+}
+
 async function poll() {
   try {
     const h = sessionHeaders();
     if (h["Agent-Sudo-Session"] && !busy && !holding) {
       const r = await fetch("/api/state", { headers: h, credentials: "omit" });
       if (r.status === 401) {
+        const lost = document.body.dataset.conn === "lost";
+        reached();
         showSignIn();
+        if (lost) say("The web approver restarted: sign in again.");
       } else if (r.ok) {
+        reached();
         const j = await r.json();
         if (String(j.version) !== document.body.dataset.version && !busy && !holding) await refresh();
+      } else {
+        unreachable("it answered " + r.status);
       }
     }
   } catch (e) {
-    say("The web approver cannot be reached: " + e.message);
+    unreachable(e.message);
   }
   setTimeout(poll, POLL_MS);
 }
