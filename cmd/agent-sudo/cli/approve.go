@@ -265,7 +265,8 @@ where each allow or deny is signed with a passkey enrolled with
 "agent-sudo approve web enroll NAME" and checked by the daemon. It serves
 every daemon named, as the console does. It starts as root, connects to
 them all, then runs as --user, and so cannot connect again: a daemon that
-restarts shows as disconnected until the web approver is restarted. See
+restarts shows as disconnected until the web approver is restarted, which
+agent-sudo-web.service does by itself (approve web serve). See
 docs/approving.md and docs/remote.md.
 `,
 		exits: []exitDoc{
