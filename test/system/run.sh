@@ -335,13 +335,31 @@ web_service() {
 	phone_allows "enabling the service"
 
 	local before
-	before=$(c systemctl show -p NRestarts --value agent-sudo-web.service)
+	before=$(c systemctl show -p MainPID --value agent-sudo-web.service)
 	t0=$(now_ms)
 	c systemctl restart agent-sudo.service
 	phone_ready "systemctl restart agent-sudo.service" "$t0"
-	[ "$(c systemctl show -p NRestarts --value agent-sudo-web.service)" -gt "$before" ] ||
-		die "web: the web approver was not started again by systemd after the daemon restarted"
+	[ "$(c systemctl show -p MainPID --value agent-sudo-web.service)" != "$before" ] ||
+		die "web: the web approver was not started again after the daemon restarted"
 	phone_allows "systemctl restart agent-sudo.service"
+
+	# A daemon that cannot start leaves the web approver stopped: it does
+	# not start the daemon again and again (docs/install.md, "When the
+	# daemon does not start"); fixed and restarted, both are back.
+	c cp -p /etc/agent-sudo/config.toml /root/config.web
+	c sh -c 'printf "\nactoin = 1\n" >>/etc/agent-sudo/config.toml'
+	c systemctl restart agent-sudo.service >/dev/null 2>&1 && die "web: systemctl restart with actoin in the config exited 0"
+	sleep 10
+	[ "$(c systemctl is-active agent-sudo.service || true)" = failed ] && [ "$(c systemctl show -p NRestarts --value agent-sudo.service)" = 0 ] &&
+		case $(c systemctl is-active agent-sudo-web.service || true) in inactive | failed) true ;; *) false ;; esac &&
+		[ "$(c systemctl show -p NRestarts --value agent-sudo-web.service)" = 0 ] ||
+		die "web: with a config the daemon refuses, 10s on: $(c systemctl show -p ActiveState,NRestarts agent-sudo.service agent-sudo-web.service | tr '\n' ' ')"
+	ok "with a config the daemon refuses, the daemon is failed (status 78) and the web approver $(c systemctl is-active agent-sudo-web.service || true), neither started again 10s on"
+	c cp -p /root/config.web /etc/agent-sudo/config.toml
+	t0=$(now_ms)
+	c systemctl restart agent-sudo.service
+	phone_ready "the config fixed and systemctl restart agent-sudo.service" "$t0"
+	phone_allows "the config fixed and systemctl restart agent-sudo.service"
 
 	t0=$(now_ms)
 	c systemctl reboot >/dev/null 2>&1 || true
@@ -355,7 +373,7 @@ web_service() {
 	phone_ready "a reboot of the container" "$t0"
 	phone_allows "a reboot of the container"
 	c agent-sudo audit verify >"$work/verify" 2>&1 || die "web: agent-sudo audit verify: $(cat "$work/verify")"
-	ok "the phone's three signed decisions verify: $(grep 'signed decisions' "$work/verify" || tail -1 "$work/verify")"
+	ok "the phone's four signed decisions verify: $(grep 'signed decisions' "$work/verify" || tail -1 "$work/verify")"
 	c systemctl disable --now agent-sudo-web.service >/dev/null 2>&1
 	browser_stop
 }
