@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -85,29 +84,6 @@ func (o *webOpts) endpoints() (listen, origin, rpID string, err error) {
 	return net.JoinHostPort(host, port), origin, rpID, nil
 }
 
-// listen opens the listeners, on every address of --web's host
-// (web.Listen), with TLS unless --no-tls, and returns the certificate's
-// fingerprint ("" without TLS).
-func (o *webOpts) listen(ctx context.Context, addr, rpID string) ([]net.Listener, string, error) {
-	lns, err := listenAll(ctx, addr)
-	if err != nil {
-		return nil, "", err
-	}
-	if o.noTLS {
-		return lns, "", nil
-	}
-	cert, fp, err := o.cert(rpID)
-	if err != nil {
-		closeAll(lns)
-		return nil, "", err
-	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	for i, ln := range lns {
-		lns[i] = tls.NewListener(ln, cfg)
-	}
-	return lns, fp, nil
-}
-
 // checkPort refuses --web's port unless only root may listen on it
 // (web.CheckPort): the web approver's and the enrolment's address must be
 // one no local user can take, for as long as passkeys may be used at it.
@@ -165,32 +141,11 @@ func webLog(inv *invocation) *slog.Logger {
 	}}))
 }
 
-// serveHTTP serves h on every listener of lns until ctx ends, or one of
-// them fails.
-func serveHTTP(ctx context.Context, lns []net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10,
-		ErrorLog: nil}
-	errc := make(chan error, len(lns))
-	for _, ln := range lns {
-		go func() { errc <- srv.Serve(ln) }()
-	}
-	select {
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		return ctx.Err()
-	case err := <-errc:
-		_ = srv.Close()
-		return err
-	}
-}
-
 // approveWebMain is "agent-sudo approve --web ADDR": the web approver.
 // It connects to every daemon named as root (starting the ssh commands as
-// root), makes each channel signed-only, opens its listener and
-// certificate, then becomes --user and only then serves pages. It cannot
+// root), makes each channel signed-only, then hands them to web.Serve,
+// which opens its listener and certificate, becomes --user and only then
+// serves pages. It cannot
 // connect again once it is --user: a daemon whose channel ends shows as
 // disconnected until the web approver is restarted, and it exits when no
 // daemon is left (docs/approving.md#several-daemons). The passkeys' public
@@ -244,52 +199,40 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 	if up == 0 {
 		return inv.fail(exitUnavailable, "approve --web: no daemon could be reached")
 	}
-	lns, fp, err := o.listen(ctx, listenAddr, rpID)
+	host, port, err := net.SplitHostPort(listenAddr)
+	var p uint64
+	if err == nil {
+		p, err = strconv.ParseUint(port, 10, 16)
+	}
 	if err != nil {
-		return inv.fail(exitUnavailable, "approve --web: %v", err)
-	}
-	defer closeAll(lns)
-	if err := relayTerminalOutput(uid, gid); err != nil {
-		return inv.fail(exitSoftware, "approve --web: %v", err)
-	}
-	if err := web.DropPrivileges(uid, gid); err != nil {
-		return inv.fail(exitSoftware, "approve --web: %v", err)
-	}
-	log := webLog(inv)
-	srv, err := web.New(web.Config{Daemons: daemons, Origin: origin, RPID: rpID, Log: log})
-	if err != nil {
-		return inv.fail(exitSoftware, "approve --web: %v", err)
+		return inv.fail(exitUsage, "approve --web: --web %q: %v", listenAddr, err)
 	}
 	names := make([]string, len(daemons))
 	for i, d := range daemons {
 		names[i] = visible(d.Name)
 	}
-	fmt.Fprintf(inv.stdout, "web approver for %s at %s (running as %s)\n", strings.Join(names, ", "), origin, o.user)
-	if fp != "" {
-		fmt.Fprintf(inv.stdout, "TLS certificate SHA-256 fingerprint: %s\n", fp)
+	cfg := web.ServeConfig{Daemons: daemons, Host: host, Port: uint16(p), Origin: origin, RPID: rpID, UID: uid, GID: gid,
+		BeforeDrop: func() error { return relayTerminalOutput(uid, gid) },
+		Log:        webLog(inv),
+		Ready: func(fp string) {
+			fmt.Fprintf(inv.stdout, "web approver for %s at %s (running as %s)\n", strings.Join(names, ", "), origin, o.user)
+			if fp != "" {
+				fmt.Fprintf(inv.stdout, "TLS certificate SHA-256 fingerprint: %s\n", fp)
+			}
+		}}
+	if !o.noTLS {
+		cfg.Cert = func() (tls.Certificate, string, error) { return o.cert(rpID) }
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	feedErr := make(chan error, 1)
-	go func() { feedErr <- srv.Run(ctx) }()
-	httpErr := make(chan error, 1)
-	go func() { httpErr <- serveHTTP(ctx, lns, srv.Handler()) }()
-	select {
-	case err = <-feedErr:
-		cancel()
-		<-httpErr
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			return inv.fail(exitInterrupted, "approve --web: interrupted")
-		}
-		return inv.fail(exitUnavailable, "approve --web: lost every agent-sudod: %v", err)
-	case err = <-httpErr:
-		cancel()
-		<-feedErr
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			return inv.fail(exitInterrupted, "approve --web: interrupted")
-		}
-		return inv.fail(exitSoftware, "approve --web: %v", err)
+	err = web.Serve(ctx, cfg)
+	switch {
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return inv.fail(exitInterrupted, "approve --web: interrupted")
+	case errors.Is(err, web.ErrNoDaemonLeft):
+		return inv.fail(exitUnavailable, "approve --web: %v", err)
+	case errors.Is(err, web.ErrUnavailable):
+		return inv.fail(exitUnavailable, "approve --web: %v", err)
 	}
+	return inv.fail(exitSoftware, "approve --web: %v", err)
 }
 
 // userGID returns the primary group of the user name.
@@ -713,7 +656,7 @@ func approveWebServeEnrolment(ctx context.Context, inv *invocation, args []strin
 	ctx, cancel := context.WithDeadline(ctx, setup.Expires)
 	defer cancel()
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- serveHTTP(ctx, lns, e.Handler()) }()
+	go func() { httpErr <- web.ServeHTTP(ctx, lns, e.Handler()) }()
 	err = e.Wait(ctx)
 	cancel()
 	<-httpErr
