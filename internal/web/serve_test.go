@@ -43,7 +43,9 @@ func TestServeRefusesBeforeServing(t *testing.T) {
 		{"as root", ServeConfig{Host: "127.0.0.1", Port: uint16(fp), UID: 0, GID: 0, BeforeDrop: noDrop}, "refusing to serve as root", false},
 		{"port taken", ServeConfig{Host: "127.0.0.1", Port: uint16(p), UID: 65534, GID: 65534, BeforeDrop: noDrop}, "127.0.0.1:" + port + " is in use", true},
 		{"no certificate", ServeConfig{Host: "127.0.0.1", Port: uint16(fp), UID: 65534, GID: 65534, BeforeDrop: noDrop,
-			Cert: func() (tls.Certificate, string, error) { return tls.Certificate{}, "", errors.New("TLS key: no such file") }},
+			Cert: func() (tls.Certificate, string, error) {
+				return tls.Certificate{}, "", errors.New("TLS key: no such file")
+			}},
 			"TLS key: no such file", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
