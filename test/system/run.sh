@@ -281,6 +281,101 @@ phone_allows() {
 	[ "$out" = "$(c hostname)" ] || die "web: after $1, alice's uname -n printed '$out'"
 	ok "after $1, the phone allowed alice's request and it ran"
 }
+# phone_at_another_port: the phone opens the web approver through an ssh
+# tunnel on another local port (18445) than the one its passkey was
+# enrolled for (844), as `ssh -N -L 18445:localhost:844` (issue 33: there
+# the phone signed in and showed requests, and every decision failed with
+# "bad answer (403)", the web approver logging nothing). The container has
+# no sshd (openssh-server is not in its root file system), so this
+# machine's sshd and ssh run in the container's network namespace: a real
+# tunnel, whose both ends are that namespace's loopback, as on the host
+# the docs' tunnel ends at. sshd lets in only this check's key, which may
+# only forward to localhost:844, and stops at the end of the check. The
+# page there must say the address to open and offer no sign-in, the web
+# approver must refuse its sign-in and its decisions with the same words
+# and log each refusal with its reason; then the phone at the enrolled
+# address decides as before (phone_ready, phone_allows).
+phone_at_another_port() {
+	local dir=$work/ssh want=http://localhost:844 other=http://localhost:18445 ans seen path sshd_pid ssh_pid
+	mkdir -m 700 "$dir"
+	ssh-keygen -q -t ed25519 -N '' -C systemtest-host -f "$dir/host_key"
+	ssh-keygen -q -t ed25519 -N '' -C systemtest-tunnel -f "$dir/id_tunnel"
+	printf 'restrict,port-forwarding,permitopen="localhost:844" %s\n' "$(cat "$dir/id_tunnel.pub")" >"$dir/authorized_keys"
+	printf '[127.0.0.1]:2222 %s\n' "$(cat "$dir/host_key.pub")" >"$dir/known_hosts"
+	cat >"$dir/sshd_config" <<-EOF
+		ListenAddress 127.0.0.1:2222
+		HostKey $dir/host_key
+		PidFile none
+		AuthorizedKeysFile $dir/authorized_keys
+		# The check's directory is under /var/tmp, which others can write.
+		StrictModes no
+		PermitRootLogin prohibit-password
+		PasswordAuthentication no
+		KbdInteractiveAuthentication no
+		UsePAM no
+		AllowTcpForwarding local
+		AllowAgentForwarding no
+		X11Forwarding no
+	EOF
+	# sshd's privilege separation directory (Debian's package makes it at
+	# boot).
+	mkdir -p /run/sshd
+	ip netns exec "$netns" /usr/sbin/sshd -D -e -f "$dir/sshd_config" 2>"$work/sshd.log" &
+	sshd_pid=$!
+	for _ in $(seq 100); do
+		grep -F 'Server listening on 127.0.0.1 port 2222' "$work/sshd.log" >/dev/null && break
+		kill -0 $sshd_pid 2>/dev/null || die "web: sshd in the container's network namespace exited: $(cat "$work/sshd.log")"
+		sleep 0.1
+	done
+	ip netns exec "$netns" ssh -F /dev/null -v -N -T -o BatchMode=yes -o ExitOnForwardFailure=yes \
+		-o IdentitiesOnly=yes -o IdentityFile="$dir/id_tunnel" -o UserKnownHostsFile="$dir/known_hosts" -o StrictHostKeyChecking=yes \
+		-L 18445:localhost:844 -p 2222 root@127.0.0.1 2>"$work/ssh.log" &
+	ssh_pid=$!
+	for _ in $(seq 100); do
+		grep -F 'Local forwarding listening on 127.0.0.1 port 18445' "$work/ssh.log" >/dev/null && break
+		kill -0 $ssh_pid 2>/dev/null || die "web: ssh -N -L 18445:localhost:844 exited: $(tail -5 "$work/ssh.log") sshd: $(tail -5 "$work/sshd.log")"
+		sleep 0.1
+	done
+	grep -F 'Local forwarding listening on 127.0.0.1 port 18445' "$work/ssh.log" >/dev/null || die "web: the tunnel did not listen on port 18445: $(tail -5 "$work/ssh.log")"
+	ok "a real tunnel, ssh -N -L 18445:localhost:844 to this machine's sshd in the container's network namespace (the container has no sshd)"
+
+	br "{\"op\":\"goto\",\"url\":\"$other/\"}"
+	btry "{\"op\":\"waitText\",\"selector\":\"#wrong-address\",\"text\":\"This page is open at $other, but the approver's passkeys sign only for $want\"}" >/dev/null ||
+		die "web: the page at $other does not say the address to open; it shows: $(btry '{"op":"text","selector":"body"}' | tr -s ' \t' ' ' | cut -c1-400)"
+	seen=$(btry '{"op":"text","selector":"#wrong-address"}' | sed -E 's/^\{"ok":true,"text":"(.*)"\}$/\1/; s/\\n/ /g' | tr -s ' \t' ' ' | sed -E 's/^ //; s/ $//')
+	echo "  the phone at $other saw: $seen"
+	case $seen in *"Open $want/ instead"*) ;; *) die "web: the page at $other does not say to open $want/: $seen" ;; esac
+	br '{"op":"wait","selector":"#signin-box","state":"hidden"}'
+	btry '{"op":"count","selector":"#app:not([hidden]), #signin-box:not([hidden])"}' | grep -q '"count":0' ||
+		die "web: the page at $other offers a sign-in or requests: $(btry '{"op":"text","selector":"body"}' | cut -c1-400)"
+	# What its script would send, sent all the same: the web approver
+	# refuses each call with the address to open.
+	for path in /api/login/begin /api/login/finish /api/decide/begin /api/decide/finish; do
+		ans=$(btry "{\"op\":\"post\",\"path\":\"$path\",\"body\":\"{}\"}") || die "web: POST $path from the page at $other: $ans"
+		case $ans in *'"status":403,'*"this page is open at $other, but its passkeys sign only for $want: open $want/ instead"*) ;;
+		*) die "web: POST $path from the page at $other answered $ans, want 403 with the address to open" ;;
+		esac
+	done
+	echo "  POST /api/login/{begin,finish} and /api/decide/{begin,finish} from there: 403, this page is open at $other, but its passkeys sign only for $want: open $want/ instead"
+	for _ in $(seq 100); do
+		[ "$(c journalctl -q -u agent-sudo-web.service -o cat | grep -F 'web: refused a call not from the page' | grep -F "origin=$other" | grep -c 'path=/api/')" -ge 4 ] && break
+		sleep 0.1
+	done
+	c journalctl -q -u agent-sudo-web.service -o cat | grep -F 'web: refused a call not from the page' | grep -F "origin=$other" >"$work/refused.log" || true
+	for path in /api/login/begin /api/login/finish /api/decide/begin /api/decide/finish; do
+		grep -F "path=$path " "$work/refused.log" | grep -F "this page is open at $other, but its passkeys sign only for $want" >/dev/null ||
+			die "web: the web approver's journal has no refusal of $path with its reason: $(tail -4 "$work/refused.log" | tr '\n' ' ')"
+	done
+	echo "  the web approver's journal: $(grep -F 'path=/api/decide/begin ' "$work/refused.log" | tail -1 | tr -s ' \t' ' ')"
+	kill $ssh_pid $sshd_pid 2>/dev/null || true
+	wait $ssh_pid $sshd_pid 2>/dev/null || true
+	ok "through a tunnel on port 18445 for a passkey enrolled at 844, the page says the address to open and offers no sign-in; the web approver refuses sign-in and decisions there (403) and logs each with its reason"
+
+	br "{\"op\":\"goto\",\"url\":\"$want/\"}"
+	t0=$(now_ms)
+	phone_ready "opening $want again" "$t0"
+	phone_allows "the tunnel on another port, at $want"
+}
 web_service() {
 	[ "$(c systemctl is-enabled agent-sudo-web.service || true)" = disabled ] ||
 		die "web: agent-sudo-web.service is $(c systemctl is-enabled agent-sudo-web.service || true) after install, want disabled (off until enabled)"
@@ -333,6 +428,7 @@ web_service() {
 	t0=$(now_ms)
 	phone_ready "signing in" "$t0"
 	phone_allows "enabling the service"
+	phone_at_another_port
 
 	local before
 	before=$(c systemctl show -p MainPID --value agent-sudo-web.service)
@@ -373,7 +469,7 @@ web_service() {
 	phone_ready "a reboot of the container" "$t0"
 	phone_allows "a reboot of the container"
 	c agent-sudo audit verify >"$work/verify" 2>&1 || die "web: agent-sudo audit verify: $(cat "$work/verify")"
-	ok "the phone's four signed decisions verify: $(grep 'signed decisions' "$work/verify" || tail -1 "$work/verify")"
+	ok "the phone's five signed decisions verify: $(grep 'signed decisions' "$work/verify" || tail -1 "$work/verify")"
 	c systemctl disable --now agent-sudo-web.service >/dev/null 2>&1
 	browser_stop
 }
