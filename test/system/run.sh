@@ -45,6 +45,10 @@ done
 # The web approver's check drives Debian's chromium, as make web-test does.
 chromium=${AGENT_SUDO_TEST_CHROMIUM:-/usr/bin/chromium}
 [ -x "$chromium" ] || die "setup: $chromium not found (apt-get install chromium)"
+# Its tunnel on another local port is this machine's ssh and sshd.
+for t in ssh ssh-keygen /usr/sbin/sshd; do
+	command -v $t >/dev/null || die "setup: $t not found (apt-get install openssh-client openssh-server)"
+done
 
 command -v "$GO" >/dev/null || die "setup: $GO not found: the guide's make build man needs Go"
 [ -f "$DEB" ] || die "setup: no package $DEB"
