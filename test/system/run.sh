@@ -313,11 +313,14 @@ phone_at_another_port() {
 		AuthorizedKeysFile $dir/authorized_keys
 		# The check's directory is under /var/tmp, which others can write.
 		StrictModes no
+		AllowUsers root
 		PermitRootLogin prohibit-password
 		PasswordAuthentication no
 		KbdInteractiveAuthentication no
 		UsePAM no
 		AllowTcpForwarding local
+		AllowStreamLocalForwarding no
+		PermitTunnel no
 		AllowAgentForwarding no
 		X11Forwarding no
 	EOF
