@@ -23,6 +23,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/spawn"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/internal/web"
 )
 
@@ -547,7 +548,7 @@ func enrolListenError(addr, origin string, originGiven bool, err error) error {
 // process (spawn.MarkCloseOnExec);
 // it returns the process, its stderr's relay (to Flush after Wait) and
 // this side's end. ctx's end kills it.
-func startEnrolPage(ctx context.Context, inv *invocation, lns []net.Listener) (*exec.Cmd, *visibleLines, net.Conn, error) {
+func startEnrolPage(ctx context.Context, inv *invocation, lns []net.Listener) (*exec.Cmd, *termtext.VisibleLines, net.Conn, error) {
 	var lfs []*os.File
 	defer func() {
 		for _, f := range lfs {
@@ -581,7 +582,7 @@ func startEnrolPage(ctx context.Context, inv *invocation, lns []net.Listener) (*
 	// to it made visible, so that the page's process, which runs as
 	// another user and faces the network, holds no descriptor of root's
 	// terminal (Flush after Wait writes a last line without newline).
-	stderr := &visibleLines{w: inv.stderr}
+	stderr := termtext.NewVisibleLines(inv.stderr)
 	cmd.Stderr = stderr
 	cmd.ExtraFiles = append([]*os.File{lfs[0], theirs}, lfs[1:]...)
 	spawn.MarkCloseOnExec()

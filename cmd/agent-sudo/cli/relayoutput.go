@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sudo/agent-sudo/internal/spawn"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/internal/web"
 )
 
@@ -108,7 +109,7 @@ func approveWebRelayOutput(inv *invocation, args []string) int {
 			// A terminal that went away (a hangup) does not stop the
 			// relay: it reads on, so that the web approver, which
 			// ignores the hangup, is not killed by a broken pipe.
-			v := &visibleLines{w: lenient{p.w}}
+			v := termtext.NewVisibleLines(lenient{p.w})
 			_, err := io.Copy(v, f)
 			_ = v.Flush()
 			if err != nil && !errors.Is(err, os.ErrClosed) {
