@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -11,19 +10,15 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"os/user"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/account"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/spawn"
-	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/internal/web"
 )
 
@@ -101,26 +96,6 @@ func checkPort(addr string) error {
 		return fmt.Errorf("--web %s: %w", addr, err)
 	}
 	return nil
-}
-
-// listenAll listens on addr's port on every address of its host
-// (web.Listen).
-func listenAll(ctx context.Context, addr string) ([]net.Listener, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("--web %q: %w", addr, err)
-	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
-		return nil, fmt.Errorf("--web %q: the port is not a number", addr)
-	}
-	return web.Listen(ctx, host, uint16(p))
-}
-
-func closeAll(lns []net.Listener) {
-	for _, ln := range lns {
-		_ = ln.Close()
-	}
 }
 
 // cert returns the TLS certificate and its fingerprint: --tls-cert's, or
@@ -213,7 +188,7 @@ func approveWebMain(ctx context.Context, inv *invocation, opts *approveOpts, dep
 		names[i] = visible(d.Name)
 	}
 	cfg := web.ServeConfig{Daemons: daemons, Host: host, Port: uint16(p), Origin: origin, RPID: rpID, UID: uid, GID: gid,
-		BeforeDrop: func() error { return relayTerminalOutput(uid, gid) },
+		BeforeDrop: func() error { return web.RelayTerminalOutput(uid, gid) },
 		Log:        webLog(inv),
 		Ready: func(fp string) {
 			fmt.Fprintf(inv.stdout, "web approver for %s at %s (running as %s)\n", strings.Join(names, ", "), origin, o.user)
@@ -383,12 +358,9 @@ func parseWeb(inv *invocation, verb string, args []string, named bool) (o *webOp
 	return o, rest[0], 0, true
 }
 
-// approveWebEnroll is the root side of "approve web enroll NAME": it opens
-// the listener and the certificate, draws the link, starts the page's
-// process (serve-enrolment, which drops to --user before it reads a
-// byte from the network) and stores the one passkey that process hands
-// back, once checked (web.KeepEnrolled). The split: docs/security.md,
-// "Enrolment".
+// approveWebEnroll is "approve web enroll NAME": it checks its flags and
+// the passkeys directory, then web.Enrol serves the link and keeps the
+// passkey.
 func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	o, name, code, ok := parseWeb(inv, "enroll", args, true)
 	if !ok {
@@ -413,86 +385,27 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 	if err != nil {
 		return inv.fail(exitUsage, "approve web enroll: --for: %v", err)
 	}
-	setup, err := web.NewEnrolSetup(name, origin, rpID, uid, gid, time.Now())
-	if err != nil {
-		return inv.fail(exitUsage, "approve web enroll: %v", err)
+	host, port, err := net.SplitHostPort(listenAddr)
+	var p uint64
+	if err == nil {
+		p, err = strconv.ParseUint(port, 10, 16)
 	}
-	lns, err := listenAll(ctx, listenAddr)
 	if err != nil {
-		return inv.fail(exitUnavailable, "approve web enroll: %v", enrolListenError(listenAddr, origin, o.origin != "", err))
+		return inv.fail(exitUsage, "approve web enroll: --web %q: %v", listenAddr, err)
 	}
-	defer closeAll(lns)
-	fp := ""
+	cfg := web.EnrolConfig{Name: name, Host: host, Port: uint16(p), Origin: origin, OriginGiven: o.origin != "", RPID: rpID,
+		SignFrom: signFrom, UID: uid, GID: gid, Store: store, Stdout: inv.stdout, Stderr: inv.stderr}
 	if !o.noTLS {
-		cert, f, err := o.cert(rpID)
-		if err != nil {
-			return inv.fail(exitUnavailable, "approve web enroll: %v", err)
-		}
-		if err := setup.SetCert(cert); err != nil {
-			return inv.fail(exitSoftware, "approve web enroll: %v", err)
-		}
-		fp = f
+		cfg.Cert = func() (tls.Certificate, string, error) { return o.cert(rpID) }
 	}
-	ctx, cancel := context.WithDeadline(ctx, setup.Expires)
-	defer cancel()
-	page, pageErr, conn, err := startEnrolPage(ctx, inv, lns)
-	if err != nil {
+	switch err := web.Enrol(ctx, cfg); {
+	case err == nil:
+		return 0
+	case errors.Is(err, web.ErrUnavailable):
+		return inv.fail(exitUnavailable, "approve web enroll: %v", err)
+	default:
 		return inv.fail(exitSoftware, "approve web enroll: %v", err)
 	}
-	kept := false
-	defer func() {
-		if !kept {
-			cancel() // ends the page's process
-		}
-		// Once the passkey is kept, the page's process answers the
-		// browser and ends by itself; the link's expiry bounds the wait.
-		_ = page.Wait()
-		_ = pageErr.Flush()
-		_ = conn.Close()
-	}()
-	// The page is served where this process listens, which may differ
-	// from --origin only by a tunnel: the phone opens --origin.
-	link := origin + setup.Path()
-	// The QR code is about 21 lines: it comes after the rest and right
-	// before the link and its deadline, which are printed last, so that on
-	// an 80x24 terminal the whole code, the link and the deadline are on
-	// the screen (what comes before scrolls up).
-	if fp != "" {
-		fmt.Fprintf(inv.stdout, "The page's TLS certificate has the SHA-256 fingerprint\n  %s\ncheck it in the browser before you go on.\n", fp)
-	}
-	if !slices.Equal(signFrom, []string{origin}) {
-		fmt.Fprintf(inv.stdout, "The passkey will sign from %s (not from this link's origin).\n", strings.Join(signFrom, ", "))
-	}
-	printQR(inv, link)
-	fmt.Fprintf(inv.stdout, "Open this link on the phone within 5 minutes (until %s), once:\n  %s\n",
-		setup.Expires.Local().Format("15:04:05"), link)
-	en, err := web.KeepEnrolled(ctx, conn, setup, signFrom, store)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return inv.fail(exitUnavailable, "approve web enroll: no passkey was enrolled before the link expired")
-	}
-	if err != nil {
-		return inv.fail(exitUnavailable, "approve web enroll: %v", err)
-	}
-	kept = true
-	fmt.Fprintln(inv.stdout, personNote(en))
-	fmt.Fprintf(inv.stdout, "enrolled %s: credential %x, for %s\n", en.Name, en.Credential.ID, strings.Join(en.Origins, ", "))
-	return 0
-}
-
-// personNote says who the passkey en is for the two-person rule, as root's
-// lookup recorded it (en.Person): getent answers "no such user" also when
-// a directory (LDAP, SSSD) did not answer, and a directory user's passkey
-// recorded so would count apart from her console, so the human who
-// enrolled it is told, with what to do.
-func personNote(en passkey.Enrolled) string {
-	if uid, ok := strings.CutPrefix(en.Person, "uid "); ok {
-		return fmt.Sprintf("For the two-person rule this passkey is the user %s (uid %s, as the system's name service resolves %s): "+
-			"%s at a console and on this passkey count as one person.", en.Name, uid, en.Name, en.Name)
-	}
-	return fmt.Sprintf("%s is no user the system's name service knows (getent passwd %s found none), so for the two-person rule "+
-		"this passkey is a person of its own (%s), apart from every login. If %s is a user whose directory did not answer, "+
-		"revoke it (approve web revoke %s) and enrol it again once getent passwd %s finds them.",
-		en.Name, en.Name, visible(en.Person), en.Name, en.Name, en.Name)
 }
 
 // webUser returns the ids of --user, which must not be root. A user that
@@ -521,165 +434,20 @@ func webUser(name string) (uid, gid uint32, err error) {
 	return uid, gid, nil
 }
 
-// enrolListenError is web.ListenError's error with what to do for an
-// enrolment: enrol on another port of the same host, for the web
-// approver's origin, which is the origin this enrolment computed for addr
-// (its --web, --no-tls and --origin); with --origin, that origin's port
-// moves too.
-func enrolListenError(addr, origin string, originGiven bool, err error) error {
-	host, _, serr := net.SplitHostPort(addr)
-	if !errors.Is(err, syscall.EADDRINUSE) || serr != nil {
-		return err
-	}
-	advice := fmt.Sprintf("--web %s --for %s", net.JoinHostPort(host, "OTHERPORT"), origin)
-	if originGiven {
-		advice = fmt.Sprintf("--web %s --origin URL --for %s, where --origin is the URL that reaches OTHERPORT, not %s",
-			net.JoinHostPort(host, "OTHERPORT"), origin, origin)
-	}
-	return fmt.Errorf("%w: enrol on another port below 1024 of the same host, for the web approver's URL, which keeps serving (%s)",
-		err, advice)
-}
-
-// startEnrolPage starts this program again as "approve web
-// serve-enrolment N", in a session of its own without a terminal (its
-// stderr a pipe, relayed made visible), with the first of the N listeners
-// lns as descriptor 3, its end of a socket pair as descriptor 4 and the
-// other listeners from descriptor 5 on, and no other descriptor of this
-// process (spawn.MarkCloseOnExec);
-// it returns the process, its stderr's relay (to Flush after Wait) and
-// this side's end. ctx's end kills it.
-func startEnrolPage(ctx context.Context, inv *invocation, lns []net.Listener) (*exec.Cmd, *termtext.VisibleLines, net.Conn, error) {
-	var lfs []*os.File
-	defer func() {
-		for _, f := range lfs {
-			_ = f.Close()
-		}
-	}()
-	for _, ln := range lns {
-		tl, ok := ln.(*net.TCPListener)
-		if !ok {
-			return nil, nil, nil, fmt.Errorf("the listener on %s is not TCP", ln.Addr())
-		}
-		lf, err := tl.File()
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("the listener's descriptor: %w", err)
-		}
-		lfs = append(lfs, lf)
-	}
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("socket pair: %w", err)
-	}
-	mine, theirs := os.NewFile(uintptr(fds[0]), "enrol-root"), os.NewFile(uintptr(fds[1]), "enrol-page")
-	defer theirs.Close()
-	conn, err := net.FileConn(mine)
-	_ = mine.Close()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("socket pair: %w", err)
-	}
-	cmd := selfCommand(ctx, "approve", "web", "serve-enrolment", strconv.Itoa(len(lfs)))
-	// Not the terminal itself: a pipe, whose lines this process writes
-	// to it made visible, so that the page's process, which runs as
-	// another user and faces the network, holds no descriptor of root's
-	// terminal (Flush after Wait writes a last line without newline).
-	stderr := termtext.NewVisibleLines(inv.stderr)
-	cmd.Stderr = stderr
-	cmd.ExtraFiles = append([]*os.File{lfs[0], theirs}, lfs[1:]...)
-	spawn.MarkCloseOnExec()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = conn.Close()
-		return nil, nil, nil, fmt.Errorf("start the page's process: %w", err)
-	}
-	return cmd, stderr, conn, nil
-}
-
-// approveWebServeEnrolment is "approve web serve-enrolment", the page's
-// side of an enrolment, started by approveWebEnroll and not by hand: it
-// reads the setup from descriptor 4, becomes the setup's user, then
-// serves the enrolment page on descriptor 3 until the passkey is kept or
-// the link expires.
+// approveWebServeEnrolment is "approve web serve-enrolment N", the page's
+// side of an enrolment, started by web.Enrol and not by hand:
+// web.ServeEnrolment.
 func approveWebServeEnrolment(ctx context.Context, inv *invocation, args []string) int {
-	parent := os.Getppid()
-	n, err := strconv.Atoi(strings.Join(args, " "))
-	if err != nil || n < 1 || n > web.MaxAddresses {
-		return inv.fail(exitUsage, "approve web serve-enrolment: want the number of listeners, 1 to %d (run by approve web enroll, not by hand)", web.MaxAddresses)
-	}
-	var lns []net.Listener
-	defer func() { closeAll(lns) }()
-	for i := range n {
-		fd := uintptr(3)
-		if i > 0 {
-			fd = uintptr(4 + i)
-		}
-		lf := os.NewFile(fd, "listener")
-		ln, err := net.FileListener(lf)
-		_ = lf.Close()
-		if err != nil {
-			return inv.fail(exitUsage, "approve web serve-enrolment: descriptor %d: %v (run by approve web enroll, not by hand)", fd, err)
-		}
-		lns = append(lns, ln)
-	}
-	cf := os.NewFile(4, "enrol-root")
-	conn, err := net.FileConn(cf)
-	_ = cf.Close()
-	if err != nil {
-		return inv.fail(exitUsage, "approve web serve-enrolment: descriptor 4: %v (run by approve web enroll, not by hand)", err)
-	}
-	defer conn.Close()
-	br := bufio.NewReader(conn)
-	setup, err := web.ReadEnrolSetup(br)
-	if err != nil {
+	switch err := web.ServeEnrolment(ctx, args, webLog(inv)); {
+	case err == nil:
+		return 0
+	case errors.Is(err, web.ErrNotByHand):
+		return inv.fail(exitUsage, "approve web serve-enrolment: %v", err)
+	case errors.Is(err, web.ErrUnavailable):
+		return inv.fail(exitUnavailable, "approve web serve-enrolment: %v", err)
+	default:
 		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
 	}
-	if setup.UID == 0 {
-		return inv.fail(exitSoftware, "approve web serve-enrolment: refusing to serve as root")
-	}
-	if err := web.DropPrivileges(setup.UID, setup.GID); err != nil {
-		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
-	}
-	// The change of uid cleared the Pdeathsig enroll started it with.
-	if err := web.ArmParentDeath(parent); err != nil {
-		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
-	}
-	for i, ln := range lns {
-		tl, err := setup.Listener(ln)
-		if err != nil {
-			return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
-		}
-		lns[i] = tl
-	}
-	e := setup.Enrolment(conn, br)
-	e.Log = webLog(inv)
-	if err := e.Start(time.Now()); err != nil {
-		return inv.fail(exitSoftware, "approve web serve-enrolment: %v", err)
-	}
-	ctx, cancel := context.WithDeadline(ctx, setup.Expires)
-	defer cancel()
-	httpErr := make(chan error, 1)
-	go func() { httpErr <- web.ServeHTTP(ctx, lns, e.Handler()) }()
-	err = e.Wait(ctx)
-	cancel()
-	<-httpErr
-	if err != nil {
-		return inv.fail(exitUnavailable, "approve web serve-enrolment: the link expired")
-	}
-	return 0
-}
-
-// printQR prints link as a QR code for the phone's camera, in forced
-// colours on a terminal (web.ColorQR); a link too long for 80 columns is
-// said instead, since the link above it works as well.
-func printQR(inv *invocation, link string) {
-	text, err := web.QRText(link)
-	if err != nil {
-		fmt.Fprintf(inv.stdout, "(no QR code: %v; paste or type the link)\n", err)
-		return
-	}
-	if isTerminalWriter(inv.stdout) {
-		text = web.ColorQR(text)
-	}
-	fmt.Fprint(inv.stdout, text)
 }
 
 func approveWebList(inv *invocation, args []string) int {
