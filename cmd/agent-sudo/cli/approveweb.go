@@ -17,6 +17,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/account"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/spawn"
 	"github.com/agent-sudo/agent-sudo/internal/web"
@@ -409,7 +410,7 @@ func approveWebEnroll(ctx context.Context, inv *invocation, args []string) int {
 }
 
 // webUser returns the ids of --user, which must not be root. A user that
-// does not exist is named with how to create it.
+// does not exist is named, with how to create it as the error's hint.
 func webUser(name string) (uid, gid uint32, err error) {
 	uid, err = account.UID(name)
 	var unknown user.UnknownUserError
@@ -418,9 +419,9 @@ func webUser(name string) (uid, gid uint32, err error) {
 		if name != web.DefaultUser {
 			how = "name an existing user"
 		}
-		return 0, 0, fmt.Errorf("--user %s: no such user: %s; or create it as root: "+
-			"useradd --system --user-group --no-create-home --home-dir / --shell /usr/sbin/nologin %s "+
-			"(a user of its own: a process of the same uid could stop, trace or kill the web approver)", visible(name), how, visible(name))
+		return 0, 0, hint.New(fmt.Sprintf("--user %s: no such user", visible(name)),
+			how+"; or create it as root: useradd --system --user-group --no-create-home --home-dir / --shell /usr/sbin/nologin "+
+				visible(name)+" (a user of its own: a process of the same uid could stop, trace or kill the web approver)")
 	}
 	if err == nil {
 		gid, err = userGID(name)

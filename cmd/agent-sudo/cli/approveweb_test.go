@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/internal/daemontest"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
@@ -134,10 +135,14 @@ func TestE2EApproveWebEnrollServesUnprivileged(t *testing.T) {
 // enrolment alike.
 func TestWebUserMissing(t *testing.T) {
 	_, _, err := webUser("agent-sudo-no-such-user")
-	want := "--user agent-sudo-no-such-user: no such user: name an existing user; or create it as root: " +
+	want := "--user agent-sudo-no-such-user: no such user"
+	wantHint := "name an existing user; or create it as root: " +
 		"useradd --system --user-group --no-create-home --home-dir / --shell /usr/sbin/nologin agent-sudo-no-such-user"
-	if err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("webUser of a missing user: %v, want %q...", err, want)
+	if err == nil || err.Error() != want {
+		t.Errorf("webUser of a missing user: %v, want %q", err, want)
+	}
+	if h := hint.Of(err); len(h) != 1 || !strings.HasPrefix(h[0], wantHint) {
+		t.Errorf("webUser of a missing user: hints %q, want one starting %q", h, wantHint)
 	}
 	for _, args := range [][]string{{"approve", "--help"}, {"approve", "web", "help"}} {
 		got := runCLI(context.Background(), nil, args...)
