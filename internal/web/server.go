@@ -15,6 +15,15 @@
 // fragment the web approver rendered for its session (/api/page), parsed
 // inert; a strict Content-Security-Policy forbids inline script and any
 // other origin. The session is never a cookie (SessionHeader).
+//
+// The command line enters through a few functions, each once its flags
+// are checked: [Serve] is the web approver once its daemons are dialled;
+// [RelayOutput] is the relay that holds root's terminal for it
+// ([RelayTerminalOutput] starts it); [Enrol] is an enrolment's root side,
+// which starts the page's process, and [ServeEnrolment] that process, as
+// the unprivileged user. The two helper processes are this program again
+// ("agent-sudo approve web relay-output", "... serve-enrolment"), whose
+// command line hands them straight to those functions.
 package web
 
 import (
