@@ -47,6 +47,7 @@ type EnrolConfig struct {
 	Store passkey.Store
 	// Stdout is told the link, its QR code and what was enrolled; Stderr
 	// gets the page's process's output, a line at a time made visible.
+	// Nil discards it.
 	Stdout, Stderr io.Writer
 }
 
@@ -61,6 +62,12 @@ type EnrolConfig struct {
 func Enrol(ctx context.Context, cfg EnrolConfig) error {
 	if cfg.UID == 0 {
 		return errors.New("refusing to serve the enrolment page as root")
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
 	}
 	setup, err := NewEnrolSetup(cfg.Name, cfg.Origin, cfg.RPID, cfg.UID, cfg.GID, time.Now())
 	if err != nil {
