@@ -19,9 +19,6 @@ const maxErrorLen = 120
 // longErrors are the files still allowed errors over maxErrorLen, each
 // with why. An entry with none left fails the test, so that it is removed.
 var longErrors = map[string]string{
-	"internal/web/enrolsplit.go": "the web approver's messages, rewritten for the one sheet (issue 33, another helper)",
-	"internal/web/listen.go":     "the web approver's messages, rewritten for the one sheet (issue 33, another helper)",
-	"internal/web/tls.go":        "the web approver's messages, rewritten for the one sheet (issue 33, another helper)",
 	// The errors below reach an agent or an approver as one message of the
 	// protocol (a response's message, a decision's result, an MCP tool
 	// error, the audit log), which has no place for a hint yet.

@@ -20,6 +20,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/agent-sudo/agent-sudo/internal/boundedline"
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 )
@@ -220,8 +221,8 @@ func EnrolOrigins(rpID, pageOrigin string, forOrigins []string) ([]string, error
 			return nil, fmt.Errorf("the %w", err)
 		}
 		if !strings.EqualFold(u.Hostname(), rpID) {
-			return nil, fmt.Errorf("the origin %s is not on %s, the host of the enrolment page (%s): a passkey signs only "+
-				"from the host name it was enrolled on, so enrol on a port of %s", u.Scheme+"://"+u.Host, rpID, pageOrigin, u.Hostname())
+			return nil, hint.Wrap(fmt.Errorf("the origin %s is not on %s, the host of the enrolment page (%s)", u.Scheme+"://"+u.Host, rpID, pageOrigin),
+				"a passkey signs only from the host name it was enrolled on, so enrol on a port of "+u.Hostname())
 		}
 		out = append(out, Origin(u))
 	}

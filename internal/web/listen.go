@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 )
 
 // UnprivilegedPortStartFile is the kernel's lowest port any user may
@@ -43,12 +45,12 @@ func checkPort(port uint16, start uint64) error {
 	case port == 0:
 		return errors.New("port 0: give the port the browser opens, one below 1024 such as 844 or 443")
 	case start == 0:
-		return errors.New("net.ipv4.ip_unprivileged_port_start is 0 on this host (as in some containers), so any user may listen on any port " +
-			"and no port is one an agent cannot take: set it back (sysctl -w net.ipv4.ip_unprivileged_port_start=1024) to run the web approver")
+		return hint.New("net.ipv4.ip_unprivileged_port_start is 0 on this host: any user may listen on any port",
+			"no port is one an agent cannot take (as in some containers); set it back to run the web approver: sysctl -w net.ipv4.ip_unprivileged_port_start=1024")
 	case uint64(port) >= start:
-		return fmt.Errorf("port %d: any local user may listen on a port from %d up (net.ipv4.ip_unprivileged_port_start), "+
-			"so an agent could serve its own page there, on an address the web approver does not hold or while it is not running, "+
-			"and be sent the enrolment link or your passkey gestures; use a port below %d, such as 844 or 443 (docs/remote.md)", port, start, min(start, 1024))
+		return hint.Wrap(fmt.Errorf("port %d: any local user may listen on a port from %d up (net.ipv4.ip_unprivileged_port_start)", port, start),
+			fmt.Sprintf("an agent could serve its own page there, on an address the web approver does not hold or while it is not running, "+
+				"and be sent the enrolment link or your passkey gestures; use a port below %d, such as 844 or 443 (docs/remote.md)", min(start, 1024)))
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 )
 
 // TestCheckPort: only a port below the kernel's
@@ -17,7 +19,7 @@ func TestCheckPort(t *testing.T) {
 	for _, tc := range []struct {
 		start string // the file's content; "" for no file
 		port  uint16
-		err   string // "" when taken
+		err   string // "" when taken; else in the error or its hint
 	}{
 		{"1024\n", 844, ""},
 		{"1024\n", 443, ""},
@@ -42,7 +44,7 @@ func TestCheckPort(t *testing.T) {
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("start %q, port %d: %v, want it taken", tc.start, tc.port, err)
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+		case tc.err != "" && (err == nil || !strings.Contains(strings.Join(append([]string{err.Error()}, hint.Of(err)...), "\n"), tc.err)):
 			t.Errorf("start %q, port %d: %v, want an error with %q", tc.start, tc.port, err, tc.err)
 		}
 	}

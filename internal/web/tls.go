@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 )
 
 // DefaultTLSDir is where the web approver keeps the certificate it
@@ -83,10 +85,11 @@ func checkTLSDir(root *os.Root, dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("TLS directory %s: not a directory", dir)
 	case !ok || int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("TLS directory %s: owned by uid %d, not by this process's user (uid %d): "+
-			"its owner could have root write the key where they like, or swap the certificate; use a directory of root's (the default %s)", dir, st.Uid, os.Geteuid(), DefaultTLSDir)
+		return hint.Wrap(fmt.Errorf("TLS directory %s: owned by uid %d, not by this process's user (uid %d)", dir, st.Uid, os.Geteuid()),
+			"its owner could have root write the key where they like, or swap the certificate; use a directory of root's (the default "+DefaultTLSDir+")")
 	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("TLS directory %s: group or others may write it (mode %04o): they could have root write the key where they like, or swap the certificate; chmod 700 it", dir, fi.Mode().Perm())
+		return hint.Wrap(fmt.Errorf("TLS directory %s: group or others may write it (mode %04o)", dir, fi.Mode().Perm()),
+			"they could have root write the key where they like, or swap the certificate; chmod 700 it")
 	}
 	return nil
 }
@@ -144,7 +147,8 @@ func readKey(f *os.File, path string) ([]byte, error) {
 	case !ok || int(st.Uid) != os.Geteuid():
 		return nil, fmt.Errorf("TLS key %s: owned by uid %d, not by this process's user (uid %d): chown it, then chmod 600 it", path, st.Uid, os.Geteuid())
 	case fi.Mode().Perm()&0o077 != 0:
-		return nil, fmt.Errorf("TLS key %s: group or others may read or write it (mode %04o): any local user who reads it can serve a page as the web approver; chmod 600 it, and make a new key if others could read it", path, fi.Mode().Perm())
+		return nil, hint.Wrap(fmt.Errorf("TLS key %s: group or others may read or write it (mode %04o)", path, fi.Mode().Perm()),
+			"any local user who reads it can serve a page as the web approver; chmod 600 it, and make a new key if others could read it")
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {
