@@ -4,10 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -33,25 +30,12 @@ var longErrors = map[string]string{
 func TestErrorsShort(t *testing.T) {
 	fset := token.NewFileSet()
 	left := map[string]bool{}
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", "testdata", "node_modules":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	for _, src := range goSources(t) {
+		path, rel := src.path, src.rel
 		f, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		rel := filepath.ToSlash(strings.TrimPrefix(path, ".."+string(filepath.Separator)))
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok || len(call.Args) == 0 || !isErrorCall(call.Fun) {
@@ -69,10 +53,6 @@ func TestErrorsShort(t *testing.T) {
 				fset.Position(call.Pos()), len(msg), maxErrorLen, msg)
 			return true
 		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	for f, why := range longErrors {
 		if !left[f] {

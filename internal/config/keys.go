@@ -148,7 +148,7 @@ func unknownKeys(md toml.MetaData, tables []map[string]any) error {
 			continue
 		}
 		msg := fmt.Sprintf("unknown key %q", k.String())
-		if s := suggest(k.String(), topKeys()); s != "" {
+		if s := NearestKey(k.String(), topKeys()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		msgs = append(msgs, msg)
@@ -169,7 +169,7 @@ func unknownRuleKey(tables []map[string]any, key toml.Key) string {
 	if len(where) > 0 {
 		msg = fmt.Sprintf("unknown key %q in %s", key.String(), strings.Join(where, ", "))
 	}
-	if s := suggest(key.String(), ruleKeys()); s != "" {
+	if s := NearestKey(key.String(), ruleKeys()); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return msg
@@ -182,9 +182,10 @@ func ruleLabel(i int, name any) string {
 	return "rule " + strconv.Itoa(i+1)
 }
 
-// suggest returns the known key closest to key, if it is close enough to be
-// a plausible typo.
-func suggest(key string, known []string) string {
+// NearestKey returns the known key closest to key, if it is close enough
+// to be a plausible typo (one or two edits); "" otherwise. The web
+// approver's settings file names its unknown keys with it too.
+func NearestKey(key string, known []string) string {
 	best, bestDist := "", 3
 	for _, k := range known {
 		if d := editDistance(key, k); d < bestDist {

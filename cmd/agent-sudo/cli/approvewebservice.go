@@ -13,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agent-sudo/agent-sudo/internal/config"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
 	"github.com/agent-sudo/agent-sudo/internal/web"
 )
@@ -97,7 +98,7 @@ func parseWebSettings(path, text string) (*approveOpts, error) {
 		var msgs []string
 		for _, k := range undecoded {
 			msg := fmt.Sprintf("unknown key %q", k.String())
-			if near := nearestKey(k.String(), webSettingsKeys); near != "" {
+			if near := config.NearestKey(k.String(), webSettingsKeys); near != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", near)
 			}
 			msgs = append(msgs, msg)
@@ -157,38 +158,6 @@ func parseWebSettings(path, text string) (*approveOpts, error) {
 		return nil, fmt.Errorf("%s: %s", path, msg)
 	}
 	return o, nil
-}
-
-// nearestKey returns the key of keys one or two edits from k, if any.
-func nearestKey(k string, keys []string) string {
-	best, bestD := "", 3
-	for _, c := range keys {
-		if d := editDistance(k, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // approveWebServe is "approve web serve [--config FILE]": the web
