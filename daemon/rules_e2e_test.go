@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -250,9 +251,12 @@ name = "any apt query"
 action = "allow"
 match = ["apt", "**"]
 `})
-	logs := d.Logs.String()
-	if !strings.Contains(logs, `msg="rule linter: this allow rule may give root away" rule="rule 1 (\"any apt query\")"`) ||
-		!strings.Contains(logs, `\"**\" on \"apt\" amounts to root`) {
-		t.Fatalf("no linter warning in the daemon's log:\n%s", logs)
+	// The log is copied from the daemon's stderr as it comes: wait for the
+	// line rather than read what has arrived when Start returns.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	logs, err := d.Logs.Wait(ctx, `msg="rule linter: this allow rule may give root away" rule="rule 1 (\"any apt query\")"`)
+	if err != nil || !strings.Contains(logs, `\"**\" on \"apt\" amounts to root`) {
+		t.Fatalf("no linter warning in the daemon's log: %v\n%s", err, logs)
 	}
 }
