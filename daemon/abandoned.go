@@ -30,9 +30,10 @@ func cgroupTag(ref string) string {
 // cgroups (request_pids_max; a warning says when it cannot), and writes a
 // result record for each request the audit log shows allowed and never
 // finished, naming the processes that were killed for it; each is logged.
-// It runs once at start, before anything is served. An error means a
-// record could not be written or the log read: the daemon does not start,
-// as it would not serve without its log.
+// It runs once at start, before anything is served, on what New read of
+// the log (audit.StartScan). An error means a record could not be
+// written: the daemon does not start, as it would not serve without its
+// log.
 func (s *Server) reapAbandoned(ctx context.Context, l *audit.Log) error {
 	var left []runner.Leftover
 	if s.cgroups != nil {
@@ -61,11 +62,7 @@ func (s *Server) reapAbandoned(ctx context.Context, l *audit.Log) error {
 			byTag[lo.Tag] = lo
 		}
 	}
-	unfinished, err := audit.UnfinishedRequests(ctx, l.Path())
-	if err != nil {
-		return err
-	}
-	for _, u := range unfinished {
+	for _, u := range s.unfinished {
 		lo := byTag[cgroupTag(u.Ref)]
 		msg := abandonedMessage(u, lo, s.cgroups != nil)
 		var killed []runner.Survivor

@@ -96,20 +96,18 @@ func (c *replayCache) forget(id string, e replayEntry) {
 // (audit.RecentRequests), so a clock step between records loses none.
 const rememberMargin = time.Minute
 
-// remember fills the cache, at the start of a daemon at now, with the ids of
-// the request records in the audit log at path (and its rotated
-// predecessor) that the previous daemon could still have had to refuse as
-// replays: those received since approval_timeout + 2 × max_clock_skew
-// before now, the longest the cache keeps an id after its receipt. Each is
-// kept as if it had been received then, under this policy. A log that
-// cannot be read fails the start: the daemon cannot tell a replay from a
-// request then.
-func (c *replayCache) remember(path string, now time.Time, skew, approvalTimeout time.Duration) error {
-	since := now.Add(-approvalTimeout).Add(-skew).Add(-skew).Add(-rememberMargin)
-	recent, err := audit.RecentRequests(path, since)
-	if err != nil {
-		return fmt.Errorf("read the request ids of the audit log's last %s, to refuse replays of them: %w", now.Sub(since), err)
-	}
+// rememberSince is how far back, at the start of a daemon at now, the
+// audit log holds the ids that the previous daemon could still have had to
+// refuse as replays: approval_timeout + 2 × max_clock_skew, the longest
+// the cache keeps an id after its receipt, and rememberMargin.
+func rememberSince(now time.Time, skew, approvalTimeout time.Duration) time.Time {
+	return now.Add(-approvalTimeout).Add(-skew).Add(-skew).Add(-rememberMargin)
+}
+
+// remember fills the cache with recent, the request records of the audit
+// log (and its rotated predecessor) received since rememberSince: each is
+// kept as if it had been received then, under this policy.
+func (c *replayCache) remember(recent []audit.Recent, skew, approvalTimeout time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range recent {
@@ -124,5 +122,4 @@ func (c *replayCache) remember(path string, now time.Time, skew, approvalTimeout
 			c.seen[r.ID] = replayEntry{at: r.RequestTime, until: until}
 		}
 	}
-	return nil
 }

@@ -34,6 +34,10 @@ type Server struct {
 	log      *slog.Logger
 	now      func() time.Time
 	replay   *replayCache
+	// unfinished are the requests the audit log showed allowed and never
+	// finished when the Server was made (audit.StartScan), for Run to end
+	// (reapAbandoned) before it serves.
+	unfinished []audit.Unfinished
 	// limits shares the connection slots; rates limits connections per
 	// uid; logs keeps refusals from flooding the log (docs/daemon.md).
 	limits *connLimits
@@ -235,9 +239,18 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if s.exec == nil {
 		s.exec = runner.Run
 	}
-	if err := s.replay.remember(opts.Audit.Path(), s.now(), cfg.MaxClockSkew.Duration, cfg.ApprovalTimeout.Duration); err != nil {
-		return nil, err
+	// One pass over the audit log at start: the ids that could still be
+	// replayed, and the requests a stopped daemon left unfinished (Run
+	// ends them, reapAbandoned). A log that cannot be read fails the
+	// start: the daemon cannot tell a replay from a request then.
+	now := s.now()
+	since := rememberSince(now, cfg.MaxClockSkew.Duration, cfg.ApprovalTimeout.Duration)
+	recent, unfinished, err := audit.StartScan(context.Background(), opts.Audit.Path(), since)
+	if err != nil {
+		return nil, fmt.Errorf("read the audit log's request ids of the last %s, to refuse replays of them, and its unfinished requests: %w", now.Sub(since), err)
 	}
+	s.replay.remember(recent, cfg.MaxClockSkew.Duration, cfg.ApprovalTimeout.Duration)
+	s.unfinished = unfinished
 	if cfg.Exec == runner.ModeSudo {
 		// Before any request: a sudo that would not pass the approved
 		// environment to the command must not run one.

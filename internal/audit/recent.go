@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,26 @@ type Recent struct {
 // cost is one pass over the two files; request records older than since
 // are skipped on their time alone, without decoding the rest of the line.
 func RecentRequests(path string, since time.Time) ([]Recent, error) {
+	return recentRequests(context.Background(), path, since, nil)
+}
+
+// StartScan is what a starting daemon reads of its log, in one pass over
+// the file at path: the request records written at or after since, as
+// [RecentRequests] returns them (path's rotated predecessor read too), and
+// the requests the file shows allowed and never finished, as
+// [UnfinishedRequests] returns them. No log at all is neither.
+func StartScan(ctx context.Context, path string, since time.Time) (recent []Recent, unfinished []Unfinished, err error) {
+	u := newUnfinishedScan()
+	recent, err = recentRequests(ctx, path, since, u.line)
+	if err != nil {
+		return nil, nil, err
+	}
+	return recent, u.result(), nil
+}
+
+// recentRequests is RecentRequests, also handing each complete line of
+// the file path (not its predecessor) with its number to also, when set.
+func recentRequests(ctx context.Context, path string, since time.Time, also func(n int, line []byte)) ([]Recent, error) {
 	var out []Recent
 	for _, name := range []string{path, path + ".1", path + ".1.gz"} {
 		if name == path+".1.gz" {
@@ -45,18 +66,29 @@ func RecentRequests(path string, since time.Time) ([]Recent, error) {
 				break // the predecessor is path.1
 			}
 		}
-		err := recentInFile(name, since, &out)
+		var found []Recent
+		err := eachLine(ctx, name, func(n int, line []byte) {
+			recentLine(line, since, &found)
+			if also != nil && name == path {
+				also(n, line)
+			}
+		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return out, err
+		}
+		// Last line first, within a file.
+		for i := len(found) - 1; i >= 0; i-- {
+			out = append(out, found[i])
 		}
 	}
 	return out, nil
 }
 
-// recentInFile appends the request records of the file name (plain or
-// gzip) written at or after since to out, last line first, reading it
-// from its start.
-func recentInFile(name string, since time.Time, out *[]Recent) error {
+// eachLine calls each with every complete line of the file name (plain or
+// gzip) and its number, from the file's start; lines too long to be
+// records, and a last line without its newline, are skipped. It stops with
+// ctx's error when ctx ends.
+func eachLine(ctx context.Context, name string, each func(n int, line []byte)) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
@@ -67,23 +99,20 @@ func recentInFile(name string, since time.Time, out *[]Recent) error {
 		return fmt.Errorf("read %s: %w", name, err)
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
-	var found []Recent
-	for {
+	for n := 1; ; n++ {
+		if n%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		line, complete, err := readLine(br)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil && !errors.Is(err, errLineTooLong) {
-			return fmt.Errorf("read %s: %w", name, err)
-		}
-		if complete {
-			recentLine(line, since, &found)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil && !errors.Is(err, errLineTooLong):
+			return fmt.Errorf("read %s after line %d: %w", name, n-1, err)
+		case err == nil && complete:
+			each(n, line)
 		}
 	}
-	for i := len(found) - 1; i >= 0; i-- {
-		*out = append(*out, found[i])
-	}
-	return nil
 }
 
 // The start of every record line the writer writes: its type, then its

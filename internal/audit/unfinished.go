@@ -1,13 +1,9 @@
 package audit
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/agent-sudo/agent-sudo/approval"
@@ -41,103 +37,108 @@ type Unfinished struct {
 // finished, those [Joiner] calls [StatusRunning], in the order of their
 // first records. Lines that are not records (torn, corrupt, too long) are
 // skipped, as RecentRequests skips them; a file that cannot be read is an
-// error.
+// error. A starting daemon reads it with [StartScan], in the same pass as
+// the recent requests.
 //
 // It decodes only the fields it needs, line by line, without [Read] and
 // [Joiner]: the daemon runs it at every start, and what it links weighs on
 // its resident memory (docs/performance.md, "The daemon's size");
 // TestUnfinishedRequests checks that it agrees with Joiner.
 func UnfinishedRequests(ctx context.Context, path string) ([]Unfinished, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	u := newUnfinishedScan()
+	if err := eachLine(ctx, path, u.line); err != nil {
 		return nil, fmt.Errorf("audit: looking for unfinished requests: %w", err)
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
-	open := map[string]*Unfinished{} // requests without an outcome, by ref
-	latest := map[string]string{}    // the ref of the latest open request of each id
-	pid := 0
-	for n := 1; ; n++ {
-		if n%1024 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+	return u.result(), nil
+}
+
+// unfinishedScan follows, line by line, the requests of one log file that
+// have no outcome yet.
+type unfinishedScan struct {
+	open   map[string]*Unfinished // requests without an outcome, by ref
+	latest map[string]string      // the ref of the latest open request of each id
+	pid    int                    // the pid of the last daemon start record
+}
+
+func newUnfinishedScan() *unfinishedScan {
+	return &unfinishedScan{open: map[string]*Unfinished{}, latest: map[string]string{}}
+}
+
+// line takes the complete line number n of the file.
+func (s *unfinishedScan) line(n int, line []byte) {
+	var r struct {
+		Type    Type   `json:"type"`
+		ID      string `json:"id"`
+		Ref     string `json:"ref"`
+		Session string `json:"session"`
+		Host    string `json:"host"`
+		Request *struct {
+			Refused string `json:"refused"`
+		} `json:"request"`
+		Decision *struct {
+			Verdict string `json:"verdict"`
+		} `json:"decision"`
+		Exec   *struct{} `json:"exec"`
+		Result *struct{} `json:"result"`
+		Daemon *struct {
+			Event string `json:"event"`
+			PID   int    `json:"pid"`
+		} `json:"daemon"`
+	}
+	if json.Unmarshal(line, &r) != nil {
+		return
+	}
+	switch {
+	case r.Type == TypeDaemon:
+		if r.Daemon != nil && r.Daemon.Event == DaemonStarted {
+			s.pid = r.Daemon.PID
 		}
-		line, complete, err := readLine(br)
-		if errors.Is(err, io.EOF) {
-			break
+		return
+	case r.Type == TypeRequest:
+		if r.Request == nil || r.Request.Refused == "" {
+			ref := LineHash(line)
+			s.open[ref] = &Unfinished{ID: r.ID, Ref: ref, Session: r.Session, Host: r.Host, DaemonPID: s.pid, Line: n}
+			s.latest[r.ID] = ref
 		}
-		if err != nil && !errors.Is(err, errLineTooLong) {
-			return nil, fmt.Errorf("audit: looking for unfinished requests in %s after line %d: %w", path, n-1, err)
-		}
-		var r struct {
-			Type    Type   `json:"type"`
-			ID      string `json:"id"`
-			Ref     string `json:"ref"`
-			Session string `json:"session"`
-			Host    string `json:"host"`
-			Request *struct {
-				Refused string `json:"refused"`
-			} `json:"request"`
-			Decision *struct {
-				Verdict string `json:"verdict"`
-			} `json:"decision"`
-			Exec   *struct{} `json:"exec"`
-			Result *struct{} `json:"result"`
-			Daemon *struct {
-				Event string `json:"event"`
-				PID   int    `json:"pid"`
-			} `json:"daemon"`
-		}
-		if err != nil || !complete || json.Unmarshal(line, &r) != nil {
-			continue
-		}
-		switch {
-		case r.Type == TypeDaemon:
-			if r.Daemon != nil && r.Daemon.Event == DaemonStarted {
-				pid = r.Daemon.PID
-			}
-			continue
-		case r.Type == TypeRequest:
-			if r.Request == nil || r.Request.Refused == "" {
-				ref := LineHash(line)
-				open[ref] = &Unfinished{ID: r.ID, Ref: ref, Session: r.Session, Host: r.Host, DaemonPID: pid, Line: n}
-				latest[r.ID] = ref
-			}
-			continue
-		case !r.Type.Valid():
-			continue
-		}
-		ref := r.Ref
-		u := open[ref]
-		if u == nil {
-			ref = latest[r.ID]
-			u = open[ref]
-		}
-		if u == nil {
-			// The request record is in a file that was not read.
-			ref = r.Ref
-			u = &Unfinished{ID: r.ID, Ref: ref, Session: r.Session, Host: r.Host, DaemonPID: pid, Line: n}
-			open[ref] = u
-			latest[r.ID] = ref
-		}
-		done := false
-		switch {
-		case r.Decision != nil:
-			u.allowed = approval.Verdict(r.Decision.Verdict) == approval.Allow
-			done = !u.allowed
-		case r.Exec != nil:
-			u.allowed, u.Started = true, true
-		case r.Result != nil:
-			done = true
-		}
-		if done {
-			delete(open, ref)
-			if latest[u.ID] == ref {
-				delete(latest, u.ID)
-			}
+		return
+	case !r.Type.Valid():
+		return
+	}
+	ref := r.Ref
+	u := s.open[ref]
+	if u == nil {
+		ref = s.latest[r.ID]
+		u = s.open[ref]
+	}
+	if u == nil {
+		// The request record is in a file that was not read.
+		ref = r.Ref
+		u = &Unfinished{ID: r.ID, Ref: ref, Session: r.Session, Host: r.Host, DaemonPID: s.pid, Line: n}
+		s.open[ref] = u
+		s.latest[r.ID] = ref
+	}
+	done := false
+	switch {
+	case r.Decision != nil:
+		u.allowed = approval.Verdict(r.Decision.Verdict) == approval.Allow
+		done = !u.allowed
+	case r.Exec != nil:
+		u.allowed, u.Started = true, true
+	case r.Result != nil:
+		done = true
+	}
+	if done {
+		delete(s.open, ref)
+		if s.latest[u.ID] == ref {
+			delete(s.latest, u.ID)
 		}
 	}
+}
+
+// result is the requests left allowed and unfinished, in file order.
+func (s *unfinishedScan) result() []Unfinished {
 	var out []Unfinished
-	for _, u := range open {
+	for _, u := range s.open {
 		if u.allowed {
 			out = append(out, *u)
 		}
@@ -149,7 +150,7 @@ func UnfinishedRequests(ctx context.Context, path string) ([]Unfinished, error) 
 			out[k], out[k-1] = out[k-1], out[k]
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Abandoned writes the result record of u, a request a daemon no longer

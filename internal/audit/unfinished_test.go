@@ -2,7 +2,9 @@ package audit
 
 import (
 	"context"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
@@ -51,6 +53,18 @@ func TestUnfinishedRequests(t *testing.T) {
 	got, err := UnfinishedRequests(ctx, path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The daemon's one pass at start finds the same requests, and the
+	// same recent ones as RecentRequests.
+	recent, again, err := StartScan(ctx, path, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantRecent, err := RecentRequests(path, time.Time{}); err != nil || !reflect.DeepEqual(recent, wantRecent) || len(recent) != 5 {
+		t.Errorf("StartScan's recent requests %+v; RecentRequests %+v (%v), 5 requests written", recent, wantRecent, err)
+	}
+	if !reflect.DeepEqual(again, got) {
+		t.Errorf("StartScan's unfinished requests %+v; UnfinishedRequests %+v", again, got)
 	}
 	want := []struct {
 		id      string
