@@ -6,13 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/passkey"
-	"github.com/agent-sudo/agent-sudo/internal/passkeytest"
 	"github.com/agent-sudo/agent-sudo/internal/web"
 )
 
@@ -23,17 +21,7 @@ import (
 // why; a decision on the earlier version is refused; another request of
 // the daemon is still shown. A resolved takes the line away.
 func TestWebRequestNotMatchingItsHash(t *testing.T) {
-	ts := httptest.NewUnstartedServer(nil)
-	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
-	origin := "http://localhost:" + port
-	k, err := passkeytest.New("alice", "localhost", origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	en, err := k.Enrolled()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts, origin, k, en := newWebServer(t)
 	daemonEnd, webEnd := net.Pipe()
 	t.Cleanup(func() { daemonEnd.Close(); webEnd.Close() })
 	// The web approver sends nothing here but what a test asks; drained.

@@ -133,18 +133,7 @@ func newRigOf(t *testing.T, enrolled ...string) *rig {
 // signed_only message, that it runs on host ("": it says nothing).
 func newRigFrom(t *testing.T, host string, enrolled ...string) *rig {
 	t.Helper()
-	ts := httptest.NewUnstartedServer(nil)
-	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
-	// The passkeys' relying party is localhost, so the origin is on it.
-	origin := "http://localhost:" + port
-	k, err := passkeytest.New("alice", "localhost", origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	en, err := k.Enrolled()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts, origin, k, en := newWebServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var served sync.WaitGroup
 	r := &rig{t: t, srv: ts, origin: origin, key: k}
@@ -463,4 +452,23 @@ func TestWebSignInFloodAndForgedChallenge(t *testing.T) {
 		t.Fatalf("sign-in over a forged challenge: %d, want 403", code)
 	}
 	r.signIn()
+}
+
+// newWebServer is an unstarted httptest server for a web approver, its
+// origin on localhost (the passkeys' relying party), and alice's software
+// passkey for that origin, enrolled.
+func newWebServer(t *testing.T) (*httptest.Server, string, *passkeytest.Key, passkey.Enrolled) {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(nil)
+	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+	origin := "http://localhost:" + port
+	k, err := passkeytest.New("alice", "localhost", origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, err := k.Enrolled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts, origin, k, en
 }

@@ -109,22 +109,7 @@ approvals = 2
 	if both {
 		args = append(args, "--approver-socket", d2.ApproverSocket)
 	}
-	web := exec.Command(cli, args...)
-	web.Env = daemontest.RaceEnv(os.Environ())
-	wout, err := web.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	web.Stderr = os.Stderr
-	if err := web.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = web.Process.Signal(os.Interrupt)
-		_ = web.Wait()
-	})
-	browsertest.ReadUntil(t, browsertest.Lines(wout), "web approver for")
-	r.webPID = web.Process.Pid
+	r.webPID = startWebApprover(t, cli, args...)
 	b.Do(map[string]any{"op": "goto", "url": r.origin + "/"})
 	b.Do(map[string]any{"op": "click", "selector": "#signin"})
 	b.Do(map[string]any{"op": "waitText", "selector": "#approver", "text": "alice"})
@@ -609,7 +594,22 @@ func TestWebApproverGoneSaysReconnecting(t *testing.T) {
 		t.Fatalf("with the web approver gone, the page shows %v requests to decide", n)
 	}
 
-	web := exec.Command(r.cli, "approve", "--web", strings.TrimPrefix(r.origin, "http://"), "--no-tls", "--approver-socket", r.d.ApproverSocket)
+	startWebApprover(t, r.cli, "approve", "--web", strings.TrimPrefix(r.origin, "http://"), "--no-tls", "--approver-socket", r.d.ApproverSocket)
+	b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "The web approver restarted: sign in again."})
+	b.Do(map[string]any{"op": "click", "selector": "#signin"})
+	b.Do(map[string]any{"op": "waitText", "selector": "#daemons", "text": "connected"})
+	b.Do(map[string]any{"op": "hold", "selector": sel("gone-1") + " button.allow"})
+	b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: gone-1"})
+	if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "one\n" {
+		t.Fatalf("response %+v", resp)
+	}
+}
+
+// startWebApprover runs the CLI cli with args (a web approver) until the
+// test ends, waits until it says it serves, and returns its pid.
+func startWebApprover(t *testing.T, cli string, args ...string) int {
+	t.Helper()
+	web := exec.Command(cli, args...)
 	web.Env = daemontest.RaceEnv(os.Environ())
 	wout, err := web.StdoutPipe()
 	if err != nil {
@@ -624,12 +624,5 @@ func TestWebApproverGoneSaysReconnecting(t *testing.T) {
 		_ = web.Wait()
 	})
 	browsertest.ReadUntil(t, browsertest.Lines(wout), "web approver for")
-	b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "The web approver restarted: sign in again."})
-	b.Do(map[string]any{"op": "click", "selector": "#signin"})
-	b.Do(map[string]any{"op": "waitText", "selector": "#daemons", "text": "connected"})
-	b.Do(map[string]any{"op": "hold", "selector": sel("gone-1") + " button.allow"})
-	b.Do(map[string]any{"op": "waitText", "selector": "#status", "text": "Allowed: gone-1"})
-	if resp := <-done; resp.Status != proto.StatusOK || string(resp.Stdout) != "one\n" {
-		t.Fatalf("response %+v", resp)
-	}
+	return web.Process.Pid
 }
