@@ -329,7 +329,7 @@ phone_at_another_port() {
 	mkdir -p /run/sshd
 	ip netns exec "$netns" /usr/sbin/sshd -D -e -f "$dir/sshd_config" 2>"$work/sshd.log" &
 	sshd_pid=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		grep -F 'Server listening on 127.0.0.1 port 2222' "$work/sshd.log" >/dev/null && break
 		kill -0 $sshd_pid 2>/dev/null || die "web: sshd in the container's network namespace exited: $(cat "$work/sshd.log")"
 		sleep 0.1
@@ -338,7 +338,7 @@ phone_at_another_port() {
 		-o IdentitiesOnly=yes -o IdentityFile="$dir/id_tunnel" -o UserKnownHostsFile="$dir/known_hosts" -o StrictHostKeyChecking=yes \
 		-L 18445:localhost:844 -p 2222 root@127.0.0.1 2>"$work/ssh.log" &
 	ssh_pid=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		grep -F 'Local forwarding listening on 127.0.0.1 port 18445' "$work/ssh.log" >/dev/null && break
 		kill -0 $ssh_pid 2>/dev/null || die "web: ssh -N -L 18445:localhost:844 exited: $(tail -5 "$work/ssh.log") sshd: $(tail -5 "$work/sshd.log")"
 		sleep 0.1
@@ -364,7 +364,7 @@ phone_at_another_port() {
 		esac
 	done
 	echo "  POST /api/login/{begin,finish} and /api/decide/{begin,finish} from there: 403, this page is open at $other, but its passkeys sign only for $want: open $want/ instead"
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		[ "$(c journalctl -q -u agent-sudo-web.service -o cat | grep -F 'web: refused a call not from the page' | grep -F "origin=$other" | grep -c 'path=/api/')" -ge 4 ] && break
 		sleep 0.1
 	done
@@ -394,7 +394,7 @@ web_service() {
 	c cp -p /etc/agent-sudo/web.toml /root/web.toml.orig
 	c sed -i 's/^listen = .*/listen = "localhost:8443"/' /etc/agent-sudo/web.toml
 	c systemctl start agent-sudo-web.service || true
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		case $(c systemctl is-active agent-sudo-web.service || true) in failed | inactive) break ;; esac
 		sleep 0.1
 	done
