@@ -170,10 +170,6 @@ async function run(cmd) {
         }).observe(document.body, { subtree: true, childList: true, attributes: true });
       }, cmd.selector);
       return {};
-    case "viewport":
-      // The page's viewport, in CSS pixels (a phone: 390×844).
-      await p.page.setViewportSize({ width: cmd.width, height: cmd.height });
-      return {};
     case "rects":
       // Where each element matching each of selectors is, as the page
       // lays it out now (getBoundingClientRect, viewport coordinates),
