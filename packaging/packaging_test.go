@@ -82,6 +82,7 @@ func TestUnitsMatchDaemon(t *testing.T) {
 	sock := parseUnit(t, socketUnit)
 	appr := parseUnit(t, approverUnit)
 	svc := parseUnit(t, serviceUnit)
+	web := parseUnit(t, webUnit)
 	tests := []struct {
 		file          string
 		unit          unitFile
@@ -122,6 +123,27 @@ func TestUnitsMatchDaemon(t *testing.T) {
 		{serviceUnit, svc, "Service", "PrivateTmp", "yes|true|on|1", "agents hand files over in /tmp", true},
 		{serviceUnit, svc, "Unit", "Requires", "agent-sudo.socket agent-sudo-approver.socket", "the daemon serves the sockets systemd passes it", false},
 		{serviceUnit, svc, "Install", "Also", "agent-sudo.socket agent-sudo-approver.socket", "enabling the service enables both sockets", false},
+		// agent-sudo-web.service: what docs/approving.md ("The web approver
+		// as a service") and docs/install.md say of it.
+		{webUnit, web, "Service", "ExecStart", "/usr/bin/agent-sudo approve web serve --config /etc/agent-sudo/web.toml", "its settings are /etc/agent-sudo/web.toml", false},
+		{webUnit, web, "Unit", "BindsTo", "agent-sudo.service", "it cannot reconnect once it has dropped root: it stops when the daemon stops, and starting it starts the daemon", false},
+		{webUnit, web, "Unit", "After", "agent-sudo.service network-online.target", "started after the daemon is ready, and after a host name to listen on resolves", false},
+		{webUnit, web, "Install", "WantedBy", "multi-user.target agent-sudo.service", "enabled, it starts at boot and each time the daemon starts", false},
+		{webUnit, web, "Service", "Restart", "on-failure", "its own failures (69) are retried", false},
+		{webUnit, web, "Service", "RestartSec", "2s", "retried after 2 seconds", false},
+		{webUnit, web, "Service", "RestartPreventExitStatus", "77 78", "a refused web.toml (78) or not root (77) is not retried: a human must fix it", false},
+		{webUnit, web, "Service", "NoNewPrivileges", "yes", "the sandbox: the drop to agent-sudo-web needs no set-user-id exec", false},
+		{webUnit, web, "Service", "CapabilityBoundingSet", "CAP_NET_BIND_SERVICE CAP_SETUID CAP_SETGID", "only the capabilities to bind the port and change user", false},
+		{webUnit, web, "Service", "ProtectSystem", "strict", "the file system read-only", false},
+		{webUnit, web, "Service", "ReadWritePaths", "-/etc/agent-sudo/web", "the generated certificate's directory the one writable place", false},
+		{webUnit, web, "Service", "ProtectHome", "read-only", "homes read-only (ssh reads root's keys)", false},
+		{webUnit, web, "Service", "PrivateTmp", "yes", "private /tmp", false},
+		{webUnit, web, "Service", "PrivateDevices", "yes", "private devices", false},
+		{webUnit, web, "Service", "ProtectKernelTunables", "yes", "no kernel tunables", false},
+		{webUnit, web, "Service", "ProtectKernelModules", "yes", "no kernel modules", false},
+		{webUnit, web, "Service", "ProtectKernelLogs", "yes", "no kernel logs", false},
+		{webUnit, web, "Service", "ProtectClock", "yes", "no clock", false},
+		{webUnit, web, "Service", "RestrictNamespaces", "yes", "no new namespaces", false},
 	}
 	for _, tt := range tests {
 		got := tt.unit.get(tt.section, tt.key)
