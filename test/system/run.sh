@@ -845,17 +845,23 @@ ok "guide: $(guide upgrade): version $newversion, the running command got its an
 # apt-get asks before removing; yes answers as the human would.
 remove=$(guide uninstall | sed -n 1p)
 purge=$(guide uninstall | sed -n 2p)
+# The web approver's service enabled, as a user of it would have it:
+# docs/install.md says remove stops and disables it with the daemon.
+c systemctl enable --now agent-sudo-web.service >"$work/web-enable.out" 2>&1 || die "remove: systemctl enable --now agent-sudo-web.service: $(cat "$work/web-enable.out")"
 { yes || true; } | c sh -euc "$remove" >"$work/apt.log" 2>&1 || die "remove: $(tail -5 "$work/apt.log" | tr "\n" " ")"
-for f in /etc/agent-sudo/config.toml /etc/logrotate.d/agent-sudo /var/log/agent-sudo/audit.jsonl; do
+for f in /etc/agent-sudo/config.toml /etc/agent-sudo/web.toml /etc/logrotate.d/agent-sudo /var/log/agent-sudo/audit.jsonl; do
 	c test -e $f || die "remove: $f is gone, docs/install.md says it stays"
 done
 for f in /usr/bin/agent-sudod /usr/bin/agent-sudo /usr/lib/systemd/system/agent-sudo.socket /etc/systemd/system/sockets.target.wants/agent-sudo.socket \
-	/usr/lib/systemd/system/agent-sudo-approver.socket /etc/systemd/system/sockets.target.wants/agent-sudo-approver.socket; do
+	/usr/lib/systemd/system/agent-sudo-approver.socket /etc/systemd/system/sockets.target.wants/agent-sudo-approver.socket \
+	/usr/lib/systemd/system/agent-sudo-web.service /etc/systemd/system/multi-user.target.wants/agent-sudo-web.service \
+	/etc/systemd/system/agent-sudo.service.wants/agent-sudo-web.service; do
 	c test ! -e $f || die "remove: $f is still there"
 done
 c systemctl is-active --quiet agent-sudo.socket && die "remove: the socket is still active"
 c systemctl is-active --quiet agent-sudo-approver.socket && die "remove: the approver socket is still active"
-ok "guide: $remove: binaries and units gone, socket stopped; config, logrotate file and audit log kept"
+c systemctl is-active --quiet agent-sudo-web.service && die "remove: the web approver's service is still active"
+ok "guide: $remove: binaries and units gone, sockets and the enabled web approver stopped and disabled; config, web.toml, logrotate file and audit log kept"
 # docs/install.md: installing the package again after remove enables the socket again.
 c env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "/root/dist/$(basename "$NEWDEB")" >"$work/apt.log" 2>&1 ||
 	die "reinstall: $(tail -5 "$work/apt.log" | tr "\n" " ")"
