@@ -20,6 +20,7 @@ import (
 	"github.com/agent-sudo/agent-sudo/internal/desktopnotify"
 	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/runner"
+	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -274,7 +275,22 @@ func isTerminal(f *os.File) bool {
 }
 
 // sayErr writes err to stderr after the program's name, then the advice it
-// carries (package hint), each on a line of its own.
+// carries (package hint), each on a line of its own. Both embed text the
+// daemon did not choose (a path, a key or value of the configuration, a
+// socket's name from systemd), so every line of them is made safe for a
+// terminal (termtext.Visible); the lines of a joined error stay lines.
 func sayErr(stderr io.Writer, err error) {
-	fmt.Fprintf(stderr, "agent-sudod: %v\n%s", err, hint.Lines("agent-sudod", err))
+	fmt.Fprintf(stderr, "agent-sudod: %s\n", visibleLines(err.Error()))
+	for _, h := range hint.Of(err) {
+		fmt.Fprintf(stderr, "agent-sudod: hint: %s\n", termtext.Visible(h))
+	}
+}
+
+// visibleLines is termtext.Visible of each line of s, the lines kept.
+func visibleLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = termtext.Visible(l)
+	}
+	return strings.Join(lines, "\n")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/hint"
 	"github.com/agent-sudo/agent-sudo/internal/testenv"
 )
 
@@ -203,5 +205,31 @@ func TestReloadSource(t *testing.T) {
 	}
 	if _, err := reload(); err == nil || !strings.Contains(err.Error(), p) {
 		t.Errorf("reload after the file has gone: error %v, want one naming %s (not the built-in defaults)", err, p)
+	}
+}
+
+// TestSayErrEscapes: an error the daemon reports on stderr, and its hints,
+// embed text it did not choose (a path, a value of the configuration, a
+// socket's name from systemd); no control character of it reaches the
+// terminal raw, and the lines of a joined error stay lines.
+func TestSayErrEscapes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"plain", errors.New("config: bad"), "agent-sudod: config: bad\n"},
+		{"escape in the error", errors.New("socket \x1b]0;owned\a"), "agent-sudod: socket \\x1b]0;owned\\x07\n"},
+		{"escape in the hint", hint.Wrap(errors.New("notify: bad"), "write \"=\x1b[2J\""),
+			"agent-sudod: notify: bad\nagent-sudod: hint: write \"=\\x1b[2J\"\n"},
+		{"joined", errors.Join(errors.New("a\rb"), errors.New("c")), "agent-sudod: a\\x0db\nc\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			sayErr(&b, c.err)
+			if b.String() != c.want {
+				t.Errorf("sayErr = %q, want %q", b.String(), c.want)
+			}
+		})
 	}
 }

@@ -7,7 +7,9 @@
 //
 // Error returns the error's message alone, so that a hint never lengthens
 // a log line or a message another program parses; a program prints the
-// hints of an error it reports with [Lines].
+// hints of an error it reports ([Of]) each on a line of its own, made safe
+// for a terminal as the error is: a hint may embed text the program did
+// not choose (a path, a value of the configuration).
 package hint
 
 import (
@@ -63,15 +65,4 @@ func Of(err error) []string {
 	}
 	walk(err)
 	return hints
-}
-
-// Lines returns the hint lines a program prints after reporting err: one
-// "PROGRAM: hint: HINT" line per hint, each ending in a newline; empty when
-// err has none.
-func Lines(program string, err error) string {
-	var b []byte
-	for _, h := range Of(err) {
-		b = append(b, program+": hint: "+h+"\n"...)
-	}
-	return string(b)
 }
