@@ -187,9 +187,13 @@ func (s *Server) policy() *policy { return s.pol.Load() }
 
 // notifyWaiting starts, on r, the notifiers of the policy in force now for
 // sh, a request that has just started waiting for a human; it returns at
-// once. ctx ends the notifiers still running.
+// once. ctx ends the notifiers still running. With no notifier configured
+// it does nothing: no values, no warnings are worked out per request.
 func (s *Server) notifyWaiting(ctx context.Context, r *notify.Runner, sh *approval.Shown) {
 	pol := s.policy()
+	if pol.notify.Len() == 0 {
+		return
+	}
 	r.Start(ctx, pol.notify, notifyValues(sh, pol.cfg.WebApproverURL))
 }
 
