@@ -120,6 +120,10 @@ func TestSheetWarnings(t *testing.T) {
 		approval.KeyHost: "the agent's host is not this daemon's", approval.KeyChanged: "the requester is not verified",
 		approval.KeySSH: "SSH agent forwarded", approval.KeyContainer: "from a container", approval.KeyStdin: "with stdin",
 	}
+	// notWarnings are the items shown in a warning's colour that are not
+	// warnings of the request: the grant's refusal (a consequence of one),
+	// running as root (what was asked), how much of stdin is not shown.
+	notWarnings := []string{approval.KeyGrant, approval.KeyRuns, approval.KeyStdinMore}
 	cases := sheettest.Cases()
 	all := sheettest.Base("all")
 	all.Approvals, all.ForwardAgent, all.Host = 2, true, "elsewhere"
@@ -140,7 +144,13 @@ func TestSheetWarnings(t *testing.T) {
 				if it.Level != approval.LevelWarn && it.Level != approval.LevelDanger {
 					continue
 				}
-				if n := names[it.Key]; n != "" && !slices.Contains(want, n) {
+				n := names[it.Key]
+				if n == "" && !slices.Contains(notWarnings, it.Key) {
+					// A warning the sheet shows that Warnings, and so a
+					// notification, would not name.
+					t.Errorf("the details warn with %q (%q), which Warnings does not name", it.Key, it.Text())
+				}
+				if n != "" && !slices.Contains(want, n) {
 					want = append(want, n)
 				}
 			}
