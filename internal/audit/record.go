@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-sudo/agent-sudo/internal/strictjson"
 	"github.com/agent-sudo/agent-sudo/internal/termtext"
 	"github.com/agent-sudo/agent-sudo/proto"
 )
@@ -433,10 +434,12 @@ func encodeEnv(env map[string]string, full bool) (map[string]string, string) {
 }
 
 // parseRecord decodes one line into a Record and checks what every record
-// must have.
+// must have. It reads the line strictly (strictjson.Unmarshal: no key
+// twice at any depth, keys matched exactly, times as RFC 3339 says), as
+// the daemon reads its own JSON, so that a record has one reading only.
 func parseRecord(line []byte) (*Record, error) {
 	var r Record
-	if err := json.Unmarshal(line, &r); err != nil {
+	if err := strictjson.Unmarshal(line, &r); err != nil {
 		return nil, fmt.Errorf("not a JSON record: %w", err)
 	}
 	if r.Type == "" {
