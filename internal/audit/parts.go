@@ -155,5 +155,6 @@ func ancestryOf(a *procinfo.Ancestry) *Ancestry {
 // containerOf converts the daemon's reading of a peer's namespaces.
 func containerOf(c *procinfo.Container) *Container { return (*Container)(c) }
 
-// SortedNS returns c's namespaces in the order of procinfo.Namespaces.
-func (c *Container) SortedNS() []string { return (*procinfo.Container)(c).SortedNS() }
+// SortedNS returns c's namespaces in the order the sheet shows them
+// (approval.Container.SortedNS).
+func (c *Container) SortedNS() []string { return (*approval.Container)(c).SortedNS() }

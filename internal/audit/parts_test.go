@@ -7,6 +7,7 @@ import (
 
 	"github.com/agent-sudo/agent-sudo/approval"
 	"github.com/agent-sudo/agent-sudo/internal/procinfo"
+	"github.com/agent-sudo/agent-sudo/internal/runner"
 )
 
 // jsonFields returns the JSON keys of struct type t, embedded structs'
@@ -41,11 +42,17 @@ func TestPartsMirrorTheirSources(t *testing.T) {
 		{Ancestry{}, procinfo.Ancestry{}},
 		{Hop{}, procinfo.Hop{}},
 		{Container{}, procinfo.Container{}},
+		{Writable{}, runner.Writable{}},
 	}
 	for _, p := range pairs {
 		a, s := reflect.TypeOf(p.audit), reflect.TypeOf(p.source)
 		if got, want := jsonFields(a), jsonFields(s); !slices.Equal(got, want) {
 			t.Errorf("audit.%s has fields %q, but %s has %q", a.Name(), got, s, want)
 		}
+	}
+	// The sheet and audit show order a container's namespaces by
+	// approval's list; the daemon reads them by procinfo's.
+	if !slices.Equal(approval.Namespaces, procinfo.Namespaces) {
+		t.Errorf("approval.Namespaces %q, procinfo.Namespaces %q", approval.Namespaces, procinfo.Namespaces)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -225,27 +224,4 @@ func cgroupOf(b []byte) string {
 		pick = pick[:2*MaxArg] + "…"
 	}
 	return pick
-}
-
-// SortedNS returns c's namespaces in the order of Namespaces.
-func (c *Container) SortedNS() []string {
-	kinds := make([]string, 0, len(c.NS))
-	for k := range c.NS {
-		kinds = append(kinds, k)
-	}
-	order := func(k string) int {
-		for i, n := range Namespaces {
-			if n == k {
-				return i
-			}
-		}
-		return len(Namespaces)
-	}
-	sort.Slice(kinds, func(i, j int) bool {
-		if order(kinds[i]) != order(kinds[j]) {
-			return order(kinds[i]) < order(kinds[j])
-		}
-		return kinds[i] < kinds[j]
-	})
-	return kinds
 }

@@ -98,19 +98,6 @@ type Hop struct {
 	ArgvCut bool     `json:"argv_cut,omitempty"`
 }
 
-// Name is how a hop is best called in one word: the base name of argv[0]
-// when there is one, else comm. It is raw: escape it before showing it.
-func (h Hop) Name() string {
-	if len(h.Argv) > 0 && h.Argv[0] != "" {
-		a := strings.TrimRight(h.Argv[0], "/")
-		if i := strings.LastIndexByte(a, '/'); i >= 0 && i+1 < len(a) {
-			a = a[i+1:]
-		}
-		return a
-	}
-	return h.Comm
-}
-
 // Ancestry is a process and its parents, the process first.
 type Ancestry struct {
 	Hops []Hop `json:"hops"`
