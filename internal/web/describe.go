@@ -63,15 +63,8 @@ type partView struct {
 // Elem is the page element id of the request's section.
 func (v requestView) Elem() string { return fmt.Sprintf("r-%d-%s", v.Link, v.ID) }
 
-func esc(s string) string {
-	e, _ := termtext.Escape(s)
-	return e
-}
-
-func escStrict(s string) string {
-	e, _ := termtext.EscapeStrict(s)
-	return e
-}
+// esc is termtext.Esc: free text escaped readably.
+func esc(s string) string { return termtext.Esc(s) }
 
 // partOf escapes a sheet's part for the page, by its kind: the agent's
 // free text readably, everything else strictly, programs and executables
@@ -83,7 +76,7 @@ func partOf(p approval.Part) partView {
 	case approval.PartFree:
 		return partView{Text: esc(p.Text)}
 	case approval.PartArg:
-		return partView{Text: escStrict(p.Text), Class: "arg"}
+		return partView{Text: termtext.EscStrict(p.Text), Class: "arg"}
 	case approval.PartProgram, approval.PartCommand:
 		e, _ := termtext.EscapeASCII(p.Text)
 		return partView{Text: e, Class: "arg"}
@@ -91,7 +84,7 @@ func partOf(p approval.Part) partView {
 		e, _ := termtext.EscapeASCII(p.Text)
 		return partView{Text: e}
 	default: // PartExact, and any kind this page does not know
-		return partView{Text: escStrict(p.Text)}
+		return partView{Text: termtext.EscStrict(p.Text)}
 	}
 }
 
