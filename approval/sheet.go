@@ -147,8 +147,8 @@ type Context struct {
 // Sheet is what a human is shown of one request, computed once by
 // NewSheet. First is the first screen (what a human needs to decide, in
 // that order); Details is every detail, one tap or key away; Brief is what
-// a surface with the room of a line or two shows (a notification, the MCP
-// progress text); Warnings are the warnings of Details, each of which
+// a surface with the room of a line or two shows (what a notification is
+// checked against); Warnings are the warnings of Details, each of which
 // every surface shows in full or, in Brief, counts.
 type Sheet struct {
 	// Approvals is the two-person line (nil when one person is enough):
@@ -551,14 +551,16 @@ var warningNames = map[string]string{
 }
 
 // Brief is what a surface with the room of a line or two shows of the
-// request (a notification's placeholders, the MCP progress text): the
+// request: the
 // command, who it runs as, the reason's first line (cut when it has more,
 // Item.Cut), and, when there are any, one item naming every warning of
 // Details in a few words, in their order ("⚠ a program is NOT ROOT-ONLY ·
 // the agent's host is not this daemon's"). It leaves out the stages'
 // programs, stdin's content, why, who asked, the directory, the
 // environment, the id and the times: the human reads those on a console
-// or the page before deciding.
+// or the page before deciding. No program renders it: the notifiers'
+// placeholders are built from the request and [Warnings] without linking
+// the sheet, and daemon's TestSheetNotify checks them against it.
 func (sh *Sheet) Brief() []Item {
 	var out []Item
 	for _, it := range sh.Details {
