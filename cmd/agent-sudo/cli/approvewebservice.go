@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -93,6 +94,24 @@ func parseWebSettings(path, text string) (*approveOpts, error) {
 	md, err := toml.Decode(text, &s)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// The decoder matches a key to a field without regard to case, so
+	// "LISTEN" would be taken as listen, and listen and Listen both given
+	// would leave one of them silently unread: keys are refused unless
+	// spelt exactly, as the daemon's configuration refuses them.
+	var miscased []string
+	for _, k := range md.Keys() {
+		if len(k) != 1 || slices.Contains(webSettingsKeys, k[0]) {
+			continue
+		}
+		for _, want := range webSettingsKeys {
+			if strings.EqualFold(k[0], want) {
+				miscased = append(miscased, fmt.Sprintf("key %q must be written %q: keys are case-sensitive", k[0], want))
+			}
+		}
+	}
+	if len(miscased) > 0 {
+		return nil, fmt.Errorf("%s: %s", path, strings.Join(miscased, "; "))
 	}
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {
 		var msgs []string

@@ -46,6 +46,8 @@ ssh_options = ["Port=2222"]
 		}},
 		{name: "unknown key", text: "lisen = \"localhost:844\"\n", want: `unknown key "lisen" (did you mean "listen"?); the keys are listen, origin,`},
 		{name: "unknown table key", text: "[web]\nlisten = \"localhost:844\"\n", want: `unknown key "web"`},
+		{name: "key in capitals", text: "LISTEN = \"localhost:843\"\n", want: `key "LISTEN" must be written "listen": keys are case-sensitive`},
+		{name: "key twice in two spellings", text: "no_tls = false\nNo_TLS = true\nlisten = \"localhost:843\"\n", want: `key "No_TLS" must be written "no_tls"`},
 		{name: "wrong type", text: "no_tls = \"yes\"\n", want: "no_tls"},
 		{name: "not TOML", text: "listen = \n", want: "line 1"},
 		{name: "unprivileged port", text: "listen = \"localhost:8443\"\n", want: "listen = localhost:8443: "},
