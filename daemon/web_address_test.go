@@ -117,3 +117,30 @@ func TestWebSignInUnknownPasskey(t *testing.T) {
 		t.Fatalf("sign-in with an unknown passkey: %d %q", code, msg)
 	}
 }
+
+// TestWebWrongAddressLongOrigin: a call with an Origin header far longer
+// than any origin (anyone who reaches the port may send one, up to the
+// server's header limit, with every request) is refused as any other from
+// another address, but its answer and the web approver's log repeat only
+// the first bytes of it, so that each such call cannot write many
+// kilobytes to the log.
+func TestWebWrongAddressLongOrigin(t *testing.T) {
+	r := newRig(t)
+	long := "http://" + strings.Repeat("a", 12<<10)
+	before := len(r.logs.String())
+	code, out := r.postFrom(long, "/api/login/begin", map[string]any{})
+	msg, _ := out["error"].(string)
+	if code != http.StatusForbidden || !strings.Contains(msg, "this page is open at http://aaa") || !strings.Contains(msg, "bytes)") {
+		t.Fatalf("a call from a long origin: %d %q, want 403 naming the origin cut short", code, msg)
+	}
+	if len(msg) > 2<<10 {
+		t.Errorf("the answer repeats %d bytes of the origin, want it cut short: %q", len(msg), msg)
+	}
+	logged := r.logs.String()[before:]
+	if !strings.Contains(logged, `msg="web: refused a call not from the page"`) {
+		t.Fatalf("the refusal is not logged:\n%s", logged)
+	}
+	if len(logged) > 2<<10 {
+		t.Errorf("one refused call logged %d bytes, want the origin cut short:\n%.3000s", len(logged), logged)
+	}
+}

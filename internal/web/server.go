@@ -37,6 +37,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -204,7 +205,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) ownPage(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if why := fromPage(w, r, s.cfg.Origin, "the web approver's own page"); why != "" {
-			s.log.Warn("web: refused a call not from the page", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "reason", why)
+			s.log.Warn("web: refused a call not from the page", "path", r.URL.Path, "origin", clipOrigin(r.Header.Get("Origin")), "reason", why)
 			return
 		}
 		h(w, r)
@@ -266,9 +267,23 @@ func notFromPage(r *http.Request, origin, what string) string {
 	case got == origin && r.Header.Get("Content-Type") == "application/json":
 		return ""
 	case got != "" && got != origin:
-		return wrongAddress(got, origin)
+		return wrongAddress(clipOrigin(got), origin)
 	}
 	return "refused: not from " + what + " (" + origin + ")"
+}
+
+// maxOriginShown bounds the Origin header a refusal repeats, in its answer
+// and in the log: an origin is a scheme, a host name of at most 253 bytes
+// and a port, and anyone who reaches the port may send any header up to
+// the server's MaxHeaderBytes, once per request.
+const maxOriginShown = 300
+
+// clipOrigin is got cut to maxOriginShown bytes, marked as cut.
+func clipOrigin(got string) string {
+	if len(got) <= maxOriginShown {
+		return got
+	}
+	return got[:maxOriginShown] + "...(" + strconv.Itoa(len(got)) + " bytes)"
 }
 
 // wrongAddress is what a page opened at got, not at origin, is told.
