@@ -213,6 +213,8 @@ func (s *Server) serveRequest(ctx, execCtx context.Context, pol *policy, conn *n
 	spec.CgroupTag = cgroupTag(recordOf(trail))
 	spec.PidsMax = pol.cfg.RequestPidsMax
 	if err := trail.Started(execCtx, spec); err != nil {
+		// Nothing ran: the web approver's receipt says so, not "running".
+		s.finished(d, req.ID, string(proto.StatusError), nil)
 		return auditFailed(log, req.ID, trail, err)
 	}
 	if req.Progress {
