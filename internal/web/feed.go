@@ -28,6 +28,11 @@ type feed struct {
 	// results receives the daemon's answer to a decision, by request id:
 	// one decision per request at a time is relayed (decide holds it).
 	results map[string]chan approval.Message
+	// relayed are the ids of the latest requests this web approver
+	// relayed a decision on (decide), at most maxResolved: only their
+	// resolved messages are kept for the receipts, so that requests an
+	// agent asks and withdraws, each resolved, cannot push those out.
+	relayed []string
 }
 
 func newFeed(name string, c *approval.Client) *feed {
@@ -84,7 +89,9 @@ func (f *feed) read(ctx context.Context) error {
 				f.version++
 			}
 		case approval.MsgResolved:
-			f.resolved = keepLatest(f.resolved, ended{seq: f.version + 1, Message: m})
+			if slices.Contains(f.relayed, m.ID) {
+				f.resolved = keepLatest(f.resolved, ended{seq: f.version + 1, Message: m})
+			}
 			f.pending = slices.DeleteFunc(f.pending, func(p approval.Message) bool { return p.ID == m.ID })
 			delete(f.approved, m.ID)
 			f.refused = slices.DeleteFunc(f.refused, func(r refusal) bool { return r.id == m.ID })
@@ -109,7 +116,8 @@ func (f *feed) read(ctx context.Context) error {
 const maxRefused = 32
 
 // maxResolved bounds the resolved messages a feed keeps for the pages'
-// receipts: the latest.
+// receipts (the latest, of the requests it relayed a decision on), the
+// finished ones, and the ids of those requests.
 const maxResolved = 32
 
 // ended is a resolved or finished message, with the feed's version when
@@ -169,9 +177,10 @@ type feedState struct {
 	// refused are the requests whose latest message did not hash as
 	// announced, oldest first, at most maxRefused.
 	refused []refusal
-	// resolved are the daemon's latest resolved messages, oldest first, at
-	// most maxResolved: how the requests decided on a page ended, for its
-	// receipts.
+	// resolved are the daemon's latest resolved messages of the requests
+	// this web approver relayed a decision on (feed.relayed), oldest
+	// first, at most maxResolved: how the requests decided on a page
+	// ended, for its receipts.
 	resolved []ended
 	// finished are the daemon's latest finished messages (how an allowed
 	// request ended: its status and exit codes), oldest first, at most
@@ -247,6 +256,13 @@ func (f *feed) decide(ctx context.Context, m approval.Message) (string, error) {
 		return "", errors.New("a decision on this request is already on its way")
 	}
 	f.results[m.ID] = ch
+	// Before it is sent: the daemon's resolved may come before its answer.
+	if !slices.Contains(f.relayed, m.ID) {
+		f.relayed = append(f.relayed, m.ID)
+		if len(f.relayed) > maxResolved {
+			f.relayed = slices.Delete(f.relayed, 0, len(f.relayed)-maxResolved)
+		}
+	}
 	f.mu.Unlock()
 	if err := f.client.Send(m); err != nil {
 		f.mu.Lock()
