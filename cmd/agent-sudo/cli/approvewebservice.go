@@ -125,6 +125,20 @@ func parseWebSettings(path, text string) (*approveOpts, error) {
 		sort.Strings(msgs)
 		return nil, fmt.Errorf("%s: %s; the keys are %s", path, strings.Join(msgs, ", "), strings.Join(webSettingsKeys, ", "))
 	}
+	// listen, tls_dir and user given as "" are not keys left out: their
+	// flags refuse "" (or do not serve at all), and taking the default in
+	// silence would hide the mistake. (origin, tls_cert and tls_key are ""
+	// by default: "" is their default.)
+	var empty []string
+	for key, v := range map[string]string{"listen": s.Listen, "tls_dir": s.TLSDir, "user": s.User} {
+		if v == "" && md.IsDefined(key) {
+			empty = append(empty, key)
+		}
+	}
+	if len(empty) > 0 {
+		sort.Strings(empty)
+		return nil, fmt.Errorf("%s: %s: empty; leave the key out to take its default, or give a value", path, strings.Join(empty, ", "))
+	}
 	o := &approveOpts{defaultSocket: defaultApproverSocket, sshProgram: "ssh"}
 	o.web = webOpts{addr: s.Listen, origin: s.Origin, noTLS: s.NoTLS, tlsDir: s.TLSDir, tlsCert: s.TLSCert, tlsKey: s.TLSKey,
 		passkeys: passkey.DefaultDir, user: s.User}

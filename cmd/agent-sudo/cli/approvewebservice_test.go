@@ -48,6 +48,8 @@ ssh_options = ["Port=2222"]
 		{name: "unknown table key", text: "[web]\nlisten = \"localhost:844\"\n", want: `unknown key "web"`},
 		{name: "key in capitals", text: "LISTEN = \"localhost:843\"\n", want: `key "LISTEN" must be written "listen": keys are case-sensitive`},
 		{name: "key twice in two spellings", text: "no_tls = false\nNo_TLS = true\nlisten = \"localhost:843\"\n", want: `key "No_TLS" must be written "no_tls"`},
+		{name: "user given empty", text: "user = \"\"\n", want: "user: empty; leave the key out to take its default"},
+		{name: "listen given empty", text: "listen = \"\"\n", want: "listen: empty; leave the key out"},
 		{name: "wrong type", text: "no_tls = \"yes\"\n", want: "no_tls"},
 		{name: "not TOML", text: "listen = \n", want: "line 1"},
 		{name: "unprivileged port", text: "listen = \"localhost:8443\"\n", want: "listen = localhost:8443: "},
