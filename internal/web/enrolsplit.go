@@ -295,7 +295,10 @@ func KeepEnrolledWith(ctx context.Context, conn net.Conn, setup EnrolSetup, orig
 		return passkey.Enrolled{}, fmt.Errorf("enrolment: hand the setup to the page's process: %w", err)
 	}
 	br := bufio.NewReader(conn)
-	for {
+	// At most as many offers as the page lets a link try (maxEnrolTries):
+	// a page's process taken over from the network cannot have root check
+	// offer after offer, each running the name service, until the expiry.
+	for tries := 1; ; tries++ {
 		var o enrolOffer
 		if err := readLine(br, &o); err != nil {
 			if ctx.Err() != nil {
@@ -327,6 +330,9 @@ func KeepEnrolledWith(ctx context.Context, conn net.Conn, setup EnrolSetup, orig
 		}
 		if err == nil {
 			return en, nil
+		}
+		if tries >= maxEnrolTries {
+			return passkey.Enrolled{}, fmt.Errorf("enrolment: the page's process offered %d credentials, each refused (the last: %w); run enroll again", tries, err)
 		}
 	}
 }

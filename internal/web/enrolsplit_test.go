@@ -484,3 +484,51 @@ func TestEnrolmentLinkGone(t *testing.T) {
 		t.Errorf("POST to a wrong link: %d %s (%v)", code, b, err)
 	}
 }
+
+// TestEnrolmentRootBoundsOffers: the root side takes at most
+// maxEnrolTries offers from the page's process, as many as the page lets
+// a link try: a page's process taken over from the network, which runs as
+// another user, cannot have root check (and run the name service's getent
+// for) offer after offer until the link expires.
+func TestEnrolmentRootBoundsOffers(t *testing.T) {
+	setup, err := NewEnrolSetup("alice", "https://phone.example:8443", "phone.example", 65534, 65534, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootEnd, pageEnd := net.Pipe()
+	t.Cleanup(func() { rootEnd.Close(); pageEnd.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), EnrolTTL)
+	defer cancel()
+	answers := make(chan int, 1)
+	go func() {
+		defer pageEnd.Close()
+		br := bufio.NewReader(pageEnd)
+		var s EnrolSetup
+		if err := readLine(br, &s); err != nil {
+			answers <- -1
+			return
+		}
+		n := 0
+		defer func() { answers <- n }()
+		for range maxEnrolTries + 1 {
+			// Not a credential CheckCredential takes: refused, answered.
+			if err := writeLine(pageEnd, enrolOffer{Credential: &webauthn.Credential{}}); err != nil {
+				return
+			}
+			var a enrolAnswer
+			if err := readLine(br, &a); err != nil {
+				return
+			}
+			n++
+		}
+	}()
+	_, err = KeepEnrolledWith(ctx, rootEnd, setup, []string{setup.PageOrigin}, passkey.Store{Dir: filepath.Join(t.TempDir(), "passkeys")},
+		func(context.Context, string) (string, error) { return "uid 1000", nil })
+	rootEnd.Close()
+	if n := <-answers; n != maxEnrolTries {
+		t.Errorf("the root side answered %d offers, want %d (maxEnrolTries)", n, maxEnrolTries)
+	}
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("KeepEnrolled: %v, want it to end saying the offers were refused", err)
+	}
+}
