@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/agent-sudo/agent-sudo/internal/web"
 )
@@ -11,7 +10,7 @@ import (
 // the web approver as root (web.RelayTerminalOutput): web.RelayOutput.
 func approveWebRelayOutput(inv *invocation, args []string) int {
 	err := web.RelayOutput(args, inv.stdout, inv.stderr, func(err error) {
-		fmt.Fprintf(inv.stderr, "agent-sudo: approve web relay-output: %v\n", err)
+		inv.say("approve web relay-output: %v", err)
 	})
 	switch {
 	case err == nil:
